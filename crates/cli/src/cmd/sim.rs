@@ -1,0 +1,77 @@
+//! `ctop sim`: serve kubesim until interrupted.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use ctop_kubesim::{Config, KubeSim};
+
+/// Arguments of `ctop sim`.
+#[derive(Debug, clap::Args)]
+pub struct SimArgs {
+    /// Address to listen on (port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:6443")]
+    addr: SocketAddr,
+    /// Where to write the kubeconfig once the server is ready.
+    #[arg(long, default_value = "kubesim.kubeconfig")]
+    kubeconfig: PathBuf,
+    /// Require bearer tokens and enforce RBAC (the kubeconfig gets an admin token).
+    #[arg(long)]
+    authz: bool,
+    /// Changes kept for watches to resume from before they get 410 Expired.
+    #[arg(long, default_value_t = 10_000)]
+    watch_history: usize,
+    /// Seconds between watch bookmarks.
+    #[arg(long, default_value_t = 10)]
+    bookmark_seconds: u64,
+}
+
+/// Serve until Ctrl-C or SIGTERM.
+pub async fn run(args: SimArgs) -> anyhow::Result<()> {
+    let config = Config {
+        addr: args.addr,
+        authz: args.authz,
+        admin_token: None,
+        watch_history: args.watch_history,
+        bookmark_interval: Duration::from_secs(args.bookmark_seconds.max(1)),
+    };
+    let sim = KubeSim::start(config).await.context("kubesim could not start")?;
+    sim.write_kubeconfig(&args.kubeconfig).with_context(|| {
+        format!(
+            "cannot write the kubeconfig to {}; pass --kubeconfig with a writable path",
+            args.kubeconfig.display()
+        )
+    })?;
+    tracing::info!(
+        url = %sim.url(),
+        kubeconfig = %args.kubeconfig.display(),
+        "kubesim is ready: try `kubectl --kubeconfig {} get namespaces`",
+        args.kubeconfig.display()
+    );
+    shutdown_signal().await;
+    tracing::info!("stopping kubesim");
+    sim.shutdown();
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

@@ -1,0 +1,62 @@
+//! # ctop: Kubernetes operators written as one TypeScript script
+//!
+//! The binary is a thin composition of the library crates; each subcommand lives in its
+//! own module under `cmd/`. Start with [`Cli`] for the command surface.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// ctop runs Kubernetes operators written as one TypeScript script.
+#[derive(Debug, Parser)]
+#[command(name = "ctop", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Log format: `text` for people, `json` for machines.
+    #[arg(long, global = true, default_value = "text", value_parser = ["text", "json"])]
+    log_format: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run kubesim, the embedded Kubernetes API server, until interrupted.
+    Sim(cmd::sim::SimArgs),
+}
+
+fn init_logging(format: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CTOP_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start the async runtime; check thread and file limits (ulimit -n)");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Sim(args) => cmd::sim::run(args).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! # ctop-core: the vocabulary every ctop layer shares
+//!
+//! This crate is pure data with no I/O. It will own the operator description that the
+//! runtime extracts from a script (`OperatorSpec`: resources with their OpenAPI schemas,
+//! controllers, watches, manages/reads/permissions, schedules, finalizers, webhooks), the
+//! `ReconcileOutcome` a script call returns, and the error types shared across crates.
+//!
+//! Start with [`Duration`]: the `"5m"`/`"1h30m"`/`"250ms"` strings that scripts and the CLI
+//! use for periods and timeouts.
+
+mod duration;
+
+pub use duration::{Duration, DurationError};

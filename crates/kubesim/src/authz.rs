@@ -1,0 +1,1393 @@
+//! Kubernetes RBAC authorization for kubesim: allow/deny decisions and the API server's
+//! `401`/`403` Status bodies.
+//!
+//! Where to start:
+//! - [`authorize`] answers "may this [`User`] do this request ([`Attributes`])?" against a
+//!   snapshot of the RBAC objects ([`RbacSource`]); [`decide`] also returns the reason string
+//!   the real server appends to a denial (`RBAC: clusterrole.rbac.authorization.k8s.io "x" not found`).
+//! - [`forbidden_status`] / [`forbidden_status_with_reason`] build the `403` body,
+//!   [`unauthorized_status`] the `401` body.
+//! - [`bootstrap_objects`] returns the default ClusterRoles/ClusterRoleBindings a fresh cluster has.
+//! - [`aggregated_rules`] computes an aggregated ClusterRole's rules (to show them on reads).
+//!
+//! Behaviour follows kube-apiserver (`plugin/pkg/auth/authorizer/rbac`,
+//! `pkg/registry/rbac/validation/rule.go`, `endpoints/handlers/responsewriters`):
+//! - The privileged-group authorizer runs first: any member of `system:masters` is allowed
+//!   everything, whatever the bindings say. RBAC ([`rbac_decide`]) runs after it.
+//! - RBAC visits every ClusterRoleBinding, then (for a namespaced request only) the
+//!   RoleBindings of the request's namespace; the first rule that matches allows. A binding
+//!   whose role is missing is not a denial by itself: the error is collected and becomes the
+//!   reason when nothing else allows.
+//! - A ClusterRole with an `aggregationRule` gets, at evaluation time, the union of the rules of
+//!   every other ClusterRole its selectors match (the steady state of the aggregation
+//!   controller); its own stored `rules` are ignored, as the controller overwrites them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value, json};
+
+/// The group whose members the API server allows everything, before RBAC is consulted.
+pub const PRIVILEGED_GROUP: &str = "system:masters";
+/// The group every authenticated user is in.
+pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
+/// The group of the anonymous user.
+pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
+/// The user name of requests without credentials when anonymous auth is on.
+pub const ANONYMOUS_USER: &str = "system:anonymous";
+
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+const RBAC_API_VERSION: &str = "rbac.authorization.k8s.io/v1";
+
+/// An authenticated identity.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct User {
+    /// User name, e.g. `system:serviceaccount:ns:sa`.
+    pub name: String,
+    /// Groups, e.g. `system:serviceaccounts`, `system:serviceaccounts:ns`, `system:authenticated`.
+    pub groups: Vec<String>,
+}
+
+impl User {
+    /// A user with the given name and groups.
+    pub fn new(name: impl Into<String>, groups: &[&str]) -> Self {
+        User { name: name.into(), groups: groups.iter().map(|g| g.to_string()).collect() }
+    }
+
+    /// The identity a service account token authenticates as (name and the three groups).
+    pub fn service_account(namespace: &str, name: &str) -> Self {
+        User {
+            name: format!("system:serviceaccount:{namespace}:{name}"),
+            groups: vec![
+                "system:serviceaccounts".to_string(),
+                format!("system:serviceaccounts:{namespace}"),
+                AUTHENTICATED_GROUP.to_string(),
+            ],
+        }
+    }
+
+    /// The identity of a request without credentials when anonymous auth is enabled.
+    pub fn anonymous() -> Self {
+        User::new(ANONYMOUS_USER, &[UNAUTHENTICATED_GROUP])
+    }
+}
+
+/// What a request asks to do (the authorizer attributes of kube-apiserver's RequestInfo).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Attributes {
+    /// `get list watch create update patch delete deletecollection` (or e.g. `impersonate`);
+    /// for non-resource requests the lowercased HTTP method.
+    pub verb: String,
+    /// API group, `""` for core.
+    pub api_group: String,
+    /// Resource (plural), e.g. `deployments`.
+    pub resource: String,
+    /// Subresource, e.g. `status`, or `""`.
+    pub subresource: String,
+    /// Object name, `""` for collection requests (list, watch, create, deletecollection).
+    pub name: String,
+    /// Namespace, `""` for cluster-scoped or all-namespaces requests.
+    pub namespace: String,
+    /// URL path; only used for non-resource requests.
+    pub path: String,
+    /// True for API resource requests, false for non-resource URLs (`/healthz`, `/api`, ...).
+    pub resource_request: bool,
+}
+
+impl Attributes {
+    /// A resource request (cluster scope, no name, no subresource until set).
+    pub fn resource(verb: &str, api_group: &str, resource: &str) -> Self {
+        Attributes {
+            verb: verb.into(),
+            api_group: api_group.into(),
+            resource: resource.into(),
+            resource_request: true,
+            ..Default::default()
+        }
+    }
+
+    /// A non-resource request for `path` with the lowercased HTTP method as `verb`.
+    pub fn non_resource(verb: &str, path: &str) -> Self {
+        Attributes { verb: verb.into(), path: path.into(), ..Default::default() }
+    }
+
+    /// Sets the namespace.
+    pub fn in_namespace(mut self, namespace: &str) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// Sets the object name.
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Sets the subresource.
+    pub fn with_subresource(mut self, subresource: &str) -> Self {
+        self.subresource = subresource.into();
+        self
+    }
+}
+
+/// Snapshot of the RBAC objects (as serde_json Values exactly as stored:
+/// rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding, ClusterRoleBinding).
+pub trait RbacSource {
+    /// All ClusterRoles.
+    fn cluster_roles(&self) -> Vec<Value>;
+    /// All ClusterRoleBindings.
+    fn cluster_role_bindings(&self) -> Vec<Value>;
+    /// The Roles of one namespace.
+    fn roles(&self, namespace: &str) -> Vec<Value>;
+    /// The RoleBindings of one namespace.
+    fn role_bindings(&self, namespace: &str) -> Vec<Value>;
+}
+
+/// Why a binding or an aggregation rule could not be resolved. The `Display` text is the
+/// real server's, as it appears after `RBAC: ` in a denial.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthzError {
+    /// A RoleBinding's `roleRef` names a Role that does not exist in the binding's namespace.
+    #[error("role.rbac.authorization.k8s.io {} not found", go_quote(.0))]
+    RoleNotFound(String),
+    /// A binding's `roleRef` (or [`aggregated_rules`]) names a ClusterRole that does not exist.
+    #[error("clusterrole.rbac.authorization.k8s.io {} not found", go_quote(.0))]
+    ClusterRoleNotFound(String),
+    /// A binding's `roleRef.kind` is neither `Role` nor `ClusterRole`.
+    #[error("unsupported role reference kind: {}", go_quote(.0))]
+    UnsupportedRoleRefKind(String),
+    /// An `aggregationRule.clusterRoleSelectors` entry is not a valid label selector.
+    #[error("{0}")]
+    InvalidSelector(String),
+}
+
+/// The outcome of authorizing one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Whether the request is allowed.
+    pub allowed: bool,
+    /// On allow by RBAC, `RBAC: allowed by ...`; on deny, `RBAC: <resolution errors>` or `""`
+    /// (the text the server appends to the 403 message after `": "`).
+    pub reason: String,
+}
+
+/// Whether `user` may perform `attrs`: the privileged group first, then RBAC.
+pub fn authorize(user: &User, attrs: &Attributes, rbac: &dyn RbacSource) -> bool {
+    decide(user, attrs, rbac).allowed
+}
+
+/// Like [`authorize`], with the reason string (pass it to [`forbidden_status_with_reason`]).
+pub fn decide(user: &User, attrs: &Attributes, rbac: &dyn RbacSource) -> Decision {
+    if user.groups.iter().any(|g| g == PRIVILEGED_GROUP) {
+        return Decision { allowed: true, reason: String::new() };
+    }
+    rbac_decide(user, attrs, rbac)
+}
+
+/// The RBAC authorizer alone (no `system:masters` short-circuit).
+pub fn rbac_decide(user: &User, attrs: &Attributes, rbac: &dyn RbacSource) -> Decision {
+    let mut resolver = Resolver { rbac, cluster_roles: None, roles: None, cache: BTreeMap::new() };
+    let mut errors = Vec::new();
+    for binding in rbac.cluster_role_bindings() {
+        if let Some(reason) = resolver.visit(&binding, "", user, attrs, &mut errors) {
+            return Decision { allowed: true, reason };
+        }
+    }
+    if !attrs.namespace.is_empty() {
+        for binding in rbac.role_bindings(&attrs.namespace) {
+            if let Some(reason) = resolver.visit(&binding, &attrs.namespace, user, attrs, &mut errors) {
+                return Decision { allowed: true, reason };
+            }
+        }
+    }
+    Decision { allowed: false, reason: errors_reason(&errors) }
+}
+
+/// The real 403 Status body for a denied request (no authorizer reason).
+pub fn forbidden_status(user: &User, attrs: &Attributes) -> Value {
+    forbidden_status_with_reason(user, attrs, "")
+}
+
+/// The real 403 Status body; a non-empty `reason` (see [`Decision::reason`]) is appended
+/// to the message after `": "`, as the server does.
+pub fn forbidden_status_with_reason(user: &User, attrs: &Attributes, reason: &str) -> Value {
+    let mut msg = forbidden_message(user, attrs);
+    if !reason.is_empty() {
+        msg = format!("{msg}: {reason}");
+    }
+    let (group, resource, name) = if attrs.resource_request {
+        (attrs.api_group.as_str(), attrs.resource.as_str(), attrs.name.as_str())
+    } else {
+        ("", "", "")
+    };
+    let qualified = if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") };
+    let message = if group.is_empty() && resource.is_empty() {
+        format!("forbidden: {msg}")
+    } else if name.is_empty() {
+        format!("{qualified} is forbidden: {msg}")
+    } else {
+        format!("{qualified} {} is forbidden: {msg}", go_quote(name))
+    };
+    let mut details = Map::new();
+    for (key, value) in [("name", name), ("group", group), ("kind", resource)] {
+        if !value.is_empty() {
+            details.insert(key.into(), value.into());
+        }
+    }
+    json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": "Forbidden", "details": details, "code": 403,
+    })
+}
+
+/// The real 401 Status body for a missing or invalid bearer token.
+pub fn unauthorized_status() -> Value {
+    json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "Unauthorized", "reason": "Unauthorized", "code": 401,
+    })
+}
+
+/// The effective rules of the aggregated ClusterRole `name` (the union of the rules of the
+/// other ClusterRoles its selectors match, nested aggregation resolved, duplicates dropped,
+/// matched roles taken in name order). `Ok(None)` if the role has no `aggregationRule`.
+pub fn aggregated_rules(name: &str, cluster_roles: &[Value]) -> Result<Option<Vec<Value>>, AuthzError> {
+    let role = cluster_roles
+        .iter()
+        .find(|r| meta_name(r) == name)
+        .ok_or_else(|| AuthzError::ClusterRoleNotFound(name.into()))?;
+    let Some(agg) = aggregation_rule(role) else {
+        return Ok(None);
+    };
+    selectors(agg)?;
+    let rules = effective_rules(role, cluster_roles, &mut BTreeMap::new(), &mut BTreeSet::new());
+    Ok(Some(rules.iter().map(Rule::to_value).collect()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resolution
+// ---------------------------------------------------------------------------------------------
+
+/// Looks roles up lazily, once per decision, and caches aggregated rules.
+struct Resolver<'a> {
+    rbac: &'a dyn RbacSource,
+    cluster_roles: Option<Vec<Value>>,
+    roles: Option<Vec<Value>>,
+    cache: BTreeMap<String, Vec<Rule>>,
+}
+
+impl Resolver<'_> {
+    /// Visits one binding; `Some(reason)` if one of its rules allows the request.
+    fn visit(
+        &mut self,
+        binding: &Value,
+        namespace: &str,
+        user: &User,
+        attrs: &Attributes,
+        errors: &mut Vec<AuthzError>,
+    ) -> Option<String> {
+        let subjects = binding.get("subjects").and_then(Value::as_array)?;
+        let subject = subjects.iter().find(|s| subject_applies(user, s, namespace))?;
+        let role_ref = binding.get("roleRef").unwrap_or(&Value::Null);
+        match self.role_ref_rules(role_ref, namespace) {
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+            Ok(rules) => rules.iter().any(|r| r.allows(attrs)).then(|| {
+                let name = meta_name(binding);
+                let (kind, name) = if namespace.is_empty() {
+                    ("ClusterRoleBinding", name.to_string())
+                } else {
+                    ("RoleBinding", format!("{name}/{namespace}"))
+                };
+                format!(
+                    "RBAC: allowed by {kind} {} of {} {} to {}",
+                    go_quote(&name),
+                    str_at(role_ref, "kind"),
+                    go_quote(str_at(role_ref, "name")),
+                    describe_subject(subject, namespace)
+                )
+            }),
+        }
+    }
+
+    fn role_ref_rules(&mut self, role_ref: &Value, namespace: &str) -> Result<Vec<Rule>, AuthzError> {
+        let name = str_at(role_ref, "name");
+        match str_at(role_ref, "kind") {
+            "Role" => {
+                let rbac = self.rbac;
+                let roles = self.roles.get_or_insert_with(|| rbac.roles(namespace));
+                roles
+                    .iter()
+                    .find(|r| meta_name(r) == name)
+                    .map(parse_rules)
+                    .ok_or_else(|| AuthzError::RoleNotFound(name.into()))
+            }
+            "ClusterRole" => {
+                let rbac = self.rbac;
+                let all = self.cluster_roles.get_or_insert_with(|| rbac.cluster_roles());
+                let role = all
+                    .iter()
+                    .find(|r| meta_name(r) == name)
+                    .ok_or_else(|| AuthzError::ClusterRoleNotFound(name.into()))?;
+                Ok(effective_rules(role, all, &mut self.cache, &mut BTreeSet::new()))
+            }
+            other => Err(AuthzError::UnsupportedRoleRefKind(other.into())),
+        }
+    }
+}
+
+/// A ClusterRole's rules, aggregated if it has an `aggregationRule`. A role met again while
+/// its own aggregation is in progress (a cycle) contributes its stored rules; a role with an
+/// invalid selector keeps its stored rules (the controller fails and leaves it untouched).
+fn effective_rules(
+    role: &Value,
+    all: &[Value],
+    cache: &mut BTreeMap<String, Vec<Rule>>,
+    visiting: &mut BTreeSet<String>,
+) -> Vec<Rule> {
+    let name = meta_name(role);
+    if let Some(rules) = cache.get(name) {
+        return rules.clone();
+    }
+    let Some(agg) = aggregation_rule(role) else {
+        return parse_rules(role);
+    };
+    if !visiting.insert(name.to_string()) {
+        return parse_rules(role);
+    }
+    let rules = match selectors(agg) {
+        Err(_) => parse_rules(role),
+        Ok(selectors) => {
+            let mut out: Vec<Rule> = Vec::new();
+            for selector in selectors.iter().flatten() {
+                let mut matching: Vec<&Value> =
+                    all.iter().filter(|c| meta_name(c) != name && selector.matches(labels(c))).collect();
+                matching.sort_by_key(|c| meta_name(c));
+                for other in matching {
+                    for rule in effective_rules(other, all, cache, visiting) {
+                        if !out.contains(&rule) {
+                            out.push(rule);
+                        }
+                    }
+                }
+            }
+            out
+        }
+    };
+    visiting.remove(name);
+    cache.insert(name.to_string(), rules.clone());
+    rules
+}
+
+fn aggregation_rule(role: &Value) -> Option<&Value> {
+    role.get("aggregationRule").filter(|a| a.is_object())
+}
+
+/// The parsed `clusterRoleSelectors`; `None` entries (JSON null) match nothing.
+fn selectors(agg: &Value) -> Result<Vec<Option<Selector>>, AuthzError> {
+    agg.get("clusterRoleSelectors")
+        .and_then(Value::as_array)
+        .map_or(Ok(Vec::new()), |s| s.iter().map(Selector::parse).collect())
+}
+
+fn subject_applies(user: &User, subject: &Value, namespace: &str) -> bool {
+    let name = str_at(subject, "name");
+    match str_at(subject, "kind") {
+        "User" => user.name == name,
+        "Group" => user.groups.iter().any(|g| g == name),
+        "ServiceAccount" => {
+            let sa_namespace = match str_at(subject, "namespace") {
+                "" => namespace,
+                ns => ns,
+            };
+            !sa_namespace.is_empty() && user.name == format!("system:serviceaccount:{sa_namespace}:{name}")
+        }
+        _ => false,
+    }
+}
+
+fn describe_subject(subject: &Value, binding_namespace: &str) -> String {
+    let kind = str_at(subject, "kind");
+    let name = str_at(subject, "name");
+    if kind == "ServiceAccount" {
+        let ns = match str_at(subject, "namespace") {
+            "" => binding_namespace,
+            ns => ns,
+        };
+        return format!("{kind} {}", go_quote(&format!("{name}/{ns}")));
+    }
+    format!("{kind} {}", go_quote(name))
+}
+
+/// `RBAC: <aggregate>` as apimachinery's error aggregate prints it: one error alone, or the
+/// distinct messages in `[a, b]`.
+fn errors_reason(errors: &[AuthzError]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for e in errors {
+        let msg = e.to_string();
+        if !seen.contains(&msg) {
+            seen.push(msg);
+        }
+    }
+    match seen.len() {
+        0 => String::new(),
+        1 => format!("RBAC: {}", seen[0]),
+        _ => format!("RBAC: [{}]", seen.join(", ")),
+    }
+}
+
+/// The authorizer part of the 403 message (`User "u" cannot ...`).
+fn forbidden_message(user: &User, attrs: &Attributes) -> String {
+    let who = go_quote(&user.name);
+    if !attrs.resource_request {
+        return format!("User {who} cannot {} path {}", attrs.verb, go_quote(&attrs.path));
+    }
+    let mut resource = attrs.resource.clone();
+    if !attrs.subresource.is_empty() {
+        resource = format!("{resource}/{}", attrs.subresource);
+    }
+    let scope = if attrs.namespace.is_empty() {
+        "at the cluster scope".to_string()
+    } else {
+        format!("in the namespace {}", go_quote(&attrs.namespace))
+    };
+    format!(
+        "User {who} cannot {} resource {} in API group {} {scope}",
+        attrs.verb,
+        go_quote(&resource),
+        go_quote(&attrs.api_group)
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rules and selectors
+// ---------------------------------------------------------------------------------------------
+
+/// A PolicyRule; missing and empty lists are the same (as in the aggregation controller's
+/// semantic equality).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Rule {
+    verbs: Vec<String>,
+    api_groups: Vec<String>,
+    resources: Vec<String>,
+    resource_names: Vec<String>,
+    non_resource_urls: Vec<String>,
+}
+
+impl Rule {
+    fn parse(v: &Value) -> Rule {
+        Rule {
+            verbs: strings(v, "verbs"),
+            api_groups: strings(v, "apiGroups"),
+            resources: strings(v, "resources"),
+            resource_names: strings(v, "resourceNames"),
+            non_resource_urls: strings(v, "nonResourceURLs"),
+        }
+    }
+
+    fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("verbs".into(), json!(self.verbs));
+        for (key, list) in [
+            ("apiGroups", &self.api_groups),
+            ("resources", &self.resources),
+            ("resourceNames", &self.resource_names),
+            ("nonResourceURLs", &self.non_resource_urls),
+        ] {
+            if !list.is_empty() {
+                m.insert(key.into(), json!(list));
+            }
+        }
+        Value::Object(m)
+    }
+
+    /// RuleAllows: verb, then group/resource/name for resource requests or the URL otherwise.
+    fn allows(&self, a: &Attributes) -> bool {
+        if !self.verbs.iter().any(|v| v == "*" || *v == a.verb) {
+            return false;
+        }
+        if !a.resource_request {
+            return self.non_resource_urls.iter().any(|u| {
+                u == "*" || *u == a.path || (u.ends_with('*') && a.path.starts_with(u.trim_end_matches('*')))
+            });
+        }
+        let combined = if a.subresource.is_empty() {
+            a.resource.clone()
+        } else {
+            format!("{}/{}", a.resource, a.subresource)
+        };
+        self.api_groups.iter().any(|g| g == "*" || *g == a.api_group)
+            && self.resources.iter().any(|r| {
+                r == "*"
+                    || *r == combined
+                    || (!a.subresource.is_empty() && r.strip_prefix("*/") == Some(a.subresource.as_str()))
+            })
+            && (self.resource_names.is_empty() || self.resource_names.contains(&a.name))
+    }
+}
+
+fn parse_rules(role: &Value) -> Vec<Rule> {
+    role.get("rules")
+        .and_then(Value::as_array)
+        .map(|rules| rules.iter().map(Rule::parse).collect())
+        .unwrap_or_default()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+}
+
+/// A metav1.LabelSelector: all requirements must hold; no requirements matches everything.
+#[derive(Debug, Clone)]
+struct Selector(Vec<(String, Op, Vec<String>)>);
+
+impl Selector {
+    fn parse(v: &Value) -> Result<Option<Selector>, AuthzError> {
+        if v.is_null() {
+            return Ok(None);
+        }
+        let mut reqs = Vec::new();
+        if let Some(labels) = v.get("matchLabels").and_then(Value::as_object) {
+            for (key, value) in labels {
+                reqs.push((key.clone(), Op::In, vec![value.as_str().unwrap_or("").to_string()]));
+            }
+        }
+        for expr in v.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+            let values = strings(expr, "values");
+            let op = match str_at(expr, "operator") {
+                "In" => Op::In,
+                "NotIn" => Op::NotIn,
+                "Exists" => Op::Exists,
+                "DoesNotExist" => Op::DoesNotExist,
+                other => {
+                    return Err(AuthzError::InvalidSelector(format!(
+                        "{} is not a valid label selector operator",
+                        go_quote(other)
+                    )));
+                }
+            };
+            let set_op = matches!(op, Op::In | Op::NotIn);
+            if set_op && values.is_empty() {
+                return Err(AuthzError::InvalidSelector(
+                    "for 'in', 'notin' operators, values set can't be empty".into(),
+                ));
+            }
+            if !set_op && !values.is_empty() {
+                return Err(AuthzError::InvalidSelector(
+                    "values set must be empty for exists and does not exist".into(),
+                ));
+            }
+            reqs.push((str_at(expr, "key").to_string(), op, values));
+        }
+        Ok(Some(Selector(reqs)))
+    }
+
+    fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
+        self.0.iter().all(|(key, op, values)| {
+            let value = labels.and_then(|l| l.get(key)).and_then(Value::as_str);
+            let in_set = value.is_some_and(|v| values.iter().any(|x| x == v));
+            match op {
+                Op::In => in_set,
+                Op::NotIn => !in_set,
+                Op::Exists => value.is_some(),
+                Op::DoesNotExist => value.is_none(),
+            }
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+// ---------------------------------------------------------------------------------------------
+
+fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn strings(v: &Value, key: &str) -> Vec<String> {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+        .unwrap_or_default()
+}
+
+fn meta_name(v: &Value) -> &str {
+    v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+}
+
+fn labels(v: &Value) -> Option<&Map<String, Value>> {
+    v.pointer("/metadata/labels").and_then(Value::as_object)
+}
+
+/// Go's `%q` (strconv.Quote) for the strings that appear in messages.
+fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bootstrap policy
+// ---------------------------------------------------------------------------------------------
+
+const READ: &str = "get list watch";
+const WRITE: &str = "create delete deletecollection patch update";
+const READ_WRITE: &str = "create delete deletecollection get list patch update watch";
+const TO_ADMIN: &str = "rbac.authorization.k8s.io/aggregate-to-admin";
+const TO_EDIT: &str = "rbac.authorization.k8s.io/aggregate-to-edit";
+const TO_VIEW: &str = "rbac.authorization.k8s.io/aggregate-to-view";
+
+/// The real rules of the `system:aggregate-to-*` roles, one per line:
+/// `role|group|resources|verbs`, verbs `READ`/`WRITE`/`READ_WRITE` or literal.
+const AGGREGATE_RULES: &[&str] = &[
+    "admin|authorization.k8s.io|localsubjectaccessreviews|create",
+    "admin|rbac.authorization.k8s.io|rolebindings roles|READ_WRITE",
+    "edit||pods/attach pods/exec pods/portforward pods/proxy secrets services/proxy|READ",
+    "edit||serviceaccounts|impersonate",
+    "edit||pods pods/attach pods/exec pods/portforward pods/proxy|WRITE",
+    "edit||pods/eviction|create",
+    "edit||configmaps events persistentvolumeclaims replicationcontrollers \
+        replicationcontrollers/scale secrets serviceaccounts services services/proxy|WRITE",
+    "edit||serviceaccounts/token|create",
+    "edit|apps|daemonsets deployments deployments/rollback deployments/scale replicasets \
+        replicasets/scale statefulsets statefulsets/scale|WRITE",
+    "edit|autoscaling|horizontalpodautoscalers|WRITE",
+    "edit|batch|cronjobs jobs|WRITE",
+    "edit|extensions|daemonsets deployments deployments/rollback deployments/scale ingresses \
+        networkpolicies replicasets replicasets/scale replicationcontrollers/scale|WRITE",
+    "edit|policy|poddisruptionbudgets|WRITE",
+    "edit|networking.k8s.io|ingresses networkpolicies|WRITE",
+    "edit|coordination.k8s.io|leases|READ_WRITE",
+    "view||configmaps endpoints persistentvolumeclaims persistentvolumeclaims/status pods \
+        replicationcontrollers replicationcontrollers/scale serviceaccounts services services/status|READ",
+    "view||bindings events limitranges namespaces/status pods/log pods/status \
+        replicationcontrollers/status resourcequotas resourcequotas/status|READ",
+    "view||namespaces|READ",
+    "view|discovery.k8s.io|endpointslices|READ",
+    "view|apps|controllerrevisions daemonsets daemonsets/status deployments deployments/scale \
+        deployments/status replicasets replicasets/scale replicasets/status statefulsets \
+        statefulsets/scale statefulsets/status|READ",
+    "view|autoscaling|horizontalpodautoscalers horizontalpodautoscalers/status|READ",
+    "view|batch|cronjobs cronjobs/status jobs jobs/status|READ",
+    "view|extensions|daemonsets daemonsets/status deployments deployments/scale deployments/status \
+        ingresses ingresses/status networkpolicies replicasets replicasets/scale replicasets/status \
+        replicationcontrollers/scale|READ",
+    "view|policy|poddisruptionbudgets poddisruptionbudgets/status|READ",
+    "view|networking.k8s.io|ingresses ingresses/status networkpolicies|READ",
+];
+
+fn words(s: &str) -> Vec<&str> {
+    s.split_whitespace().collect()
+}
+
+fn rule(group: &str, resources: &str, verbs: &str) -> Value {
+    json!({"apiGroups": [group], "resources": words(resources), "verbs": words(verbs)})
+}
+
+fn url_rule(urls: &str, verbs: &str) -> Value {
+    json!({"nonResourceURLs": words(urls), "verbs": words(verbs)})
+}
+
+fn bootstrap_meta(name: &str, extra_label: Option<&str>) -> Value {
+    let mut labels = Map::new();
+    labels.insert("kubernetes.io/bootstrapping".into(), "rbac-defaults".into());
+    if let Some(label) = extra_label {
+        labels.insert(label.into(), "true".into());
+    }
+    json!({
+        "name": name, "labels": labels,
+        "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
+    })
+}
+
+fn cluster_role(name: &str, label: Option<&str>, rules: Vec<Value>) -> Value {
+    json!({"apiVersion": RBAC_API_VERSION, "kind": "ClusterRole",
+           "metadata": bootstrap_meta(name, label), "rules": rules})
+}
+
+/// An aggregated ClusterRole; `rules` is left unset (the controller fills it in).
+fn aggregated_role(name: &str, label: Option<&str>, aggregate_from: &str) -> Value {
+    json!({"apiVersion": RBAC_API_VERSION, "kind": "ClusterRole",
+           "metadata": bootstrap_meta(name, label),
+           "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {aggregate_from: "true"}}]}})
+}
+
+fn cluster_role_binding(name: &str, groups: &[&str]) -> Value {
+    let subjects: Vec<Value> =
+        groups.iter().map(|g| json!({"apiGroup": RBAC_GROUP, "kind": "Group", "name": g})).collect();
+    json!({"apiVersion": RBAC_API_VERSION, "kind": "ClusterRoleBinding",
+           "metadata": bootstrap_meta(name, None),
+           "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": name},
+           "subjects": subjects})
+}
+
+/// The default RBAC objects of a fresh cluster that matter here: ClusterRoles `cluster-admin`,
+/// `system:discovery`, `system:basic-user`, `system:public-info-viewer`, `system:monitoring`,
+/// `system:service-account-issuer-discovery`, the aggregated `admin`/`edit`/`view` and the
+/// `system:aggregate-to-{admin,edit,view}` roles they aggregate (real rules), plus the
+/// ClusterRoleBindings of the real cluster (`cluster-admin` → `system:masters`, discovery and
+/// basic-user → `system:authenticated`, public-info-viewer → authenticated + unauthenticated).
+pub fn bootstrap_objects() -> Vec<Value> {
+    let health = "/healthz /livez /readyz /version /version/";
+    let mut objects = vec![
+        cluster_role("cluster-admin", None, vec![rule("*", "*", "*"), url_rule("*", "*")]),
+        cluster_role(
+            "system:discovery",
+            None,
+            vec![url_rule(&format!("/api /api/* /apis /apis/* /openapi /openapi/* {health}"), "get")],
+        ),
+        cluster_role(
+            "system:basic-user",
+            None,
+            vec![
+                rule("authorization.k8s.io", "selfsubjectaccessreviews selfsubjectrulesreviews", "create"),
+                rule("authentication.k8s.io", "selfsubjectreviews", "create"),
+            ],
+        ),
+        cluster_role("system:public-info-viewer", None, vec![url_rule(health, "get")]),
+        cluster_role(
+            "system:monitoring",
+            None,
+            vec![url_rule(
+                "/healthz /healthz/* /livez /livez/* /metrics /metrics/slis /readyz /readyz/*",
+                "get",
+            )],
+        ),
+        cluster_role(
+            "system:service-account-issuer-discovery",
+            None,
+            vec![url_rule("/.well-known/openid-configuration /openid/v1/jwks", "get")],
+        ),
+        aggregated_role("admin", None, TO_ADMIN),
+        aggregated_role("edit", Some(TO_ADMIN), TO_EDIT),
+        aggregated_role("view", Some(TO_EDIT), TO_VIEW),
+    ];
+    for (which, label) in [("admin", TO_ADMIN), ("edit", TO_EDIT), ("view", TO_VIEW)] {
+        let rules = AGGREGATE_RULES
+            .iter()
+            .filter_map(|line| match line.split('|').collect::<Vec<_>>()[..] {
+                [role, group, resources, verbs] if role == which => {
+                    let verbs = match verbs {
+                        "READ" => READ,
+                        "WRITE" => WRITE,
+                        "READ_WRITE" => READ_WRITE,
+                        literal => literal,
+                    };
+                    Some(rule(group, resources, verbs))
+                }
+                _ => None,
+            })
+            .collect();
+        objects.push(cluster_role(&format!("system:aggregate-to-{which}"), Some(label), rules));
+    }
+    let (authn, unauthn) = (AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP);
+    objects.extend([
+        cluster_role_binding("cluster-admin", &[PRIVILEGED_GROUP]),
+        cluster_role_binding("system:basic-user", &[authn]),
+        cluster_role_binding("system:discovery", &[authn]),
+        cluster_role_binding("system:public-info-viewer", &[authn, unauthn]),
+        cluster_role_binding("system:monitoring", &["system:monitoring"]),
+        cluster_role_binding("system:service-account-issuer-discovery", &["system:serviceaccounts"]),
+    ]);
+    objects
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// An in-memory RbacSource over a flat list of objects.
+    struct Store(Vec<Value>);
+
+    impl Store {
+        fn of_kind(&self, kind: &str, ns: Option<&str>) -> Vec<Value> {
+            self.0
+                .iter()
+                .filter(|o| o["kind"] == kind)
+                .filter(|o| {
+                    ns.is_none_or(|ns| o.pointer("/metadata/namespace").and_then(Value::as_str) == Some(ns))
+                })
+                .cloned()
+                .collect()
+        }
+        fn with_bootstrap(mut objs: Vec<Value>) -> Store {
+            objs.extend(bootstrap_objects());
+            Store(objs)
+        }
+    }
+
+    impl RbacSource for Store {
+        fn cluster_roles(&self) -> Vec<Value> {
+            self.of_kind("ClusterRole", None)
+        }
+        fn cluster_role_bindings(&self) -> Vec<Value> {
+            self.of_kind("ClusterRoleBinding", None)
+        }
+        fn roles(&self, namespace: &str) -> Vec<Value> {
+            self.of_kind("Role", Some(namespace))
+        }
+        fn role_bindings(&self, namespace: &str) -> Vec<Value> {
+            self.of_kind("RoleBinding", Some(namespace))
+        }
+    }
+
+    fn cr(name: &str, rules: Value) -> Value {
+        json!({"apiVersion": RBAC_API_VERSION, "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules})
+    }
+    fn role(ns: &str, name: &str, rules: Value) -> Value {
+        json!({"apiVersion": RBAC_API_VERSION, "kind": "Role",
+               "metadata": {"name": name, "namespace": ns}, "rules": rules})
+    }
+    fn crb(name: &str, role: &str, subjects: Value) -> Value {
+        json!({"apiVersion": RBAC_API_VERSION, "kind": "ClusterRoleBinding", "metadata": {"name": name},
+               "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role}, "subjects": subjects})
+    }
+    fn rb(ns: &str, name: &str, kind: &str, role: &str, subjects: Value) -> Value {
+        json!({"apiVersion": RBAC_API_VERSION, "kind": "RoleBinding",
+               "metadata": {"name": name, "namespace": ns},
+               "roleRef": {"apiGroup": RBAC_GROUP, "kind": kind, "name": role}, "subjects": subjects})
+    }
+    fn user(name: &str) -> Value {
+        json!([{"apiGroup": RBAC_GROUP, "kind": "User", "name": name}])
+    }
+
+    /// One user `u` bound cluster-wide to a ClusterRole with `rules`.
+    fn grant(rules: Value) -> Store {
+        Store(vec![cr("r", rules), crb("b", "r", user("u"))])
+    }
+    fn u() -> User {
+        User::new("u", &[AUTHENTICATED_GROUP])
+    }
+    fn res(verb: &str, group: &str, resource: &str) -> Attributes {
+        Attributes::resource(verb, group, resource)
+    }
+
+    #[test]
+    fn verbs_groups_and_wildcards() {
+        let s =
+            grant(json!([{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list"]}]));
+        assert!(authorize(&u(), &res("list", "apps", "deployments"), &s));
+        assert!(authorize(&u(), &res("get", "apps", "deployments").named("d"), &s));
+        assert!(!authorize(&u(), &res("delete", "apps", "deployments").named("d"), &s));
+        assert!(!authorize(&u(), &res("list", "", "deployments"), &s));
+        assert!(!authorize(&u(), &res("list", "apps", "replicasets"), &s));
+        let s = grant(json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]));
+        assert!(authorize(&u(), &res("deletecollection", "x.io", "foos").in_namespace("n"), &s));
+        assert!(authorize(&u(), &res("get", "", "pods").named("p").with_subresource("log"), &s));
+        // a resource rule never matches a non-resource request
+        assert!(!authorize(&u(), &Attributes::non_resource("get", "/healthz"), &s));
+        // no verbs means nothing
+        let s = grant(json!([{"apiGroups": ["*"], "resources": ["*"]}]));
+        assert!(!authorize(&u(), &res("get", "", "pods"), &s));
+    }
+
+    #[test]
+    fn subresource_matching() {
+        let s = grant(json!([{"apiGroups": ["x.io"], "resources": ["foos/status"], "verbs": ["update"]}]));
+        assert!(authorize(&u(), &res("update", "x.io", "foos").named("a").with_subresource("status"), &s));
+        assert!(!authorize(&u(), &res("update", "x.io", "foos").named("a"), &s));
+        assert!(!authorize(&u(), &res("update", "x.io", "bars").named("a").with_subresource("status"), &s));
+        // the parent resource does not cover its subresources
+        let s = grant(json!([{"apiGroups": ["x.io"], "resources": ["foos"], "verbs": ["update"]}]));
+        assert!(!authorize(&u(), &res("update", "x.io", "foos").named("a").with_subresource("status"), &s));
+        // */status covers every resource's status, not the resource itself
+        let s = grant(json!([{"apiGroups": ["x.io"], "resources": ["*/status"], "verbs": ["update"]}]));
+        assert!(authorize(&u(), &res("update", "x.io", "bars").named("a").with_subresource("status"), &s));
+        assert!(!authorize(&u(), &res("update", "x.io", "bars").named("a").with_subresource("scale"), &s));
+        assert!(!authorize(&u(), &res("update", "x.io", "bars").named("a"), &s));
+        // real RBAC has no resource/* wildcard: it only matches literally
+        let s = grant(json!([{"apiGroups": ["x.io"], "resources": ["foos/*"], "verbs": ["update"]}]));
+        assert!(!authorize(&u(), &res("update", "x.io", "foos").named("a").with_subresource("status"), &s));
+        assert!(!authorize(&u(), &res("update", "x.io", "foos").named("a"), &s));
+    }
+
+    #[test]
+    fn resource_names() {
+        let s = grant(json!([{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["x"],
+                              "verbs": ["get", "list", "watch", "create", "update", "delete", "deletecollection"]}]));
+        let cm = |verb: &str| res(verb, "", "configmaps").in_namespace("n");
+        assert!(authorize(&u(), &cm("get").named("x"), &s));
+        assert!(authorize(&u(), &cm("update").named("x"), &s));
+        assert!(authorize(&u(), &cm("delete").named("x"), &s));
+        assert!(!authorize(&u(), &cm("get").named("y"), &s));
+        // requests without a name never match a rule with resourceNames
+        assert!(!authorize(&u(), &cm("list"), &s));
+        assert!(!authorize(&u(), &cm("watch"), &s));
+        assert!(!authorize(&u(), &cm("create"), &s));
+        assert!(!authorize(&u(), &cm("deletecollection"), &s));
+        // a list/watch narrowed to one name (metadata.name field selector) carries the name
+        assert!(authorize(&u(), &cm("list").named("x"), &s));
+    }
+
+    #[test]
+    fn non_resource_urls() {
+        let s = grant(json!([{"nonResourceURLs": ["/healthz", "/apis/*", "/logs**"], "verbs": ["get"]}]));
+        let get = |p: &str| Attributes::non_resource("get", p);
+        assert!(authorize(&u(), &get("/healthz"), &s));
+        assert!(!authorize(&u(), &get("/healthz/etcd"), &s));
+        assert!(authorize(&u(), &get("/apis/apps/v1"), &s));
+        assert!(authorize(&u(), &get("/apis/"), &s));
+        assert!(!authorize(&u(), &get("/apis"), &s));
+        assert!(authorize(&u(), &get("/logsx"), &s));
+        assert!(!authorize(&u(), &Attributes::non_resource("post", "/healthz"), &s));
+        // a URL rule never matches a resource request
+        assert!(!authorize(&u(), &res("get", "", "healthz"), &s));
+        let s = grant(json!([{"nonResourceURLs": ["*"], "verbs": ["*"]}]));
+        assert!(authorize(&u(), &Attributes::non_resource("delete", "/anything"), &s));
+    }
+
+    #[test]
+    fn subjects() {
+        let rules = json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]);
+        let list = res("list", "", "pods").in_namespace("n");
+        let sa = User::service_account("ops", "op");
+        let with = |subjects: Value| Store(vec![cr("r", rules.clone()), crb("b", "r", subjects)]);
+        assert!(authorize(
+            &sa,
+            &list,
+            &with(json!([{"kind": "ServiceAccount", "name": "op", "namespace": "ops"}]))
+        ));
+        assert!(!authorize(
+            &sa,
+            &list,
+            &with(json!([{"kind": "ServiceAccount", "name": "op", "namespace": "x"}]))
+        ));
+        // a ClusterRoleBinding's ServiceAccount subject needs a namespace
+        assert!(!authorize(&sa, &list, &with(json!([{"kind": "ServiceAccount", "name": "op"}]))));
+        assert!(authorize(
+            &sa,
+            &list,
+            &with(json!([{"kind": "Group", "name": "system:serviceaccounts:ops"}]))
+        ));
+        assert!(!authorize(
+            &sa,
+            &list,
+            &with(json!([{"kind": "Group", "name": "system:serviceaccounts:x"}]))
+        ));
+        assert!(authorize(
+            &sa,
+            &list,
+            &with(json!([{"kind": "User", "name": "system:serviceaccount:ops:op"}]))
+        ));
+        assert!(!authorize(
+            &sa,
+            &list,
+            &with(json!([{"kind": "Robot", "name": "system:serviceaccount:ops:op"}]))
+        ));
+        assert!(!authorize(&sa, &list, &with(json!([]))));
+        // in a RoleBinding the ServiceAccount namespace defaults to the binding's
+        let s = Store(vec![
+            cr("r", rules.clone()),
+            rb("ops", "b", "ClusterRole", "r", json!([{"kind": "ServiceAccount", "name": "op"}])),
+        ]);
+        assert!(authorize(&sa, &res("list", "", "pods").in_namespace("ops"), &s));
+        assert!(!authorize(
+            &User::service_account("other", "op"),
+            &res("list", "", "pods").in_namespace("ops"),
+            &s
+        ));
+    }
+
+    #[test]
+    fn role_bindings_are_namespace_local() {
+        let rules = json!([{"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["list"]}]);
+        let s = Store(vec![
+            cr("pods-reader", rules.clone()),
+            role("a", "local", rules.clone()),
+            role("b", "elsewhere", rules.clone()),
+            rb("a", "via-cluster-role", "ClusterRole", "pods-reader", user("u")),
+            rb("a", "via-role", "Role", "local", user("v")),
+            rb("a", "wrong-ns-role", "Role", "elsewhere", user("w")),
+        ]);
+        let list_in = |ns: &str| res("list", "", "pods").in_namespace(ns);
+        assert!(authorize(&u(), &list_in("a"), &s));
+        assert!(!authorize(&u(), &list_in("b"), &s));
+        // a RoleBinding never grants cluster-scoped or all-namespaces requests
+        assert!(!authorize(&u(), &res("list", "", "pods"), &s));
+        assert!(!authorize(&u(), &res("list", "", "nodes"), &s));
+        let v = User::new("v", &[]);
+        assert!(authorize(&v, &list_in("a"), &s));
+        assert!(!authorize(&v, &list_in("b"), &s));
+        // a RoleBinding's Role is looked up in the binding's namespace only
+        let w = User::new("w", &[]);
+        let d = decide(&w, &list_in("a"), &s);
+        assert!(!d.allowed);
+        assert_eq!(d.reason, r#"RBAC: role.rbac.authorization.k8s.io "elsewhere" not found"#);
+    }
+
+    #[test]
+    fn resolution_errors_become_the_reason() {
+        let pods = res("list", "", "pods").in_namespace("n");
+        let s = Store(vec![crb("b", "nope", user("u"))]);
+        let d = decide(&u(), &pods, &s);
+        assert_eq!(
+            d,
+            Decision {
+                allowed: false,
+                reason: r#"RBAC: clusterrole.rbac.authorization.k8s.io "nope" not found"#.into()
+            }
+        );
+        // the same error twice is reported once; different errors in brackets
+        let s = Store(vec![
+            crb("b1", "nope", user("u")),
+            crb("b2", "nope", user("u")),
+            rb("n", "b3", "Role", "gone", user("u")),
+            rb("n", "b4", "Bogus", "x", user("u")),
+            crb("other", "absent", user("someone-else")),
+        ]);
+        assert_eq!(
+            decide(&u(), &pods, &s).reason,
+            r#"RBAC: [clusterrole.rbac.authorization.k8s.io "nope" not found, role.rbac.authorization.k8s.io "gone" not found, unsupported role reference kind: "Bogus"]"#
+        );
+        // a broken binding does not stop another one from allowing
+        let mut objs = s.0.clone();
+        objs.push(cr("ok", json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}])));
+        objs.push(rb("n", "good", "ClusterRole", "ok", user("u")));
+        assert!(authorize(&u(), &pods, &Store(objs)));
+        // no bindings at all: denied with no reason
+        assert_eq!(decide(&u(), &pods, &Store(vec![])), Decision { allowed: false, reason: String::new() });
+    }
+
+    #[test]
+    fn allowed_reason_names_the_binding() {
+        let s = Store(vec![
+            cr("r", json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}])),
+            rb("n", "b", "ClusterRole", "r", json!([{"kind": "ServiceAccount", "name": "sa"}])),
+        ]);
+        let d = decide(
+            &User::service_account("n", "sa"),
+            &res("get", "", "pods").in_namespace("n").named("p"),
+            &s,
+        );
+        assert!(d.allowed);
+        assert_eq!(
+            d.reason,
+            r#"RBAC: allowed by RoleBinding "b/n" of ClusterRole "r" to ServiceAccount "sa/n""#
+        );
+        let d = rbac_decide(
+            &User::new("root", &[PRIVILEGED_GROUP]),
+            &res("get", "", "nodes"),
+            &Store::with_bootstrap(vec![]),
+        );
+        assert_eq!(
+            d.reason,
+            r#"RBAC: allowed by ClusterRoleBinding "cluster-admin" of ClusterRole "cluster-admin" to Group "system:masters""#
+        );
+    }
+
+    #[test]
+    fn system_masters() {
+        let root = User::new("kubernetes-admin", &[PRIVILEGED_GROUP, AUTHENTICATED_GROUP]);
+        let boot = Store::with_bootstrap(vec![]);
+        let anything = [
+            res("delete", "apps", "deployments").in_namespace("x").named("d"),
+            res("update", "x.io", "foos").named("f").with_subresource("status"),
+            res("escalate", RBAC_GROUP, "clusterroles"),
+            Attributes::non_resource("post", "/some/path"),
+        ];
+        for a in &anything {
+            // through the bootstrap cluster-admin binding alone
+            assert!(rbac_decide(&root, a, &boot).allowed, "{a:?}");
+            // and, as in the real server, even with no RBAC objects at all
+            assert!(authorize(&root, a, &Store(vec![])), "{a:?}");
+            assert!(!rbac_decide(&root, a, &Store(vec![])).allowed);
+        }
+    }
+
+    #[test]
+    fn bootstrap_defaults() {
+        let s = Store::with_bootstrap(vec![]);
+        let alice = User::new("alice", &[AUTHENTICATED_GROUP]);
+        let anon = User::anonymous();
+        let get = |p: &str| Attributes::non_resource("get", p);
+        for p in [
+            "/api",
+            "/api/v1",
+            "/apis",
+            "/apis/apps/v1",
+            "/openapi/v3",
+            "/version",
+            "/healthz",
+            "/livez",
+            "/readyz",
+        ] {
+            assert!(authorize(&alice, &get(p), &s), "{p}");
+        }
+        assert!(!authorize(&alice, &get("/metrics"), &s));
+        assert!(!authorize(&alice, &get("/debug/pprof"), &s));
+        assert!(authorize(&alice, &res("create", "authorization.k8s.io", "selfsubjectaccessreviews"), &s));
+        assert!(authorize(&alice, &res("create", "authentication.k8s.io", "selfsubjectreviews"), &s));
+        assert!(!authorize(&alice, &res("list", "", "pods").in_namespace("default"), &s));
+        assert!(!authorize(&alice, &res("list", "", "namespaces"), &s));
+        // the anonymous user only sees the public info endpoints
+        assert!(authorize(&anon, &get("/healthz"), &s));
+        assert!(authorize(&anon, &get("/version"), &s));
+        assert!(!authorize(&anon, &get("/api"), &s));
+        assert!(!authorize(&anon, &res("create", "authorization.k8s.io", "selfsubjectaccessreviews"), &s));
+        // service accounts can read the issuer discovery documents; monitoring group sees /metrics
+        assert!(authorize(&User::service_account("n", "s"), &get("/openid/v1/jwks"), &s));
+        assert!(authorize(&User::new("prom", &["system:monitoring"]), &get("/metrics"), &s));
+    }
+
+    #[test]
+    fn admin_edit_view_aggregate() {
+        let s = Store::with_bootstrap(vec![
+            rb("team", "v", "ClusterRole", "view", user("viewer")),
+            rb("team", "e", "ClusterRole", "edit", user("editor")),
+            rb("team", "a", "ClusterRole", "admin", user("admin")),
+        ]);
+        let (viewer, editor, admin) =
+            (User::new("viewer", &[]), User::new("editor", &[]), User::new("admin", &[]));
+        let at = |a: Attributes| a.in_namespace("team");
+        let list_pods = at(res("list", "", "pods"));
+        let get_secret = at(res("get", "", "secrets").named("s"));
+        let create_deploy = at(res("create", "apps", "deployments"));
+        let scale_deploy = at(res("update", "apps", "deployments").named("d").with_subresource("scale"));
+        let create_rb = at(res("create", RBAC_GROUP, "rolebindings"));
+        assert!(authorize(&viewer, &list_pods, &s));
+        assert!(!authorize(&viewer, &get_secret, &s));
+        assert!(!authorize(&viewer, &create_deploy, &s));
+        // edit = its own aggregate-to-edit rules + view (nested)
+        assert!(authorize(&editor, &list_pods, &s));
+        assert!(authorize(&editor, &get_secret, &s));
+        assert!(authorize(&editor, &create_deploy, &s));
+        assert!(authorize(&editor, &scale_deploy, &s));
+        assert!(!authorize(&editor, &create_rb, &s));
+        // admin = aggregate-to-admin + edit (+ view through edit)
+        for a in [&list_pods, &get_secret, &create_deploy, &create_rb] {
+            assert!(authorize(&admin, a, &s), "{a:?}");
+        }
+        assert!(!authorize(&admin, &res("list", "", "nodes"), &s));
+        assert!(!authorize(&admin, &at(res("list", "", "pods")).in_namespace("other"), &s));
+        // a new ClusterRole labelled aggregate-to-view reaches view, edit and admin at once
+        let mut objs = s.0.clone();
+        objs.push(json!({"apiVersion": RBAC_API_VERSION, "kind": "ClusterRole",
+            "metadata": {"name": "widgets-view", "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+            "rules": [{"apiGroups": ["x.io"], "resources": ["widgets"], "verbs": ["get", "list", "watch"]}]}));
+        let s = Store(objs);
+        let widgets = at(res("list", "x.io", "widgets"));
+        for who in [&viewer, &editor, &admin] {
+            assert!(authorize(who, &widgets, &s), "{who:?}");
+        }
+        // aggregated_rules materialises the union
+        let view = aggregated_rules("view", &s.cluster_roles()).unwrap().unwrap();
+        assert!(view.contains(
+            &json!({"apiGroups": ["x.io"], "resources": ["widgets"], "verbs": ["get", "list", "watch"]})
+        ));
+        assert_eq!(aggregated_rules("cluster-admin", &s.cluster_roles()), Ok(None));
+        assert_eq!(
+            aggregated_rules("missing", &s.cluster_roles()),
+            Err(AuthzError::ClusterRoleNotFound("missing".into()))
+        );
+    }
+
+    fn labelled(name: &str, labels: Value, verb: &str) -> Value {
+        json!({"apiVersion": RBAC_API_VERSION, "kind": "ClusterRole", "metadata": {"name": name, "labels": labels},
+               "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": [verb]}]})
+    }
+    fn aggregator(selectors: Value) -> Value {
+        json!({"apiVersion": RBAC_API_VERSION, "kind": "ClusterRole", "metadata": {"name": "agg", "labels": {"tier": "a"}},
+               "aggregationRule": {"clusterRoleSelectors": selectors},
+               "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["own"]}]})
+    }
+    /// The verbs `u` gets on configmaps through a binding to `agg`.
+    fn agg_verbs(selectors: Value) -> Vec<&'static str> {
+        let s = Store(vec![
+            aggregator(selectors),
+            labelled("one", json!({"tier": "a", "env": "prod"}), "get"),
+            labelled("two", json!({"tier": "b"}), "list"),
+            labelled("three", json!({}), "watch"),
+            crb("b", "agg", user("u")),
+        ]);
+        ["own", "get", "list", "watch"]
+            .into_iter()
+            .filter(|v| authorize(&u(), &res(v, "", "configmaps").named("c"), &s))
+            .collect()
+    }
+
+    #[test]
+    fn aggregation_selectors() {
+        assert_eq!(agg_verbs(json!([{"matchLabels": {"tier": "a"}}])), ["get"]);
+        assert_eq!(
+            agg_verbs(json!([{"matchLabels": {"tier": "a"}}, {"matchLabels": {"tier": "b"}}])),
+            ["get", "list"]
+        );
+        assert_eq!(agg_verbs(json!([{"matchLabels": {"tier": "a", "env": "dev"}}])), Vec::<&str>::new());
+        let expr = |op: &str, values: Value| json!([{"matchExpressions": [{"key": "tier", "operator": op, "values": values}]}]);
+        assert_eq!(agg_verbs(expr("In", json!(["a", "b"]))), ["get", "list"]);
+        assert_eq!(agg_verbs(expr("NotIn", json!(["a"]))), ["list", "watch"]);
+        assert_eq!(agg_verbs(expr("Exists", json!([]))), ["get", "list"]);
+        assert_eq!(agg_verbs(expr("DoesNotExist", json!([]))), ["watch"]);
+        // matchLabels and matchExpressions are ANDed
+        assert_eq!(
+            agg_verbs(
+                json!([{"matchLabels": {"tier": "a"}, "matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["prod"]}]}])
+            ),
+            Vec::<&str>::new()
+        );
+        // an empty selector matches every other ClusterRole (never the aggregator itself)
+        assert_eq!(agg_verbs(json!([{}])), ["get", "list", "watch"]);
+        // no selectors: the stored rules are replaced by nothing
+        assert_eq!(agg_verbs(json!([])), Vec::<&str>::new());
+        // an invalid selector: the controller fails and the stored rules stay
+        assert_eq!(agg_verbs(expr("Near", json!(["a"]))), ["own"]);
+        assert_eq!(agg_verbs(expr("In", json!([]))), ["own"]);
+        let roles = vec![aggregator(expr("Near", json!(["a"])))];
+        assert_eq!(
+            aggregated_rules("agg", &roles),
+            Err(AuthzError::InvalidSelector(r#""Near" is not a valid label selector operator"#.into()))
+        );
+    }
+
+    #[test]
+    fn aggregation_cycles_terminate() {
+        let agg = |name: &str, label: &str, selects: &str, verb: &str| {
+            json!({"apiVersion": RBAC_API_VERSION, "kind": "ClusterRole", "metadata": {"name": name, "labels": {label: "true"}},
+                   "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {selects: "true"}}]},
+                   "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": [verb]}]})
+        };
+        let s =
+            Store(vec![agg("a", "x", "y", "get"), agg("b", "y", "x", "list"), crb("bind", "a", user("u"))]);
+        // a aggregates b, which (mid-cycle) contributes a's stored rules
+        assert!(authorize(&u(), &res("get", "", "configmaps"), &s));
+        assert!(!authorize(&u(), &res("list", "", "configmaps"), &s));
+    }
+
+    #[test]
+    fn forbidden_bodies() {
+        let op = User::service_account("ops", "op");
+        assert_eq!(
+            forbidden_status(&op, &res("list", "apps", "deployments").in_namespace("default")),
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                   "message": r#"deployments.apps is forbidden: User "system:serviceaccount:ops:op" cannot list resource "deployments" in API group "apps" in the namespace "default""#,
+                   "reason": "Forbidden", "details": {"group": "apps", "kind": "deployments"}, "code": 403})
+        );
+        // cluster scope
+        assert_eq!(
+            forbidden_status(&op, &res("list", "", "nodes"))["message"],
+            r#"nodes is forbidden: User "system:serviceaccount:ops:op" cannot list resource "nodes" in API group "" at the cluster scope"#
+        );
+        // subresource, named object, custom group
+        let st = forbidden_status(
+            &op,
+            &res("update", "x.io", "foos").in_namespace("n").named("f1").with_subresource("status"),
+        );
+        assert_eq!(
+            st["message"],
+            r#"foos.x.io "f1" is forbidden: User "system:serviceaccount:ops:op" cannot update resource "foos/status" in API group "x.io" in the namespace "n""#
+        );
+        assert_eq!(st["details"], json!({"name": "f1", "group": "x.io", "kind": "foos"}));
+        // named object in the core group: details has no group
+        let st = forbidden_status(
+            &User::new("u", &[]),
+            &res("get", "", "configmaps").in_namespace("n").named("x"),
+        );
+        assert_eq!(
+            st["message"],
+            r#"configmaps "x" is forbidden: User "u" cannot get resource "configmaps" in API group "" in the namespace "n""#
+        );
+        assert_eq!(st["details"], json!({"name": "x", "kind": "configmaps"}));
+        // non-resource
+        assert_eq!(
+            forbidden_status(&User::new("u", &[]), &Attributes::non_resource("get", "/foo")),
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                   "message": r#"forbidden: User "u" cannot get path "/foo""#,
+                   "reason": "Forbidden", "details": {}, "code": 403})
+        );
+        // with the authorizer's reason
+        let s = Store(vec![crb("b", "gone", user("u"))]);
+        let a = res("list", "", "nodes");
+        let d = decide(&u(), &a, &s);
+        assert_eq!(
+            forbidden_status_with_reason(&u(), &a, &d.reason)["message"],
+            r#"nodes is forbidden: User "u" cannot list resource "nodes" in API group "" at the cluster scope: RBAC: clusterrole.rbac.authorization.k8s.io "gone" not found"#
+        );
+        // names are Go-quoted
+        assert_eq!(
+            forbidden_status(&User::new("we\"ird\n", &[]), &Attributes::non_resource("get", "/a\\b"))["message"],
+            r#"forbidden: User "we\"ird\n" cannot get path "/a\\b""#
+        );
+    }
+
+    #[test]
+    fn unauthorized_body() {
+        assert_eq!(
+            unauthorized_status().to_string(),
+            r#"{"apiVersion":"v1","code":401,"kind":"Status","message":"Unauthorized","metadata":{},"reason":"Unauthorized","status":"Failure"}"#
+        );
+    }
+
+    #[test]
+    fn go_quoting() {
+        assert_eq!(go_quote("plain"), r#""plain""#);
+        assert_eq!(go_quote("tab\there"), r#""tab\there""#);
+        assert_eq!(go_quote("\u{1}\u{7f}"), r#""\x01\x7f""#);
+        assert_eq!(go_quote("\u{85}é"), "\"\\u0085é\"");
+    }
+
+    #[test]
+    fn bootstrap_shape() {
+        let objs = bootstrap_objects();
+        let find =
+            |kind: &str, name: &str| objs.iter().find(|o| o["kind"] == kind && meta_name(o) == name).cloned();
+        let admin = find("ClusterRole", "admin").unwrap();
+        assert_eq!(admin["metadata"]["labels"]["kubernetes.io/bootstrapping"], "rbac-defaults");
+        assert_eq!(admin["metadata"]["annotations"]["rbac.authorization.kubernetes.io/autoupdate"], "true");
+        assert_eq!(
+            admin["aggregationRule"],
+            json!({"clusterRoleSelectors": [{"matchLabels": {"rbac.authorization.k8s.io/aggregate-to-admin": "true"}}]})
+        );
+        assert_eq!(
+            find("ClusterRole", "edit").unwrap()["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-admin"],
+            "true"
+        );
+        assert_eq!(
+            find("ClusterRole", "view").unwrap()["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"],
+            "true"
+        );
+        let piv = find("ClusterRoleBinding", "system:public-info-viewer").unwrap();
+        assert_eq!(
+            piv["subjects"][1],
+            json!({"apiGroup": RBAC_GROUP, "kind": "Group", "name": "system:unauthenticated"})
+        );
+        assert_eq!(
+            find("ClusterRoleBinding", "cluster-admin").unwrap()["subjects"][0]["name"],
+            PRIVILEGED_GROUP
+        );
+        assert!(objs.iter().all(|o| o["apiVersion"] == RBAC_API_VERSION));
+        // every line of the aggregate rule table parsed (2 + 13 + 10 real rules)
+        for (name, count) in [("admin", 2), ("edit", 13), ("view", 10)] {
+            let role = find("ClusterRole", &format!("system:aggregate-to-{name}")).unwrap();
+            assert_eq!(role["rules"].as_array().unwrap().len(), count, "{name}");
+        }
+        let edit = find("ClusterRole", "system:aggregate-to-edit").unwrap();
+        assert_eq!(
+            edit["rules"][12],
+            json!({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                   "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]})
+        );
+    }
+}

@@ -1,0 +1,89 @@
+//! Conversions between the version an object is stored in and the version a client asked
+//! for: `apiVersion` rewriting for CRD versions (conversion strategy `None`), and the two
+//! Event APIs (`v1` and `events.k8s.io/v1`), which share one store.
+
+use serde_json::{Map, Value};
+
+use crate::registry::ResourceType;
+
+/// Field pairs `(core v1, events.k8s.io/v1)` that only differ by name.
+const EVENT_FIELDS: &[(&str, &str)] = &[
+    ("involvedObject", "regarding"),
+    ("message", "note"),
+    ("reportingComponent", "reportingController"),
+    ("source", "deprecatedSource"),
+    ("firstTimestamp", "deprecatedFirstTimestamp"),
+    ("lastTimestamp", "deprecatedLastTimestamp"),
+    ("count", "deprecatedCount"),
+];
+
+fn rename(obj: &mut Map<String, Value>, from: &str, to: &str) {
+    if let Some(v) = obj.remove(from) {
+        obj.insert(to.to_owned(), v);
+    }
+}
+
+/// Turn a stored object into the form `rt` serves.
+pub fn to_served(rt: &ResourceType, obj: &Value) -> Value {
+    let mut out = obj.clone();
+    out_in_place(rt, &mut out);
+    out
+}
+
+/// Like [`to_served`], in place.
+pub fn out_in_place(rt: &ResourceType, out: &mut Value) {
+    if let Some(map) = out.as_object_mut() {
+        map.insert("apiVersion".into(), Value::String(rt.api_version()));
+        map.insert("kind".into(), Value::String(rt.kind.clone()));
+        if rt.kind == "Event" && rt.group == "events.k8s.io" {
+            for (core, ev) in EVENT_FIELDS {
+                rename(map, core, ev);
+            }
+            let src = map.get("deprecatedSource").cloned().unwrap_or(Value::Null);
+            if let Some(host) = src.get("host").cloned() {
+                map.entry("reportingInstance").or_insert(host);
+            }
+            if let Some(c) = src.get("component").cloned() {
+                map.entry("reportingController").or_insert(c);
+            }
+        }
+    }
+}
+
+/// Turn an object written through `rt` into its stored form.
+pub fn to_stored(rt: &ResourceType, mut obj: Value) -> Value {
+    if rt.kind == "Event"
+        && rt.group == "events.k8s.io"
+        && let Some(map) = obj.as_object_mut()
+    {
+        for (core, ev) in EVENT_FIELDS {
+            rename(map, ev, core);
+        }
+        map.insert("apiVersion".into(), Value::String("v1".into()));
+    }
+    obj
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+    use serde_json::json;
+
+    #[test]
+    fn events_round_trip_between_apis() {
+        let reg = Registry::with_builtins();
+        let new = reg.get("events.k8s.io", "v1", "events").expect("served");
+        let core = reg.get("", "v1", "events").expect("served");
+        let written = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "note": "hi", "regarding": {"name": "x"}, "reportingController": "ctop"});
+        let stored = to_stored(&new, written);
+        assert_eq!(stored["message"], "hi");
+        assert_eq!(stored["involvedObject"]["name"], "x");
+        let as_core = to_served(&core, &stored);
+        assert_eq!(as_core["apiVersion"], "v1");
+        assert_eq!(as_core["reportingComponent"], "ctop");
+        let back = to_served(&new, &stored);
+        assert_eq!(back["note"], "hi");
+        assert_eq!(back["regarding"]["name"], "x");
+    }
+}

@@ -1,0 +1,324 @@
+//! API errors and the `Status` bodies the real API server answers with.
+
+use serde_json::{Value, json};
+
+/// One entry of `details.causes` in a `Status` body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusCause {
+    /// Machine-readable reason, e.g. `FieldValueInvalid` or `FieldManagerConflict`.
+    pub reason: String,
+    /// Human-readable message of this cause.
+    pub message: String,
+    /// The field the cause is about, e.g. `spec.replicas`.
+    pub field: String,
+}
+
+/// An error answered to a client as a `Status` object with an HTTP code.
+///
+/// Build one with the constructors, which reproduce the real API server's reasons and
+/// messages; [`ApiError::to_status`] renders the body. The fields live behind a box (so
+/// that `Result<_, ApiError>` stays small) and are reached through `Deref`.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{} {}: {}", .0.code, .0.reason, .0.message)]
+pub struct ApiError(Box<ErrorFields>);
+
+/// The parts of an [`ApiError`].
+#[derive(Clone, Debug)]
+pub struct ErrorFields {
+    /// HTTP status code.
+    pub code: u16,
+    /// `Status.reason`, e.g. `NotFound`.
+    pub reason: &'static str,
+    /// `Status.message`.
+    pub message: String,
+    /// `details.name`.
+    pub name: Option<String>,
+    /// `details.group`.
+    pub group: Option<String>,
+    /// `details.kind` (for most errors the resource's plural name).
+    pub kind: Option<String>,
+    /// `details.causes`.
+    pub causes: Vec<StatusCause>,
+    /// `details.retryAfterSeconds`.
+    pub retry_after: Option<u64>,
+}
+
+/// A group and resource, printed as `deployments.apps` (or `configmaps` for the core group).
+#[derive(Clone, Copy, Debug)]
+pub struct GroupResource<'a> {
+    /// API group; empty for the core group.
+    pub group: &'a str,
+    /// Plural resource name.
+    pub resource: &'a str,
+}
+
+impl std::fmt::Display for GroupResource<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.group.is_empty() {
+            f.write_str(self.resource)
+        } else {
+            write!(f, "{}.{}", self.resource, self.group)
+        }
+    }
+}
+
+impl std::ops::Deref for ApiError {
+    type Target = ErrorFields;
+    fn deref(&self) -> &ErrorFields {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ApiError {
+    fn deref_mut(&mut self) -> &mut ErrorFields {
+        &mut self.0
+    }
+}
+
+impl From<ErrorFields> for ApiError {
+    fn from(f: ErrorFields) -> Self {
+        Self(Box::new(f))
+    }
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self(Box::new(ErrorFields {
+            code,
+            reason,
+            message: message.into(),
+            name: None,
+            group: None,
+            kind: None,
+            causes: Vec::new(),
+            retry_after: None,
+        }))
+    }
+
+    fn about(mut self, gr: GroupResource<'_>, name: &str) -> Self {
+        if !name.is_empty() {
+            self.name = Some(name.to_owned());
+        }
+        self.group = Some(gr.group.to_owned());
+        self.kind = Some(gr.resource.to_owned());
+        self
+    }
+
+    /// 404: `configmaps "x" not found`.
+    pub fn not_found(gr: GroupResource<'_>, name: &str) -> Self {
+        Self::new(404, "NotFound", format!("{gr} \"{name}\" not found")).about(gr, name)
+    }
+
+    /// 404 for a path that names no resource at all.
+    pub fn no_route() -> Self {
+        Self::new(404, "NotFound", "the server could not find the requested resource")
+    }
+
+    /// 409: `configmaps "x" already exists`.
+    pub fn already_exists(gr: GroupResource<'_>, name: &str) -> Self {
+        Self::new(409, "AlreadyExists", format!("{gr} \"{name}\" already exists")).about(gr, name)
+    }
+
+    /// 409: the optimistic-concurrency conflict.
+    pub fn conflict(gr: GroupResource<'_>, name: &str, detail: &str) -> Self {
+        Self::new(409, "Conflict", format!("Operation cannot be fulfilled on {gr} \"{name}\": {detail}"))
+            .about(gr, name)
+    }
+
+    /// The standard stale-resourceVersion conflict.
+    pub fn stale(gr: GroupResource<'_>, name: &str) -> Self {
+        Self::conflict(
+            gr,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// 409 from server-side apply with `FieldManagerConflict` causes.
+    pub fn apply_conflict(
+        gr: GroupResource<'_>,
+        name: &str,
+        message: String,
+        causes: Vec<StatusCause>,
+    ) -> Self {
+        let mut e = Self::new(409, "Conflict", message).about(gr, name);
+        e.causes = causes;
+        e
+    }
+
+    /// 422 with field causes; `kind_group` is e.g. `WebApp.apps.example.com` or `Deployment.apps`.
+    pub fn invalid(gr: GroupResource<'_>, kind_group: &str, name: &str, causes: Vec<StatusCause>) -> Self {
+        let rendered: Vec<String> =
+            causes
+                .iter()
+                .map(|c| {
+                    if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) }
+                })
+                .collect();
+        let list =
+            if rendered.len() == 1 { rendered[0].clone() } else { format!("[{}]", rendered.join(", ")) };
+        let mut e = Self::new(422, "Invalid", format!("{kind_group} \"{name}\" is invalid: {list}"));
+        e.name = Some(name.to_owned());
+        e.group = Some(gr.group.to_owned());
+        e.kind = Some(kind_group.split('.').next().unwrap_or(kind_group).to_owned());
+        e.causes = causes;
+        e
+    }
+
+    /// 422 with a single field cause.
+    pub fn invalid_field(
+        gr: GroupResource<'_>,
+        kind_group: &str,
+        name: &str,
+        reason: &str,
+        field: &str,
+        message: &str,
+    ) -> Self {
+        Self::invalid(
+            gr,
+            kind_group,
+            name,
+            vec![StatusCause {
+                reason: reason.to_owned(),
+                message: message.to_owned(),
+                field: field.to_owned(),
+            }],
+        )
+    }
+
+    /// 400 BadRequest.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    /// 401 Unauthorized.
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+
+    /// 403 Forbidden.
+    pub fn forbidden(gr: GroupResource<'_>, name: &str, message: impl Into<String>) -> Self {
+        Self::new(403, "Forbidden", message).about(gr, name)
+    }
+
+    /// 405 MethodNotAllowed.
+    pub fn method_not_allowed(verb: &str) -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!("the server does not allow this method on the requested resource ({verb})"),
+        )
+    }
+
+    /// 406 NotAcceptable.
+    pub fn not_acceptable(accept: &str) -> Self {
+        Self::new(
+            406,
+            "NotAcceptable",
+            format!(
+                "only the following media types are accepted: application/json, application/yaml; requested: {accept}"
+            ),
+        )
+    }
+
+    /// 410 Expired.
+    pub fn expired(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    /// 415 UnsupportedMediaType.
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got {content_type:?}"
+            ),
+        )
+    }
+
+    /// 429 TooManyRequests (used by fault injection).
+    pub fn too_many_requests() -> Self {
+        let mut e = Self::new(
+            429,
+            "TooManyRequests",
+            "the server has received too many requests and has asked us to try again later",
+        );
+        e.retry_after = Some(1);
+        e
+    }
+
+    /// 500 InternalError.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", message)
+    }
+
+    /// 504 Timeout.
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::new(504, "Timeout", message)
+    }
+
+    /// An error with an arbitrary code, used by fault injection.
+    pub fn with_code(code: u16) -> Self {
+        let reason = match code {
+            400 => "BadRequest",
+            401 => "Unauthorized",
+            403 => "Forbidden",
+            404 => "NotFound",
+            409 => "Conflict",
+            410 => "Expired",
+            422 => "Invalid",
+            429 => return Self::too_many_requests(),
+            503 => "ServiceUnavailable",
+            504 => "Timeout",
+            _ => "InternalError",
+        };
+        Self::new(code, reason, format!("injected fault: {reason}"))
+    }
+
+    /// The `Status` body.
+    pub fn to_status(&self) -> Value {
+        let mut details = serde_json::Map::new();
+        if let Some(n) = &self.name {
+            details.insert("name".into(), json!(n));
+        }
+        if let Some(g) = &self.group {
+            details.insert("group".into(), json!(g));
+        }
+        if let Some(k) = &self.kind {
+            details.insert("kind".into(), json!(k));
+        }
+        if !self.causes.is_empty() {
+            let causes: Vec<Value> = self
+                .causes
+                .iter()
+                .map(|c| {
+                    let mut m = serde_json::Map::new();
+                    m.insert("reason".into(), json!(c.reason));
+                    m.insert("message".into(), json!(c.message));
+                    if !c.field.is_empty() {
+                        m.insert("field".into(), json!(c.field));
+                    }
+                    Value::Object(m)
+                })
+                .collect();
+            details.insert("causes".into(), Value::Array(causes));
+        }
+        if let Some(r) = self.retry_after {
+            details.insert("retryAfterSeconds".into(), json!(r));
+        }
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if !details.is_empty() {
+            status["details"] = Value::Object(details);
+        }
+        status
+    }
+}

@@ -1,0 +1,293 @@
+//! The controllers kube-controller-manager would run, as one in-process task: the
+//! garbage collector (background, foreground and orphan propagation over owner
+//! references), namespace termination, and the cleanup of a deleted CRD's objects.
+//!
+//! It is fed by [`crate::api::Api`] after each commit and acts through the same API, so
+//! its writes are ordinary watch events with their own resourceVersions.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::api::{Api, DeleteOpts, PatchKind, WriteOpts};
+use crate::registry::{ResourceType, StoreKey};
+use crate::store::{ObjKey, object_rv, uid_of};
+
+/// One piece of work for the collector.
+#[derive(Clone, Debug)]
+pub enum Work {
+    /// The object with this uid is gone: look at its dependents.
+    OwnerGone(String),
+    /// The object with this uid changed or lost a dependent: finish a foreground or
+    /// orphan deletion if it is in one.
+    Owner(String),
+    /// This object has owner references: check that its owners exist.
+    Dependent(StoreKey, ObjKey),
+    /// This namespace may be terminating.
+    Namespace(String),
+    /// This CRD may be terminating.
+    CrdCleanup(String),
+}
+
+const GC_MANAGER: &str = "kube-controller-manager";
+
+fn system_opts() -> WriteOpts {
+    WriteOpts {
+        field_manager: Some(GC_MANAGER.into()),
+        user_agent: GC_MANAGER.into(),
+        ..WriteOpts::default()
+    }
+}
+
+fn finalizers(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+fn deleting(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
+}
+
+fn name_ns(obj: &Value) -> (String, String) {
+    let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or_default().to_owned();
+    (s("/metadata/namespace"), s("/metadata/name"))
+}
+
+/// Run the collector until the API is dropped.
+pub async fn run(
+    api: std::sync::Weak<Api>,
+    mut rx: mpsc::UnboundedReceiver<Work>,
+    retry: mpsc::UnboundedSender<Work>,
+) {
+    while let Some(work) = rx.recv().await {
+        let Some(api) = api.upgrade() else { break };
+        if !step(&api, &work) {
+            // Someone else wrote first; look again shortly.
+            let retry = retry.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let _ = retry.send(work);
+            });
+        }
+    }
+}
+
+fn type_of(api: &Api, store: &str, obj: &Value) -> Option<Arc<ResourceType>> {
+    let kind = obj["kind"].as_str().unwrap_or_default();
+    let types = api.registry.by_store(store);
+    types.iter().find(|t| t.kind == kind).or_else(|| types.first()).cloned()
+}
+
+/// Do one piece of work; `false` when it should be retried.
+fn step(api: &Api, work: &Work) -> bool {
+    match work {
+        Work::OwnerGone(uid) => {
+            for (loc, _) in api.store.dependents(uid) {
+                if !check_dependent(api, &loc.store, &loc.key) {
+                    return false;
+                }
+            }
+            true
+        }
+        Work::Dependent(store, key) => check_dependent(api, store, key),
+        Work::Owner(uid) => finish_owner(api, uid),
+        Work::Namespace(ns) => cleanup_namespace(api, ns),
+        Work::CrdCleanup(name) => cleanup_crd(api, name),
+    }
+}
+
+fn delete_obj(api: &Api, rt: &ResourceType, obj: &Value, policy: &str) -> bool {
+    let (ns, name) = name_ns(obj);
+    let opts = DeleteOpts {
+        propagation: Some(policy.into()),
+        uid: uid_of(obj).map(str::to_owned),
+        ..DeleteOpts::default()
+    };
+    match api.delete(rt, &ns, &name, &opts) {
+        Ok(_) => true,
+        Err(e) if e.code == 404 => true,
+        Err(e) if e.code == 409 && e.message.contains("Precondition failed: UID") => true,
+        Err(e) => {
+            tracing::debug!(error = %e, name, "garbage collector delete will be retried");
+            false
+        }
+    }
+}
+
+/// Merge-patch `metadata` fields with a resourceVersion precondition.
+fn patch_meta(api: &Api, rt: &ResourceType, obj: &Value, meta: Value) -> bool {
+    let (ns, name) = name_ns(obj);
+    let mut meta = meta;
+    meta["resourceVersion"] = json!(object_rv(obj).to_string());
+    match api.patch(rt, &ns, &name, None, PatchKind::Merge, &json!({"metadata": meta}), &system_opts()) {
+        Ok(_) => true,
+        Err(e) if e.code == 404 => true,
+        Err(e) => {
+            tracing::debug!(error = %e, name, "garbage collector patch will be retried");
+            false
+        }
+    }
+}
+
+fn check_dependent(api: &Api, store: &StoreKey, key: &ObjKey) -> bool {
+    let Some(obj) = api.store.get(store, key) else { return true };
+    let Some(rt) = type_of(api, store, &obj) else { return true };
+    let refs: Vec<Value> =
+        obj.pointer("/metadata/ownerReferences").and_then(Value::as_array).cloned().unwrap_or_default();
+    if refs.is_empty() {
+        return true;
+    }
+    let mut alive = Vec::new();
+    let mut foreground_owner = false;
+    for r in &refs {
+        let uid = r["uid"].as_str().unwrap_or_default();
+        if let Some((_, owner)) = api.store.by_uid(uid) {
+            if deleting(&owner) && finalizers(&owner).iter().any(|f| f == "foregroundDeletion") {
+                foreground_owner = true;
+            }
+            alive.push(r.clone());
+        }
+    }
+    if alive.is_empty() {
+        if deleting(&obj) {
+            return true;
+        }
+        return delete_obj(api, &rt, &obj, "Background");
+    }
+    if alive.len() != refs.len() && !patch_meta(api, &rt, &obj, json!({"ownerReferences": alive})) {
+        return false;
+    }
+    if foreground_owner {
+        for r in &refs {
+            if let Some(uid) = r["uid"].as_str()
+                && !finish_owner(api, uid)
+            {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+fn finish_owner(api: &Api, uid: &str) -> bool {
+    let Some((loc, owner)) = api.store.by_uid(uid) else { return true };
+    if !deleting(&owner) {
+        return true;
+    }
+    let Some(rt) = type_of(api, &loc.store, &owner) else { return true };
+    let fins = finalizers(&owner);
+    let dependents = api.store.dependents(uid);
+    if fins.iter().any(|f| f == "orphan") {
+        for (dloc, dep) in &dependents {
+            let Some(drt) = type_of(api, &dloc.store, dep) else { continue };
+            let refs: Vec<Value> = dep
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|r| r["uid"].as_str() != Some(uid))
+                .cloned()
+                .collect();
+            let refs = if refs.is_empty() { Value::Null } else { Value::Array(refs) };
+            if !patch_meta(api, &drt, dep, json!({"ownerReferences": refs})) {
+                return false;
+            }
+        }
+        let rest: Vec<&String> = fins.iter().filter(|f| *f != "orphan").collect();
+        return patch_meta(api, &rt, &owner, json!({"finalizers": rest}));
+    }
+    if fins.iter().any(|f| f == "foregroundDeletion") {
+        let mut blocking = false;
+        for (dloc, dep) in &dependents {
+            let blocks =
+                dep.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten().any(
+                    |r| r["uid"].as_str() == Some(uid) && r["blockOwnerDeletion"].as_bool() == Some(true),
+                );
+            blocking |= blocks;
+            if !deleting(dep) {
+                let Some(drt) = type_of(api, &dloc.store, dep) else { continue };
+                if !delete_obj(api, &drt, dep, "Foreground") {
+                    return false;
+                }
+            }
+        }
+        if !blocking {
+            // Refetch: deleting dependents may have changed nothing on the owner, but a
+            // stale resourceVersion is retried anyway.
+            let Some((_, owner)) = api.store.by_uid(uid) else { return true };
+            let rest: Vec<String> =
+                finalizers(&owner).into_iter().filter(|f| f != "foregroundDeletion").collect();
+            return patch_meta(api, &rt, &owner, json!({"finalizers": rest}));
+        }
+    }
+    true
+}
+
+fn cleanup_namespace(api: &Api, ns: &str) -> bool {
+    let Some(rt) = api.registry.get("", "v1", "namespaces") else { return true };
+    let Some(nsobj) = api.store.get(&rt.store, &(String::new(), ns.to_owned())) else { return true };
+    if !deleting(&nsobj) {
+        return true;
+    }
+    let contents = api.store.in_namespace(ns);
+    for (loc, obj) in &contents {
+        if deleting(obj) {
+            continue;
+        }
+        let Some(ort) = type_of(api, &loc.store, obj) else { continue };
+        if !delete_obj(api, &ort, obj, "Background") {
+            return false;
+        }
+    }
+    if !api.store.in_namespace(ns).is_empty() {
+        return true;
+    }
+    let spec_fins: Vec<Value> = nsobj
+        .pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|f| f.as_str() != Some("kubernetes"))
+        .cloned()
+        .collect();
+    match api.finalize_namespace(ns, &json!({"spec": {"finalizers": spec_fins}})) {
+        Ok(_) => true,
+        Err(e) => e.code == 404,
+    }
+}
+
+fn cleanup_crd(api: &Api, crd_name: &str) -> bool {
+    let Some(crt) = api.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") else {
+        return true;
+    };
+    let Some(crd) = api.store.get(&crt.store, &(String::new(), crd_name.to_owned())) else { return true };
+    if !deleting(&crd) {
+        return true;
+    }
+    let types: Vec<Arc<ResourceType>> = api
+        .registry
+        .all()
+        .into_iter()
+        .filter(|t| t.crd.as_ref().is_some_and(|c| c.crd_name == crd_name))
+        .collect();
+    let mut remaining = 0;
+    if let Some(rt) = types.first() {
+        let (_, table) = api.store.snapshot(&rt.store, false);
+        remaining = table.len();
+        for obj in table.values() {
+            if !deleting(obj) && !delete_obj(api, rt, obj, "Background") {
+                return false;
+            }
+        }
+    }
+    if remaining > 0 {
+        return true;
+    }
+    let rest: Vec<String> =
+        finalizers(&crd).into_iter().filter(|f| f != "customresourcecleanup.apiextensions.k8s.io").collect();
+    patch_meta(api, &crt, &crd, json!({"finalizers": rest}))
+}

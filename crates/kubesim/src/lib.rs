@@ -1,0 +1,229 @@
+//! # ctop-kubesim: a Kubernetes API server in a library
+//!
+//! kubesim serves the real Kubernetes REST and watch protocol on loopback from memory.
+//! Unmodified `kubectl` and kube-rs talk to it; `ctop dev` runs operators on it and every
+//! end-to-end test uses it as its cluster.
+//!
+//! Start here: [`KubeSim::start`] with a [`Config`] gives a running server, its address
+//! and a kubeconfig; [`KubeSim::faults`] injects failures. The layers below are, top
+//! down: `server` (HTTP routing, content negotiation, watch streams, authn/authz),
+//! [`api`] (what each verb does to an object), `store` (one global resourceVersion,
+//! tables, the watch history), and the pure rule modules: `ssa` (server-side apply and
+//! managedFields), `smp` (strategic merge patch), `schema` (CRD structural schemas),
+//! `authz` (RBAC), `selector`, `shape` (list types and merge keys), and `gc` (garbage
+//! collection, namespace and CRD termination). Where kubesim differs from a real API
+//! server is listed in the crate's README.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::serve::ListenerExt as _;
+use parking_lot::Mutex;
+use tokio::sync::{mpsc, oneshot};
+
+pub mod api;
+pub mod authz;
+mod convert;
+pub mod error;
+pub mod faults;
+mod gc;
+mod meta;
+mod openapi;
+mod proto;
+pub mod registry;
+pub mod schema;
+pub mod selector;
+mod server;
+pub mod shape;
+mod smp;
+pub mod ssa;
+pub mod store;
+mod table;
+
+pub use api::Api;
+pub use error::ApiError;
+pub use faults::{FaultRule, Faults};
+
+/// The Kubernetes version kubesim reports (`/version`).
+pub const KUBERNETES_VERSION: (&str, &str) = ("1", "33");
+
+/// How to run a kubesim server.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Where to listen; port 0 picks a free port.
+    pub addr: SocketAddr,
+    /// Require bearer tokens and decide with RBAC. The kubeconfig then carries an admin
+    /// token (`system:masters`); ServiceAccount tokens come from the TokenRequest API
+    /// (`kubectl create token`).
+    pub authz: bool,
+    /// The admin token; generated when `None`.
+    pub admin_token: Option<String>,
+    /// How many changes are kept for watches to resume from before they get `410 Expired`.
+    pub watch_history: usize,
+    /// How often watches that allow bookmarks get one.
+    pub bookmark_interval: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            authz: false,
+            admin_token: None,
+            watch_history: 10_000,
+            bookmark_interval: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Why kubesim could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The address could not be bound (in use, or not a local address).
+    #[error("cannot listen on {addr}: {source}; pick another port or use port 0")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Seeding the built-in objects failed (a bug in kubesim).
+    #[error("cannot seed built-in object: {0}")]
+    Seed(ApiError),
+}
+
+/// A running kubesim. Dropping it stops the server.
+#[derive(Debug)]
+pub struct KubeSim {
+    addr: SocketAddr,
+    api: Arc<Api>,
+    server: Arc<server::Server>,
+    admin_token: Option<String>,
+    shutdown: Mutex<Option<oneshot::Sender<()>>>,
+}
+
+impl KubeSim {
+    /// Bind, seed the built-in objects and serve in the background on the current Tokio
+    /// runtime.
+    pub async fn start(config: Config) -> Result<Self, StartError> {
+        let listener = tokio::net::TcpListener::bind(config.addr)
+            .await
+            .map_err(|source| StartError::Bind { addr: config.addr, source })?;
+        let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.addr, source })?;
+        let (gc_tx, gc_rx) = mpsc::unbounded_channel();
+        let api = Arc::new(Api::new(config.watch_history, gc_tx.clone()));
+        tokio::spawn(gc::run(Arc::downgrade(&api), gc_rx, gc_tx));
+        for obj in authz::bootstrap_objects() {
+            api.seed(obj).map_err(StartError::Seed)?;
+        }
+        let admin_token = config.authz.then(|| {
+            config
+                .admin_token
+                .clone()
+                .unwrap_or_else(|| format!("kubesim-admin.{}", meta::new_uid().replace('-', "")))
+        });
+        let tokens = admin_token.as_ref().map(|t| {
+            let admin = authz::User::new("kubesim-admin", &["system:masters", "system:authenticated"]);
+            Mutex::new(std::iter::once((t.clone(), admin)).collect())
+        });
+        let server = Arc::new(server::Server {
+            api: api.clone(),
+            faults: Arc::new(Faults::default()),
+            tokens,
+            address: addr.to_string(),
+            bookmark_interval: config.bookmark_interval,
+            version: KUBERNETES_VERSION,
+        });
+        let app = axum::Router::new().fallback(server::handle).with_state(server.clone());
+        let (tx, rx) = oneshot::channel::<()>();
+        let listener = listener.tap_io(|tcp| {
+            // Small watch events must not wait for Nagle's algorithm.
+            let _ = tcp.set_nodelay(true);
+        });
+        let faults = server.faults.clone();
+        tokio::spawn(async move {
+            let stop = async move {
+                let _ = rx.await;
+                faults.drop_watches();
+            };
+            if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stop).await {
+                tracing::error!(error = %e, "kubesim server stopped");
+            }
+        });
+        tracing::info!(%addr, authz = config.authz, "kubesim serving");
+        Ok(Self { addr, api, server, admin_token, shutdown: Mutex::new(Some(tx)) })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The API logic, for in-process use.
+    pub fn api(&self) -> &Arc<Api> {
+        &self.api
+    }
+
+    /// Fault injection.
+    pub fn faults(&self) -> &Faults {
+        &self.server.faults
+    }
+
+    /// The admin bearer token, when authorization is on.
+    pub fn admin_token(&self) -> Option<&str> {
+        self.admin_token.as_deref()
+    }
+
+    /// Register a bearer token for a user (authorization must be on).
+    pub fn add_token(&self, token: &str, user: &str, groups: &[&str]) {
+        if let Some(tokens) = &self.server.tokens {
+            tokens.lock().insert(token.to_owned(), authz::User::new(user, groups));
+        }
+    }
+
+    /// A kubeconfig that points at this server (admin credentials when authorization is on).
+    pub fn kubeconfig(&self) -> String {
+        kubeconfig_yaml(&self.url(), self.admin_token.as_deref(), "default")
+    }
+
+    /// Write [`KubeSim::kubeconfig`] to `path` (atomically: written next to it, then renamed).
+    pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
+        let tmp = path.with_extension("kubesim-tmp");
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&tmp, self.kubeconfig())?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Stop serving; open watches end.
+    pub fn shutdown(&self) {
+        if let Some(tx) = self.shutdown.lock().take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+impl Drop for KubeSim {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// A kubeconfig for `server` with an optional bearer token.
+pub fn kubeconfig_yaml(server: &str, token: Option<&str>, namespace: &str) -> String {
+    let user = match token {
+        Some(t) => format!("  user:\n    token: {t}\n"),
+        None => "  user: {}\n".to_owned(),
+    };
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kubesim\n  cluster:\n    server: {server}\ncontexts:\n- name: kubesim\n  context:\n    cluster: kubesim\n    user: kubesim\n    namespace: {namespace}\ncurrent-context: kubesim\nusers:\n- name: kubesim\n{user}preferences: {{}}\n"
+    )
+}

@@ -1,0 +1,170 @@
+//! Object metadata rules shared by every kind: names, labels, timestamps, generated names.
+
+use rand::RngExt as _;
+use serde_json::{Value, json};
+
+use crate::error::StatusCause;
+
+/// The current time as the API server writes `creationTimestamp` (RFC 3339, seconds, UTC).
+pub fn now() -> String {
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// A `generateName` suffix: five characters from the API server's alphabet.
+pub fn name_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    (0..5).map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())])).collect()
+}
+
+/// A fresh uid (v4).
+pub fn new_uid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+fn is_subdomain(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
+}
+
+/// Which name rule a kind follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameRule {
+    /// RFC 1123 subdomain (most kinds).
+    Subdomain,
+    /// RFC 1123 label (Namespace).
+    Label,
+    /// RFC 1035 label (Service).
+    Dns1035,
+    /// Any path segment (RBAC kinds allow `system:foo`).
+    PathSegment,
+}
+
+/// The name rule of a kind.
+pub fn name_rule(group: &str, kind: &str) -> NameRule {
+    match (group, kind) {
+        ("", "Namespace") => NameRule::Label,
+        ("", "Service") => NameRule::Dns1035,
+        ("rbac.authorization.k8s.io", _) => NameRule::PathSegment,
+        _ => NameRule::Subdomain,
+    }
+}
+
+/// Problems with `metadata.name`, `labels` and `annotations`.
+pub fn validate_metadata(meta: &Value, rule: NameRule) -> Vec<StatusCause> {
+    let mut causes = Vec::new();
+    let invalid = |field: &str, value: &str, msg: &str| StatusCause {
+        reason: "FieldValueInvalid".into(),
+        message: format!("Invalid value: {}: {msg}", json!(value)),
+        field: field.into(),
+    };
+    if let Some(name) = meta.get("name").and_then(Value::as_str) {
+        let problem = match rule {
+            NameRule::Subdomain if !is_subdomain(name) => Some(SUBDOMAIN_MSG),
+            NameRule::Label if !is_dns_label(name) => Some(LABEL_MSG),
+            NameRule::Dns1035
+                if !is_dns_label(name) || !name.starts_with(|c: char| c.is_ascii_lowercase()) =>
+            {
+                Some(DNS1035_MSG)
+            }
+            NameRule::PathSegment if name == "." || name == ".." || name.contains(['/', '%']) => {
+                Some("may not contain '/' or '%'")
+            }
+            _ => None,
+        };
+        if let Some(msg) = problem {
+            causes.push(invalid("metadata.name", name, msg));
+        }
+    }
+    if let Some(labels) = meta.get("labels").and_then(Value::as_object) {
+        for (k, v) in labels {
+            if !qualified_name_ok(k) {
+                causes.push(invalid("metadata.labels", k, "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"));
+            }
+            match v.as_str() {
+                Some(s) if label_value_ok(s) => {}
+                _ => {
+                    let shown = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+                    causes.push(invalid("metadata.labels", &shown, "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"));
+                }
+            }
+        }
+    }
+    if let Some(ann) = meta.get("annotations").and_then(Value::as_object) {
+        for (k, v) in ann {
+            if !qualified_name_ok(k) {
+                causes.push(invalid("metadata.annotations", k, "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"));
+            }
+            if !v.is_string() {
+                causes.push(StatusCause {
+                    reason: "FieldValueTypeInvalid".into(),
+                    message: format!("Invalid value: {v}: must be a string"),
+                    field: format!("metadata.annotations.{k}"),
+                });
+            }
+        }
+    }
+    causes
+}
+
+fn label_value_ok(v: &str) -> bool {
+    v.is_empty()
+        || (v.len() <= 63
+            && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            && v.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && v.ends_with(|c: char| c.is_ascii_alphanumeric()))
+}
+
+fn qualified_name_ok(k: &str) -> bool {
+    let (prefix, name) = match k.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, k),
+    };
+    prefix.is_none_or(is_subdomain) && !name.is_empty() && label_value_ok(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_kind_rules() {
+        let bad = |name: &str, rule| !validate_metadata(&json!({"name": name}), rule).is_empty();
+        assert!(!bad("web-1.example", NameRule::Subdomain));
+        assert!(bad("Web", NameRule::Subdomain));
+        assert!(bad("a.b", NameRule::Label));
+        assert!(bad("1abc", NameRule::Dns1035));
+        assert!(!bad("system:discovery", NameRule::PathSegment));
+        let causes = validate_metadata(&json!({"name": "Bad"}), NameRule::Subdomain);
+        assert_eq!(causes[0].field, "metadata.name");
+        assert!(causes[0].message.starts_with("Invalid value: \"Bad\": a lowercase RFC 1123 subdomain"));
+    }
+
+    #[test]
+    fn labels_are_checked() {
+        assert!(
+            validate_metadata(&json!({"labels": {"app.kubernetes.io/name": "web"}}), NameRule::Subdomain)
+                .is_empty()
+        );
+        assert_eq!(validate_metadata(&json!({"labels": {"app": "has space"}}), NameRule::Subdomain).len(), 1);
+        assert_eq!(validate_metadata(&json!({"labels": {"app": 3}}), NameRule::Subdomain).len(), 1);
+    }
+
+    #[test]
+    fn generated_suffix_uses_alphabet() {
+        let s = name_suffix();
+        assert_eq!(s.len(), 5);
+        assert!(s.bytes().all(|b| b"bcdfghjklmnpqrstvwxz2456789".contains(&b)));
+    }
+}

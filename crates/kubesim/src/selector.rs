@@ -1,0 +1,317 @@
+//! Label and field selectors, parsed from the `labelSelector` and `fieldSelector` query
+//! parameters with the real grammar and error messages.
+
+use serde_json::Value;
+
+/// One requirement of a label selector.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum LabelReq {
+    Eq(String, String),
+    NotEq(String, String),
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+    Exists(String),
+    NotExists(String),
+}
+
+/// A parsed label selector; all requirements must hold.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LabelSelector(Vec<LabelReq>);
+
+/// Why a selector could not be parsed (answered as 400 BadRequest).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SelectorError {
+    /// The label selector is malformed.
+    #[error("unable to parse requirement: {0}")]
+    Label(String),
+    /// The field selector is malformed.
+    #[error("invalid field selector: {0}")]
+    Field(String),
+    /// The field selector names a field this kind does not support.
+    #[error("field label not supported: {0}")]
+    UnsupportedField(String),
+}
+
+/// Split on commas that are not inside parentheses.
+fn split_top(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+fn valid_key(k: &str) -> bool {
+    let name = k.rsplit_once('/').map_or(k, |(_, n)| n);
+    !name.is_empty()
+        && name.len() <= 63
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+fn valid_value(v: &str) -> bool {
+    v.is_empty()
+        || (v.len() <= 63
+            && v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            && v.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && v.ends_with(|c: char| c.is_ascii_alphanumeric()))
+}
+
+impl LabelSelector {
+    /// Parse `app=web,tier!=db,env in (a,b),!legacy`.
+    pub fn parse(s: &str) -> Result<Self, SelectorError> {
+        let mut reqs = Vec::new();
+        let s = s.trim();
+        if s.is_empty() {
+            return Ok(Self::default());
+        }
+        for part in split_top(s) {
+            let p = part.trim();
+            let err = || SelectorError::Label(p.to_owned());
+            let req = if let Some(k) = p.strip_prefix('!') {
+                LabelReq::NotExists(k.trim().to_owned())
+            } else if let Some((k, v)) = p.split_once("!=") {
+                LabelReq::NotEq(k.trim().to_owned(), v.trim().to_owned())
+            } else if let Some((k, v)) = p.split_once("==") {
+                LabelReq::Eq(k.trim().to_owned(), v.trim().to_owned())
+            } else if let Some((k, v)) = p.split_once('=') {
+                LabelReq::Eq(k.trim().to_owned(), v.trim().to_owned())
+            } else if let Some((k, set)) = split_set(p, " notin ") {
+                LabelReq::NotIn(k, set.ok_or_else(err)?)
+            } else if let Some((k, set)) = split_set(p, " in ") {
+                LabelReq::In(k, set.ok_or_else(err)?)
+            } else {
+                LabelReq::Exists(p.to_owned())
+            };
+            let (key, values): (&str, Vec<&str>) = match &req {
+                LabelReq::Eq(k, v) | LabelReq::NotEq(k, v) => (k, vec![v.as_str()]),
+                LabelReq::In(k, vs) | LabelReq::NotIn(k, vs) => (k, vs.iter().map(String::as_str).collect()),
+                LabelReq::Exists(k) | LabelReq::NotExists(k) => (k, vec![]),
+            };
+            if !valid_key(key) || !values.iter().all(|v| valid_value(v)) {
+                return Err(err());
+            }
+            reqs.push(req);
+        }
+        Ok(Self(reqs))
+    }
+
+    /// Build from a `metav1.LabelSelector` object (`matchLabels` + `matchExpressions`).
+    /// `None` if an operator is unknown.
+    pub fn from_object(sel: &Value) -> Option<Self> {
+        let mut reqs = Vec::new();
+        if let Some(m) = sel.get("matchLabels").and_then(Value::as_object) {
+            for (k, v) in m {
+                reqs.push(LabelReq::Eq(k.clone(), v.as_str()?.to_owned()));
+            }
+        }
+        for e in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+            let key = e.get("key")?.as_str()?.to_owned();
+            let values: Vec<String> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default();
+            reqs.push(match e.get("operator")?.as_str()? {
+                "In" => LabelReq::In(key, values),
+                "NotIn" => LabelReq::NotIn(key, values),
+                "Exists" => LabelReq::Exists(key),
+                "DoesNotExist" => LabelReq::NotExists(key),
+                _ => return None,
+            });
+        }
+        Some(Self(reqs))
+    }
+
+    /// Whether the selector selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether an object's `metadata.labels` satisfy the selector.
+    pub fn matches(&self, labels: Option<&Value>) -> bool {
+        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+        self.0.iter().all(|r| match r {
+            LabelReq::Eq(k, v) => get(k) == Some(v.as_str()),
+            LabelReq::NotEq(k, v) => get(k) != Some(v.as_str()),
+            LabelReq::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
+            LabelReq::NotIn(k, vs) => get(k).is_none_or(|x| !vs.iter().any(|v| v == x)),
+            LabelReq::Exists(k) => get(k).is_some(),
+            LabelReq::NotExists(k) => get(k).is_none(),
+        })
+    }
+}
+
+fn split_set(p: &str, op: &str) -> Option<(String, Option<Vec<String>>)> {
+    let (k, rest) = p.split_once(op)?;
+    let rest = rest.trim();
+    let inner = rest.strip_prefix('(').and_then(|r| r.strip_suffix(')'));
+    let set = inner.map(|i| i.split(',').map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect());
+    Some((k.trim().to_owned(), set))
+}
+
+/// A parsed field selector: `metadata.name=x,status.phase!=Running`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FieldSelector(Vec<(String, bool, String)>);
+
+impl FieldSelector {
+    /// Parse and check the fields against those `kind` supports.
+    pub fn parse(s: &str, kind: &str) -> Result<Self, SelectorError> {
+        let mut out = Vec::new();
+        let s = s.trim();
+        if s.is_empty() {
+            return Ok(Self::default());
+        }
+        for part in s.split(',') {
+            let (field, eq, value) = if let Some((f, v)) = part.split_once("!=") {
+                (f, false, v)
+            } else if let Some((f, v)) = part.split_once("==") {
+                (f, true, v)
+            } else if let Some((f, v)) = part.split_once('=') {
+                (f, true, v)
+            } else {
+                return Err(SelectorError::Field(format!(
+                    "invalid selector: '{part}'; can't understand '{part}'"
+                )));
+            };
+            let field = field.trim();
+            if !supported_field(kind, field) {
+                return Err(SelectorError::UnsupportedField(field.to_owned()));
+            }
+            out.push((field.to_owned(), eq, value.trim().to_owned()));
+        }
+        Ok(Self(out))
+    }
+
+    /// Whether the selector selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `obj` satisfies every requirement.
+    pub fn matches(&self, obj: &Value) -> bool {
+        self.0.iter().all(|(field, eq, value)| {
+            let v = field_value(obj, field);
+            (v.as_deref() == Some(value.as_str()) || (v.is_none() && value.is_empty())) == *eq
+        })
+    }
+
+    /// The value required for `metadata.name`, when the selector pins one (used to
+    /// answer single-object watches quickly).
+    pub fn pinned_name(&self) -> Option<&str> {
+        self.0.iter().find(|(f, eq, _)| f == "metadata.name" && *eq).map(|(_, _, v)| v.as_str())
+    }
+}
+
+fn supported_field(kind: &str, field: &str) -> bool {
+    if matches!(field, "metadata.name" | "metadata.namespace") {
+        return true;
+    }
+    let extra: &[&str] = match kind {
+        "Pod" => &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ],
+        "Event" => &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+            "regarding.kind",
+            "regarding.name",
+            "regarding.namespace",
+            "regarding.uid",
+        ],
+        "Secret" => &["type"],
+        "Namespace" => &["status.phase"],
+        "Node" => &["spec.unschedulable"],
+        "Job" => &["status.successful"],
+        "ReplicaSet" | "ReplicationController" => &["status.replicas"],
+        _ => &[],
+    };
+    extra.contains(&field)
+}
+
+fn field_value(obj: &Value, field: &str) -> Option<String> {
+    let mut cur = obj;
+    let path = match field {
+        "source" => "source.component",
+        f => f,
+    };
+    for seg in path.split('.') {
+        cur = cur.get(seg)?;
+    }
+    match cur {
+        Value::String(s) => Some(s.clone()),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn label_selector_grammar() {
+        let labels = json!({"app": "web", "env": "prod"});
+        let m = |s: &str| LabelSelector::parse(s).expect("valid").matches(Some(&labels));
+        assert!(m("app=web"));
+        assert!(m("app==web,env=prod"));
+        assert!(!m("app!=web"));
+        assert!(m("env in (prod, staging)"));
+        assert!(!m("env notin (prod)"));
+        assert!(m("app"));
+        assert!(m("!legacy"));
+        assert!(!m("!app"));
+        assert!(m("tier notin (db)"));
+        assert!(LabelSelector::parse("app=we b").is_err());
+        assert!(LabelSelector::parse("env in prod").is_err());
+    }
+
+    #[test]
+    fn label_selector_from_object() {
+        let sel = json!({"matchLabels": {"a": "1"}, "matchExpressions": [{"key": "b", "operator": "In", "values": ["x"]}]});
+        let s = LabelSelector::from_object(&sel).expect("valid");
+        assert!(s.matches(Some(&json!({"a": "1", "b": "x"}))));
+        assert!(!s.matches(Some(&json!({"a": "1"}))));
+    }
+
+    #[test]
+    fn field_selectors() {
+        let pod = json!({"metadata": {"name": "p", "namespace": "default"}, "status": {"phase": "Running"}});
+        let s = FieldSelector::parse("metadata.name=p,status.phase!=Pending", "Pod").expect("valid");
+        assert!(s.matches(&pod));
+        assert_eq!(s.pinned_name(), Some("p"));
+        assert_eq!(
+            FieldSelector::parse("spec.foo=x", "ConfigMap"),
+            Err(SelectorError::UnsupportedField("spec.foo".into()))
+        );
+    }
+}

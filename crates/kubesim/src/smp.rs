@@ -1,0 +1,1286 @@
+//! Strategic merge patch: what kube-apiserver does with a PATCH whose content type is
+//! `application/strategic-merge-patch+json` on a built-in kind (`kubectl patch`, and the
+//! patch that client-side `kubectl apply` computes and sends).
+//!
+//! Start at [`strategic_merge`]: it takes the live object, the patch and the kind's
+//! [`Shape`], and returns the patched object or an [`SmpError`] whose text is the one the
+//! real server puts in its `Status` (see [`SmpError::code`] for the HTTP status).
+//!
+//! The semantics follow `k8s.io/apimachinery/pkg/util/strategicpatch` (the server-side
+//! `StrategicMergeMapPatch` path, recent releases):
+//!
+//! * maps merge key by key; `null` deletes a key; scalars replace;
+//! * lists are replaced unless the shape says otherwise: `MergeByKey` lists merge items by
+//!   the key (unmatched patch items are added), `MergePrimitives` lists are unioned;
+//! * result order: items named in the patch keep the patch's relative order, items only in
+//!   the live list keep theirs, and the two are interleaved by live position; a new item
+//!   follows the patch item before it, or comes first when there is none (so a patch
+//!   adding one container puts it at the front); `$setElementOrder/<field>` sets the
+//!   order of the items it names;
+//! * directives: `$patch: replace | delete` on a map, `$patch: replace | delete` as a list
+//!   item, `$retainKeys`, `$deleteFromPrimitiveList/<field>`, `$setElementOrder/<field>`.
+//!
+//! Faithful quirks worth knowing: `$patch: delete` on a map leaves an empty map `{}` (the
+//! typed decode then drops it for `omitempty` fields); values the patch *adds* (the key is
+//! not in the live object) lose every map carrying a `$patch` key and every `null` entry;
+//! a `$deleteFromPrimitiveList` for a list the object does not have is a no-op. Go walks
+//! a patch map in random order; here plain fields are applied before deletion lists, which
+//! is also what happens when `$setElementOrder` accompanies them. Directive keys that the
+//! Go code would leave for the typed decode to drop are removed here, so no directive ever
+//! reaches the result.
+
+use serde_json::{Map, Value};
+
+use crate::shape::{MergeStrategy, Shape};
+
+type Obj = Map<String, Value>;
+
+const DIRECTIVE_MARKER: &str = "$patch";
+const RETAIN_KEYS: &str = "$retainKeys";
+const DELETE_PREFIX: &str = "$deleteFromPrimitiveList";
+const ORDER_PREFIX: &str = "$setElementOrder";
+const GO_LIST: &str = "[]interface {}";
+const GO_MAP: &str = "map[string]interface {}";
+
+/// Why a strategic merge patch was rejected. The `Display` text is the real server's
+/// message; [`SmpError::code`], [`SmpError::reason`] and [`SmpError::status_message`] give
+/// the rest of the `Status` the real server answers with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SmpError {
+    /// The patch body is JSON but not an object (an array, string, number or bool); the
+    /// field holds Go's JSON kind name. 400 BadRequest.
+    #[error("json: cannot unmarshal {0} into Go value of type map[string]interface {{}}")]
+    PatchNotObject(&'static str),
+    /// The original document is not a JSON object (`mergepatch.ErrBadJSONDoc`). 400.
+    #[error("invalid JSON document")]
+    BadJsonDoc,
+    /// A merged list holds lists (`ErrNoListOfLists`). 422 Invalid.
+    #[error("lists of lists are not supported")]
+    ListOfLists,
+    /// A key starting with `$deleteFromPrimitiveList` is not `$deleteFromPrimitiveList/<field>`. 400.
+    #[error("invalid patch format of primitive list")]
+    BadPrimitiveListFormat,
+    /// `$retainKeys` is not a list, or the patch sets a field the list does not name. 400.
+    #[error("invalid patch format of retainKeys")]
+    BadRetainKeysFormat,
+    /// A key starting with `$setElementOrder` is not `$setElementOrder/<field>`. 400.
+    #[error("invalid patch format of setElementOrder list")]
+    BadSetElementOrderFormat,
+    /// A `$patch` value other than `replace`/`delete` on a map (this includes `merge`), or
+    /// other than `replace`/`delete`/`merge` on a list item. 500.
+    #[error("unknown patch type: {directive} in map: {map}")]
+    UnknownPatchType {
+        /// The directive value, as Go's `%s` prints it.
+        directive: String,
+        /// The map carrying it, as Go's `%v` prints it.
+        map: String,
+    },
+    /// A list item says `$patch: merge`. 500.
+    #[error("merging lists cannot yet be specified in the patch")]
+    MergeDirectiveInList,
+    /// An item of a merge-by-key list (or of a `$setElementOrder` list) lacks the key. 500.
+    #[error("map: {map} does not contain declared merge key: {key}")]
+    MissingMergeKey {
+        /// The item, as Go's `%v` prints it.
+        map: String,
+        /// The merge key.
+        key: String,
+    },
+    /// The patch list's items are not in the relative order of `$setElementOrder`. 500.
+    #[error("The order in patch list:\n{patch}\n doesn't match $setElementOrder list:\n{order}\n")]
+    OrderMismatch {
+        /// The patch list, as Go's `%v` prints it.
+        patch: String,
+        /// The `$setElementOrder` list, as Go's `%v` prints it.
+        order: String,
+    },
+    /// A value has the wrong JSON type for where it is (e.g. `$setElementOrder/x: "a"`,
+    /// or a scalar item in a merge-by-key list); fields are Go type names. 500.
+    #[error("expected a {expected}, but received a {actual}")]
+    BadArgType {
+        /// The Go type that was expected.
+        expected: &'static str,
+        /// The Go type that was found.
+        actual: &'static str,
+    },
+    /// The items of a merged list (live and patch together) differ in JSON type. 500.
+    #[error("list element types are not identical: {0}")]
+    MixedElementTypes(String),
+    /// `$setElementOrder` names a list that is empty or absent on both sides. 500.
+    #[error("no elements in any of the given slices")]
+    NoElements,
+    /// Objects were found in a list that has no merge key (a primitives list, or a
+    /// `$deleteFromPrimitiveList` on a list of objects); holds the element kind. 500.
+    #[error("cannot merge lists without merge key for {0}")]
+    NoMergeKeyDeclared(&'static str),
+    /// A `$setElementOrder` list for a merge-by-key list has a non-object at this index. 500.
+    #[error("value for key {0} is not a map.")]
+    NotAMap(usize),
+}
+
+impl SmpError {
+    /// The HTTP status the real API server answers with: 400 for malformed directives and
+    /// bodies, 422 for lists of lists, 500 for everything the server does not classify.
+    #[must_use]
+    pub fn code(&self) -> u16 {
+        match self {
+            Self::PatchNotObject(_)
+            | Self::BadJsonDoc
+            | Self::BadPrimitiveListFormat
+            | Self::BadRetainKeysFormat
+            | Self::BadSetElementOrderFormat => 400,
+            Self::ListOfLists => 422,
+            _ => 500,
+        }
+    }
+
+    /// The `Status.reason`: `BadRequest`, `Invalid`, or empty (`StatusReasonUnknown`).
+    #[must_use]
+    pub fn reason(&self) -> &'static str {
+        match self.code() {
+            400 => "BadRequest",
+            422 => "Invalid",
+            _ => "",
+        }
+    }
+
+    /// The `Status.message`. It is the error text, except for 422, where the server wraps
+    /// the error in a generic response that keeps only a fixed sentence.
+    #[must_use]
+    pub fn status_message(&self) -> String {
+        if self.code() == 422 {
+            "the server rejected our request due to an error in our request".to_owned()
+        } else {
+            self.to_string()
+        }
+    }
+}
+
+/// Whether `key` is a strategic-merge directive rather than a field: `$patch`,
+/// `$retainKeys`, or one starting with `$setElementOrder` or `$deleteFromPrimitiveList`.
+#[must_use]
+pub fn is_directive_key(key: &str) -> bool {
+    key == DIRECTIVE_MARKER
+        || key == RETAIN_KEYS
+        || key.starts_with(ORDER_PREFIX)
+        || key.starts_with(DELETE_PREFIX)
+}
+
+/// Applies the strategic merge `patch` to `original` (both JSON objects; a `null` patch
+/// changes nothing), consulting `shape` for each list's merge strategy.
+///
+/// # Errors
+/// An [`SmpError`] when the patch is malformed in a way the real server rejects.
+pub fn strategic_merge(original: &Value, patch: &Value, shape: &dyn Shape) -> Result<Value, SmpError> {
+    let Value::Object(original) = original else {
+        return Err(SmpError::BadJsonDoc);
+    };
+    let patch = match patch {
+        Value::Object(p) => p.clone(),
+        Value::Null => Obj::new(),
+        Value::Array(_) => return Err(SmpError::PatchNotObject("array")),
+        Value::String(_) => return Err(SmpError::PatchNotObject("string")),
+        Value::Number(_) => return Err(SmpError::PatchNotObject("number")),
+        Value::Bool(_) => return Err(SmpError::PatchNotObject("bool")),
+    };
+    Merger { shape }.merge_map(&[], original.clone(), patch).map(Value::Object)
+}
+
+/// The Go dynamic type a decoded JSON value has (`int64` and `float64` differ).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GoType {
+    Nil,
+    Bool,
+    Int,
+    Float,
+    Str,
+    Slice,
+    Map,
+}
+
+fn go_type(v: &Value) -> GoType {
+    match v {
+        Value::Null => GoType::Nil,
+        Value::Bool(_) => GoType::Bool,
+        Value::Number(n) if n.is_i64() => GoType::Int,
+        Value::Number(_) => GoType::Float,
+        Value::String(_) => GoType::Str,
+        Value::Array(_) => GoType::Slice,
+        Value::Object(_) => GoType::Map,
+    }
+}
+
+fn go_type_name(v: &Value) -> &'static str {
+    match go_type(v) {
+        GoType::Nil => "%!s(<nil>)",
+        GoType::Bool => "bool",
+        GoType::Int => "int64",
+        GoType::Float => "float64",
+        GoType::Str => "string",
+        GoType::Slice => GO_LIST,
+        GoType::Map => GO_MAP,
+    }
+}
+
+struct Merger<'a> {
+    shape: &'a dyn Shape,
+}
+
+impl Merger<'_> {
+    /// The merge key of the list at `path` ("" when it has none) and the Go element kind
+    /// named when objects turn up in a list without one.
+    fn list_meta(&self, path: &[String]) -> (MergeStrategy, String, &'static str) {
+        let p: Vec<&str> = path.iter().map(String::as_str).collect();
+        let strategy = self.shape.merge_strategy(&p);
+        match &strategy {
+            MergeStrategy::MergeByKey(k) => {
+                let k = k.clone();
+                (strategy, k, "struct")
+            }
+            MergeStrategy::MergePrimitives => (strategy, String::new(), "string"),
+            MergeStrategy::Replace => (strategy, String::new(), "struct"),
+        }
+    }
+
+    fn merge_map(&self, path: &[String], mut original: Obj, mut patch: Obj) -> Result<Obj, SmpError> {
+        if let Some(directive) = patch.get(DIRECTIVE_MARKER).cloned() {
+            return match directive.as_str() {
+                Some("replace") => {
+                    patch.remove(DIRECTIVE_MARKER);
+                    Ok(strip_map(patch))
+                }
+                Some("delete") => Ok(Obj::new()),
+                _ => Err(SmpError::UnknownPatchType {
+                    directive: go_s(&directive),
+                    map: go_v(&Value::Object(patch)),
+                }),
+            };
+        }
+        apply_retain_keys(&mut original, &mut patch)?;
+        self.apply_set_element_order(path, &mut original, &mut patch)?;
+        let (deletions, fields): (Vec<_>, Vec<_>) =
+            patch.into_iter().partition(|(k, _)| k.starts_with(DELETE_PREFIX));
+        for (key, value) in fields {
+            self.merge_field(path, &mut original, key, value, false)?;
+        }
+        for (key, value) in deletions {
+            let field = extract_key(&key, DELETE_PREFIX)?;
+            self.merge_field(path, &mut original, field, value, true)?;
+        }
+        Ok(original)
+    }
+
+    /// One patch entry into `original`; `is_delete` when it came from a
+    /// `$deleteFromPrimitiveList/<field>` key.
+    fn merge_field(
+        &self,
+        path: &[String],
+        original: &mut Obj,
+        field: String,
+        value: Value,
+        is_delete: bool,
+    ) -> Result<(), SmpError> {
+        if value.is_null() {
+            original.remove(&field);
+            return Ok(());
+        }
+        let child = child_path(path, &field);
+        let merged = match (original.remove(&field), value) {
+            (Some(Value::Object(o)), Value::Object(p)) => Some(Value::Object(self.merge_map(&child, o, p)?)),
+            (Some(Value::Array(o)), Value::Array(p)) => {
+                Some(Value::Array(self.merge_list(&child, o, p, is_delete)?))
+            }
+            // Same scalar type: replaced (Go does this even for a deletion list).
+            (Some(o), p) if go_type(&o) == go_type(&p) => remove_directives(p),
+            // A deletion list for a missing or differently typed field changes nothing.
+            (current, _) if is_delete => current,
+            // New key or changed type: the patch value, without nulls and directives.
+            (_, mut p) => {
+                discard_nulls(&mut p);
+                remove_directives(p)
+            }
+        };
+        if let Some(v) = merged {
+            original.insert(field, v);
+        }
+        Ok(())
+    }
+
+    fn merge_list(
+        &self,
+        path: &[String],
+        original: Vec<Value>,
+        patch: Vec<Value>,
+        is_delete: bool,
+    ) -> Result<Vec<Value>, SmpError> {
+        let (strategy, key, elem) = self.list_meta(path);
+        if strategy == MergeStrategy::Replace && !is_delete {
+            return Ok(strip_vec(patch));
+        }
+        if original.is_empty() && patch.is_empty() {
+            return Ok(original);
+        }
+        let kind = element_type(&[&original, &patch])?;
+        let (original, patch, merged) = if kind == GoType::Map {
+            if key.is_empty() {
+                return Err(SmpError::NoMergeKeyDeclared(elem));
+            }
+            let (original, patch) = apply_special_items(original, patch, &key)?;
+            let merged = self.merge_items(path, original.clone(), &patch, &key)?;
+            (original, patch, merged)
+        } else {
+            if is_delete {
+                return Ok(original.into_iter().filter(|v| !patch.contains(v)).collect());
+            }
+            let mut merged: Vec<Value> = Vec::with_capacity(original.len() + patch.len());
+            for v in original.iter().chain(&patch) {
+                if !merged.contains(v) {
+                    merged.push(v.clone());
+                }
+            }
+            (original, patch, merged)
+        };
+        let (items, server_only) = partition(merged, &patch, &key)?;
+        normalize_element_order(items, server_only, &patch, &original, &key, kind)
+    }
+
+    /// Merges plain (directive-free) patch items into `original` by `key`; unmatched items
+    /// are appended.
+    fn merge_items(
+        &self,
+        path: &[String],
+        mut original: Vec<Value>,
+        patch: &[Value],
+        key: &str,
+    ) -> Result<Vec<Value>, SmpError> {
+        for item in patch {
+            let Some(obj) = item.as_object() else {
+                return Err(bad_arg(GO_MAP, item));
+            };
+            let Some(wanted) = obj.get(key) else {
+                return Err(missing_key(item, key));
+            };
+            match find_by_key(&original, key, wanted)? {
+                Some(i) => {
+                    if let Value::Object(current) = &mut original[i] {
+                        let taken = std::mem::take(current);
+                        *current = self.merge_map(path, taken, obj.clone())?;
+                    }
+                }
+                None => original.push(strip(item.clone())),
+            }
+        }
+        Ok(original)
+    }
+
+    /// Handles every `$setElementOrder/<field>` of `patch`, together with the patch's
+    /// `<field>` list, which it consumes.
+    fn apply_set_element_order(
+        &self,
+        path: &[String],
+        original: &mut Obj,
+        patch: &mut Obj,
+    ) -> Result<(), SmpError> {
+        let keys: Vec<String> = patch.keys().filter(|k| k.starts_with(ORDER_PREFIX)).cloned().collect();
+        for directive in keys {
+            let order = match patch.remove(&directive) {
+                Some(Value::Array(order)) => order,
+                Some(other) => return Err(bad_arg(GO_LIST, &other)),
+                None => continue,
+            };
+            let field = extract_key(&directive, ORDER_PREFIX)?;
+            let live = list_at(original, &field)?;
+            let patched = list_at(patch, &field)?;
+            let child = child_path(path, &field);
+            let (_, key, _) = self.list_meta(&child);
+            validate_order(patched.as_deref().unwrap_or_default(), &order, &key)?;
+            let merged = match (live.clone(), patched.clone()) {
+                (Some(live), None) => live,
+                (None, Some(patched)) => remove_directives_vec(patched),
+                (Some(live), Some(patched)) => self.merge_list(&child, live, patched, false)?,
+                (None, None) => continue,
+            };
+            let (items, server_only) = partition(merged, &order, &key)?;
+            let live = live.unwrap_or_default();
+            let kind = element_type(&[&live, patched.as_deref().unwrap_or_default()])?;
+            let ordered = normalize_element_order(items, server_only, &order, &live, &key, kind)?;
+            original.insert(field.clone(), Value::Array(ordered));
+            patch.remove(&field);
+        }
+        Ok(())
+    }
+}
+
+fn child_path(path: &[String], field: &str) -> Vec<String> {
+    let mut child = path.to_vec();
+    child.push(field.to_owned());
+    child
+}
+
+fn extract_key(key: &str, prefix: &str) -> Result<String, SmpError> {
+    match key.split_once('/') {
+        Some((head, field)) if head == prefix => Ok(field.to_owned()),
+        _ if prefix == DELETE_PREFIX => Err(SmpError::BadPrimitiveListFormat),
+        _ => Err(SmpError::BadSetElementOrderFormat),
+    }
+}
+
+fn bad_arg(expected: &'static str, actual: &Value) -> SmpError {
+    SmpError::BadArgType { expected, actual: go_type_name(actual) }
+}
+
+fn missing_key(item: &Value, key: &str) -> SmpError {
+    SmpError::MissingMergeKey { map: go_v(item), key: key.to_owned() }
+}
+
+/// The list at `field` of `map`, if present; an error if present but not a list.
+fn list_at(map: &Obj, field: &str) -> Result<Option<Vec<Value>>, SmpError> {
+    match map.get(field) {
+        None => Ok(None),
+        Some(Value::Array(list)) => Ok(Some(list.clone())),
+        Some(other) => Err(bad_arg(GO_LIST, other)),
+    }
+}
+
+/// `$retainKeys`: validates the patch against the list and clears unlisted live keys.
+fn apply_retain_keys(original: &mut Obj, patch: &mut Obj) -> Result<(), SmpError> {
+    let Some(retain) = patch.remove(RETAIN_KEYS) else {
+        return Ok(());
+    };
+    let Value::Array(retain) = retain else {
+        return Err(SmpError::BadRetainKeysFormat);
+    };
+    let listed = |k: &str| retain.iter().any(|v| v.as_str() == Some(k));
+    let unlisted = patch.iter().any(|(k, v)| {
+        !v.is_null() && !k.starts_with(DELETE_PREFIX) && !k.starts_with(ORDER_PREFIX) && !listed(k)
+    });
+    if unlisted {
+        return Err(SmpError::BadRetainKeysFormat);
+    }
+    original.retain(|k, _| listed(k));
+    Ok(())
+}
+
+/// Splits `$patch` items off a merge-by-key patch list: deletes remove live items,
+/// `replace` makes the remaining patch items the whole list. Returns the new live list and
+/// the plain patch items.
+fn apply_special_items(
+    mut original: Vec<Value>,
+    patch: Vec<Value>,
+    key: &str,
+) -> Result<(Vec<Value>, Vec<Value>), SmpError> {
+    let mut plain = Vec::with_capacity(patch.len());
+    let mut replace = false;
+    for item in patch {
+        let Some(directive) = item.get(DIRECTIVE_MARKER).cloned() else {
+            plain.push(item);
+            continue;
+        };
+        match directive.as_str() {
+            Some("delete") => {
+                let Some(wanted) = item.get(key) else {
+                    return Err(missing_key(&item, key));
+                };
+                while let Some(i) = find_by_key(&original, key, wanted)? {
+                    original.remove(i);
+                }
+            }
+            Some("replace") => replace = true,
+            Some("merge") => return Err(SmpError::MergeDirectiveInList),
+            _ => {
+                return Err(SmpError::UnknownPatchType { directive: go_s(&directive), map: go_v(&item) });
+            }
+        }
+    }
+    if replace { Ok((strip_vec(plain), Vec::new())) } else { Ok((original, plain)) }
+}
+
+/// The index of the first object in `list` whose `key` equals `wanted`.
+fn find_by_key(list: &[Value], key: &str, wanted: &Value) -> Result<Option<usize>, SmpError> {
+    for (i, item) in list.iter().enumerate() {
+        let Some(obj) = item.as_object() else {
+            return Err(SmpError::NotAMap(i));
+        };
+        if obj.get(key) == Some(wanted) {
+            return Ok(Some(i));
+        }
+    }
+    Ok(None)
+}
+
+/// The common Go type of all items, rejecting lists of lists and mixed types.
+fn element_type(lists: &[&[Value]]) -> Result<GoType, SmpError> {
+    let mut seen = None;
+    for item in lists.iter().flat_map(|l| l.iter()) {
+        let t = go_type(item);
+        match seen {
+            None if t == GoType::Slice => return Err(SmpError::ListOfLists),
+            None => seen = Some(t),
+            Some(prev) if prev != t => {
+                let all: Vec<String> = lists.iter().map(|l| go_v_list(l)).collect();
+                return Err(SmpError::MixedElementTypes(format!("[{}]", all.join(" "))));
+            }
+            Some(_) => {}
+        }
+    }
+    seen.ok_or(SmpError::NoElements)
+}
+
+/// Splits `merged` into the items present in `by` (by merge key, or by value when `key` is
+/// empty) and the others, keeping their order.
+fn partition(merged: Vec<Value>, by: &[Value], key: &str) -> Result<(Vec<Value>, Vec<Value>), SmpError> {
+    let mut present = Vec::new();
+    let mut absent = Vec::new();
+    for item in merged {
+        let found = if key.is_empty() {
+            by.contains(&item)
+        } else {
+            let Some(obj) = item.as_object() else {
+                return Err(bad_arg(GO_MAP, &item));
+            };
+            let Some(wanted) = obj.get(key) else {
+                return Err(missing_key(&item, key));
+            };
+            find_by_key(by, key, wanted)?.is_some()
+        };
+        if found { present.push(item) } else { absent.push(item) }
+    }
+    Ok((present, absent))
+}
+
+/// Sorts the patch items by `patch_order` and the live-only items by `live_order`, then
+/// interleaves them: a live-only item goes first only when both are live items and it
+/// comes earlier in the live list.
+fn normalize_element_order(
+    items: Vec<Value>,
+    server_only: Vec<Value>,
+    patch_order: &[Value],
+    live_order: &[Value],
+    key: &str,
+    kind: GoType,
+) -> Result<Vec<Value>, SmpError> {
+    let items = normalize_slice_order(items, patch_order, key, kind)?;
+    let server_only = normalize_slice_order(server_only, live_order, key, kind)?;
+    let live_position = |v: Value| (position(live_order, &v, key, kind), v);
+    let mut out = Vec::with_capacity(items.len() + server_only.len());
+    let mut left = server_only.into_iter().map(live_position).peekable();
+    let mut right = items.into_iter().map(live_position).peekable();
+    while let (Some((l, _)), Some((r, _))) = (left.peek(), right.peek()) {
+        let live_first = matches!((l, r), (Some(i), Some(j)) if i < j);
+        let next = if live_first { left.next() } else { right.next() };
+        out.extend(next.map(|(_, v)| v));
+    }
+    out.extend(left.map(|(_, v)| v));
+    out.extend(right.map(|(_, v)| v));
+    Ok(out)
+}
+
+/// Stable-sorts `to_sort` by position in `order` (Go's `sort.SliceStable` with the same
+/// comparison, which calls unknown items "less"); `$patch: delete` items go last.
+fn normalize_slice_order(
+    to_sort: Vec<Value>,
+    order: &[Value],
+    key: &str,
+    kind: GoType,
+) -> Result<Vec<Value>, SmpError> {
+    let (sorted, deletes): (Vec<Value>, Vec<Value>) = if kind == GoType::Map {
+        for item in to_sort.iter().chain(order) {
+            let Some(obj) = item.as_object() else {
+                return Err(bad_arg(GO_MAP, item));
+            };
+            if !obj.contains_key(key) {
+                return Err(missing_key(item, key));
+            }
+        }
+        to_sort.into_iter().partition(|v| !is_delete_item(v))
+    } else {
+        (to_sort, Vec::new())
+    };
+    let mut keyed: Vec<(Option<usize>, Value)> =
+        sorted.into_iter().map(|v| (position(order, &v, key, kind), v)).collect();
+    let less = |a: Option<usize>, b: Option<usize>| match (a, b) {
+        (Some(i), Some(j)) => i < j,
+        _ => true,
+    };
+    // Insertion sort: exactly what Go's stable sort does for lists of up to 20 items.
+    for i in 1..keyed.len() {
+        let mut j = i;
+        while j > 0 && less(keyed[j].0, keyed[j - 1].0) {
+            keyed.swap(j, j - 1);
+            j -= 1;
+        }
+    }
+    Ok(keyed.into_iter().map(|(_, v)| v).chain(deletes).collect())
+}
+
+fn is_delete_item(v: &Value) -> bool {
+    v.get(DIRECTIVE_MARKER).and_then(Value::as_str) == Some("delete")
+}
+
+/// Index of `item` in `list`: by merge-key value for objects (a missing key matches a
+/// missing key, as Go's nil == nil), by value otherwise.
+fn position(list: &[Value], item: &Value, key: &str, kind: GoType) -> Option<usize> {
+    fn key_of<'v>(v: &'v Value, key: &str) -> Option<&'v Value> {
+        v.as_object().and_then(|m| m.get(key))
+    }
+    if kind == GoType::Map {
+        let wanted = key_of(item, key);
+        list.iter().position(|v| key_of(v, key) == wanted)
+    } else {
+        list.iter().position(|v| v == item)
+    }
+}
+
+/// Checks that the patch list's plain items appear in `$setElementOrder` in the same
+/// relative order.
+fn validate_order(patch: &[Value], order: &[Value], key: &str) -> Result<(), SmpError> {
+    if order.is_empty() || patch.is_empty() {
+        return Ok(());
+    }
+    let mut plain = Vec::with_capacity(patch.len());
+    for item in patch {
+        if !key.is_empty() {
+            if !item.is_object() {
+                return Err(bad_arg(GO_MAP, item));
+            }
+            if is_delete_item(item) {
+                continue;
+            }
+        }
+        plain.push(item);
+    }
+    let (mut pi, mut si) = (0, 0);
+    while pi < plain.len() && si < order.len() {
+        if plain[pi].get(DIRECTIVE_MARKER).is_some() {
+            pi += 1;
+            continue;
+        }
+        if key_value_equal(plain[pi], &order[si], key)? {
+            pi += 1;
+        }
+        si += 1;
+    }
+    if pi < plain.len() {
+        return Err(SmpError::OrderMismatch { patch: go_v_list(patch), order: go_v_list(order) });
+    }
+    Ok(())
+}
+
+fn key_value_equal(left: &Value, right: &Value, key: &str) -> Result<bool, SmpError> {
+    if key.is_empty() {
+        return Ok(left == right);
+    }
+    let lookup = |v: &Value| -> Result<Value, SmpError> {
+        let Some(obj) = v.as_object() else {
+            return Err(bad_arg(GO_MAP, v));
+        };
+        obj.get(key).cloned().ok_or_else(|| missing_key(v, key))
+    };
+    Ok(lookup(left)? == lookup(right)?)
+}
+
+/// What the Go code does to values it takes from the patch as they are: maps carrying
+/// `$patch` are dropped; the remaining directive keys (left by Go for the typed decode to
+/// discard) are removed. `None` when the value itself is dropped.
+fn remove_directives(v: Value) -> Option<Value> {
+    match v {
+        Value::Object(m) if m.contains_key(DIRECTIVE_MARKER) => None,
+        Value::Object(m) => Some(Value::Object(
+            m.into_iter()
+                .filter(|(k, _)| !is_directive_key(k))
+                .filter_map(|(k, v)| remove_directives(v).map(|v| (k, v)))
+                .collect(),
+        )),
+        Value::Array(a) => Some(Value::Array(remove_directives_vec(a))),
+        other => Some(other),
+    }
+}
+
+fn remove_directives_vec(a: Vec<Value>) -> Vec<Value> {
+    a.into_iter().filter_map(remove_directives).collect()
+}
+
+/// Removes directive keys (including `$patch`) at every depth, keeping everything else:
+/// what the typed decode leaves of a raw patch value.
+fn strip(v: Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(strip_map(m)),
+        Value::Array(a) => Value::Array(strip_vec(a)),
+        other => other,
+    }
+}
+
+fn strip_map(m: Obj) -> Obj {
+    m.into_iter().filter(|(k, _)| !is_directive_key(k)).map(|(k, v)| (k, strip(v))).collect()
+}
+
+fn strip_vec(a: Vec<Value>) -> Vec<Value> {
+    a.into_iter().map(strip).collect()
+}
+
+/// Drops `null` map entries at every depth (list items that are `null` stay).
+fn discard_nulls(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, v| !v.is_null());
+            m.values_mut().for_each(discard_nulls);
+        }
+        Value::Array(a) => a.iter_mut().for_each(discard_nulls),
+        _ => {}
+    }
+}
+
+/// Go's `%v` of a decoded JSON value (`map[k:v ...]`, `[a b]`, `<nil>`).
+fn go_v(v: &Value) -> String {
+    match v {
+        Value::Null => "<nil>".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => i.to_string(),
+            None => go_float(n.as_f64().unwrap_or_default()),
+        },
+        Value::String(s) => s.clone(),
+        Value::Array(a) => go_v_list(a),
+        Value::Object(m) => {
+            let parts: Vec<String> = m.iter().map(|(k, v)| format!("{k}:{}", go_v(v))).collect();
+            format!("map[{}]", parts.join(" "))
+        }
+    }
+}
+
+fn go_v_list(a: &[Value]) -> String {
+    let parts: Vec<String> = a.iter().map(go_v).collect();
+    format!("[{}]", parts.join(" "))
+}
+
+/// Go's `%s` of a decoded JSON value: strings as they are, other scalars as `%!s(T=v)`.
+fn go_s(v: &Value) -> String {
+    fn nested(v: &Value) -> String {
+        match v {
+            Value::Null => "<nil>".to_owned(),
+            Value::Bool(b) => format!("%!s(bool={b})"),
+            Value::Number(n) => match n.as_i64() {
+                Some(i) => format!("%!s(int64={i})"),
+                None => format!("%!s(float64={})", go_float(n.as_f64().unwrap_or_default())),
+            },
+            Value::String(s) => s.clone(),
+            Value::Array(a) => {
+                let parts: Vec<String> = a.iter().map(nested).collect();
+                format!("[{}]", parts.join(" "))
+            }
+            Value::Object(m) => {
+                let parts: Vec<String> = m.iter().map(|(k, v)| format!("{k}:{}", nested(v))).collect();
+                format!("map[{}]", parts.join(" "))
+            }
+        }
+    }
+    match v {
+        Value::Null => "%!s(<nil>)".to_owned(),
+        other => nested(other),
+    }
+}
+
+/// Go's `%v` of a `float64`: shortest digits, exponent form when the exponent is below -4
+/// or at least 6 (e.g. `1.5`, `1e+06`, `1e-05`).
+fn go_float(f: f64) -> String {
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0" } else { "0" }.to_owned();
+    }
+    let sign = if f < 0.0 { "-" } else { "" };
+    let sci = format!("{:e}", f.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let exp: i64 = exp.parse().unwrap_or(0);
+    if !(-4..6).contains(&exp) {
+        let (first, rest) = digits.split_at(1);
+        let dot = if rest.is_empty() { String::new() } else { format!(".{rest}") };
+        let esign = if exp < 0 { '-' } else { '+' };
+        return format!("{sign}{first}{dot}e{esign}{:02}", exp.abs());
+    }
+    let point = exp + 1; // digits before the decimal point
+    let nd = i64::try_from(digits.len()).unwrap_or(i64::MAX);
+    let body = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat(usize::try_from(-point).unwrap_or(0)))
+    } else if point >= nd {
+        format!("{digits}{}", "0".repeat(usize::try_from(point - nd).unwrap_or(0)))
+    } else {
+        let (int, frac) = digits.split_at(usize::try_from(point).unwrap_or(0));
+        format!("{int}.{frac}")
+    };
+    format!("{sign}{body}")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::shape::builtin_shape;
+    use serde_json::json;
+
+    fn deploy(spec: Value) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": "web", "namespace": "default"},
+               "spec": {"template": {"spec": spec}}})
+    }
+
+    fn apply(original: &Value, patch: Value) -> Value {
+        strategic_merge(original, &patch, &builtin_shape("Deployment")).unwrap()
+    }
+
+    fn fails(original: &Value, patch: Value) -> SmpError {
+        strategic_merge(original, &patch, &builtin_shape("Deployment")).unwrap_err()
+    }
+
+    fn pod_spec(v: &Value) -> &Value {
+        &v["spec"]["template"]["spec"]
+    }
+
+    fn names(list: &Value, key: &str) -> Vec<Value> {
+        list.as_array().unwrap().iter().map(|i| i[key].clone()).collect()
+    }
+
+    fn has_directive(v: &Value) -> bool {
+        match v {
+            Value::Object(m) => m.iter().any(|(k, v)| is_directive_key(k) || has_directive(v)),
+            Value::Array(a) => a.iter().any(has_directive),
+            _ => false,
+        }
+    }
+
+    fn two_containers() -> Value {
+        deploy(json!({"containers": [
+            {"name": "app", "image": "app:1",
+             "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+             "ports": [{"containerPort": 80, "protocol": "TCP"}, {"containerPort": 443, "protocol": "TCP"}]},
+            {"name": "sidecar", "image": "proxy:1"}
+        ]}))
+    }
+
+    #[test]
+    fn containers_merge_by_name_with_env_and_ports() {
+        let out = apply(
+            &two_containers(),
+            json!({"spec": {"template": {"spec": {"containers": [{
+                "name": "app", "image": "app:2",
+                "env": [{"name": "B", "value": "20"}, {"name": "C", "value": "3"}],
+                "ports": [{"containerPort": 443, "name": "https"}]
+            }]}}}}),
+        );
+        let containers = &pod_spec(&out)["containers"];
+        assert_eq!(names(containers, "name"), [json!("app"), json!("sidecar")]);
+        let app = &containers[0];
+        assert_eq!(app["image"], "app:2");
+        // B merged in place, C (new) follows the patch's B, A (live only) keeps its lead.
+        assert_eq!(
+            app["env"],
+            json!([{"name": "A", "value": "1"}, {"name": "B", "value": "20"}, {"name": "C", "value": "3"}])
+        );
+        assert_eq!(
+            app["ports"],
+            json!([{"containerPort": 80, "protocol": "TCP"},
+                   {"containerPort": 443, "protocol": "TCP", "name": "https"}])
+        );
+        assert_eq!(containers[1], json!({"name": "sidecar", "image": "proxy:1"}));
+        assert_eq!(out["metadata"]["name"], "web");
+    }
+
+    #[test]
+    fn new_container_is_placed_after_the_patch_item_before_it() {
+        let orig = two_containers();
+        // A new item with no patch item before it goes first (as in the kubectl patch docs,
+        // where the added redis container is listed before nginx).
+        let out = apply(
+            &orig,
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "extra", "image": "x:1"}]}}}}),
+        );
+        assert_eq!(
+            names(&pod_spec(&out)["containers"], "name"),
+            [json!("extra"), json!("app"), json!("sidecar")]
+        );
+        // Listed after an existing item, it lands right behind it, ahead of the live-only
+        // items that follow.
+        let out = apply(
+            &orig,
+            json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "app", "image": "app:2"}, {"name": "extra", "image": "x:1"}]}}}}),
+        );
+        assert_eq!(
+            names(&pod_spec(&out)["containers"], "name"),
+            [json!("app"), json!("extra"), json!("sidecar")]
+        );
+        let out = apply(
+            &orig,
+            json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "sidecar"}, {"name": "extra", "image": "x:1"}]}}}}),
+        );
+        assert_eq!(
+            names(&pod_spec(&out)["containers"], "name"),
+            [json!("app"), json!("sidecar"), json!("extra")]
+        );
+    }
+
+    #[test]
+    fn delete_container_with_patch_delete() {
+        let out = apply(
+            &two_containers(),
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "sidecar", "$patch": "delete"}]}}}}),
+        );
+        let containers = &pod_spec(&out)["containers"];
+        assert_eq!(names(containers, "name"), [json!("app")]);
+        assert!(!has_directive(&out));
+        // Deleting an absent item is a no-op.
+        let again = apply(
+            &out,
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "sidecar", "$patch": "delete"}]}}}}),
+        );
+        assert_eq!(again, out);
+    }
+
+    #[test]
+    fn set_element_order_reorders_live_and_patch_items() {
+        let orig = deploy(json!({"containers": [
+            {"name": "a", "image": "a"}, {"name": "b", "image": "b"}, {"name": "c", "image": "c"}]}));
+        let out = apply(
+            &orig,
+            json!({"spec": {"template": {"spec": {
+                "$setElementOrder/containers": [{"name": "c"}, {"name": "a"}, {"name": "b"}],
+                "containers": [{"name": "a", "image": "a2"}]}}}}),
+        );
+        let containers = &pod_spec(&out)["containers"];
+        assert_eq!(names(containers, "name"), [json!("c"), json!("a"), json!("b")]);
+        assert_eq!(containers[1]["image"], "a2");
+        assert!(!has_directive(&out));
+        // Items the order list does not name keep their live position relative to it.
+        let out = apply(
+            &orig,
+            json!({"spec": {"template": {"spec": {"$setElementOrder/containers": [{"name": "c"}, {"name": "a"}]}}}}),
+        );
+        assert_eq!(names(&pod_spec(&out)["containers"], "name"), [json!("b"), json!("c"), json!("a")]);
+        // A patch list out of the order list's order is rejected.
+        let err = fails(
+            &orig,
+            json!({"spec": {"template": {"spec": {
+                "$setElementOrder/containers": [{"name": "a"}, {"name": "b"}],
+                "containers": [{"name": "b"}, {"name": "a"}]}}}}),
+        );
+        assert_eq!(
+            err.to_string(),
+            "The order in patch list:\n[map[name:b] map[name:a]]\n doesn't match $setElementOrder list:\n[map[name:a] map[name:b]]\n"
+        );
+        assert_eq!(err.code(), 500);
+    }
+
+    #[test]
+    fn set_element_order_on_primitives_and_new_lists() {
+        let orig = json!({"metadata": {"name": "x", "finalizers": ["a", "b"]}});
+        let out = apply(
+            &orig,
+            json!({"metadata": {"$setElementOrder/finalizers": ["c", "b", "a"], "finalizers": ["c"]}}),
+        );
+        assert_eq!(out["metadata"]["finalizers"], json!(["c", "b", "a"]));
+        // A list the live object lacks is taken from the patch, minus `$patch` items.
+        let orig = deploy(json!({}));
+        let out = apply(
+            &orig,
+            json!({"spec": {"template": {"spec": {
+                "$setElementOrder/containers": [{"name": "b"}, {"name": "a"}],
+                "containers": [{"name": "b"}, {"name": "a"}, {"name": "z", "$patch": "delete"}]}}}}),
+        );
+        assert_eq!(names(&pod_spec(&out)["containers"], "name"), [json!("b"), json!("a")]);
+        let err = fails(&json!({"spec": {"x": []}}), json!({"spec": {"$setElementOrder/x": []}}));
+        assert_eq!(err, SmpError::NoElements);
+    }
+
+    #[test]
+    fn kubectl_apply_style_patch() {
+        // The shape of patch `kubectl apply` sends when a container is dropped and an env
+        // var changes.
+        let out = apply(
+            &two_containers(),
+            json!({"spec": {"template": {"spec": {
+                "$setElementOrder/containers": [{"name": "app"}],
+                "containers": [
+                    {"name": "app", "$setElementOrder/env": [{"name": "B"}, {"name": "A"}],
+                     "env": [{"name": "B", "value": "3"}]},
+                    {"name": "sidecar", "$patch": "delete"}]}}}}),
+        );
+        let containers = &pod_spec(&out)["containers"];
+        assert_eq!(names(containers, "name"), [json!("app")]);
+        assert_eq!(containers[0]["env"], json!([{"name": "B", "value": "3"}, {"name": "A", "value": "1"}]));
+        assert!(!has_directive(&out));
+    }
+
+    #[test]
+    fn replace_list_directive_wins_over_deletes() {
+        let out = apply(
+            &two_containers(),
+            json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "app", "$patch": "delete"}, {"$patch": "replace"}, {"name": "n"}]}}}}),
+        );
+        assert_eq!(pod_spec(&out)["containers"], json!([{"name": "n"}]));
+        let svc = json!({"spec": {"ports": [{"port": 80, "protocol": "TCP"}, {"port": 81}]}});
+        let out = strategic_merge(
+            &svc,
+            &json!({"spec": {"ports": [{"port": 81, "targetPort": 8081}]}}),
+            &builtin_shape("Service"),
+        )
+        .unwrap();
+        assert_eq!(
+            out["spec"]["ports"],
+            json!([{"port": 80, "protocol": "TCP"}, {"port": 81, "targetPort": 8081}])
+        );
+    }
+
+    #[test]
+    fn finalizers_union_and_delete_from_primitive_list() {
+        let orig = json!({"metadata": {"name": "x", "finalizers": ["a", "b"]}});
+        let out = apply(&orig, json!({"metadata": {"finalizers": ["a", "c"]}}));
+        // Union without duplicates; the new value follows the patch's "a".
+        assert_eq!(out["metadata"]["finalizers"], json!(["a", "c", "b"]));
+        let out = apply(&out, json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a", "zzz"]}}));
+        assert_eq!(out["metadata"]["finalizers"], json!(["c", "b"]));
+        assert!(!has_directive(&out));
+        // Adds apply before deletions in the same patch.
+        let out = apply(
+            &orig,
+            json!({"metadata": {"finalizers": ["d"], "$deleteFromPrimitiveList/finalizers": ["b", "d"]}}),
+        );
+        assert_eq!(out["metadata"]["finalizers"], json!(["a"]));
+        // Deleting from a list the object does not have changes nothing (fixed upstream in #105421).
+        let bare = json!({"metadata": {"name": "x"}});
+        assert_eq!(apply(&bare, json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}})), bare);
+        // The deletion list works on any primitive list, whatever its strategy (#110472).
+        let orig = deploy(json!({"containers": [{"name": "app", "args": ["--debug", "--x"]}]}));
+        let out = apply(
+            &orig,
+            json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "app", "$deleteFromPrimitiveList/args": ["--debug"]}]}}}}),
+        );
+        assert_eq!(pod_spec(&out)["containers"][0]["args"], json!(["--x"]));
+    }
+
+    #[test]
+    fn null_removes_a_label_and_null_for_missing_key_is_ignored() {
+        let orig = json!({"metadata": {"name": "x", "labels": {"app": "web", "tier": "fe"}}});
+        let out = apply(&orig, json!({"metadata": {"labels": {"tier": null, "gone": null, "new": "1"}}}));
+        assert_eq!(out["metadata"]["labels"], json!({"app": "web", "new": "1"}));
+        let out = apply(&orig, json!({"metadata": {"labels": null}}));
+        assert_eq!(out["metadata"], json!({"name": "x"}));
+    }
+
+    #[test]
+    fn retain_keys_clears_unlisted_fields() {
+        let orig = json!({"spec": {"strategy": {"type": "RollingUpdate",
+                                                "rollingUpdate": {"maxSurge": 1}}}});
+        let out = apply(
+            &orig,
+            json!({"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate", "rollingUpdate": null}}}),
+        );
+        assert_eq!(out["spec"]["strategy"], json!({"type": "Recreate"}));
+        let out = apply(&orig, json!({"spec": {"strategy": {"$retainKeys": ["rollingUpdate"]}}}));
+        assert_eq!(out["spec"]["strategy"], json!({"rollingUpdate": {"maxSurge": 1}}));
+        let err = fails(&orig, json!({"spec": {"strategy": {"$retainKeys": ["type"], "other": 1}}}));
+        assert_eq!(err, SmpError::BadRetainKeysFormat);
+        assert_eq!((err.code(), err.reason()), (400, "BadRequest"));
+        let err = fails(&orig, json!({"spec": {"strategy": {"$retainKeys": "type"}}}));
+        assert_eq!(err.to_string(), "invalid patch format of retainKeys");
+    }
+
+    #[test]
+    fn patch_replace_on_a_map_and_on_a_list() {
+        let orig = json!({"metadata": {"name": "x", "labels": {"a": "1", "b": "2"}}});
+        let out = apply(&orig, json!({"metadata": {"labels": {"$patch": "replace", "c": "3"}}}));
+        assert_eq!(out["metadata"]["labels"], json!({"c": "3"}));
+
+        let out = apply(
+            &two_containers(),
+            json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "only", "image": "o:1"}, {"$patch": "replace"}]}}}}),
+        );
+        assert_eq!(pod_spec(&out)["containers"], json!([{"name": "only", "image": "o:1"}]));
+
+        // On the whole object.
+        let out = apply(&orig, json!({"$patch": "replace", "metadata": {"name": "y"}}));
+        assert_eq!(out, json!({"metadata": {"name": "y"}}));
+    }
+
+    #[test]
+    fn patch_delete_on_a_map_empties_it() {
+        let orig = json!({"metadata": {"name": "x", "labels": {"a": "1"}}});
+        let out = apply(&orig, json!({"metadata": {"labels": {"$patch": "delete"}}}));
+        assert_eq!(out["metadata"]["labels"], json!({}));
+        // For a map the object lacks, the patch value is dropped altogether.
+        let bare = json!({"metadata": {"name": "x"}});
+        assert_eq!(apply(&bare, json!({"metadata": {"labels": {"$patch": "delete"}}})), bare);
+    }
+
+    #[test]
+    fn owner_references_merge_by_uid() {
+        let orig = json!({"metadata": {"name": "x", "ownerReferences": [
+            {"apiVersion": "v1", "kind": "A", "name": "a", "uid": "u1"},
+            {"apiVersion": "v1", "kind": "B", "name": "b", "uid": "u2"}]}});
+        let out = apply(
+            &orig,
+            json!({"metadata": {"ownerReferences": [
+                {"uid": "u2", "controller": true},
+                {"apiVersion": "v1", "kind": "C", "name": "c", "uid": "u3"}]}}),
+        );
+        let refs = &out["metadata"]["ownerReferences"];
+        assert_eq!(names(refs, "uid"), [json!("u1"), json!("u2"), json!("u3")]);
+        assert_eq!(refs[1]["controller"], true);
+        assert_eq!(refs[1]["name"], "b");
+    }
+
+    #[test]
+    fn replace_list_is_replaced_whole() {
+        let orig = deploy(json!({"tolerations": [
+            {"key": "a", "operator": "Exists"}, {"key": "b", "operator": "Exists"}]}));
+        let out = apply(
+            &orig,
+            json!({"spec": {"template": {"spec": {"tolerations": [{"key": "c", "operator": "Exists", "$patch": "x"}]}}}}),
+        );
+        assert_eq!(pod_spec(&out)["tolerations"], json!([{"key": "c", "operator": "Exists"}]));
+    }
+
+    #[test]
+    fn nested_lists_inside_merged_items() {
+        let orig = deploy(json!({"containers": [{
+            "name": "app", "args": ["a", "b"],
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}, {"name": "tmp", "mountPath": "/tmp"}],
+            "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}]}));
+        let out = apply(
+            &orig,
+            json!({"spec": {"template": {"spec": {"containers": [{
+                "name": "app", "args": ["c"],
+                "volumeMounts": [{"mountPath": "/tmp", "readOnly": true}, {"mountPath": "/data", "$patch": "delete"}],
+                "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"key": "k2"}}}]}]}}}}),
+        );
+        let app = &pod_spec(&out)["containers"][0];
+        assert_eq!(app["args"], json!(["c"]));
+        assert_eq!(app["volumeMounts"], json!([{"name": "tmp", "mountPath": "/tmp", "readOnly": true}]));
+        assert_eq!(app["env"][0]["valueFrom"]["secretKeyRef"], json!({"name": "s", "key": "k2"}));
+        assert!(!has_directive(&out));
+    }
+
+    #[test]
+    fn added_values_lose_directives_and_nulls() {
+        let orig = deploy(json!({"containers": [{"name": "app"}]}));
+        let out = apply(
+            &orig,
+            json!({"spec": {"template": {"spec": {
+                "volumes": [{"name": "v", "emptyDir": {}}, {"name": "w", "$patch": "delete"}],
+                "securityContext": {"runAsUser": 1, "fsGroup": null, "$retainKeys": ["runAsUser"]},
+                "containers": [{"name": "new", "env": [{"name": "E", "$patch": "delete"}],
+                                "$setElementOrder/env": [{"name": "E"}]}]}}}}),
+        );
+        let spec = pod_spec(&out);
+        assert_eq!(spec["volumes"], json!([{"name": "v", "emptyDir": {}}]));
+        assert_eq!(spec["securityContext"], json!({"runAsUser": 1}));
+        // Appended list items are taken raw by Go; only their directive keys go.
+        assert_eq!(spec["containers"][0], json!({"name": "new", "env": [{"name": "E"}]}));
+        assert!(!has_directive(&out));
+    }
+
+    #[test]
+    fn scalars_and_type_changes_replace() {
+        let orig = json!({"spec": {"replicas": 1, "paused": false, "selector": {"matchLabels": {"a": "b"}}}});
+        let out = apply(&orig, json!({"spec": {"replicas": 3, "paused": true, "selector": "x"}}));
+        assert_eq!(out["spec"], json!({"replicas": 3, "paused": true, "selector": "x"}));
+    }
+
+    #[test]
+    fn null_or_empty_patch_changes_nothing() {
+        let orig = two_containers();
+        assert_eq!(apply(&orig, Value::Null), orig);
+        assert_eq!(apply(&orig, json!({})), orig);
+    }
+
+    #[test]
+    fn unknown_patch_directives_are_rejected() {
+        let orig = json!({"metadata": {"name": "x", "labels": {"a": "1"}}});
+        let err = fails(&orig, json!({"metadata": {"labels": {"$patch": "merge"}}}));
+        assert_eq!(err.to_string(), "unknown patch type: merge in map: map[$patch:merge]");
+        assert_eq!((err.code(), err.reason()), (500, ""));
+        let err = fails(&orig, json!({"metadata": {"labels": {"$patch": true, "b": 2}}}));
+        assert_eq!(err.to_string(), "unknown patch type: %!s(bool=true) in map: map[$patch:true b:2]");
+
+        let c = two_containers();
+        let err = fails(
+            &c,
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "$patch": "bogus"}]}}}}),
+        );
+        assert_eq!(err.to_string(), "unknown patch type: bogus in map: map[$patch:bogus name:app]");
+        let err = fails(
+            &c,
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "app", "$patch": "merge"}]}}}}),
+        );
+        assert_eq!(err, SmpError::MergeDirectiveInList);
+        assert_eq!(err.to_string(), "merging lists cannot yet be specified in the patch");
+    }
+
+    #[test]
+    fn malformed_inputs_are_rejected_with_real_messages() {
+        let c = two_containers();
+        let err = fails(&c, json!({"spec": {"template": {"spec": {"containers": [{"image": "x"}]}}}}));
+        assert_eq!(err.to_string(), "map: map[image:x] does not contain declared merge key: name");
+        let err = fails(&c, json!({"spec": {"template": {"spec": {"containers": [{"$patch": "delete"}]}}}}));
+        assert_eq!(err.to_string(), "map: map[$patch:delete] does not contain declared merge key: name");
+        let err = fails(&c, json!({"metadata": {"$deleteFromPrimitiveList": ["a"]}}));
+        assert_eq!((err.code(), err.to_string().as_str()), (400, "invalid patch format of primitive list"));
+        let err = fails(&c, json!({"metadata": {"$setElementOrderX/finalizers": ["a"]}}));
+        assert_eq!(err.to_string(), "invalid patch format of setElementOrder list");
+        let err = fails(&c, json!({"metadata": {"$setElementOrder/finalizers": "a"}}));
+        assert_eq!(err.to_string(), "expected a []interface {}, but received a string");
+        let err = fails(&c, json!({"spec": {"template": {"spec": {"containers": ["app"]}}}}));
+        assert_eq!(
+            err.to_string(),
+            "list element types are not identical: [[map[env:[map[name:A value:1] map[name:B value:2]] image:app:1 name:app ports:[map[containerPort:80 protocol:TCP] map[containerPort:443 protocol:TCP]]] map[image:proxy:1 name:sidecar]] [app]]"
+        );
+        let orig = json!({"metadata": {"finalizers": []}});
+        let err = fails(&orig, json!({"metadata": {"finalizers": [["a"]]}}));
+        assert_eq!(err, SmpError::ListOfLists);
+        assert_eq!((err.code(), err.reason()), (422, "Invalid"));
+        assert_eq!(err.status_message(), "the server rejected our request due to an error in our request");
+        let err = fails(&orig, json!({"metadata": {"finalizers": [{"a": 1}]}}));
+        assert_eq!(err.to_string(), "cannot merge lists without merge key for string");
+        let err = fails(&c, json!([1]));
+        assert_eq!(
+            err.to_string(),
+            "json: cannot unmarshal array into Go value of type map[string]interface {}"
+        );
+        assert_eq!(err.code(), 400);
+        assert_eq!(fails(&json!([]), json!({})), SmpError::BadJsonDoc);
+    }
+
+    #[test]
+    fn directive_keys_are_recognised() {
+        for k in
+            ["$patch", "$retainKeys", "$setElementOrder/containers", "$deleteFromPrimitiveList/finalizers"]
+        {
+            assert!(is_directive_key(k), "{k}");
+        }
+        for k in ["patch", "$foo", "name", "$retainKeysX"] {
+            assert!(!is_directive_key(k), "{k}");
+        }
+    }
+
+    #[test]
+    fn go_formatting_matches_fmt() {
+        let cases = [
+            (1.5, "1.5"),
+            (1.0, "1"),
+            (100_000.0, "100000"),
+            (1_000_000.0, "1e+06"),
+            (123_456_789.0, "1.23456789e+08"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (-2.25, "-2.25"),
+        ];
+        for (f, s) in cases {
+            assert_eq!(go_float(f), s);
+        }
+        assert_eq!(go_v(&json!({"b": [1, null], "a": {"c": 2.5}})), "map[a:map[c:2.5] b:[1 <nil>]]");
+        assert_eq!(go_s(&json!(3)), "%!s(int64=3)");
+        assert_eq!(go_s(&Value::Null), "%!s(<nil>)");
+    }
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs every check and test of the workspace. Installs what the tests need that cargo
+# does not fetch by itself, into the project (never system-wide, except Debian packages
+# on a machine that lacks them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+if ! command -v kubectl >/dev/null 2>&1; then
+  echo "error: kubectl is not on PATH. The kubesim tests drive the real kubectl (v1.32)." >&2
+  echo "       Install it (e.g. from the Kubernetes apt repository) and run this script again." >&2
+  exit 1
+fi
+
+step "format"
+cargo fmt --all --check
+
+step "lint"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests"
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --locked --no-fail-fast
+else
+  cargo test --workspace --locked --no-fail-fast
+fi
