@@ -1,0 +1,154 @@
+//! kubesim's own throughput and latency, so that later benchmarks can show the operator,
+//! not the API server, is what they measure.
+//!
+//! Run: `cargo bench -p ctop-kubesim --bench kubesim` (add `-- --quick` for a short run).
+//! Prints a Markdown table:
+//! - server-side applies/s that create objects, and that change nothing (no-op applies),
+//!   with 1 and 16 concurrent clients;
+//! - watch fan-out: the delay from a write's response to its event at each of N watchers
+//!   (p50/p99), for N = 1, 10 and 100.
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ctop_kubesim::{Config, KubeSim};
+use futures::{StreamExt as _, TryStreamExt as _};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, WatchEvent, WatchParams};
+use serde_json::json;
+
+async fn client(sim: &KubeSim) -> Client {
+    let kc = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig()).unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+    Client::try_from(cfg).unwrap()
+}
+
+fn cm(name: &str, value: u64) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"bench": "yes"}},
+           "data": {"value": value.to_string(), "payload": "x".repeat(256)}})
+}
+
+/// `total` applies spread over `clients` concurrent tasks; returns applies/s.
+async fn applies(api: &Api<ConfigMap>, total: usize, clients: usize, prefix: &str, value: u64) -> f64 {
+    let start = Instant::now();
+    let per = total / clients;
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let api = api.clone();
+        let prefix = prefix.to_owned();
+        tasks.push(tokio::spawn(async move {
+            let pp = PatchParams::apply("bench");
+            for i in 0..per {
+                let name = format!("{prefix}-{c}-{i}");
+                api.patch(&name, &pp, &Patch::Apply(cm(&name, value))).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    (per * clients) as f64 / start.elapsed().as_secs_f64()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx]
+}
+
+/// Returns (p50, p99, deliveries) of write-response → event delays across `watchers`.
+async fn fanout(client: &Client, watchers: usize, writes: usize) -> (Duration, Duration, usize) {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let base = Instant::now();
+    let sent: Arc<parking_lot::Mutex<Vec<Option<Duration>>>> =
+        Arc::new(parking_lot::Mutex::new(vec![None; writes]));
+    let delays = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let rv = api.list_metadata(&Default::default()).await.unwrap().metadata.resource_version.unwrap();
+    let mut tasks = Vec::new();
+    let ready = Arc::new(tokio::sync::Barrier::new(watchers + 1));
+    for _ in 0..watchers {
+        let api = api.clone();
+        let sent = sent.clone();
+        let delays = delays.clone();
+        let rv = rv.clone();
+        let ready = ready.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut stream =
+                api.watch(&WatchParams::default().labels("fanout=yes"), &rv).await.unwrap().boxed();
+            ready.wait().await;
+            let mut seen = 0;
+            while seen < writes {
+                let Some(WatchEvent::Added(o)) = stream.try_next().await.unwrap() else { continue };
+                let at = base.elapsed();
+                let i: usize = o.data.unwrap()["i"].parse().unwrap();
+                // The write's response may not have been recorded yet: wait for it.
+                let t0 = loop {
+                    if let Some(t) = sent.lock()[i] {
+                        break t;
+                    }
+                    tokio::task::yield_now().await;
+                };
+                delays.lock().push(at.saturating_sub(t0));
+                seen += 1;
+            }
+        }));
+    }
+    ready.wait().await;
+    let pp = PatchParams::apply("bench");
+    for i in 0..writes {
+        let name = format!("fan-{watchers}-{i}");
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"fanout": "yes"}}, "data": {"i": i.to_string()}});
+        let before = base.elapsed();
+        api.patch(&name, &pp, &Patch::Apply(obj)).await.unwrap();
+        sent.lock()[i] = Some(before);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let cleanup = Api::<ConfigMap>::namespaced(client.clone(), "default");
+    cleanup
+        .delete_collection(&Default::default(), &kube::api::ListParams::default().labels("fanout=yes"))
+        .await
+        .unwrap();
+    let mut d = delays.lock().clone();
+    d.sort();
+    (percentile(&d, 0.5), percentile(&d, 0.99), d.len())
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let scale = if quick { 1 } else { 5 };
+    let sim = KubeSim::start(Config { watch_history: 100_000, ..Config::default() }).await.unwrap();
+    let client = client(&sim).await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    // Warm up connections and code paths.
+    applies(&api, 200, 4, "warm", 0).await;
+
+    println!("| kubesim figure | value |");
+    println!("|---|---|");
+    for clients in [1, 16] {
+        let n = 1000 * scale;
+        let created = applies(&api, n, clients, &format!("c{clients}"), 1).await;
+        let noop = applies(&api, n, clients, &format!("c{clients}"), 1).await;
+        let changed = applies(&api, n, clients, &format!("c{clients}"), 2).await;
+        println!("| SSA creates/s, {clients} client(s), {n} objects | {created:.0} |");
+        println!("| SSA updates/s (value changed), {clients} client(s) | {changed:.0} |");
+        println!("| SSA no-op applies/s, {clients} client(s) | {noop:.0} |");
+    }
+    for watchers in [1, 10, 100] {
+        let (p50, p99, n) = fanout(&client, watchers, 100 * scale).await;
+        println!(
+            "| watch fan-out to {watchers} watcher(s), write response → event ({n} deliveries) | p50 {:.0} µs, p99 {:.0} µs |",
+            p50.as_secs_f64() * 1e6,
+            p99.as_secs_f64() * 1e6
+        );
+    }
+    let objects = sim.api().store.snapshot(&Arc::from("/configmaps"), false).1.len();
+    println!("| objects stored at the end | {objects} |");
+}

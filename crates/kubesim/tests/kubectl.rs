@@ -1,0 +1,1623 @@
+//! kubesim against the real `kubectl` binary: every test starts its own server, writes a
+//! kubeconfig into a temporary directory and runs `kubectl` (`KUBESIM_KUBECTL` overrides
+//! the binary) with a per-test discovery cache, then checks the objects on the server.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ctop_kubesim::{Config, KubeSim};
+use serde_json::{Value, json};
+
+/// What one `kubectl` run printed.
+#[derive(Debug)]
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Out {
+    fn ok(&self) -> bool {
+        self.code == 0
+    }
+}
+
+/// A running kubesim with a kubeconfig and a discovery cache in a temporary directory.
+struct Env {
+    sim: KubeSim,
+    dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+fn kubectl_bin() -> String {
+    std::env::var("KUBESIM_KUBECTL").unwrap_or_else(|_| "kubectl".to_owned())
+}
+
+impl Env {
+    async fn start() -> Self {
+        Self::start_with(Config::default()).await
+    }
+
+    async fn start_with(config: Config) -> Self {
+        let sim = KubeSim::start(config).await.expect("kubesim starts");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        sim.write_kubeconfig(&kubeconfig).expect("write kubeconfig");
+        Self { sim, dir, kubeconfig }
+    }
+
+    /// Write a kubeconfig for this server with `token` and return its path.
+    /// Write the admin kubeconfig with `token` instead of the admin token and return its
+    /// path (authorization must be on); an empty token means no credentials.
+    fn kubeconfig_with_token(&self, name: &str, token: &str) -> PathBuf {
+        let admin = self.sim.admin_token().expect("authorization is on");
+        let path = self.dir.path().join(name);
+        let replacement = if token.is_empty() { "\"\"".to_owned() } else { token.to_owned() };
+        std::fs::write(&path, self.sim.kubeconfig().replace(admin, &replacement)).expect("write kubeconfig");
+        path
+    }
+
+    fn command(&self, kubeconfig: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(kubectl_bin());
+        cmd.arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("cache"))
+            .args(args)
+            .env_remove("KUBECONFIG");
+        cmd
+    }
+
+    /// Run kubectl as `kubeconfig`'s user with `stdin` piped in. The transcript goes to
+    /// stderr, which the test harness shows for failing tests.
+    #[allow(clippy::print_stderr)]
+    fn run_as(&self, kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Out {
+        let mut cmd = self.command(kubeconfig, args);
+        cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // kubectl blocks this thread; let the runtime move its other work elsewhere.
+        let out = tokio::task::block_in_place(|| {
+            let mut child = cmd.spawn().expect("kubectl runs (is it installed?)");
+            if let Some(input) = stdin {
+                let mut pipe = child.stdin.take().expect("stdin");
+                pipe.write_all(input.as_bytes()).expect("write stdin");
+            }
+            child.wait_with_output().expect("kubectl finishes")
+        });
+        let out = Out {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        };
+        eprintln!("$ kubectl {}\n-> {}\n{}{}", args.join(" "), out.code, out.stdout, out.stderr);
+        out
+    }
+
+    fn run(&self, args: &[&str]) -> Out {
+        self.run_as(&self.kubeconfig, args, None)
+    }
+
+    fn run_stdin(&self, args: &[&str], stdin: &str) -> Out {
+        self.run_as(&self.kubeconfig, args, Some(stdin))
+    }
+
+    /// Run and require success; returns stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.ok(), "kubectl {args:?} failed ({}): {}", out.code, out.stderr);
+        out.stdout
+    }
+
+    /// Run and require failure; returns stderr.
+    fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(!out.ok(), "kubectl {args:?} should fail but printed: {}", out.stdout);
+        out.stderr
+    }
+
+    /// `kubectl apply -f -` (plus `extra` flags) with `yaml`; requires success.
+    fn apply(&self, yaml: &str, extra: &[&str]) -> Out {
+        let mut args = vec!["apply", "-f", "-"];
+        args.extend_from_slice(extra);
+        let out = self.run_stdin(&args, yaml);
+        assert!(out.ok(), "kubectl apply {extra:?} failed ({}): {}", out.code, out.stderr);
+        out
+    }
+
+    /// `kubectl get ARGS -o json`, parsed.
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["-o", "json"]);
+        let stdout = self.ok(&all);
+        serde_json::from_str(&stdout).expect("kubectl printed JSON")
+    }
+
+    /// `kubectl get ARGS -o json` of one object, or `None` when it is not found.
+    fn get(&self, args: &[&str]) -> Option<Value> {
+        let mut all = vec!["get"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["-o", "json"]);
+        let out = self.run(&all);
+        if out.ok() {
+            return Some(serde_json::from_str(&out.stdout).expect("kubectl printed JSON"));
+        }
+        assert!(out.stderr.contains("NotFound"), "kubectl get {args:?}: {}", out.stderr);
+        None
+    }
+
+    /// Names of `kubectl get ARGS -o json` (a list), sorted.
+    fn names(&self, args: &[&str]) -> Vec<String> {
+        let mut all = vec!["get"];
+        all.extend_from_slice(args);
+        let list = self.json(&all);
+        let mut names: Vec<String> = list["items"]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|o| o["metadata"]["name"].as_str().expect("name").to_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Poll `get ARGS` until the object is gone.
+    async fn wait_gone(&self, args: &[&str]) {
+        wait_until(&format!("{args:?} is gone"), || self.get(args).is_none()).await;
+    }
+}
+
+/// Poll `cond` every 50 ms for up to 5 s.
+async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A background `kubectl` whose stdout is collected while it runs.
+struct Background {
+    child: Child,
+    stdout: Arc<Mutex<String>>,
+}
+
+impl Background {
+    fn spawn(env: &Env, args: &[&str]) -> Self {
+        let mut child = env
+            .command(&env.kubeconfig, args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("kubectl runs");
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let pipe = child.stdout.take().expect("stdout");
+        let sink = stdout.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                let mut s = sink.lock().expect("lock");
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        Self { child, stdout }
+    }
+
+    fn output(&self) -> String {
+        self.stdout.lock().expect("lock").clone()
+    }
+
+    /// Wait until some line satisfies `pred`.
+    async fn wait_line(&self, what: &str, pred: impl Fn(&[&str]) -> bool) {
+        wait_until(what, || self.output().lines().any(|l| pred(&l.split_whitespace().collect::<Vec<_>>())))
+            .await;
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn data(obj: &Value) -> &Value {
+    &obj["data"]
+}
+
+fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    obj["metadata"]["annotations"][key].as_str()
+}
+
+fn manager_names(obj: &Value) -> Vec<(String, String)> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| {
+                    (
+                        e["manager"].as_str().unwrap_or_default().to_owned(),
+                        e["operation"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every managedFields entry carries the time its manager last changed something.
+fn assert_entries_have_time(obj: &Value) {
+    for e in obj["metadata"]["managedFields"].as_array().expect("managedFields") {
+        assert!(e["time"].is_string(), "managedFields entry without time: {e}");
+    }
+}
+
+/// A CRD `widgets.example.com` with a schema, printer columns and a status subresource.
+const WIDGET_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names:
+    kind: Widget
+    listKind: WidgetList
+    plural: widgets
+    singular: widget
+    shortNames: [wd]
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+    additionalPrinterColumns:
+    - name: Size
+      type: integer
+      jsonPath: .spec.size
+    - name: Color
+      type: string
+      jsonPath: .spec.color
+    - name: Age
+      type: date
+      jsonPath: .metadata.creationTimestamp
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [size]
+            properties:
+              size:
+                type: integer
+                minimum: 1
+                maximum: 10
+              color:
+                type: string
+                enum: [red, blue]
+          status:
+            type: object
+            x-kubernetes-preserve-unknown-fields: true
+"#;
+
+fn widget(name: &str, spec: &str) -> String {
+    format!("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: {name}\nspec:\n{spec}")
+}
+
+/// Apply the Widget CRD and wait until it is established.
+fn install_widgets(env: &Env) {
+    env.apply(WIDGET_CRD, &[]);
+    let out = env.ok(&["wait", "--for=condition=established", "crd/widgets.example.com", "--timeout=10s"]);
+    assert!(
+        out.contains("customresourcedefinition.apiextensions.k8s.io/widgets.example.com condition met"),
+        "{out}"
+    );
+}
+
+const DEPLOYMENT: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.0
+        env:
+        - {name: A, value: "1"}
+        - {name: B, value: "2"}
+      - name: sidecar
+        image: busybox:1.0
+"#;
+
+fn containers(deploy: &Value) -> &Vec<Value> {
+    deploy["spec"]["template"]["spec"]["containers"].as_array().expect("containers")
+}
+
+fn container<'a>(deploy: &'a Value, name: &str) -> &'a Value {
+    containers(deploy)
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("container {name} in {deploy}"))
+}
+
+// ---------------------------------------------------------------------------------------
+// apply
+
+#[tokio::test(flavor = "multi_thread")]
+async fn apply_client_side_create_update_and_prune_fields() {
+    let env = Env::start().await;
+    let v1 = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  labels: {keep: k, drop: d}\ndata:\n  one: \"1\"\n  two: \"2\"\n";
+    let out = env.apply(v1, &[]);
+    assert!(out.stdout.contains("configmap/app created"), "{}", out.stdout);
+    let cm = env.get(&["configmap", "app"]).expect("created");
+    assert_eq!(data(&cm), &json!({"one": "1", "two": "2"}));
+    let last: Value = serde_json::from_str(
+        annotation(&cm, "kubectl.kubernetes.io/last-applied-configuration").expect("annotation"),
+    )
+    .expect("last-applied is JSON");
+    assert_eq!(last["data"], json!({"one": "1", "two": "2"}));
+
+    // Out-of-band change that apply must keep (not in last-applied).
+    env.ok(&["label", "configmap", "app", "manual=yes"]);
+
+    let v2 = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  labels: {keep: k}\ndata:\n  one: \"10\"\n";
+    let out = env.apply(v2, &[]);
+    assert!(out.stdout.contains("configmap/app configured"), "{}", out.stdout);
+    let cm = env.get(&["configmap", "app"]).expect("still there");
+    assert_eq!(data(&cm), &json!({"one": "10"}), "changed field lands, removed field is pruned");
+    assert_eq!(cm["metadata"]["labels"], json!({"keep": "k", "manual": "yes"}));
+    let last: Value =
+        serde_json::from_str(annotation(&cm, "kubectl.kubernetes.io/last-applied-configuration").unwrap())
+            .expect("last-applied is JSON");
+    assert_eq!(last["data"], json!({"one": "10"}));
+
+    // Re-applying the same manifest changes nothing.
+    let rv = cm["metadata"]["resourceVersion"].clone();
+    let out = env.apply(v2, &[]);
+    assert!(out.stdout.contains("configmap/app unchanged"), "{}", out.stdout);
+    assert_eq!(env.get(&["configmap", "app"]).unwrap()["metadata"]["resourceVersion"], rv);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn apply_client_side_deployment_merges_containers_by_name() {
+    let env = Env::start().await;
+    env.apply(DEPLOYMENT, &[]);
+    // Another writer adds args to the sidecar; apply must keep them (containers merge by name).
+    env.ok(&[
+        "patch",
+        "deployment",
+        "web",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","args":["sleep","3600"]}]}}}}"#,
+    ]);
+
+    let changed =
+        DEPLOYMENT.replace("nginx:1.0", "nginx:2.0").replace("        - {name: B, value: \"2\"}\n", "");
+    let out = env.apply(&changed, &[]);
+    assert!(out.stdout.contains("deployment.apps/web configured"), "{}", out.stdout);
+    let d = env.get(&["deployment", "web"]).expect("deployment");
+    assert_eq!(containers(&d).len(), 2, "{d}");
+    assert_eq!(containers(&d)[0]["name"], "app", "order kept");
+    let app = container(&d, "app");
+    assert_eq!(app["image"], "nginx:2.0");
+    assert_eq!(app["env"], json!([{"name": "A", "value": "1"}]), "env entry B removed via last-applied");
+    let sidecar = container(&d, "sidecar");
+    assert_eq!(sidecar["image"], "busybox:1.0");
+    assert_eq!(sidecar["args"], json!(["sleep", "3600"]), "field set by another writer survives");
+    assert_eq!(d["metadata"]["generation"], json!(3));
+}
+
+const SSA_CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  owned: \"1\"\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn apply_server_side_records_kubectl_as_manager() {
+    let env = Env::start().await;
+    let out = env.apply(SSA_CM, &["--server-side"]);
+    assert!(out.stdout.contains("configmap/ssa serverside-applied"), "{}", out.stdout);
+    let cm = env.get(&["configmap", "ssa", "--show-managed-fields"]).expect("created");
+    assert_eq!(data(&cm), &json!({"owned": "1"}));
+    assert_eq!(manager_names(&cm), vec![("kubectl".to_owned(), "Apply".to_owned())], "{cm}");
+    let entry = &cm["metadata"]["managedFields"][0];
+    assert_eq!(entry["apiVersion"], "v1");
+    assert_eq!(entry["fieldsType"], "FieldsV1");
+    assert_eq!(entry["fieldsV1"]["f:data"], json!({"f:owned": {}}), "{entry}");
+    assert!(entry["time"].is_string(), "every managedFields entry has a time: {entry}");
+    assert!(
+        annotation(&cm, "kubectl.kubernetes.io/last-applied-configuration").is_none(),
+        "SSA sets no last-applied"
+    );
+
+    // Default output hides managedFields.
+    let plain = env.get(&["configmap", "ssa"]).unwrap();
+    assert!(plain["metadata"].get("managedFields").is_none(), "{plain}");
+
+    // Dropping a field from the applied config removes it.
+    let out = env.apply(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  other: \"2\"\n",
+        &["--server-side"],
+    );
+    assert!(out.ok());
+    assert_eq!(data(&env.get(&["configmap", "ssa"]).unwrap()), &json!({"other": "2"}));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn apply_server_side_conflict_and_force() {
+    let env = Env::start().await;
+    env.apply(SSA_CM, &["--server-side"]);
+    let changed = SSA_CM.replace("\"1\"", "\"2\"");
+    let out = env.run_stdin(&["apply", "--server-side", "--field-manager", "other", "-f", "-"], &changed);
+    assert!(!out.ok(), "conflicting apply must fail");
+    assert!(
+        out.stderr.contains(r#"error: Apply failed with 1 conflict: conflict with "kubectl": .data.owned"#),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("--force-conflicts"), "kubectl explains the resolution: {}", out.stderr);
+    assert_eq!(data(&env.get(&["configmap", "ssa"]).unwrap()), &json!({"owned": "1"}), "nothing changed");
+
+    // Same value: no conflict, shared ownership.
+    env.apply(SSA_CM, &["--server-side", "--field-manager", "other"]);
+
+    env.apply(&changed, &["--server-side", "--field-manager", "other", "--force-conflicts"]);
+    let cm = env.get(&["configmap", "ssa", "--show-managed-fields"]).unwrap();
+    assert_eq!(data(&cm), &json!({"owned": "2"}));
+    assert_entries_have_time(&cm);
+    let entries = cm["metadata"]["managedFields"].as_array().expect("managedFields");
+    let other = entries.iter().find(|e| e["manager"] == "other").expect("other manages");
+    assert_eq!(other["fieldsV1"]["f:data"], json!({"f:owned": {}}));
+    // kubectl lost the field; its entry is gone since it owns nothing else but metadata-less data.
+    for e in entries.iter().filter(|e| e["manager"] == "kubectl") {
+        assert!(e["fieldsV1"]["f:data"].get("f:owned").is_none(), "kubectl no longer owns .data.owned: {e}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn apply_server_side_deployment_shared_between_managers() {
+    let env = Env::start().await;
+    env.apply(DEPLOYMENT, &["--server-side"]);
+    // A second manager applies only its own container: containers are a map keyed by name.
+    let injector = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n      - name: proxy\n        image: envoy:1\n";
+    env.apply(injector, &["--server-side", "--field-manager", "injector"]);
+    let d = env.get(&["deployment", "web"]).unwrap();
+    let names: Vec<&str> = containers(&d).iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["app", "sidecar", "proxy"], "{d}");
+    assert_eq!(
+        container(&d, "app")["env"],
+        json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}])
+    );
+
+    // The first manager drops the sidecar and env B: only its own fields go.
+    let trimmed = DEPLOYMENT
+        .replace("        - {name: B, value: \"2\"}\n", "")
+        .replace("      - name: sidecar\n        image: busybox:1.0\n", "");
+    env.apply(&trimmed, &["--server-side"]);
+    let d = env.get(&["deployment", "web"]).unwrap();
+    let names: Vec<&str> = containers(&d).iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["app", "proxy"], "{d}");
+    assert_eq!(container(&d, "app")["env"], json!([{"name": "A", "value": "1"}]));
+
+    // kubectl scale takes .spec.replicas through the scale subresource; applying a
+    // different value conflicts with it.
+    env.ok(&["scale", "deployment", "web", "--replicas=3"]);
+    let d = env.get(&["deployment", "web", "--show-managed-fields"]).unwrap();
+    let scaler = d["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["operation"] == "Update")
+        .unwrap_or_else(|| panic!("an Update entry from kubectl scale: {d}"));
+    assert_eq!(scaler["manager"], "kubectl");
+    assert_eq!(scaler["apiVersion"], "apps/v1");
+    assert_eq!(scaler["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+    assert_eq!(scaler["subresource"], "scale", "{scaler}");
+    let out = env.run_stdin(&["apply", "--server-side", "-f", "-"], &trimmed);
+    assert!(!out.ok());
+    assert!(
+        out.stderr.contains(r#"error: Apply failed with 1 conflict: conflict with "kubectl" with subresource "scale" using apps/v1: .spec.replicas"#),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.get(&["deployment", "web"]).unwrap()["spec"]["replicas"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn apply_migrates_client_side_to_server_side() {
+    let env = Env::start().await;
+    let v1 = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: mig\ndata:\n  a: \"1\"\n  b: \"2\"\n";
+    env.apply(v1, &[]);
+    let cm = env.get(&["configmap", "mig", "--show-managed-fields"]).unwrap();
+    assert_eq!(
+        manager_names(&cm),
+        vec![("kubectl-client-side-apply".to_owned(), "Update".to_owned())],
+        "{cm}"
+    );
+
+    // Server-side apply of the same manifest without field b: kubectl migrates the
+    // client-side manager to `kubectl`, so b is removed instead of left orphaned.
+    let v2 = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: mig\ndata:\n  a: \"1\"\n";
+    let out = env.apply(v2, &["--server-side"]);
+    assert!(out.stdout.contains("configmap/mig serverside-applied"), "{}", out.stdout);
+    let cm = env.get(&["configmap", "mig", "--show-managed-fields"]).unwrap();
+    assert_eq!(data(&cm), &json!({"a": "1"}), "b removed after migration: {cm}");
+    let managers = manager_names(&cm);
+    assert!(managers.contains(&("kubectl".to_owned(), "Apply".to_owned())), "{managers:?}");
+    assert!(
+        !managers.iter().any(|(m, _)| m == "kubectl-client-side-apply"),
+        "client-side manager migrated: {managers:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn create_replace_and_conflicts() {
+    let env = Env::start().await;
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cr\ndata: {a: \"1\"}\n";
+    let out = env.run_stdin(&["create", "-f", "-"], cm);
+    assert!(out.stdout.contains("configmap/cr created"), "{}", out.stderr);
+    let out = env.run_stdin(&["create", "-f", "-"], cm);
+    assert!(
+        out.stderr.contains(r#"Error from server (AlreadyExists): error when creating "STDIN": configmaps "cr" already exists"#),
+        "{}",
+        out.stderr
+    );
+    let live = env.get(&["configmap", "cr"]).unwrap();
+    let rv = live["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
+
+    // replace with the current resourceVersion works and bumps it.
+    let mut next = live.clone();
+    next["data"]["a"] = json!("2");
+    let out = env.run_stdin(&["replace", "-f", "-"], &next.to_string());
+    assert!(out.stdout.contains("configmap/cr replaced"), "{}", out.stderr);
+    let live = env.get(&["configmap", "cr"]).unwrap();
+    assert_eq!(data(&live), &json!({"a": "2"}));
+    assert_ne!(live["metadata"]["resourceVersion"].as_str().unwrap(), rv);
+
+    // replace with the stale one is a conflict.
+    next["data"]["a"] = json!("3");
+    let out = env.run_stdin(&["replace", "-f", "-"], &next.to_string());
+    assert!(
+        out.stderr.contains(r#"Error from server (Conflict): error when replacing "STDIN": Operation cannot be fulfilled on configmaps "cr": the object has been modified; please apply your changes to the latest version and try again"#),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(data(&env.get(&["configmap", "cr"]).unwrap()), &json!({"a": "2"}));
+
+    let err = env.fails(&["get", "configmap", "nope"]);
+    assert!(err.contains(r#"Error from server (NotFound): configmaps "nope" not found"#), "{err}");
+    let err = env.fails(&["delete", "configmap", "nope"]);
+    assert!(err.contains(r#"Error from server (NotFound): configmaps "nope" not found"#), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_dry_run_and_diff() {
+    let env = Env::start().await;
+    let v1 = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dry\ndata: {a: \"1\"}\n";
+    let out = env.apply(v1, &["--dry-run=server"]);
+    assert!(out.stdout.contains("configmap/dry created (server dry run)"), "{}", out.stdout);
+    assert!(env.get(&["configmap", "dry"]).is_none(), "dry run stores nothing");
+
+    env.apply(v1, &[]);
+    // kubectl diff: exit 0 when nothing changes, 1 with a diff of the change.
+    let out = env.run_stdin(&["diff", "-f", "-"], v1);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let out = env.run_stdin(&["diff", "-f", "-"], &v1.replace("\"1\"", "\"2\""));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stdout.lines().any(|l| l.trim_start_matches('-').trim() == "a: \"1\""), "{}", out.stdout);
+    assert!(out.stdout.lines().any(|l| l.trim_start_matches('+').trim() == "a: \"2\""), "{}", out.stdout);
+    assert!(
+        !out.stdout.contains("resourceVersion"),
+        "diff hides server-set fields that did not change: {}",
+        out.stdout
+    );
+    assert_eq!(data(&env.get(&["configmap", "dry"]).unwrap()), &json!({"a": "1"}), "diff changes nothing");
+
+    let out = env.apply(&v1.replace("\"1\"", "\"3\""), &["--server-side", "--dry-run=server"]);
+    assert!(out.stdout.contains("configmap/dry serverside-applied (server dry run)"), "{}", out.stdout);
+    assert_eq!(data(&env.get(&["configmap", "dry"]).unwrap()), &json!({"a": "1"}));
+}
+
+// ---------------------------------------------------------------------------------------
+// CRDs
+
+#[tokio::test(flavor = "multi_thread")]
+async fn crd_established_and_printer_columns() {
+    let env = Env::start().await;
+    install_widgets(&env);
+    let crd = env.get(&["crd", "widgets.example.com"]).expect("crd");
+    let conds = crd["status"]["conditions"].as_array().expect("conditions");
+    assert!(conds.iter().any(|c| c["type"] == "Established" && c["status"] == "True"), "{crd}");
+    assert!(conds.iter().any(|c| c["type"] == "NamesAccepted" && c["status"] == "True"), "{crd}");
+    assert_eq!(crd["status"]["acceptedNames"]["kind"], "Widget");
+
+    env.apply(&widget("small", "  size: 2\n  color: red\n"), &[]);
+    env.apply(&widget("big", "  size: 9\n"), &[]);
+    assert_eq!(env.names(&["widgets"]), ["big", "small"]);
+    assert_eq!(env.names(&["wd"]), ["big", "small"], "short name");
+    assert_eq!(env.names(&["widget.example.com"]), ["big", "small"], "resource.group");
+
+    let table = env.ok(&["get", "widgets"]);
+    let lines: Vec<Vec<&str>> = table.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(lines[0], ["NAME", "SIZE", "COLOR", "AGE"], "{table}");
+    assert_eq!(&lines[1][..2], ["big", "9"], "{table}");
+    assert_eq!(lines[1].len(), 3, "empty color is blank: {table}");
+    assert_eq!(&lines[2][..3], ["small", "2", "red"], "{table}");
+    assert!(lines[2][3].ends_with('s'), "age like 0s: {table}");
+
+    let wide = env.ok(&["get", "widget", "small", "--no-headers"]);
+    assert!(wide.split_whitespace().collect::<Vec<_>>().starts_with(&["small", "2", "red"]), "{wide}");
+
+    // The CRD's resource shows up in discovery.
+    let resources = env.ok(&["api-resources", "--api-group=example.com"]);
+    let row = resources.lines().find(|l| l.starts_with("widgets")).expect("widgets row");
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>(),
+        ["widgets", "wd", "example.com/v1", "true", "Widget"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn crd_schema_violation_is_422_naming_the_field() {
+    let env = Env::start().await;
+    install_widgets(&env);
+    let out = env.run_stdin(&["apply", "-f", "-"], &widget("bad", "  size: twenty\n"));
+    assert!(!out.ok());
+    assert!(out.stderr.contains(r#"The Widget "bad" is invalid: "#), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            r#"spec.size: Invalid value: "string": spec.size in body must be of type integer: "string""#
+        ),
+        "{}",
+        out.stderr
+    );
+
+    let out = env.run_stdin(&["apply", "-f", "-"], &widget("bad", "  size: 20\n  color: green\n"));
+    assert!(!out.ok());
+    assert!(out.stderr.contains(r#"The Widget "bad" is invalid: "#), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("spec.size: Invalid value: 20: spec.size in body should be less than or equal to 10"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(r#"spec.color: Unsupported value: "green": supported values: "red", "blue""#),
+        "{}",
+        out.stderr
+    );
+
+    let out = env.run_stdin(&["apply", "-f", "-"], &widget("bad", "  color: red\n"));
+    assert!(!out.ok());
+    assert!(
+        out.stderr.contains(r#"The Widget "bad" is invalid: spec.size: Required value"#),
+        "{}",
+        out.stderr
+    );
+
+    assert!(env.get(&["widget", "bad"]).is_none(), "nothing stored");
+
+    // An update that breaks the schema is rejected too, and the object is unchanged.
+    env.apply(&widget("good", "  size: 3\n"), &[]);
+    let out = env.run(&["patch", "widget", "good", "--type", "merge", "-p", r#"{"spec":{"size":0}}"#]);
+    assert!(!out.ok());
+    assert!(out.stderr.contains(r#"The Widget "good" is invalid: spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1"#), "{}", out.stderr);
+    assert_eq!(env.get(&["widget", "good"]).unwrap()["spec"]["size"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn crd_unknown_fields_warn_or_fail() {
+    let env = Env::start().await;
+    install_widgets(&env);
+    let out = env.apply(&widget("w1", "  size: 1\n  bogus: x\n"), &["--validate=warn"]);
+    assert!(out.stderr.contains(r#"Warning: unknown field "spec.bogus""#), "{}", out.stderr);
+    let w = env.get(&["widget", "w1"]).expect("created with warning");
+    assert_eq!(w["spec"], json!({"size": 1}), "unknown field pruned");
+
+    let out = env.apply(&widget("w2", "  size: 1\n  bogus: x\n"), &["--validate=false"]);
+    assert!(!out.stderr.contains("Warning"), "Ignore: silent: {}", out.stderr);
+    assert_eq!(env.get(&["widget", "w2"]).unwrap()["spec"], json!({"size": 1}));
+
+    // kubectl's default is --validate=strict.
+    for validate in ["--validate=strict", "--validate=true"] {
+        let out = env
+            .run_stdin(&["apply", validate, "-f", "-"], &widget("w", "  size: 1\n  bogus: x\n  more: z\n"));
+        assert!(!out.ok(), "{validate}");
+        assert!(
+            out.stderr.contains(
+                r#"Error from server (BadRequest): error when creating "STDIN": Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.bogus", unknown field "spec.more""#
+            ),
+            "{validate}: {}",
+            out.stderr
+        );
+        assert!(env.get(&["widget", "w"]).is_none());
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// get
+
+#[tokio::test(flavor = "multi_thread")]
+async fn get_watch_prints_added_modified_deleted() {
+    let env = Env::start().await;
+    env.apply(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: w1\n  labels: {app: w}\ndata: {k: a}\n",
+        &[],
+    );
+    let watch =
+        Background::spawn(&env, &["get", "configmaps", "-l", "app=w", "--watch", "--output-watch-events"]);
+    watch.wait_line("initial ADDED w1", |l| l.starts_with(&["ADDED", "w1"])).await;
+
+    env.apply(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: w2\n  labels: {app: w}\ndata: {k: a, j: b}\n",
+        &[],
+    );
+    watch.wait_line("ADDED w2", |l| l.starts_with(&["ADDED", "w2", "2"])).await;
+    env.ok(&["patch", "configmap", "w1", "--type", "merge", "-p", r#"{"data":{"k2":"b","k3":"c"}}"#]);
+    watch.wait_line("MODIFIED w1", |l| l.starts_with(&["MODIFIED", "w1", "3"])).await;
+    env.ok(&["delete", "configmap", "w2"]);
+    watch.wait_line("DELETED w2", |l| l.starts_with(&["DELETED", "w2"])).await;
+    // An object outside the selector is not shown.
+    env.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\ndata: {k: a}\n", &[]);
+    env.ok(&["label", "configmap", "w1", "seen=yes"]);
+    watch.wait_line("MODIFIED w1 again", |l| l.starts_with(&["MODIFIED", "w1"]) && l.len() >= 4).await;
+    let out = watch.output();
+    assert!(
+        out.lines().next().unwrap_or_default().split_whitespace().eq(["EVENT", "NAME", "DATA", "AGE"]),
+        "{out}"
+    );
+    assert!(!out.contains("other"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn get_label_selectors() {
+    let env = Env::start().await;
+    env.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: sel\n", &[]);
+    let cms =
+        [("a", "{env: prod, tier: web}"), ("b", "{env: dev, tier: web}"), ("c", "{env: test}"), ("d", "{}")];
+    for (name, labels) in cms {
+        env.apply(&format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: sel\n  labels: {labels}\n"), &[]);
+    }
+    let sel = |s: &str| env.names(&["configmaps", "-n", "sel", "-l", s]);
+    assert_eq!(sel("env=prod"), ["a"]);
+    assert_eq!(sel("env==prod"), ["a"]);
+    assert_eq!(sel("env!=prod"), ["b", "c", "d"], "!= includes objects without the label");
+    assert_eq!(sel("env in (prod,dev)"), ["a", "b"]);
+    assert_eq!(sel("env notin (prod,dev)"), ["c", "d"]);
+    assert_eq!(sel("tier"), ["a", "b"]);
+    assert_eq!(sel("!tier"), ["c", "d"]);
+    assert_eq!(sel("tier=web,env!=dev"), ["a"]);
+    assert!(sel("env=none").is_empty());
+    let out = env.ok(&["get", "configmaps", "-n", "sel", "-l", "env=none"]);
+    assert!(out.is_empty());
+    let out = env.run(&["get", "configmaps", "-n", "sel", "-l", "env=none"]);
+    assert!(out.stderr.contains("No resources found in sel namespace."), "{}", out.stderr);
+    // A malformed selector is rejected by kubectl or the server, never ignored.
+    let out = env.run(&["get", "configmaps", "-n", "sel", "-l", "env in prod"]);
+    assert!(!out.ok(), "{}", out.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn get_field_selectors() {
+    let env = Env::start().await;
+    env.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: other\n", &[]);
+    for (name, ns) in [("x", "default"), ("z", "default"), ("x", "other")] {
+        env.apply(
+            &format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\n"),
+            &[],
+        );
+    }
+    assert_eq!(env.names(&["configmaps", "--field-selector", "metadata.name=x"]), ["x"]);
+    assert_eq!(env.names(&["configmaps", "--field-selector", "metadata.name!=x"]), ["z"]);
+    let all = env.json(&["get", "configmaps", "-A", "--field-selector", "metadata.name=x"]);
+    let mut nss: Vec<&str> = all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["namespace"].as_str().unwrap())
+        .collect();
+    nss.sort_unstable();
+    assert_eq!(nss, ["default", "other"]);
+    assert_eq!(env.names(&["configmaps", "-A", "--field-selector", "metadata.namespace=other"]), ["x"]);
+    // Unsupported fields get the real error.
+    let err = env.fails(&["get", "configmaps", "--field-selector", "data.k=v"]);
+    assert!(err.contains(r#"field label not supported: data.k"#), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------
+// patch
+
+#[tokio::test(flavor = "multi_thread")]
+async fn patch_merge() {
+    let env = Env::start().await;
+    env.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: p\ndata: {a: \"1\", b: \"2\"}\n", &[]);
+    let out = env.ok(&[
+        "patch",
+        "configmap",
+        "p",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"a":"10","b":null,"c":"3"}}"#,
+    ]);
+    assert!(out.contains("configmap/p patched"), "{out}");
+    assert_eq!(data(&env.get(&["configmap", "p"]).unwrap()), &json!({"a": "10", "c": "3"}));
+    let out = env.ok(&["patch", "configmap", "p", "--type", "merge", "-p", r#"{"data":{"a":"10"}}"#]);
+    assert!(out.contains("configmap/p patched (no change)"), "{out}");
+    let err = env.fails(&["patch", "configmap", "missing", "--type", "merge", "-p", "{}"]);
+    assert!(err.contains(r#"Error from server (NotFound): configmaps "missing" not found"#), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn patch_json_and_failing_test_op() {
+    let env = Env::start().await;
+    env.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: p\ndata: {a: \"1\"}\n", &[]);
+    env.ok(&[
+        "patch",
+        "configmap",
+        "p",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"test","path":"/data/a","value":"1"},{"op":"replace","path":"/data/a","value":"2"},{"op":"add","path":"/data/b","value":"3"},{"op":"add","path":"/metadata/labels","value":{"x":"y"}}]"#,
+    ]);
+    let cm = env.get(&["configmap", "p"]).unwrap();
+    assert_eq!(data(&cm), &json!({"a": "2", "b": "3"}));
+    assert_eq!(cm["metadata"]["labels"], json!({"x": "y"}));
+
+    let rv = cm["metadata"]["resourceVersion"].clone();
+    let err = env.fails(&[
+        "patch",
+        "configmap",
+        "p",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"replace","path":"/data/b","value":"4"},{"op":"test","path":"/data/a","value":"1"}]"#,
+    ]);
+    let cm = env.get(&["configmap", "p"]).unwrap();
+    assert_eq!(data(&cm), &json!({"a": "2", "b": "3"}), "a failed patch changes nothing");
+    assert_eq!(cm["metadata"]["resourceVersion"], rv);
+    // The real server answers 422 with only the generic message (and empty details).
+    assert_eq!(
+        err.trim_end(),
+        "The request is invalid: the server rejected our request due to an error in our request"
+    );
+
+    let err = env.fails(&[
+        "patch",
+        "configmap",
+        "p",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"remove","path":"/data/nope"}]"#,
+    ]);
+    assert!(err.contains("The request is invalid"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn patch_strategic_deployment() {
+    let env = Env::start().await;
+    env.apply(DEPLOYMENT, &[]);
+    // Default type is strategic: containers merge by name, env merges by name.
+    env.ok(&[
+        "patch",
+        "deployment",
+        "web",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"nginx:3.0","env":[{"name":"C","value":"3"}]}]}}}}"#,
+    ]);
+    let d = env.get(&["deployment", "web"]).unwrap();
+    assert_eq!(containers(&d).len(), 2, "sidecar kept: {d}");
+    let app = container(&d, "app");
+    assert_eq!(app["image"], "nginx:3.0");
+    let env_names: Vec<&str> =
+        app["env"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(env_names, ["C", "A", "B"], "patch items first, then the rest (SMP order)");
+
+    // $patch: delete removes one container by name.
+    env.ok(&[
+        "patch",
+        "deployment",
+        "web",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","$patch":"delete"}]}}}}"#,
+    ]);
+    let d = env.get(&["deployment", "web"]).unwrap();
+    assert_eq!(containers(&d).iter().map(|c| c["name"].as_str().unwrap()).collect::<Vec<_>>(), ["app"]);
+
+    // A merge patch replaces the list instead.
+    env.ok(&[
+        "patch",
+        "deployment",
+        "web",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"only","image":"x"}]}}}}"#,
+    ]);
+    let d = env.get(&["deployment", "web"]).unwrap();
+    assert_eq!(containers(&d), &vec![json!({"name": "only", "image": "x"})]);
+
+    // Strategic merge patch is not supported for custom resources: 415.
+    install_widgets(&env);
+    env.apply(&widget("w", "  size: 1\n"), &[]);
+    let err = env.fails(&["patch", "widget", "w", "-p", r#"{"spec":{"size":2}}"#]);
+    assert_eq!(
+        err.trim_end(),
+        "error: application/strategic-merge-patch+json is not supported by example.com/v1, Kind=Widget: the body of the \
+         request was in an unknown format - accepted media types include: application/json-patch+json, \
+         application/merge-patch+json, application/apply-patch+yaml"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// delete
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_with_finalizer_waits_for_removal() {
+    let env = Env::start().await;
+    env.apply(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: f\n  finalizers: [example.com/hold]\n",
+        &[],
+    );
+    let out = env.ok(&["delete", "configmap", "f", "--wait=false"]);
+    assert!(out.contains(r#"configmap "f" deleted"#), "{out}");
+    let cm = env.get(&["configmap", "f"]).expect("held by its finalizer");
+    assert!(cm["metadata"]["deletionTimestamp"].is_string(), "{cm}");
+    assert_eq!(cm["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert_eq!(cm["metadata"]["finalizers"], json!(["example.com/hold"]));
+
+    // Deleting again is fine and changes nothing.
+    env.ok(&["delete", "configmap", "f", "--wait=false"]);
+    // Adding a new finalizer while deleting is refused? No: only removal matters here.
+    env.ok(&[
+        "patch",
+        "configmap",
+        "f",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ]);
+    env.wait_gone(&["configmap", "f"]).await;
+}
+
+const OWNER: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: owner\n";
+
+/// Create `owner` and a `child` ConfigMap owned by it; returns the owner's uid.
+fn owner_and_child(env: &Env, child_finalizer: bool) -> String {
+    env.apply(OWNER, &[]);
+    let uid =
+        env.get(&["configmap", "owner"]).expect("owner")["metadata"]["uid"].as_str().expect("uid").to_owned();
+    let finalizers = if child_finalizer { "  finalizers: [example.com/hold]\n" } else { "" };
+    env.apply(
+        &format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: child\n{finalizers}  ownerReferences:\n  - apiVersion: v1\n    kind: ConfigMap\n    name: owner\n    uid: {uid}\n    blockOwnerDeletion: true\n"
+        ),
+        &[],
+    );
+    uid
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_cascade_background() {
+    let env = Env::start().await;
+    owner_and_child(&env, false);
+    let out = env.ok(&["delete", "configmap", "owner", "--cascade=background"]);
+    assert!(out.contains(r#"configmap "owner" deleted"#), "{out}");
+    assert!(env.get(&["configmap", "owner"]).is_none(), "owner goes at once");
+    env.wait_gone(&["configmap", "child"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_cascade_foreground() {
+    let env = Env::start().await;
+    owner_and_child(&env, true);
+    env.ok(&["delete", "configmap", "owner", "--cascade=foreground", "--wait=false"]);
+    let owner = env.get(&["configmap", "owner"]).expect("owner waits for its child");
+    assert!(owner["metadata"]["deletionTimestamp"].is_string(), "{owner}");
+    assert_eq!(owner["metadata"]["finalizers"], json!(["foregroundDeletion"]));
+    wait_until("child is being deleted", || {
+        env.get(&["configmap", "child"]).is_some_and(|c| c["metadata"]["deletionTimestamp"].is_string())
+    })
+    .await;
+    assert!(env.get(&["configmap", "owner"]).is_some(), "owner stays while the blocking child exists");
+
+    env.ok(&["patch", "configmap", "child", "--type", "merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
+    env.wait_gone(&["configmap", "child"]).await;
+    env.wait_gone(&["configmap", "owner"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_cascade_orphan() {
+    let env = Env::start().await;
+    owner_and_child(&env, false);
+    env.ok(&["delete", "configmap", "owner", "--cascade=orphan"]);
+    env.wait_gone(&["configmap", "owner"]).await;
+    wait_until("child loses its owner reference", || {
+        env.get(&["configmap", "child"]).expect("orphan kept")["metadata"]["ownerReferences"]
+            .as_array()
+            .is_none_or(Vec::is_empty)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(env.get(&["configmap", "child"]).is_some(), "orphan stays");
+}
+
+// ---------------------------------------------------------------------------------------
+// namespaces
+
+#[tokio::test(flavor = "multi_thread")]
+async fn namespace_deletion_terminates_then_goes() {
+    let env = Env::start().await;
+    env.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: doomed\n", &[]);
+    env.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n  namespace: doomed\n", &[]);
+    env.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  namespace: doomed\n  finalizers: [example.com/hold]\n", &[]);
+    let out = env.ok(&["delete", "namespace", "doomed", "--wait=false"]);
+    assert!(out.contains(r#"namespace "doomed" deleted"#), "{out}");
+
+    let ns = env.get(&["namespace", "doomed"]).expect("terminating");
+    assert_eq!(ns["status"]["phase"], "Terminating", "{ns}");
+    assert!(ns["metadata"]["deletionTimestamp"].is_string());
+    let table = env.ok(&["get", "namespace", "doomed", "--no-headers"]);
+    assert_eq!(table.split_whitespace().nth(1), Some("Terminating"), "{table}");
+    env.wait_gone(&["configmap", "plain", "-n", "doomed"]).await;
+    wait_until("held is being deleted", || {
+        env.get(&["configmap", "held", "-n", "doomed"])
+            .is_some_and(|c| c["metadata"]["deletionTimestamp"].is_string())
+    })
+    .await;
+
+    let out = env.run_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: late\n  namespace: doomed\n",
+    );
+    assert!(!out.ok());
+    assert!(
+        out.stderr.contains(r#"Error from server (Forbidden): error when creating "STDIN": configmaps "late" is forbidden: unable to create new content in namespace doomed because it is being terminated"#),
+        "{}",
+        out.stderr
+    );
+
+    env.ok(&[
+        "patch",
+        "configmap",
+        "held",
+        "-n",
+        "doomed",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    env.wait_gone(&["namespace", "doomed"]).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// smaller commands
+
+#[tokio::test(flavor = "multi_thread")]
+async fn label_and_annotate() {
+    let env = Env::start().await;
+    env.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: l\n  labels: {a: \"1\"}\n", &[]);
+    let out = env.ok(&["label", "configmap", "l", "b=2", "c=3"]);
+    assert!(out.contains("configmap/l labeled"), "{out}");
+    let err = env.fails(&["label", "configmap", "l", "a=9"]);
+    assert!(err.contains("'a' already has a value (1), and --overwrite is false"), "{err}");
+    env.ok(&["label", "configmap", "l", "a=9", "--overwrite"]);
+    env.ok(&["label", "configmap", "l", "c-"]);
+    assert_eq!(env.get(&["configmap", "l"]).unwrap()["metadata"]["labels"], json!({"a": "9", "b": "2"}));
+
+    let out = env.ok(&["annotate", "configmap", "l", "note=hello world"]);
+    assert!(out.contains("configmap/l annotated"), "{out}");
+    env.ok(&["annotate", "configmap", "l", "other=x"]);
+    env.ok(&["annotate", "configmap", "l", "other-"]);
+    let cm = env.get(&["configmap", "l"]).unwrap();
+    assert_eq!(annotation(&cm, "note"), Some("hello world"));
+    assert_eq!(annotation(&cm, "other"), None);
+
+    // Label many objects by selector.
+    env.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m\n  labels: {a: \"9\"}\n", &[]);
+    env.ok(&["label", "configmaps", "-l", "a=9", "batch=yes"]);
+    assert_eq!(env.names(&["configmaps", "-l", "batch=yes"]), ["l", "m"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn scale_deployment() {
+    let env = Env::start().await;
+    env.apply(DEPLOYMENT, &[]);
+    let out = env.ok(&["scale", "deployment", "web", "--replicas=3"]);
+    assert!(out.contains("deployment.apps/web scaled"), "{out}");
+    let d = env.get(&["deployment", "web"]).unwrap();
+    assert_eq!(d["spec"]["replicas"], 3);
+    assert_eq!(d["metadata"]["generation"], 2);
+    // Precondition on the current size.
+    let err = env.fails(&["scale", "deployment", "web", "--current-replicas=1", "--replicas=5"]);
+    assert!(err.contains("Expected replicas to be 1, was 3"), "{err}");
+    assert_eq!(env.get(&["deployment", "web"]).unwrap()["spec"]["replicas"], 3);
+    // The scale subresource.
+    let scale: Value = serde_json::from_str(&env.ok(&[
+        "get",
+        "--raw",
+        "/apis/apps/v1/namespaces/default/deployments/web/scale",
+    ]))
+    .unwrap();
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["apiVersion"], "autoscaling/v1");
+    assert_eq!(scale["spec"]["replicas"], 3);
+    assert_eq!(scale["status"]["selector"], "app=web");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn get_events() {
+    let env = Env::start().await;
+    env.apply(
+        "apiVersion: v1\nkind: Event\nmetadata:\n  name: web.1\ninvolvedObject:\n  apiVersion: apps/v1\n  kind: Deployment\n  name: web\n  namespace: default\nreason: ScalingReplicaSet\nmessage: Scaled up replica set web-1 to 1\ntype: Normal\nsource:\n  component: deployment-controller\ncount: 1\nfirstTimestamp: \"2026-01-01T00:00:00Z\"\nlastTimestamp: \"2026-01-01T00:00:00Z\"\n",
+        &[],
+    );
+    // The events.k8s.io view of the same object.
+    let ev = env.json(&["get", "events.v1.events.k8s.io", "web.1"]);
+    assert_eq!(ev["reason"], "ScalingReplicaSet");
+    assert_eq!(ev["regarding"]["name"], "web");
+    assert_eq!(ev["note"], "Scaled up replica set web-1 to 1");
+    // Field selectors on events.
+    assert_eq!(env.names(&["events", "--field-selector", "involvedObject.name=web"]), ["web.1"]);
+    assert!(env.names(&["events", "--field-selector", "involvedObject.name=nope"]).is_empty());
+    // `kubectl events` prints client-side.
+    let out = env.ok(&["events", "--for", "deployment/web"]);
+    assert!(out.lines().next().unwrap_or_default().starts_with("LAST SEEN"), "{out}");
+    assert!(out.contains("Scaled up replica set web-1 to 1"), "{out}");
+    // `kubectl get events` shows the server's table.
+    let table = env.ok(&["get", "events"]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+        "{table}"
+    );
+    assert!(lines[1].contains("Normal"), "{table}");
+    assert!(lines[1].contains("ScalingReplicaSet"), "{table}");
+    assert!(lines[1].contains("deployment/web"), "{table}");
+    assert!(lines[1].contains("Scaled up replica set web-1 to 1"), "{table}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn discovery_api_resources_versions_and_version() {
+    let env = Env::start().await;
+    let resources = env.ok(&["api-resources"]);
+    let row = |name: &str, api_version: &str| {
+        resources
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|c| c[0] == name && c.contains(&api_version))
+            .unwrap_or_else(|| panic!("{name} {api_version} in\n{resources}"))
+    };
+    assert_eq!(row("deployments", "apps/v1"), ["deployments", "deploy", "apps/v1", "true", "Deployment"]);
+    assert_eq!(row("namespaces", "v1"), ["namespaces", "ns", "v1", "false", "Namespace"]);
+    assert_eq!(row("configmaps", "v1"), ["configmaps", "cm", "v1", "true", "ConfigMap"]);
+    let namespaced = env.ok(&["api-resources", "--namespaced=false", "-o", "name"]);
+    assert!(namespaced.lines().any(|l| l == "namespaces"), "{namespaced}");
+    assert!(!namespaced.lines().any(|l| l == "configmaps"), "{namespaced}");
+    let verbs = env.ok(&["api-resources", "-o", "wide", "--api-group=apps"]);
+    let deploy = verbs.lines().find(|l| l.starts_with("deployments")).expect("deployments");
+    assert!(deploy.contains("create,delete,deletecollection,get,list,patch,update,watch"), "{verbs}");
+
+    let versions = env.ok(&["api-versions"]);
+    let versions: Vec<&str> = versions.lines().collect();
+    for gv in
+        ["v1", "apps/v1", "apiextensions.k8s.io/v1", "rbac.authorization.k8s.io/v1", "coordination.k8s.io/v1"]
+    {
+        assert!(versions.contains(&gv), "{gv} in {versions:?}");
+    }
+
+    let version: Value = serde_json::from_str(&env.ok(&["version", "-o", "json"])).unwrap();
+    assert_eq!(version["serverVersion"]["major"], ctop_kubesim::KUBERNETES_VERSION.0);
+    assert_eq!(version["serverVersion"]["minor"], ctop_kubesim::KUBERNETES_VERSION.1);
+    assert!(version["serverVersion"]["gitVersion"].as_str().unwrap().starts_with("v1."), "{version}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn explain_crd() {
+    let env = Env::start().await;
+    install_widgets(&env);
+    let out = env.ok(&["explain", "widgets.spec"]);
+    assert!(out.contains("KIND:       Widget"), "{out}");
+    assert!(out.contains("FIELD: spec <Object>"), "{out}");
+    assert!(out.lines().any(|l| l.split_whitespace().eq(["size", "<integer>", "-required-"])), "{out}");
+    assert!(out.lines().any(|l| l.split_whitespace().eq(["color", "<string>"])), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "kubesim gap: the OpenAPI v3 documents of built-in kinds are stubs without properties"]
+async fn explain_builtin() {
+    let env = Env::start().await;
+    let out = env.ok(&["explain", "deployment.spec.replicas"]);
+    assert!(out.contains("KIND:       Deployment"), "{out}");
+    assert!(out.contains("FIELD: replicas <integer>"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn crd_status_subresource_and_generation() {
+    let env = Env::start().await;
+    install_widgets(&env);
+    env.apply(&widget("w", "  size: 1\n"), &[]);
+    let w = env.get(&["widget", "w"]).unwrap();
+    assert_eq!(w["metadata"]["generation"], 1);
+
+    // Status only changes through the subresource, and does not bump generation.
+    env.ok(&[
+        "patch",
+        "widget",
+        "w",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"status":{"ready":true},"spec":{"size":2}}"#,
+    ]);
+    let w = env.get(&["widget", "w"]).unwrap();
+    assert_eq!(w["spec"]["size"], 2);
+    assert!(
+        w.get("status").is_none_or(|s| s.get("ready").is_none()),
+        "status ignored on the main resource: {w}"
+    );
+    assert_eq!(w["metadata"]["generation"], 2);
+    let out = env.ok(&[
+        "patch",
+        "widget",
+        "w",
+        "--subresource=status",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"status":{"ready":true},"spec":{"size":5}}"#,
+    ]);
+    assert!(out.contains("widget.example.com/w patched"), "{out}");
+    let w = env.get(&["widget", "w"]).unwrap();
+    assert_eq!(w["status"]["ready"], true);
+    assert_eq!(w["spec"]["size"], 2, "spec ignored on the status subresource");
+    assert_eq!(w["metadata"]["generation"], 2);
+    let status = env.json(&["get", "widget", "w", "--subresource=status"]);
+    assert_eq!(status["status"]["ready"], true);
+    // The status write is recorded as its own managedFields entry.
+    let w = env.get(&["widget", "w", "--show-managed-fields"]).unwrap();
+    let entries = w["metadata"]["managedFields"].as_array().expect("managedFields");
+    let status_entry =
+        entries.iter().find(|e| e["fieldsV1"].get("f:status").is_some()).expect("status entry");
+    assert_eq!(status_entry["manager"], "kubectl-patch", "{w}");
+    assert_eq!(status_entry["subresource"], "status", "{status_entry}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn crd_delete_removes_custom_resources() {
+    let env = Env::start().await;
+    install_widgets(&env);
+    env.apply(&widget("w", "  size: 1\n"), &[]);
+    let out = env.ok(&["delete", "crd", "widgets.example.com"]);
+    assert!(
+        out.contains(r#"customresourcedefinition.apiextensions.k8s.io "widgets.example.com" deleted"#),
+        "{out}"
+    );
+    env.wait_gone(&["crd", "widgets.example.com"]).await;
+    let groups = env.ok(&["get", "--raw", "/apis"]);
+    assert!(!groups.contains("example.com"), "{groups}");
+    let err = env.fails(&["get", "widgets"]);
+    assert!(err.contains("the server could not find the requested resource"), "{err}");
+    // Recreated, it starts empty.
+    install_widgets(&env);
+    assert!(env.names(&["widgets"]).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn get_output_formats() {
+    let env = Env::start().await;
+    for (name, n) in [("b", "2"), ("a", "3"), ("c", "1")] {
+        env.apply(
+            &format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  labels: {{rank: \"{n}\"}}\ndata: {{k: v{n}}}\n"),
+            &[],
+        );
+    }
+    assert_eq!(env.ok(&["get", "configmaps", "-o", "name"]), "configmap/a\nconfigmap/b\nconfigmap/c\n");
+    assert_eq!(env.ok(&["get", "configmaps", "-o", "jsonpath={.items[*].data.k}"]), "v3 v2 v1");
+    let sorted = env.ok(&["get", "configmaps", "--sort-by", ".metadata.labels.rank", "-o", "name"]);
+    assert_eq!(sorted, "configmap/c\nconfigmap/b\nconfigmap/a\n");
+    let columns = env.ok(&["get", "configmaps", "-L", "rank", "--no-headers"]);
+    let rows: Vec<Vec<&str>> = columns.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows[0][0], "a");
+    assert_eq!(rows[0].last(), Some(&"3"), "{columns}");
+    let custom = env.ok(&["get", "configmaps", "-o", "custom-columns=NAME:.metadata.name,K:.data.k"]);
+    assert_eq!(custom.lines().nth(1).unwrap().split_whitespace().collect::<Vec<_>>(), ["a", "v3"]);
+
+    // Paging: kubectl follows `continue` for JSON and tables.
+    for i in 0..5 {
+        env.apply(&format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: page-{i}\n"), &[]);
+    }
+    assert_eq!(env.names(&["configmaps", "--chunk-size=2"]).len(), 8);
+    let table = env.ok(&["get", "configmaps", "--chunk-size=3", "--no-headers"]);
+    assert_eq!(table.lines().count(), 8, "{table}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn get_builtin_tables() {
+    let env = Env::start().await;
+    env.apply(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - {name: a, image: x}\n  - {name: b, image: y}\n",
+        &[],
+    );
+    let pods = env.ok(&["get", "pods"]);
+    let header: Vec<&str> = pods.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "READY", "STATUS", "RESTARTS", "AGE"], "{pods}");
+    let row: Vec<&str> = pods.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(row[..4], ["p", "0/2", "Pending", "0"], "{pods}");
+
+    // Deployment, wide.
+    env.apply(DEPLOYMENT, &[]);
+    let wide = env.ok(&["get", "deployment", "web", "-o", "wide"]);
+    let header: Vec<&str> = wide.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
+    );
+    let row: Vec<&str> = wide.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(row[..4], ["web", "0/1", "0", "0"]);
+    assert_eq!(row[5..], ["app,sidecar", "nginx:1.0,busybox:1.0", "app=web"], "{wide}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn get_all_uses_categories() {
+    let env = Env::start().await;
+    env.apply(DEPLOYMENT, &[]);
+    env.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: not-in-all\n", &[]);
+    let out = env.ok(&["get", "all", "-o", "name"]);
+    assert!(out.lines().any(|l| l == "deployment.apps/web"), "{out}");
+    assert!(!out.contains("configmap"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn create_with_generate_name() {
+    let env = Env::start().await;
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  generateName: gen-\n";
+    let first = env.run_stdin(&["create", "-f", "-", "-o", "name"], cm);
+    let second = env.run_stdin(&["create", "-f", "-", "-o", "name"], cm);
+    assert!(first.ok() && second.ok(), "{}{}", first.stderr, second.stderr);
+    let (a, b) = (first.stdout.trim(), second.stdout.trim());
+    assert!(a.starts_with("configmap/gen-") && a.len() == "configmap/gen-".len() + 5, "{a}");
+    assert_ne!(a, b);
+    assert_eq!(env.names(&["configmaps"]).len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wait_for_delete_and_jsonpath() {
+    let env = Env::start().await;
+    env.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: w\n  finalizers: [example.com/hold]\ndata: {a: \"1\"}\n", &[]);
+    let waiter =
+        Background::spawn(&env, &["wait", "--for=jsonpath={.data.a}=2", "configmap/w", "--timeout=10s"]);
+    env.ok(&["patch", "configmap", "w", "--type", "merge", "-p", r#"{"data":{"a":"2"}}"#]);
+    waiter.wait_line("jsonpath condition met", |l| l == ["configmap/w", "condition", "met"]).await;
+
+    env.ok(&["delete", "configmap", "w", "--wait=false"]);
+    let waiter = Background::spawn(&env, &["wait", "--for=delete", "configmap/w", "--timeout=10s"]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(waiter.output().is_empty(), "still held by the finalizer: {}", waiter.output());
+    env.ok(&[
+        "patch",
+        "configmap",
+        "w",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ]);
+    waiter.wait_line("deleted", |l| l == ["configmap/w", "condition", "met"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_by_selector_and_all() {
+    let env = Env::start().await;
+    for (name, team) in [("a", "t1"), ("b", "t1"), ("c", "t2")] {
+        env.apply(
+            &format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  labels: {{team: {team}}}\n"
+            ),
+            &[],
+        );
+    }
+    let out = env.ok(&["delete", "configmaps", "-l", "team=t1"]);
+    assert!(out.contains(r#"configmap "a" deleted"#) && out.contains(r#"configmap "b" deleted"#), "{out}");
+    assert_eq!(env.names(&["configmaps"]), ["c"]);
+    env.ok(&["delete", "configmaps", "--all"]);
+    assert!(env.names(&["configmaps"]).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn edit_with_editor() {
+    let env = Env::start().await;
+    env.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e\ndata:\n  a: before\n", &[]);
+    let mut cmd = env.command(&env.kubeconfig, &["edit", "configmap", "e"]);
+    cmd.env("KUBE_EDITOR", "sed -i s/before/after/");
+    let out = tokio::task::block_in_place(|| cmd.output()).expect("kubectl edit runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("configmap/e edited"));
+    assert_eq!(data(&env.get(&["configmap", "e"]).unwrap()), &json!({"a": "after"}));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn set_image_and_rollout_restart() {
+    let env = Env::start().await;
+    env.apply(DEPLOYMENT, &[]);
+    let out = env.ok(&["set", "image", "deployment/web", "app=nginx:9.9"]);
+    assert!(out.contains("deployment.apps/web image updated"), "{out}");
+    let d = env.get(&["deployment", "web"]).unwrap();
+    assert_eq!(container(&d, "app")["image"], "nginx:9.9");
+    assert_eq!(container(&d, "sidecar")["image"], "busybox:1.0");
+    let out = env.ok(&["rollout", "restart", "deployment/web"]);
+    assert!(out.contains("deployment.apps/web restarted"), "{out}");
+    let d = env.get(&["deployment", "web"]).unwrap();
+    assert!(
+        d["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"].is_string(),
+        "{d}"
+    );
+    assert_eq!(d["metadata"]["generation"], 3);
+}
+
+// ---------------------------------------------------------------------------------------
+// RBAC
+
+/// Get a token for `default/bot` through the TokenRequest API.
+fn service_account_token(env: &Env) -> String {
+    env.apply("apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: bot\n", &[]);
+    let out = env.run(&["create", "token", "bot"]);
+    if out.ok() {
+        return out.stdout.trim().to_owned();
+    }
+    let body = env.dir.path().join("tokenrequest.json");
+    std::fs::write(&body, r#"{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}"#)
+        .expect("write body");
+    let out = env.ok(&[
+        "create",
+        "--raw",
+        "/api/v1/namespaces/default/serviceaccounts/bot/token",
+        "-f",
+        body.to_str().expect("UTF-8 path"),
+    ]);
+    let tr: Value = serde_json::from_str(&out).expect("TokenRequest JSON");
+    assert_eq!(tr["kind"], "TokenRequest");
+    tr["status"]["token"].as_str().expect("token").to_owned()
+}
+
+const ROLE: &str = r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: cm-reader
+rules:
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: bot-reads-cms
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: cm-reader
+subjects:
+- kind: ServiceAccount
+  name: bot
+  namespace: default
+"#;
+
+const AUTHZ_TLS: &str = "kubesim bug: kubectl sends no credentials to an http:// server (client-go reads auth only for TLS), so --authz needs https";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn token_request_through_create_raw() {
+    let env = Env::start().await;
+    let token = service_account_token(&env);
+    assert!(!token.is_empty());
+    let body = env.dir.path().join("tokenrequest.json");
+    let err = env.fails(&[
+        "create",
+        "--raw",
+        "/api/v1/namespaces/default/serviceaccounts/nope/token",
+        "-f",
+        body.to_str().expect("UTF-8 path"),
+    ]);
+    assert!(err.contains(r#"serviceaccounts "nope" not found"#), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "kubesim bug: kubectl sends no credentials to an http:// server, so --authz needs https"]
+async fn authz_admin_kubeconfig_works() {
+    let env = Env::start_with(Config { authz: true, ..Config::default() }).await;
+    let out = env.run(&["get", "namespaces", "-o", "json"]);
+    assert!(out.ok(), "{AUTHZ_TLS}: {}", out.stderr);
+    env.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n", &[]);
+    assert_eq!(env.names(&["configmaps"]), ["c"]);
+    // Without credentials: 403 for the anonymous user, 401 for a bad token.
+    let anonymous = env.kubeconfig_with_token("anonymous.kubeconfig", "");
+    let out = env.run_as(&anonymous, &["get", "configmaps"], None);
+    assert!(!out.ok());
+    let bad = env.kubeconfig_with_token("bad.kubeconfig", "nope");
+    let out = env.run_as(&bad, &["get", "configmaps"], None);
+    assert!(
+        out.stderr.contains("error: You must be logged in to the server (Unauthorized)"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "kubesim bug: kubectl sends no credentials to an http:// server, so --authz needs https"]
+async fn authz_service_account_needs_role_binding() {
+    let env = Env::start_with(Config { authz: true, ..Config::default() }).await;
+    env.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n", &[]);
+    let token = service_account_token(&env);
+    let bot = env.kubeconfig_with_token("bot.kubeconfig", &token);
+    let out = env.run_as(&bot, &["get", "configmaps"], None);
+    assert!(!out.ok());
+    assert!(
+        out.stderr.contains(r#"Error from server (Forbidden): configmaps is forbidden: User "system:serviceaccount:default:bot" cannot list resource "configmaps" in API group "" in the namespace "default""#),
+        "{}",
+        out.stderr
+    );
+    let out = env.run_as(&bot, &["get", "configmap", "c"], None);
+    assert!(
+        out.stderr.contains(r#"Error from server (Forbidden): configmaps "c" is forbidden: User "system:serviceaccount:default:bot" cannot get resource "configmaps" in API group "" in the namespace "default""#),
+        "{}",
+        out.stderr
+    );
+
+    env.apply(ROLE, &[]);
+    let out = env.run_as(&bot, &["get", "configmaps", "-o", "json"], None);
+    assert!(out.ok(), "{}", out.stderr);
+    let list: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(list["items"][0]["metadata"]["name"], "c");
+
+    // Still no write access, and nothing in other namespaces.
+    let out = env.run_as(&bot, &["delete", "configmap", "c"], None);
+    assert!(
+        out.stderr.contains(r#"configmaps "c" is forbidden: User "system:serviceaccount:default:bot" cannot delete resource "configmaps" in API group "" in the namespace "default""#),
+        "{}",
+        out.stderr
+    );
+    let out = env.run_as(&bot, &["get", "configmaps", "-n", "kube-system"], None);
+    assert!(
+        out.stderr
+            .contains(r#"cannot list resource "configmaps" in API group "" in the namespace "kube-system""#),
+        "{}",
+        out.stderr
+    );
+    assert!(env.get(&["configmap", "c"]).is_some());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "kubesim bug: kubectl sends no credentials to an http:// server, so --authz needs https"]
+async fn authz_auth_can_i() {
+    let env = Env::start_with(Config { authz: true, ..Config::default() }).await;
+    let token = service_account_token(&env);
+    let bot = env.kubeconfig_with_token("bot.kubeconfig", &token);
+    let out = env.run_as(&bot, &["auth", "can-i", "list", "configmaps"], None);
+    assert_eq!(out.stdout.trim(), "no", "{}", out.stderr);
+    env.apply(ROLE, &[]);
+    let out = env.run_as(&bot, &["auth", "can-i", "list", "configmaps"], None);
+    assert_eq!(out.stdout.trim(), "yes", "{}", out.stderr);
+    let out = env.run_as(&bot, &["auth", "can-i", "delete", "configmaps"], None);
+    assert_eq!(out.stdout.trim(), "no", "{}", out.stderr);
+}
