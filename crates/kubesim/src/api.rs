@@ -367,6 +367,11 @@ impl Api {
                     obj["type"] = json!("Opaque");
                 }
             }
+            ("", "Pod") => {
+                if obj.pointer("/status/phase").is_none() {
+                    obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
+                }
+            }
             ("", "Namespace") => {
                 if obj.pointer("/spec/finalizers").is_none() {
                     obj["spec"] = json!({"finalizers": ["kubernetes"]});
@@ -433,8 +438,10 @@ impl Api {
                         let list: Vec<String> =
                             removed.iter().map(|p| format!("unknown field \"{p}\"")).collect();
                         return Err(ApiError::bad_request(format!(
-                            "strict decoding error: {}",
-                            list.join(", ")
+                            "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
+                            list.join(", "),
+                            kind = rt.kind,
+                            version = rt.version,
                         )));
                     }
                     FieldValidation::Warn => {
@@ -721,7 +728,7 @@ impl Api {
         opts: &WriteOpts,
     ) -> Result<Written, ApiError> {
         if kind == PatchKind::Strategic && rt.crd.is_some() {
-            return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json"));
+            return Err(ApiError::unsupported_patch_type());
         }
         if kind == PatchKind::Apply && opts.field_manager.as_deref().is_none_or(str::is_empty) {
             return Err(ApiError::bad_request(
@@ -1111,14 +1118,8 @@ fn apply_patch(rt: &ResourceType, served: &Value, kind: PatchKind, body: &Value)
                 ))
             })?;
             json_patch::patch(&mut doc, &patch).map_err(|e| {
-                ApiError::invalid_field(
-                    rt.gr(),
-                    &rt.kind_group(),
-                    served.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default(),
-                    "FieldValueInvalid",
-                    "",
-                    &format!("the server rejected our request due to an error in our request: {e}"),
-                )
+                tracing::debug!(error = %e, "JSON patch failed");
+                ApiError::rejected()
             })?;
         }
         PatchKind::Strategic => {

@@ -186,6 +186,11 @@ impl ApiError {
         )
     }
 
+    /// 422 without details: a patch that cannot be applied (e.g. a failed JSON-patch `test`).
+    pub fn rejected() -> Self {
+        Self::new(422, "Invalid", "the server rejected our request due to an error in our request")
+    }
+
     /// 400 BadRequest.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
@@ -226,14 +231,21 @@ impl ApiError {
         Self::new(410, "Expired", message)
     }
 
-    /// 415 UnsupportedMediaType.
-    pub fn unsupported_media_type(content_type: &str) -> Self {
+    /// 415 UnsupportedMediaType for a PATCH.
+    pub fn unsupported_patch_type() -> Self {
         Self::new(
             415,
             "UnsupportedMediaType",
-            format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got {content_type:?}"
-            ),
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+        )
+    }
+
+    /// 415 UnsupportedMediaType for a body of another write.
+    pub fn unsupported_media_type() -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
         )
     }
 

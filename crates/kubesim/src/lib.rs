@@ -41,6 +41,7 @@ mod smp;
 pub mod ssa;
 pub mod store;
 mod table;
+pub mod tls;
 
 pub use api::Api;
 pub use error::ApiError;
@@ -64,6 +65,9 @@ pub struct Config {
     pub watch_history: usize,
     /// How often watches that allow bookmarks get one.
     pub bookmark_interval: Duration,
+    /// Serve HTTPS with a self-issued CA (the kubeconfig carries the CA). Off serves plain
+    /// HTTP; note that kubectl then sends no credentials, so `authz` needs TLS.
+    pub tls: bool,
 }
 
 impl Default for Config {
@@ -74,6 +78,7 @@ impl Default for Config {
             admin_token: None,
             watch_history: 10_000,
             bookmark_interval: Duration::from_secs(10),
+            tls: true,
         }
     }
 }
@@ -92,6 +97,9 @@ pub enum StartError {
     /// Seeding the built-in objects failed (a bug in kubesim).
     #[error("cannot seed built-in object: {0}")]
     Seed(ApiError),
+    /// The serving certificate could not be made.
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
 }
 
 /// A running kubesim. Dropping it stops the server.
@@ -100,7 +108,8 @@ pub struct KubeSim {
     addr: SocketAddr,
     api: Arc<Api>,
     server: Arc<server::Server>,
-    admin_token: Option<String>,
+    admin_token: String,
+    cert: Option<tls::ServingCert>,
     shutdown: Mutex<Option<oneshot::Sender<()>>>,
 }
 
@@ -118,15 +127,15 @@ impl KubeSim {
         for obj in authz::bootstrap_objects() {
             api.seed(obj).map_err(StartError::Seed)?;
         }
-        let admin_token = config.authz.then(|| {
-            config
-                .admin_token
-                .clone()
-                .unwrap_or_else(|| format!("kubesim-admin.{}", meta::new_uid().replace('-', "")))
-        });
-        let tokens = admin_token.as_ref().map(|t| {
+        // The kubeconfig always carries a token: without credentials kubectl prompts for a
+        // password on an https server. Tokens are only checked with `authz`.
+        let admin_token = config
+            .admin_token
+            .clone()
+            .unwrap_or_else(|| format!("kubesim-admin.{}", meta::new_uid().replace('-', "")));
+        let tokens = config.authz.then(|| {
             let admin = authz::User::new("kubesim-admin", &["system:masters", "system:authenticated"]);
-            Mutex::new(std::iter::once((t.clone(), admin)).collect())
+            Mutex::new(std::iter::once((admin_token.clone(), admin)).collect())
         });
         let server = Arc::new(server::Server {
             api: api.clone(),
@@ -138,22 +147,40 @@ impl KubeSim {
         });
         let app = axum::Router::new().fallback(server::handle).with_state(server.clone());
         let (tx, rx) = oneshot::channel::<()>();
-        let listener = listener.tap_io(|tcp| {
-            // Small watch events must not wait for Nagle's algorithm.
-            let _ = tcp.set_nodelay(true);
-        });
         let faults = server.faults.clone();
-        tokio::spawn(async move {
-            let stop = async move {
-                let _ = rx.await;
-                faults.drop_watches();
-            };
-            if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stop).await {
-                tracing::error!(error = %e, "kubesim server stopped");
+        let stop = async move {
+            let _ = rx.await;
+            faults.drop_watches();
+        };
+        let cert = if config.tls {
+            let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
+            let ip = addr.ip().to_string();
+            if !hosts.contains(&ip) && !addr.ip().is_unspecified() {
+                hosts.push(ip);
             }
-        });
-        tracing::info!(%addr, authz = config.authz, "kubesim serving");
-        Ok(Self { addr, api, server, admin_token, shutdown: Mutex::new(Some(tx)) })
+            let cert = tls::ServingCert::issue(&hosts)?;
+            let tls_listener = tls::TlsListener::new(listener, cert.acceptor()?)
+                .map_err(|source| StartError::Bind { addr: config.addr, source })?;
+            tokio::spawn(async move {
+                if let Err(e) = axum::serve(tls_listener, app).with_graceful_shutdown(stop).await {
+                    tracing::error!(error = %e, "kubesim server stopped");
+                }
+            });
+            Some(cert)
+        } else {
+            let listener = listener.tap_io(|tcp| {
+                // Small watch events must not wait for Nagle's algorithm.
+                let _ = tcp.set_nodelay(true);
+            });
+            tokio::spawn(async move {
+                if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stop).await {
+                    tracing::error!(error = %e, "kubesim server stopped");
+                }
+            });
+            None
+        };
+        tracing::info!(%addr, authz = config.authz, tls = config.tls, "kubesim serving");
+        Ok(Self { addr, api, server, admin_token, cert, shutdown: Mutex::new(Some(tx)) })
     }
 
     /// The address it listens on.
@@ -161,9 +188,15 @@ impl KubeSim {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `https://127.0.0.1:PORT` (or `http://` when TLS is off).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.cert.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// The CA certificate (PEM) that signed the serving certificate, when TLS is on.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.cert.as_ref().map(|c| c.ca_pem.as_str())
     }
 
     /// The API logic, for in-process use.
@@ -176,9 +209,9 @@ impl KubeSim {
         &self.server.faults
     }
 
-    /// The admin bearer token, when authorization is on.
-    pub fn admin_token(&self) -> Option<&str> {
-        self.admin_token.as_deref()
+    /// The admin bearer token (checked only when authorization is on).
+    pub fn admin_token(&self) -> &str {
+        &self.admin_token
     }
 
     /// Register a bearer token for a user (authorization must be on).
@@ -190,7 +223,7 @@ impl KubeSim {
 
     /// A kubeconfig that points at this server (admin credentials when authorization is on).
     pub fn kubeconfig(&self) -> String {
-        kubeconfig_yaml(&self.url(), self.admin_token.as_deref(), "default")
+        kubeconfig_yaml(&self.url(), self.ca_pem(), Some(&self.admin_token), "default")
     }
 
     /// Write [`KubeSim::kubeconfig`] to `path` (atomically: written next to it, then renamed).
@@ -217,13 +250,22 @@ impl Drop for KubeSim {
     }
 }
 
-/// A kubeconfig for `server` with an optional bearer token.
-pub fn kubeconfig_yaml(server: &str, token: Option<&str>, namespace: &str) -> String {
+/// A kubeconfig for `server`, trusting `ca_pem` when given, with an optional bearer token.
+pub fn kubeconfig_yaml(server: &str, ca_pem: Option<&str>, token: Option<&str>, namespace: &str) -> String {
+    use base64::Engine as _;
     let user = match token {
         Some(t) => format!("  user:\n    token: {t}\n"),
         None => "  user: {}\n".to_owned(),
     };
+    let ca = ca_pem
+        .map(|pem| {
+            format!(
+                "    certificate-authority-data: {}\n",
+                base64::engine::general_purpose::STANDARD.encode(pem)
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: kubesim\n  cluster:\n    server: {server}\ncontexts:\n- name: kubesim\n  context:\n    cluster: kubesim\n    user: kubesim\n    namespace: {namespace}\ncurrent-context: kubesim\nusers:\n- name: kubesim\n{user}preferences: {{}}\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kubesim\n  cluster:\n    server: {server}\n{ca}contexts:\n- name: kubesim\n  context:\n    cluster: kubesim\n    user: kubesim\n    namespace: {namespace}\ncurrent-context: kubesim\nusers:\n- name: kubesim\n{user}preferences: {{}}\n"
     )
 }

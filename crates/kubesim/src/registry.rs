@@ -143,7 +143,7 @@ impl ResourceType {
         self.scale = Some(Scale {
             spec_replicas: "/spec/replicas".into(),
             status_replicas: "/status/replicas".into(),
-            label_selector: None,
+            label_selector: Some("/spec/selector".into()),
         });
         self
     }
@@ -151,6 +151,17 @@ impl ResourceType {
     fn store(mut self, key: &str) -> Self {
         self.store = Arc::from(key);
         self
+    }
+
+    /// A create-only review resource: answered at once, never stored.
+    fn review(mut self) -> Self {
+        self.verbs = &["create"];
+        self
+    }
+
+    /// Whether this is a create-only review (SelfSubjectAccessReview, SelfSubjectReview).
+    pub fn is_review(&self) -> bool {
+        self.verbs == ["create"]
     }
 }
 
@@ -227,6 +238,9 @@ fn builtins() -> Vec<ResourceType> {
             .status()
             .generation(),
         b("storage.k8s.io", "v1", "StorageClass", "storageclasses", false).short(&["sc"]),
+        b("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", false)
+            .review(),
+        b("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", false).review(),
         b("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", false).short(&["pc"]),
     ]
 }

@@ -250,15 +250,17 @@ fn parse_json(bytes: &[u8], content_type: &str) -> Result<Value, ApiError> {
     }
     if content_type.starts_with(crate::proto::CONTENT_TYPE) {
         return crate::proto::decode(bytes).map_err(|e| match e {
-            crate::proto::ProtoError::UnsupportedKind { .. } => {
-                ApiError::unsupported_media_type(content_type)
-            }
+            crate::proto::ProtoError::UnsupportedKind { .. } => ApiError::unsupported_media_type(),
             other => ApiError::bad_request(format!("error decoding protobuf: {other}")),
         });
     }
-    if content_type.contains("yaml") {
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    if media.ends_with("yaml") {
         return serde_yaml_ng::from_slice::<Value>(bytes)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
+    }
+    if !(media.is_empty() || media.ends_with("json") || media == "*/*") {
+        return Err(ApiError::unsupported_media_type());
     }
     serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("error decoding JSON: {e}")))
 }
@@ -507,6 +509,11 @@ async fn resource(
         (&Method::GET, Some(name), Some("scale")) if rt.scale.is_some() => {
             Ok(json_response(200, &scale_of(&rt, &api.get(&rt, &ns, name)?)))
         }
+        (&Method::POST, None, None) if rt.is_review() => {
+            let body = parse_json(&read_body(body).await?, &content_type)?;
+            Ok(json_response(201, &review(srv, &rt, user, body)))
+        }
+        (_, _, _) if rt.is_review() => Err(ApiError::method_not_allowed(method.as_str())),
         (&Method::POST, None, None) => {
             let opts = write_opts(query, headers)?;
             let body = parse_json(&read_body(body).await?, &content_type)?;
@@ -514,7 +521,7 @@ async fn resource(
             Ok(with_warnings(json_response(w.code, &w.object), &w.warnings))
         }
         (&Method::POST, Some(name), Some("token")) if rt.kind == "ServiceAccount" => {
-            token_request(srv, &rt, &ns, name, body).await
+            token_request(srv, &rt, &ns, name, &content_type, body).await
         }
         (&Method::PUT, Some(name), Some("finalize")) if rt.kind == "Namespace" => {
             let body = parse_json(&read_body(body).await?, &content_type)?;
@@ -543,7 +550,7 @@ async fn resource(
                 "application/json-patch+json" => PatchKind::Json,
                 "application/strategic-merge-patch+json" => PatchKind::Strategic,
                 "application/apply-patch+yaml" | "application/apply-patch+cbor" => PatchKind::Apply,
-                other => return Err(ApiError::unsupported_media_type(other)),
+                _ => return Err(ApiError::unsupported_patch_type()),
             };
             let opts = write_opts(query, headers)?;
             if kind != PatchKind::Apply && query.contains_key("force") {
@@ -744,8 +751,39 @@ fn scale_of(rt: &ResourceType, obj: &Value) -> Value {
             "creationTimestamp": obj.pointer("/metadata/creationTimestamp"),
         },
         "spec": {"replicas": obj.pointer(&s.spec_replicas).cloned().unwrap_or(json!(0))},
-        "status": {"replicas": obj.pointer(&s.status_replicas).cloned().unwrap_or(json!(0))},
+        "status": {
+            "replicas": obj.pointer(&s.status_replicas).cloned().unwrap_or(json!(0)),
+            "selector": s.label_selector.as_deref().and_then(|p| obj.pointer(p)).map(format_selector),
+        },
     })
+}
+
+/// A selector as `metav1.FormatLabelSelector` prints it: a string selector as is, a
+/// `LabelSelector` object as `a=b,c in (d,e),!f`.
+fn format_selector(sel: &Value) -> Value {
+    if sel.is_string() {
+        return sel.clone();
+    }
+    let mut parts: Vec<String> = sel
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    for e in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+        let key = e["key"].as_str().unwrap_or_default();
+        let mut values: Vec<&str> =
+            e["values"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        values.sort_unstable();
+        parts.push(match e["operator"].as_str().unwrap_or_default() {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_owned(),
+            _ => format!("!{key}"),
+        });
+    }
+    json!(parts.join(","))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -785,7 +823,7 @@ fn scale_write(
         patch["metadata"] = json!({"resourceVersion": rv});
     }
     let opts = write_opts(query, headers)?;
-    let w = api.patch(rt, ns, name, None, PatchKind::Merge, &patch, &opts)?;
+    let w = api.patch(rt, ns, name, Some("scale"), PatchKind::Merge, &patch, &opts)?;
     Ok(json_response(200, &scale_of(rt, &w.object)))
 }
 
@@ -794,11 +832,12 @@ async fn token_request(
     rt: &ResourceType,
     ns: &str,
     name: &str,
+    content_type: &str,
     body: Body,
 ) -> Result<Response, ApiError> {
     srv.api.get(rt, ns, name)?;
     let bytes = read_body(body).await?;
-    let req = parse_json(&bytes, "application/json")?;
+    let req = parse_json(&bytes, content_type)?;
     let token = format!("kubesim-sa.{}", crate::meta::new_uid().replace('-', ""));
     if let Some(tokens) = &srv.tokens {
         tokens.lock().insert(token.clone(), User::service_account(ns, name));
@@ -818,6 +857,47 @@ async fn token_request(
             "status": {"token": token, "expirationTimestamp": expires},
         }),
     ))
+}
+
+/// Answer a SelfSubjectAccessReview or SelfSubjectReview for `user` (`None`: authorization
+/// is off and everyone is an administrator).
+fn review(srv: &Server, rt: &ResourceType, user: Option<&User>, mut body: Value) -> Value {
+    let admin = User::new("kubesim-admin", &["system:masters", "system:authenticated"]);
+    let user = user.unwrap_or(&admin);
+    body["apiVersion"] = json!(rt.api_version());
+    body["kind"] = json!(rt.kind);
+    if rt.kind == "SelfSubjectReview" {
+        body["status"] = json!({"userInfo": {"username": user.name, "groups": user.groups}});
+        return body;
+    }
+    let spec = body.get("spec").cloned().unwrap_or_default();
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let attrs = match (spec.get("resourceAttributes"), spec.get("nonResourceAttributes")) {
+        (Some(r), _) => {
+            let mut a = Attributes::resource(&s(r, "verb"), &s(r, "group"), &s(r, "resource"))
+                .in_namespace(&s(r, "namespace"));
+            if !s(r, "name").is_empty() {
+                a = a.named(&s(r, "name"));
+            }
+            if !s(r, "subresource").is_empty() {
+                a = a.with_subresource(&s(r, "subresource"));
+            }
+            a
+        }
+        (None, Some(n)) => Attributes::non_resource(&s(n, "verb"), &s(n, "path")),
+        (None, None) => Attributes::non_resource("", ""),
+    };
+    let decision = if srv.tokens.is_some() {
+        authz::decide(user, &attrs, &Rbac(&srv.api))
+    } else {
+        authz::Decision { allowed: true, reason: String::new() }
+    };
+    let mut status = json!({"allowed": decision.allowed});
+    if !decision.reason.is_empty() {
+        status["reason"] = json!(decision.reason);
+    }
+    body["status"] = status;
+    body
 }
 
 /// One line of a watch stream.

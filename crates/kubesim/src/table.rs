@@ -85,6 +85,60 @@ fn text(obj: &Value, p: &str) -> String {
     obj.pointer(p).and_then(Value::as_str).unwrap_or_default().to_owned()
 }
 
+fn age_col() -> Value {
+    col(
+        "Age",
+        "string",
+        "CreationTimestamp is a timestamp representing the server time when this object was created.",
+        0,
+    )
+}
+
+/// The events table: no leading Name column, newest timestamp first.
+fn event_table(objects: &[Value], list_meta: Value, include: Include) -> Value {
+    let columns = vec![
+        col("Last Seen", "string", "Time when this Event was last seen", 0),
+        col(
+            "Type",
+            "string",
+            "Type of this event (Normal, Warning), new types could be added in the future.",
+            0,
+        ),
+        col(
+            "Reason",
+            "string",
+            "This should be a short, machine understandable string that gives the reason for this event being generated.",
+            0,
+        ),
+        col("Object", "string", "The object this Event is about.", 0),
+        col("Message", "string", "A human-readable description of the status of this operation.", 0),
+        col("Name", "string", "Name must be unique within a namespace.", 1),
+    ];
+    let rows: Vec<Value> = objects
+        .iter()
+        .map(|o| {
+            let last = ["/lastTimestamp", "/eventTime", "/metadata/creationTimestamp"]
+                .iter()
+                .filter_map(|p| o.pointer(p).and_then(Value::as_str))
+                .find_map(|t| t.parse::<jiff::Timestamp>().ok())
+                .map_or_else(|| "<unknown>".to_owned(), |t| human_duration(jiff::Timestamp::now().as_second() - t.as_second()));
+            let object = format!("{}/{}", text(o, "/involvedObject/kind").to_lowercase(), text(o, "/involvedObject/name"));
+            let mut r = json!({"cells": [last, text(o, "/type"), text(o, "/reason"), object, text(o, "/message"), text(o, "/metadata/name")]});
+            attach(&mut r, o, include);
+            r
+        })
+        .collect();
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "columnDefinitions": columns, "rows": rows})
+}
+
+fn attach(row: &mut Value, o: &Value, include: Include) {
+    match include {
+        Include::None => {}
+        Include::Metadata => row["object"] = partial(o),
+        Include::Object => row["object"] = o.clone(),
+    }
+}
+
 /// Columns and a cell renderer for one kind.
 type Columns = (Vec<Value>, Box<dyn Fn(&Value) -> Vec<Value>>);
 
@@ -131,21 +185,87 @@ fn builtin_columns(rt: &ResourceType) -> Option<Columns> {
         ),
         ("apps", "Deployment") => (
             vec![
-                col("Ready", "string", "Ready replicas", 0),
-                col("Up-to-date", "string", "Updated replicas", 0),
-                col("Available", "string", "Available replicas", 0),
+                col("Ready", "string", "Number of the pod with ready state", 0),
+                col(
+                    "Up-to-date",
+                    "string",
+                    "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+                    0,
+                ),
+                col(
+                    "Available",
+                    "string",
+                    "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+                    0,
+                ),
+                age_col(),
+                col("Containers", "string", "Names of each container in the template.", 1),
+                col("Images", "string", "Images referenced by each container in the template.", 1),
+                col(
+                    "Selector",
+                    "string",
+                    "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
+                    1,
+                ),
             ],
             Box::new(|o| {
+                let containers: Vec<&Value> = o
+                    .pointer("/spec/template/spec/containers")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                let names: Vec<&str> = containers.iter().filter_map(|c| c["name"].as_str()).collect();
+                let images: Vec<&str> = containers.iter().filter_map(|c| c["image"].as_str()).collect();
+                let selector: Vec<String> = o
+                    .pointer("/spec/selector/matchLabels")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                    .collect();
                 vec![
                     json!(format!("{}/{}", int(o, "/status/readyReplicas"), int(o, "/spec/replicas"))),
                     json!(int(o, "/status/updatedReplicas")),
                     json!(int(o, "/status/availableReplicas")),
+                    json!(age(o)),
+                    json!(names.join(",")),
+                    json!(images.join(",")),
+                    json!(selector.join(",")),
                 ]
             }),
         ),
         ("", "Pod") => (
-            vec![col("Status", "string", "The phase of the pod", 0)],
-            Box::new(|o| vec![json!(text(o, "/status/phase"))]),
+            vec![
+                col("Ready", "string", "The aggregate readiness state of this pod for accepting traffic.", 0),
+                col("Status", "string", "The aggregate status of the containers in this pod.", 0),
+                col(
+                    "Restarts",
+                    "string",
+                    "The number of times the containers in this pod have been restarted.",
+                    0,
+                ),
+                age_col(),
+                col("IP", "string", "IP address allocated to the pod.", 1),
+                col("Node", "string", "Name of the node the pod is assigned to.", 1),
+            ],
+            Box::new(|o| {
+                let total = o.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
+                let statuses = o.pointer("/status/containerStatuses").and_then(Value::as_array);
+                let ready =
+                    statuses.into_iter().flatten().filter(|c| c["ready"].as_bool() == Some(true)).count();
+                let restarts: i64 =
+                    statuses.into_iter().flatten().filter_map(|c| c["restartCount"].as_i64()).sum();
+                let or_none = |s: String| if s.is_empty() { "<none>".to_owned() } else { s };
+                vec![
+                    json!(format!("{ready}/{total}")),
+                    json!(text(o, "/status/phase")),
+                    json!(restarts),
+                    json!(age(o)),
+                    json!(or_none(text(o, "/status/podIP"))),
+                    json!(or_none(text(o, "/spec/nodeName"))),
+                ]
+            }),
         ),
         ("coordination.k8s.io", "Lease") => (
             vec![col("Holder", "string", "The holder of the lease", 0)],
@@ -202,6 +322,9 @@ fn crd_columns(rt: &ResourceType) -> Option<Columns> {
 
 /// A Table of `objects` (already in the served version).
 pub fn table(rt: &ResourceType, objects: &[Value], list_meta: Value, include: Include) -> Value {
+    if rt.kind == "Event" && rt.group.is_empty() {
+        return event_table(objects, list_meta, include);
+    }
     let (extra_cols, cells) = crd_columns(rt)
         .or_else(|| builtin_columns(rt))
         .unwrap_or_else(|| (Vec::new(), Box::new(|_| Vec::new())));
@@ -225,11 +348,7 @@ pub fn table(rt: &ResourceType, objects: &[Value], list_meta: Value, include: In
                 row.push(json!(age(o)));
             }
             let mut r = json!({"cells": row});
-            match include {
-                Include::None => {}
-                Include::Metadata => r["object"] = partial(o),
-                Include::Object => r["object"] = o.clone(),
-            }
+            attach(&mut r, o, include);
             r
         })
         .collect();

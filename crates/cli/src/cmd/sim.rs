@@ -25,6 +25,10 @@ pub struct SimArgs {
     /// Seconds between watch bookmarks.
     #[arg(long, default_value_t = 10)]
     bookmark_seconds: u64,
+    /// Serve plain HTTP instead of HTTPS (kubectl then sends no credentials, so this
+    /// cannot be combined with --authz).
+    #[arg(long, conflicts_with = "authz")]
+    plain_http: bool,
 }
 
 /// Serve until Ctrl-C or SIGTERM.
@@ -35,6 +39,7 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
         admin_token: None,
         watch_history: args.watch_history,
         bookmark_interval: Duration::from_secs(args.bookmark_seconds.max(1)),
+        tls: !args.plain_http,
     };
     let sim = KubeSim::start(config).await.context("kubesim could not start")?;
     sim.write_kubeconfig(&args.kubeconfig).with_context(|| {

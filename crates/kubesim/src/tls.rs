@@ -1,0 +1,141 @@
+//! TLS for the API server: a self-issued CA and serving certificate (like a fresh
+//! cluster's), and a listener that hands axum finished TLS connections.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
+
+/// Why TLS could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// Generating the certificates failed.
+    #[error("cannot generate the serving certificate: {0}")]
+    Generate(#[from] rcgen::Error),
+    /// rustls refused the key or certificate.
+    #[error("cannot configure TLS: {0}")]
+    Config(#[from] rustls::Error),
+    /// A PEM block could not be read.
+    #[error("cannot read PEM: {0}")]
+    Pem(String),
+}
+
+/// A CA and a serving certificate signed by it.
+#[derive(Clone)]
+pub struct ServingCert {
+    /// The CA certificate (PEM) clients trust: `certificate-authority-data`.
+    pub ca_pem: String,
+    /// The serving certificate (PEM).
+    pub cert_pem: String,
+    /// Its private key (PEM).
+    pub key_pem: String,
+}
+
+impl std::fmt::Debug for ServingCert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServingCert").finish_non_exhaustive()
+    }
+}
+
+impl ServingCert {
+    /// Issue a CA and a certificate for `hosts` (DNS names or IP addresses).
+    pub fn issue(hosts: &[String]) -> Result<Self, TlsError> {
+        let mut ca = CertificateParams::new(Vec::<String>::new())?;
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name.push(DnType::CommonName, "kubesim-ca");
+        ca.key_usages =
+            vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        let ca_key = KeyPair::generate()?;
+        let ca_cert = ca.self_signed(&ca_key)?;
+        let issuer = Issuer::new(ca, ca_key);
+        let mut leaf = CertificateParams::new(hosts.to_vec())?;
+        leaf.distinguished_name.push(DnType::CommonName, "kube-apiserver");
+        let key = KeyPair::generate()?;
+        let cert = leaf.signed_by(&key, &issuer)?;
+        Ok(Self { ca_pem: ca_cert.pem(), cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+    }
+
+    /// A rustls acceptor serving this certificate over HTTP/1.1.
+    pub fn acceptor(&self) -> Result<TlsAcceptor, TlsError> {
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(self.cert_pem.as_bytes())
+            .collect::<Result<_, _>>()
+            .map_err(|e| TlsError::Pem(e.to_string()))?;
+        let key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes())
+            .map_err(|e| TlsError::Pem(e.to_string()))?;
+        let mut config =
+            rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()?
+                .with_no_client_auth()
+                .with_single_cert(certs, key)?;
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(TlsAcceptor::from(Arc::new(config)))
+    }
+}
+
+/// A listener whose connections have finished their TLS handshake. Handshakes run in
+/// their own tasks, so a slow client never holds up the others.
+pub struct TlsListener {
+    rx: mpsc::Receiver<(TlsStream<tokio::net::TcpStream>, SocketAddr)>,
+    addr: SocketAddr,
+}
+
+impl TlsListener {
+    /// Start accepting on `listener`.
+    pub fn new(listener: TcpListener, acceptor: TlsAcceptor) -> std::io::Result<Self> {
+        let addr = listener.local_addr()?;
+        let (tx, rx) = mpsc::channel(64);
+        tokio::spawn(async move {
+            loop {
+                let (tcp, peer) = match listener.accept().await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                // Small watch events must not wait for Nagle's algorithm.
+                let _ = tcp.set_nodelay(true);
+                let acceptor = acceptor.clone();
+                let conn_tx = tx.clone();
+                tokio::spawn(async move {
+                    match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+                        Ok(Ok(tls)) => {
+                            let _ = conn_tx.send((tls, peer)).await;
+                        }
+                        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                    }
+                });
+                if tx.is_closed() {
+                    break;
+                }
+            }
+        });
+        Ok(Self { rx, addr })
+    }
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = TlsStream<tokio::net::TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        match self.rx.recv().await {
+            Some(conn) => conn,
+            // The accept task only ends when this listener is gone.
+            None => std::future::pending().await,
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        Ok(self.addr)
+    }
+}
