@@ -367,10 +367,8 @@ impl Api {
                     obj["type"] = json!("Opaque");
                 }
             }
-            ("", "Pod") => {
-                if obj.pointer("/status/phase").is_none() {
-                    obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
-                }
+            ("", "Pod") if obj.pointer("/status/phase").is_none() => {
+                obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
             }
             ("", "Namespace") => {
                 if obj.pointer("/spec/finalizers").is_none() {
