@@ -9,6 +9,7 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
+use crate::admission::{self, Operation};
 use crate::convert;
 use crate::error::{ApiError, StatusCause};
 use crate::gc::Work;
@@ -56,6 +57,8 @@ pub struct WriteOpts {
     pub field_validation: FieldValidation,
     /// `force` for server-side apply.
     pub force: bool,
+    /// Who asks, as admission webhooks see it.
+    pub user: admission::UserInfo,
 }
 
 impl WriteOpts {
@@ -81,6 +84,8 @@ pub struct DeleteOpts {
     pub resource_version: Option<String>,
     /// `dryRun=All`.
     pub dry_run: bool,
+    /// Who asks, as admission webhooks see it.
+    pub user: admission::UserInfo,
 }
 
 impl DeleteOpts {
@@ -96,6 +101,7 @@ impl DeleteOpts {
             uid: s(&body["preconditions"]["uid"]),
             resource_version: s(&body["preconditions"]["resourceVersion"]),
             dry_run: body["dryRun"].as_array().is_some_and(|a| a.iter().any(|v| v == "All")),
+            user: admission::UserInfo::default(),
         }
     }
 }
@@ -127,6 +133,7 @@ pub struct Api {
     /// The kinds.
     pub registry: Registry,
     gc: mpsc::UnboundedSender<Work>,
+    webhooks: parking_lot::RwLock<admission::Caller>,
 }
 
 impl std::fmt::Debug for Api {
@@ -225,24 +232,33 @@ fn ssa_error(rt: &ResourceType, name: &str, e: ssa::SsaError) -> ApiError {
 }
 
 impl Api {
-    /// The API over a fresh store with built-in kinds and default namespaces.
+    /// The API over a fresh store with the built-in kinds; [`Api::bootstrap`] adds the
+    /// default namespaces.
     pub fn new(history: usize, gc: mpsc::UnboundedSender<Work>) -> Self {
-        let api = Self { store: Store::new(history), registry: Registry::with_builtins(), gc };
-        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-            let rt = api.registry.get("", "v1", "namespaces");
-            if let Some(rt) = rt {
-                let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-                let opts = WriteOpts { field_manager: Some("kube-apiserver".into()), ..WriteOpts::default() };
-                if let Err(e) = api.create(&rt, "", body, &opts) {
-                    tracing::error!(namespace = ns, error = %e, "could not create a default namespace");
-                }
-            }
+        Self {
+            store: Store::new(history),
+            registry: Registry::with_builtins(),
+            gc,
+            webhooks: parking_lot::RwLock::new(admission::Caller::new(std::collections::HashMap::new())),
         }
-        api
+    }
+
+    /// Create the namespaces every cluster has.
+    pub async fn bootstrap(&self) -> Result<(), ApiError> {
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            self.seed(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})).await?;
+        }
+        Ok(())
+    }
+
+    /// Where admission webhooks that name a Service are reached: `"namespace/name"` →
+    /// `"host:port"` (there is no cluster network to resolve `name.namespace.svc`).
+    pub fn set_webhook_services(&self, hosts: std::collections::HashMap<String, String>) {
+        *self.webhooks.write() = admission::Caller::new(hosts);
     }
 
     /// Seed an object as the system would (bootstrap RBAC, the default ServiceAccount).
-    pub fn seed(&self, body: Value) -> Result<(), ApiError> {
+    pub async fn seed(&self, body: Value) -> Result<(), ApiError> {
         let api_version = body["apiVersion"].as_str().unwrap_or_default().to_owned();
         let kind = body["kind"].as_str().unwrap_or_default().to_owned();
         let rt = self
@@ -251,7 +267,88 @@ impl Api {
             .ok_or_else(|| ApiError::bad_request(format!("no kind {kind} in {api_version}")))?;
         let ns = body.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default().to_owned();
         let opts = WriteOpts { field_manager: Some("kube-apiserver".into()), ..WriteOpts::default() };
-        self.create(&rt, &ns, body, &opts).map(|_| ())
+        self.create(&rt, &ns, body, &opts).await.map(|_| ())
+    }
+
+    fn webhook_configs(&self, kind: &str) -> Vec<Value> {
+        let Some(rt) = self.registry.get("admissionregistration.k8s.io", "v1", kind) else {
+            return Vec::new();
+        };
+        let (_, table) = self.store.snapshot(&rt.store, false);
+        table.values().map(|v| (**v).clone()).collect()
+    }
+
+    fn admission_attrs(
+        &self,
+        rt: &ResourceType,
+        req: &Admit<'_>,
+        object: Option<Value>,
+    ) -> admission::Attributes {
+        let is_ns = rt.group.is_empty() && rt.kind == "Namespace";
+        let ns_name = if is_ns { req.name } else { req.ns };
+        let namespace_labels = self.store.get("/namespaces", &(String::new(), ns_name.to_owned())).map(|n| {
+            n.pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                .collect()
+        });
+        admission::Attributes {
+            operation: req.op,
+            group: rt.group.clone(),
+            version: rt.version.clone(),
+            kind: rt.kind.clone(),
+            resource: rt.plural.clone(),
+            subresource: req.sub.unwrap_or_default().to_owned(),
+            namespace: if is_ns { req.name.to_owned() } else { req.ns.to_owned() },
+            name: req.name.to_owned(),
+            object: object.map(|o| convert::to_served(rt, &o)),
+            old_object: req.old.map(|o| convert::to_served(rt, o)),
+            dry_run: req.dry_run,
+            options: match req.op {
+                Operation::Delete => json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}),
+                Operation::Update => json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}),
+                _ => json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}),
+            },
+            user: req.user.clone(),
+            namespace_labels,
+        }
+    }
+
+    /// Run the mutating admission webhooks; returns the (possibly changed) object.
+    async fn admit_mutate(
+        &self,
+        rt: &ResourceType,
+        req: &Admit<'_>,
+        object: Option<Value>,
+        warnings: &mut Vec<String>,
+    ) -> Result<Option<Value>, ApiError> {
+        let configs = self.webhook_configs("mutatingwebhookconfigurations");
+        if configs.is_empty() {
+            return Ok(object);
+        }
+        let attrs = self.admission_attrs(rt, req, object);
+        let caller = self.webhooks.read().clone();
+        let out = caller.mutate_into(&configs, &attrs, warnings).await.map_err(admission_error)?;
+        Ok(out.map(|o| convert::to_stored(rt, o)))
+    }
+
+    /// Run the validating admission webhooks.
+    async fn admit_validate(
+        &self,
+        rt: &ResourceType,
+        req: &Admit<'_>,
+        object: Option<&Value>,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), ApiError> {
+        let configs = self.webhook_configs("validatingwebhookconfigurations");
+        if configs.is_empty() {
+            return Ok(());
+        }
+        let attrs = self.admission_attrs(rt, req, object.cloned());
+        let caller = self.webhooks.read().clone();
+        caller.validate_into(&configs, &attrs, warnings).await.map_err(admission_error)
     }
 
     fn enqueue(&self, work: Work) {
@@ -471,7 +568,7 @@ impl Api {
     }
 
     /// `POST`.
-    pub fn create(
+    pub async fn create(
         &self,
         rt: &ResourceType,
         ns: &str,
@@ -519,7 +616,20 @@ impl Api {
         }
         Self::normalize(rt, &mut body);
         let mut warnings = Vec::new();
+        let req = Admit {
+            op: Operation::Create,
+            ns,
+            name: &name,
+            sub: None,
+            old: None,
+            dry_run: opts.dry_run,
+            user: &opts.user,
+        };
+        if let Some(mutated) = self.admit_mutate(rt, &req, Some(body.clone()), &mut warnings).await? {
+            body = mutated;
+        }
         self.validate(rt, &mut body, None, opts, &mut warnings)?;
+        self.admit_validate(rt, &req, Some(&body), &mut warnings).await?;
         let meta = meta_mut(&mut body);
         meta.insert("uid".into(), json!(meta::new_uid()));
         meta.insert("creationTimestamp".into(), json!(meta::now()));
@@ -566,7 +676,7 @@ impl Api {
     }
 
     /// `PUT` on an object or its `/status`.
-    pub fn replace(
+    pub async fn replace(
         &self,
         rt: &ResourceType,
         ns: &str,
@@ -595,13 +705,13 @@ impl Api {
             _ => {}
         }
         let mgr = opts.manager();
-        self.write_over(rt, ns, name, sub, &live, body, opts, &mgr, true)
+        self.write_over(rt, ns, name, sub, &live, body, opts, &mgr, true).await
     }
 
     /// The shared tail of PUT and PATCH: carry system fields over from `live`, separate
     /// spec and status, track managedFields, validate, commit.
     #[allow(clippy::too_many_arguments)]
-    fn write_over(
+    async fn write_over(
         &self,
         rt: &ResourceType,
         ns: &str,
@@ -652,7 +762,20 @@ impl Api {
         }
         Self::normalize(rt, &mut new);
         let mut warnings = Vec::new();
+        let req = Admit {
+            op: Operation::Update,
+            ns,
+            name,
+            sub,
+            old: Some(live),
+            dry_run: opts.dry_run,
+            user: &opts.user,
+        };
+        if let Some(mutated) = self.admit_mutate(rt, &req, Some(new.clone()), &mut warnings).await? {
+            new = mutated;
+        }
         self.validate(rt, &mut new, Some(live), opts, &mut warnings)?;
+        self.admit_validate(rt, &req, Some(&new), &mut warnings).await?;
         if deleting(live) {
             let before = finalizers(live);
             let added: Vec<String> = finalizers(&new).into_iter().filter(|f| !before.contains(f)).collect();
@@ -715,7 +838,7 @@ impl Api {
     /// `PATCH` in any of the four formats, on an object or its `/status`. Apply creates
     /// the object when it is missing.
     #[allow(clippy::too_many_arguments)]
-    pub fn patch(
+    pub async fn patch(
         &self,
         rt: &ResourceType,
         ns: &str,
@@ -741,10 +864,12 @@ impl Api {
                     if sub.is_some() {
                         return Err(ApiError::not_found(rt.gr(), name));
                     }
-                    self.apply_create(rt, ns, name, body, opts)
+                    self.apply_create(rt, ns, name, body, opts).await
                 }
                 (_, None) => return Err(ApiError::not_found(rt.gr(), name)),
-                (PatchKind::Apply, Some(live)) => self.apply_update(rt, ns, name, sub, &live, body, opts),
+                (PatchKind::Apply, Some(live)) => {
+                    self.apply_update(rt, ns, name, sub, &live, body, opts).await
+                }
                 (_, Some(live)) => {
                     let served = convert::to_served(rt, &live);
                     let patched = apply_patch(rt, &served, kind, body)?;
@@ -757,7 +882,7 @@ impl Api {
                     self.check_identity(rt, ns, Some(name), &mut patched)?;
                     let patched = convert::to_stored(rt, patched);
                     let mgr = opts.manager();
-                    self.write_over(rt, ns, name, sub, &live, patched, opts, &mgr, true)
+                    self.write_over(rt, ns, name, sub, &live, patched, opts, &mgr, true).await
                 }
             };
             match result {
@@ -807,7 +932,7 @@ impl Api {
         }
     }
 
-    fn apply_create(
+    async fn apply_create(
         &self,
         rt: &ResourceType,
         ns: &str,
@@ -830,7 +955,20 @@ impl Api {
         }
         Self::normalize(rt, &mut obj);
         let mut warnings = Vec::new();
+        let req = Admit {
+            op: Operation::Create,
+            ns,
+            name,
+            sub: None,
+            old: None,
+            dry_run: opts.dry_run,
+            user: &opts.user,
+        };
+        if let Some(mutated) = self.admit_mutate(rt, &req, Some(obj.clone()), &mut warnings).await? {
+            obj = mutated;
+        }
         self.validate(rt, &mut obj, None, opts, &mut warnings)?;
+        self.admit_validate(rt, &req, Some(&obj), &mut warnings).await?;
         let meta = meta_mut(&mut obj);
         for f in SYSTEM_FIELDS {
             meta.remove(*f);
@@ -849,7 +987,7 @@ impl Api {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn apply_update(
+    async fn apply_update(
         &self,
         rt: &ResourceType,
         ns: &str,
@@ -871,11 +1009,11 @@ impl Api {
             rt_scope(rt, sub),
         )
         .map_err(|e| ssa_error(rt, name, e))?;
-        self.write_over(rt, ns, name, sub, live, new, opts, &mgr, false)
+        self.write_over(rt, ns, name, sub, live, new, opts, &mgr, false).await
     }
 
     /// `DELETE`.
-    pub fn delete(
+    pub async fn delete(
         &self,
         rt: &ResourceType,
         ns: &str,
@@ -908,6 +1046,18 @@ impl Api {
                     ));
                 }
             }
+            let req = Admit {
+                op: Operation::Delete,
+                ns,
+                name,
+                sub: None,
+                old: Some(&live),
+                dry_run: opts.dry_run,
+                user: &opts.user,
+            };
+            let mut warnings = Vec::new();
+            self.admit_mutate(rt, &req, None, &mut warnings).await?;
+            self.admit_validate(rt, &req, None, &mut warnings).await?;
             let mut fins = finalizers(&live);
             let policy_fin = match opts.propagation.as_deref() {
                 Some("Foreground") => Some("foregroundDeletion"),
@@ -1063,6 +1213,35 @@ impl Api {
             }
         }
     }
+}
+
+/// What admission needs to know about a request besides the objects.
+struct Admit<'a> {
+    op: Operation,
+    ns: &'a str,
+    name: &'a str,
+    sub: Option<&'a str>,
+    old: Option<&'a Value>,
+    dry_run: bool,
+    user: &'a admission::UserInfo,
+}
+
+fn admission_error(e: admission::AdmissionError) -> ApiError {
+    let status = e.status();
+    let mut err = ApiError::internal(status["message"].as_str().unwrap_or_default());
+    err.code = e.code();
+    err.reason = match status["reason"].as_str().unwrap_or_default() {
+        "" => "",
+        "Forbidden" => "Forbidden",
+        "BadRequest" => "BadRequest",
+        "NotFound" => "NotFound",
+        "Invalid" => "Invalid",
+        "InternalError" => "InternalError",
+        "Conflict" => "Conflict",
+        "TooManyRequests" => "TooManyRequests",
+        _ => "",
+    };
+    err
 }
 
 fn obj_key_of(obj: &Value) -> ObjKey {

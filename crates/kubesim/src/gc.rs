@@ -37,7 +37,21 @@ fn system_opts() -> WriteOpts {
     WriteOpts {
         field_manager: Some(GC_MANAGER.into()),
         user_agent: GC_MANAGER.into(),
+        user: gc_user(),
         ..WriteOpts::default()
+    }
+}
+
+/// The identity the collector's writes carry in admission requests.
+fn gc_user() -> crate::admission::UserInfo {
+    crate::admission::UserInfo {
+        username: "system:serviceaccount:kube-system:generic-garbage-collector".into(),
+        uid: String::new(),
+        groups: vec![
+            "system:serviceaccounts".into(),
+            "system:serviceaccounts:kube-system".into(),
+            "system:authenticated".into(),
+        ],
     }
 }
 
@@ -65,7 +79,7 @@ pub async fn run(
 ) {
     while let Some(work) = rx.recv().await {
         let Some(api) = api.upgrade() else { break };
-        if !step(&api, &work) {
+        if !step(&api, &work).await {
             // Someone else wrote first; look again shortly.
             let retry = retry.clone();
             tokio::spawn(async move {
@@ -83,31 +97,32 @@ fn type_of(api: &Api, store: &str, obj: &Value) -> Option<Arc<ResourceType>> {
 }
 
 /// Do one piece of work; `false` when it should be retried.
-fn step(api: &Api, work: &Work) -> bool {
+async fn step(api: &Api, work: &Work) -> bool {
     match work {
         Work::OwnerGone(uid) => {
             for (loc, _) in api.store.dependents(uid) {
-                if !check_dependent(api, &loc.store, &loc.key) {
+                if !check_dependent(api, &loc.store, &loc.key).await {
                     return false;
                 }
             }
             true
         }
-        Work::Dependent(store, key) => check_dependent(api, store, key),
-        Work::Owner(uid) => finish_owner(api, uid),
-        Work::Namespace(ns) => cleanup_namespace(api, ns),
-        Work::CrdCleanup(name) => cleanup_crd(api, name),
+        Work::Dependent(store, key) => check_dependent(api, store, key).await,
+        Work::Owner(uid) => finish_owner(api, uid).await,
+        Work::Namespace(ns) => cleanup_namespace(api, ns).await,
+        Work::CrdCleanup(name) => cleanup_crd(api, name).await,
     }
 }
 
-fn delete_obj(api: &Api, rt: &ResourceType, obj: &Value, policy: &str) -> bool {
+async fn delete_obj(api: &Api, rt: &ResourceType, obj: &Value, policy: &str) -> bool {
     let (ns, name) = name_ns(obj);
     let opts = DeleteOpts {
         propagation: Some(policy.into()),
         uid: uid_of(obj).map(str::to_owned),
+        user: gc_user(),
         ..DeleteOpts::default()
     };
-    match api.delete(rt, &ns, &name, &opts) {
+    match api.delete(rt, &ns, &name, &opts).await {
         Ok(_) => true,
         Err(e) if e.code == 404 => true,
         Err(e) if e.code == 409 && e.message.contains("Precondition failed: UID") => true,
@@ -119,11 +134,12 @@ fn delete_obj(api: &Api, rt: &ResourceType, obj: &Value, policy: &str) -> bool {
 }
 
 /// Merge-patch `metadata` fields with a resourceVersion precondition.
-fn patch_meta(api: &Api, rt: &ResourceType, obj: &Value, meta: Value) -> bool {
+async fn patch_meta(api: &Api, rt: &ResourceType, obj: &Value, meta: Value) -> bool {
     let (ns, name) = name_ns(obj);
     let mut meta = meta;
     meta["resourceVersion"] = json!(object_rv(obj).to_string());
-    match api.patch(rt, &ns, &name, None, PatchKind::Merge, &json!({"metadata": meta}), &system_opts()) {
+    match api.patch(rt, &ns, &name, None, PatchKind::Merge, &json!({"metadata": meta}), &system_opts()).await
+    {
         Ok(_) => true,
         Err(e) if e.code == 404 => true,
         Err(e) => {
@@ -133,7 +149,7 @@ fn patch_meta(api: &Api, rt: &ResourceType, obj: &Value, meta: Value) -> bool {
     }
 }
 
-fn check_dependent(api: &Api, store: &StoreKey, key: &ObjKey) -> bool {
+async fn check_dependent(api: &Api, store: &StoreKey, key: &ObjKey) -> bool {
     let Some(obj) = api.store.get(store, key) else { return true };
     let Some(rt) = type_of(api, store, &obj) else { return true };
     let refs: Vec<Value> =
@@ -156,15 +172,15 @@ fn check_dependent(api: &Api, store: &StoreKey, key: &ObjKey) -> bool {
         if deleting(&obj) {
             return true;
         }
-        return delete_obj(api, &rt, &obj, "Background");
+        return delete_obj(api, &rt, &obj, "Background").await;
     }
-    if alive.len() != refs.len() && !patch_meta(api, &rt, &obj, json!({"ownerReferences": alive})) {
+    if alive.len() != refs.len() && !patch_meta(api, &rt, &obj, json!({"ownerReferences": alive})).await {
         return false;
     }
     if foreground_owner {
         for r in &refs {
             if let Some(uid) = r["uid"].as_str()
-                && !finish_owner(api, uid)
+                && !finish_owner(api, uid).await
             {
                 return false;
             }
@@ -173,7 +189,7 @@ fn check_dependent(api: &Api, store: &StoreKey, key: &ObjKey) -> bool {
     true
 }
 
-fn finish_owner(api: &Api, uid: &str) -> bool {
+async fn finish_owner(api: &Api, uid: &str) -> bool {
     let Some((loc, owner)) = api.store.by_uid(uid) else { return true };
     if !deleting(&owner) {
         return true;
@@ -193,12 +209,12 @@ fn finish_owner(api: &Api, uid: &str) -> bool {
                 .cloned()
                 .collect();
             let refs = if refs.is_empty() { Value::Null } else { Value::Array(refs) };
-            if !patch_meta(api, &drt, dep, json!({"ownerReferences": refs})) {
+            if !patch_meta(api, &drt, dep, json!({"ownerReferences": refs})).await {
                 return false;
             }
         }
         let rest: Vec<&String> = fins.iter().filter(|f| *f != "orphan").collect();
-        return patch_meta(api, &rt, &owner, json!({"finalizers": rest}));
+        return patch_meta(api, &rt, &owner, json!({"finalizers": rest})).await;
     }
     if fins.iter().any(|f| f == "foregroundDeletion") {
         let mut blocking = false;
@@ -210,7 +226,7 @@ fn finish_owner(api: &Api, uid: &str) -> bool {
             blocking |= blocks;
             if !deleting(dep) {
                 let Some(drt) = type_of(api, &dloc.store, dep) else { continue };
-                if !delete_obj(api, &drt, dep, "Foreground") {
+                if !delete_obj(api, &drt, dep, "Foreground").await {
                     return false;
                 }
             }
@@ -221,13 +237,13 @@ fn finish_owner(api: &Api, uid: &str) -> bool {
             let Some((_, owner)) = api.store.by_uid(uid) else { return true };
             let rest: Vec<String> =
                 finalizers(&owner).into_iter().filter(|f| f != "foregroundDeletion").collect();
-            return patch_meta(api, &rt, &owner, json!({"finalizers": rest}));
+            return patch_meta(api, &rt, &owner, json!({"finalizers": rest})).await;
         }
     }
     true
 }
 
-fn cleanup_namespace(api: &Api, ns: &str) -> bool {
+async fn cleanup_namespace(api: &Api, ns: &str) -> bool {
     let Some(rt) = api.registry.get("", "v1", "namespaces") else { return true };
     let Some(nsobj) = api.store.get(&rt.store, &(String::new(), ns.to_owned())) else { return true };
     if !deleting(&nsobj) {
@@ -239,7 +255,7 @@ fn cleanup_namespace(api: &Api, ns: &str) -> bool {
             continue;
         }
         let Some(ort) = type_of(api, &loc.store, obj) else { continue };
-        if !delete_obj(api, &ort, obj, "Background") {
+        if !delete_obj(api, &ort, obj, "Background").await {
             return false;
         }
     }
@@ -260,7 +276,7 @@ fn cleanup_namespace(api: &Api, ns: &str) -> bool {
     }
 }
 
-fn cleanup_crd(api: &Api, crd_name: &str) -> bool {
+async fn cleanup_crd(api: &Api, crd_name: &str) -> bool {
     let Some(crt) = api.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") else {
         return true;
     };
@@ -279,7 +295,7 @@ fn cleanup_crd(api: &Api, crd_name: &str) -> bool {
         let (_, table) = api.store.snapshot(&rt.store, false);
         remaining = table.len();
         for obj in table.values() {
-            if !deleting(obj) && !delete_obj(api, rt, obj, "Background") {
+            if !deleting(obj) && !delete_obj(api, rt, obj, "Background").await {
                 return false;
             }
         }
@@ -289,5 +305,5 @@ fn cleanup_crd(api: &Api, crd_name: &str) -> bool {
     }
     let rest: Vec<String> =
         finalizers(&crd).into_iter().filter(|f| f != "customresourcecleanup.apiextensions.k8s.io").collect();
-    patch_meta(api, &crt, &crd, json!({"finalizers": rest}))
+    patch_meta(api, &crt, &crd, json!({"finalizers": rest})).await
 }

@@ -23,6 +23,7 @@ use axum::serve::ListenerExt as _;
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
 
+pub mod admission;
 pub mod api;
 pub mod authz;
 mod convert;
@@ -124,8 +125,9 @@ impl KubeSim {
         let (gc_tx, gc_rx) = mpsc::unbounded_channel();
         let api = Arc::new(Api::new(config.watch_history, gc_tx.clone()));
         tokio::spawn(gc::run(Arc::downgrade(&api), gc_rx, gc_tx));
+        api.bootstrap().await.map_err(StartError::Seed)?;
         for obj in authz::bootstrap_objects() {
-            api.seed(obj).map_err(StartError::Seed)?;
+            api.seed(obj).await.map_err(StartError::Seed)?;
         }
         // The kubeconfig always carries a token: without credentials kubectl prompts for a
         // password on an https server. Tokens are only checked with `authz`.
@@ -202,6 +204,12 @@ impl KubeSim {
     /// The API logic, for in-process use.
     pub fn api(&self) -> &Arc<Api> {
         &self.api
+    }
+
+    /// Route admission webhooks that name a Service to a local address:
+    /// `"namespace/name"` → `"host:port"` (there is no cluster network here).
+    pub fn set_webhook_services(&self, hosts: std::collections::HashMap<String, String>) {
+        self.api.set_webhook_services(hosts);
     }
 
     /// Fault injection.

@@ -417,7 +417,22 @@ async fn faults(srv: &Server, method: &Method, rest: &[String], body: Body) -> R
     }
 }
 
-fn write_opts(query: &Query, headers: &HeaderMap) -> Result<WriteOpts, ApiError> {
+fn user_info(user: Option<&User>) -> crate::admission::UserInfo {
+    match user {
+        Some(u) => crate::admission::UserInfo {
+            username: u.name.clone(),
+            uid: String::new(),
+            groups: u.groups.clone(),
+        },
+        None => crate::admission::UserInfo {
+            username: "kubesim-admin".into(),
+            uid: String::new(),
+            groups: vec!["system:masters".into(), "system:authenticated".into()],
+        },
+    }
+}
+
+fn write_opts(query: &Query, headers: &HeaderMap, user: Option<&User>) -> Result<WriteOpts, ApiError> {
     let field_validation = match query.get("fieldValidation").map(String::as_str) {
         None | Some("" | "Warn") => FieldValidation::Warn,
         Some("Strict") => FieldValidation::Strict,
@@ -443,6 +458,7 @@ fn write_opts(query: &Query, headers: &HeaderMap) -> Result<WriteOpts, ApiError>
         dry_run,
         field_validation,
         force: truthy(query, "force"),
+        user: user_info(user),
     })
 }
 
@@ -515,9 +531,9 @@ async fn resource(
         }
         (_, _, _) if rt.is_review() => Err(ApiError::method_not_allowed(method.as_str())),
         (&Method::POST, None, None) => {
-            let opts = write_opts(query, headers)?;
+            let opts = write_opts(query, headers, user)?;
             let body = parse_json(&read_body(body).await?, &content_type)?;
-            let w = api.create(&rt, &ns, body, &opts)?;
+            let w = api.create(&rt, &ns, body, &opts).await?;
             Ok(with_warnings(json_response(w.code, &w.object), &w.warnings))
         }
         (&Method::POST, Some(name), Some("token")) if rt.kind == "ServiceAccount" => {
@@ -532,14 +548,14 @@ async fn resource(
             if sub.is_some() && !rt.status {
                 return Err(ApiError::no_route());
             }
-            let opts = write_opts(query, headers)?;
+            let opts = write_opts(query, headers, user)?;
             let body = parse_json(&read_body(body).await?, &content_type)?;
-            let w = api.replace(&rt, &ns, name, sub, body, &opts)?;
+            let w = api.replace(&rt, &ns, name, sub, body, &opts).await?;
             Ok(with_warnings(json_response(w.code, &w.object), &w.warnings))
         }
         (&Method::PUT | &Method::PATCH, Some(name), Some("scale")) if rt.scale.is_some() => {
             let bytes = read_body(body).await?;
-            scale_write(api, &rt, &ns, name, method, &content_type, &bytes, query, headers)
+            scale_write(api, &rt, &ns, name, method, &content_type, &bytes, query, headers, user).await
         }
         (&Method::PATCH, Some(name), sub @ (None | Some("status"))) => {
             if sub.is_some() && !rt.status {
@@ -552,18 +568,19 @@ async fn resource(
                 "application/apply-patch+yaml" | "application/apply-patch+cbor" => PatchKind::Apply,
                 _ => return Err(ApiError::unsupported_patch_type()),
             };
-            let opts = write_opts(query, headers)?;
+            let opts = write_opts(query, headers, user)?;
             if kind != PatchKind::Apply && query.contains_key("force") {
                 return Err(ApiError::bad_request("force may not be set for non-apply patch"));
             }
             let body = parse_json(&read_body(body).await?, &content_type)?;
-            let w = api.patch(&rt, &ns, name, sub, kind, &body, &opts)?;
+            let w = api.patch(&rt, &ns, name, sub, kind, &body, &opts).await?;
             Ok(with_warnings(json_response(w.code, &w.object), &w.warnings))
         }
         (&Method::DELETE, Some(name), None) => {
             let bytes = read_body(body).await?;
             let body = parse_json(&bytes, &content_type)?;
             let mut opts = DeleteOpts::from_body(&body);
+            opts.user = user_info(user);
             if let Some(pp) = query.get("propagationPolicy") {
                 opts.propagation = Some(pp.clone());
             }
@@ -585,19 +602,20 @@ async fn resource(
                     ),
                 ));
             }
-            match api.delete(&rt, &ns, name, &opts)? {
+            match api.delete(&rt, &ns, name, &opts).await? {
                 Deleted::Pending(obj) => Ok(json_response(200, &obj)),
                 Deleted::Gone(obj) => Ok(json_response(200, &obj)),
             }
         }
         (&Method::DELETE, None, None) => {
             let bytes = read_body(body).await?;
-            let opts = DeleteOpts::from_body(&parse_json(&bytes, &content_type)?);
+            let mut opts = DeleteOpts::from_body(&parse_json(&bytes, &content_type)?);
+            opts.user = user_info(user);
             let (items, _) = select(api, &rt, p.namespace.as_deref(), query)?;
             for o in items {
                 let n = o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
                 let ons = o.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
-                match api.delete(&rt, ons, n, &opts) {
+                match api.delete(&rt, ons, n, &opts).await {
                     Ok(_) => {}
                     Err(e) if e.code == 404 => {}
                     Err(e) => return Err(e),
@@ -787,7 +805,7 @@ fn format_selector(sel: &Value) -> Value {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn scale_write(
+async fn scale_write(
     api: &Api,
     rt: &ResourceType,
     ns: &str,
@@ -797,6 +815,7 @@ fn scale_write(
     bytes: &[u8],
     query: &Query,
     headers: &HeaderMap,
+    user: Option<&User>,
 ) -> Result<Response, ApiError> {
     let Some(s) = &rt.scale else { return Err(ApiError::no_route()) };
     let body = parse_json(bytes, content_type)?;
@@ -822,8 +841,8 @@ fn scale_write(
     if let Some(rv) = scale.pointer("/metadata/resourceVersion") {
         patch["metadata"] = json!({"resourceVersion": rv});
     }
-    let opts = write_opts(query, headers)?;
-    let w = api.patch(rt, ns, name, Some("scale"), PatchKind::Merge, &patch, &opts)?;
+    let opts = write_opts(query, headers, user)?;
+    let w = api.patch(rt, ns, name, Some("scale"), PatchKind::Merge, &patch, &opts).await?;
     Ok(json_response(200, &scale_of(rt, &w.object)))
 }
 
