@@ -617,3 +617,103 @@ async fn injected_faults_fail_then_recover() {
     api.get("f").await.expect("retried through the throttling");
     assert!(sim.faults().rules().is_empty(), "both throttled answers were served");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn raw_watch_events_bookmarks_deleted_rv_and_timeout() {
+    let config = Config { bookmark_interval: Duration::from_millis(100), ..Config::default() };
+    let (_sim, client) = start_with(config).await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let start_rv =
+        api.list_metadata(&ListParams::default()).await.expect("list").metadata.resource_version.expect("rv");
+    let wp = kube::api::WatchParams::default().timeout(1);
+    let started = std::time::Instant::now();
+    let mut stream = api.watch(&wp, &start_rv).await.expect("watch").boxed();
+    let created = api.create(&PostParams::default(), &cm("w", &[])).await.expect("create");
+    api.patch("w", &PatchParams::default(), &Patch::Merge(json!({"data": {"k": "v"}}))).await.expect("patch");
+    api.delete("w", &DeleteParams::default()).await.expect("delete");
+    let mut kinds = Vec::new();
+    let mut rvs = Vec::new();
+    let mut bookmarks = 0;
+    while let Some(ev) = stream.try_next().await.expect("event") {
+        match ev {
+            kube::api::WatchEvent::Added(o) => {
+                kinds.push("ADDED");
+                rvs.push(o.resource_version().expect("rv"));
+            }
+            kube::api::WatchEvent::Modified(o) => {
+                kinds.push("MODIFIED");
+                rvs.push(o.resource_version().expect("rv"));
+            }
+            kube::api::WatchEvent::Deleted(o) => {
+                kinds.push("DELETED");
+                rvs.push(o.resource_version().expect("rv"));
+            }
+            kube::api::WatchEvent::Bookmark(_) => bookmarks += 1,
+            kube::api::WatchEvent::Error(e) => panic!("unexpected error event {e:?}"),
+        }
+    }
+    // The server closed the stream at timeoutSeconds.
+    assert!(started.elapsed() >= Duration::from_millis(900), "closed early: {:?}", started.elapsed());
+    assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"]);
+    let nums: Vec<u64> = rvs.iter().map(|r| r.parse().expect("numeric")).collect();
+    assert!(nums.windows(2).all(|w| w[0] < w[1]), "{nums:?}");
+    assert_eq!(rvs[0], created.resource_version().expect("rv"));
+    assert!(bookmarks >= 1, "bookmarks were allowed and due");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delete_preconditions_are_checked() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let o = api.create(&PostParams::default(), &cm("pc", &[])).await.expect("create");
+    let wrong_uid = DeleteParams {
+        preconditions: Some(kube::api::Preconditions { uid: Some("not-it".into()), resource_version: None }),
+        ..DeleteParams::default()
+    };
+    let err = api_err(api.delete("pc", &wrong_uid).await);
+    assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
+    assert!(err.message.contains("Precondition failed: UID in precondition: not-it"), "{}", err.message);
+    let stale = DeleteParams {
+        preconditions: Some(kube::api::Preconditions { uid: None, resource_version: Some("1".into()) }),
+        ..DeleteParams::default()
+    };
+    assert_eq!(api_err(api.delete("pc", &stale).await).code, 409);
+    let right = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: o.uid(),
+            resource_version: o.resource_version(),
+        }),
+        ..DeleteParams::default()
+    };
+    api.delete("pc", &right).await.expect("matching preconditions delete");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn secret_string_data_is_stored_as_data() {
+    use k8s_openapi::api::core::v1::Secret;
+    let (_sim, client) = start().await;
+    let api: Api<Secret> = Api::default_namespaced(client);
+    let s: Secret =
+        serde_json::from_value(json!({"metadata": {"name": "tok"}, "stringData": {"token": "s3cret"}}))
+            .expect("secret");
+    let stored = api.create(&PostParams::default(), &s).await.expect("create");
+    assert!(stored.string_data.is_none(), "stringData is write-only");
+    assert_eq!(stored.data.expect("data")["token"].0, b"s3cret");
+    assert_eq!(stored.type_.as_deref(), Some("Opaque"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn injected_latency_and_health_endpoints() {
+    let (sim, client) = start().await;
+    let version = client.apiserver_version().await.expect("/version");
+    assert_eq!((version.major.as_str(), version.minor.as_str()), ("1", "33"));
+    let req = http::Request::get("/healthz").body(Vec::new()).expect("request");
+    assert_eq!(client.request_text(req).await.expect("/healthz"), "ok");
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    api.create(&PostParams::default(), &cm("slow", &[])).await.expect("create");
+    sim.faults().delay("get", "configmaps", Duration::from_millis(300));
+    let t = std::time::Instant::now();
+    api.get("slow").await.expect("served after the delay");
+    assert!(t.elapsed() >= Duration::from_millis(300), "{:?}", t.elapsed());
+    sim.faults().clear();
+}

@@ -1,0 +1,58 @@
+//! `ctop sim` as a user runs it: the real binary, a kubeconfig written once it is ready,
+//! kubectl against it, and a clean stop on SIGTERM.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn wait_for(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !path.exists() {
+        assert!(Instant::now() < deadline, "ctop sim did not write {}", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sim_serves_kubectl_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = dir.path().join("kc");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctop"))
+        .args(["sim", "--addr", "127.0.0.1:0", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ctop starts");
+    wait_for(&kubeconfig);
+    let out = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .arg("--cache-dir")
+        .arg(dir.path().join("cache"))
+        .args(["get", "namespaces", "-o", "name"])
+        .output()
+        .expect("kubectl runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.lines().any(|l| l == "namespace/default"), "{stdout}");
+    let term = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+    assert!(term.success());
+    let status = child.wait().expect("ctop exits");
+    assert!(status.success(), "ctop sim exits cleanly on SIGTERM: {status:?}");
+}
+
+#[test]
+fn sim_explains_a_busy_port() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = busy.local_addr().expect("addr").to_string();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(env!("CARGO_BIN_EXE_ctop"))
+        .args(["sim", "--addr", &addr, "--kubeconfig"])
+        .arg(dir.path().join("kc"))
+        .output()
+        .expect("ctop runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot listen on") && stderr.contains("pick another port"), "{stderr}");
+}
