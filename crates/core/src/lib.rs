@@ -5,9 +5,14 @@
 //! controllers, watches, manages/reads/permissions, schedules, finalizers, webhooks), the
 //! `ReconcileOutcome` a script call returns, and the error types shared across crates.
 //!
-//! Start with [`Duration`]: the `"5m"`/`"1h30m"`/`"250ms"` strings that scripts and the CLI
-//! use for periods and timeouts.
+//! Start with [`OperatorSpec`], what one script declares, and [`Duration`], the
+//! `"5m"`/`"1h30m"`/`"250ms"` strings that scripts and the CLI use for periods and timeouts.
 
 mod duration;
+mod spec;
 
 pub use duration::{Duration, DurationError};
+pub use spec::{
+    ControllerSpec, KindRef, NamedPredicate, OperatorSpec, PolicyRule, Predicate, PrinterColumn,
+    ResourceSpec, Scope, WatchSpec,
+};

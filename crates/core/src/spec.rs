@@ -1,0 +1,235 @@
+//! The operator description a script declares, as the runtime extracts it from
+//! `globalThis.__ct_operator`: resources with their schemas and the controllers that
+//! reconcile them. Manifests, webhooks and the controller read this, never JavaScript.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Duration;
+
+/// Everything one script declares.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorSpec {
+    /// Custom resources the script defines (one CRD each).
+    #[serde(default)]
+    pub resources: Vec<ResourceSpec>,
+    /// Controllers, one per `operator(...)` call, in declaration order.
+    #[serde(default)]
+    pub controllers: Vec<ControllerSpec>,
+}
+
+/// Whether objects of a kind live in namespaces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Scope {
+    /// Objects live in namespaces.
+    #[default]
+    Namespaced,
+    /// Objects are cluster-wide.
+    Cluster,
+}
+
+/// A custom resource the script defines.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceSpec {
+    /// `group/version`.
+    pub api_version: String,
+    /// API group.
+    pub group: String,
+    /// Version.
+    pub version: String,
+    /// Kind, e.g. `WebApp`.
+    pub kind: String,
+    /// Plural resource name, e.g. `webapps`.
+    pub plural: String,
+    /// Singular name, e.g. `webapp`.
+    pub singular: String,
+    /// Namespaced or cluster-wide.
+    #[serde(default)]
+    pub scope: Scope,
+    /// kubectl short names.
+    #[serde(default)]
+    pub short_names: Vec<String>,
+    /// `additionalPrinterColumns`.
+    #[serde(default)]
+    pub printer_columns: Vec<PrinterColumn>,
+    /// The structural OpenAPI v3 schema of the whole object.
+    pub schema: Value,
+    /// Whether status is written through the status subresource.
+    #[serde(default)]
+    pub status_subresource: bool,
+}
+
+/// A column `kubectl get` shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PrinterColumn {
+    /// Header.
+    pub name: String,
+    /// OpenAPI type: `string`, `integer`, `number`, `boolean`, `date`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Where the value is, e.g. `.status.phase`.
+    pub json_path: String,
+    /// Help text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// 0 shows by default, higher with `-o wide`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+}
+
+/// A kind, by `apiVersion` and `kind`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KindRef {
+    /// `group/version` or `v1`.
+    pub api_version: String,
+    /// Kind.
+    pub kind: String,
+}
+
+impl KindRef {
+    /// The API group (empty for core).
+    #[must_use]
+    pub fn group(&self) -> &str {
+        self.api_version.rsplit_once('/').map_or("", |(g, _)| g)
+    }
+}
+
+/// An event filter of a watch, like controller-runtime's predicates.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Predicate {
+    /// One of the named predicates.
+    Named(NamedPredicate),
+    /// All must hold.
+    And {
+        /// The predicates.
+        and: Vec<Predicate>,
+    },
+    /// One must hold.
+    Or {
+        /// The predicates.
+        or: Vec<Predicate>,
+    },
+}
+
+/// The named predicates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NamedPredicate {
+    /// `metadata.generation` changed (spec changes of kinds that keep a generation).
+    GenerationChanged,
+    /// `metadata.resourceVersion` changed (any change).
+    ResourceVersionChanged,
+    /// Labels changed.
+    LabelChanged,
+    /// Annotations changed.
+    AnnotationChanged,
+}
+
+/// A secondary watch declared with `.watches(kind, mapper, options)`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchSpec {
+    /// The watched kind.
+    pub kind: KindRef,
+    /// Only this namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Only objects matching this label selector (`a=b,c in (d)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<String>,
+    /// Only events passing this predicate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicate: Option<Predicate>,
+    /// Whether the script maps events to primary objects (handler `map:<index>`).
+    #[serde(default)]
+    pub mapper: bool,
+}
+
+/// An RBAC rule the script asks for with `.permission(rule)`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyRule {
+    /// API groups.
+    #[serde(default)]
+    pub api_groups: Vec<String>,
+    /// Resources.
+    #[serde(default)]
+    pub resources: Vec<String>,
+    /// Verbs.
+    #[serde(default)]
+    pub verbs: Vec<String>,
+    /// Object names, if restricted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_names: Vec<String>,
+}
+
+/// One `operator(resource)` declaration.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ControllerSpec {
+    /// Position in the script; the index the runtime dispatches with.
+    pub index: u32,
+    /// A unique name (used in logs, metrics, leases).
+    pub name: String,
+    /// The primary kind.
+    #[serde(rename = "for")]
+    pub for_: KindRef,
+    /// Periodic resync of every primary object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every: Option<Duration>,
+    /// Owned children: watched, fully permitted, pruned.
+    #[serde(default)]
+    pub manages: Vec<KindRef>,
+    /// Watched read-only kinds.
+    #[serde(default)]
+    pub reads: Vec<KindRef>,
+    /// Secondary watches with mappers.
+    #[serde(default)]
+    pub watches: Vec<WatchSpec>,
+    /// Extra RBAC rules.
+    #[serde(default)]
+    pub permissions: Vec<PolicyRule>,
+    /// The finalizer name, when `.finalize(fn)` was declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finalizer: Option<String>,
+    /// The handlers declared: `reconcile`, `finalize`, `onStart`, `validate`, `mutate`.
+    #[serde(default)]
+    pub handlers: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_runtime_registry_shape() {
+        let json = serde_json::json!({
+            "resources": [{"apiVersion": "apps.example.com/v1", "group": "apps.example.com", "version": "v1",
+                "kind": "WebApp", "plural": "webapps", "singular": "webapp", "scope": "Namespaced",
+                "shortNames": [], "printerColumns": [{"name": "Phase", "type": "string", "jsonPath": ".status.phase"}],
+                "schema": {"type": "object"}, "statusSubresource": true}],
+            "controllers": [{"index": 0, "name": "webapp", "for": {"apiVersion": "apps.example.com/v1", "kind": "WebApp"},
+                "every": "5m", "manages": [{"apiVersion": "v1", "kind": "Secret"}], "reads": [],
+                "watches": [{"kind": {"apiVersion": "v1", "kind": "ConfigMap"}, "predicate": {"or": ["LabelChanged", "AnnotationChanged"]}, "mapper": true}],
+                "permissions": [], "finalizer": null, "handlers": ["reconcile"]}]
+        });
+        let spec: OperatorSpec = serde_json::from_value(json).expect("valid registry");
+        let c = &spec.controllers[0];
+        assert_eq!(c.every, Some(Duration::from_secs(300)));
+        assert_eq!(c.manages[0].group(), "");
+        assert_eq!(
+            c.watches[0].predicate,
+            Some(Predicate::Or {
+                or: vec![
+                    Predicate::Named(NamedPredicate::LabelChanged),
+                    Predicate::Named(NamedPredicate::AnnotationChanged)
+                ]
+            })
+        );
+        assert_eq!(spec.resources[0].printer_columns[0].type_, "string");
+    }
+}
