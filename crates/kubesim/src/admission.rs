@@ -662,31 +662,10 @@ fn is_empty_selector(selector: &Value) -> bool {
     count("matchLabels") + count("matchExpressions") == 0
 }
 
-/// Evaluates a `metav1.LabelSelector`; an invalid operator is an error.
+/// Evaluates a `metav1.LabelSelector`; an invalid requirement is an error.
 fn selector_matches(selector: &Value, labels: &BTreeMap<String, String>) -> Result<bool, String> {
-    let match_labels = selector.get("matchLabels").and_then(Value::as_object);
-    for (k, v) in match_labels.into_iter().flatten() {
-        if labels.get(k).map(String::as_str) != v.as_str() {
-            return Ok(false);
-        }
-    }
-    let exprs = selector.get("matchExpressions").and_then(Value::as_array);
-    for expr in exprs.into_iter().flatten() {
-        let value = labels.get(str_at(expr, "key"));
-        let values = expr.get("values").and_then(Value::as_array);
-        let listed = |v: &String| values.into_iter().flatten().any(|x| x.as_str() == Some(v));
-        let ok = match str_at(expr, "operator") {
-            "In" => value.is_some_and(listed),
-            "NotIn" => !value.is_some_and(listed),
-            "Exists" => value.is_some(),
-            "DoesNotExist" => value.is_none(),
-            op => return Err(format!("{op:?} is not a valid label selector operator")),
-        };
-        if !ok {
-            return Ok(false);
-        }
-    }
-    Ok(true)
+    let selector = crate::selector::LabelSelector::from_object(selector)?;
+    Ok(selector.matches_with(|k| labels.get(k).map(String::as_str)))
 }
 
 fn labels_of(object: &Value) -> BTreeMap<String, String> {

@@ -13,7 +13,7 @@ use crate::admission::{self, Operation};
 use crate::convert;
 use crate::error::{ApiError, StatusCause};
 use crate::gc::Work;
-use crate::meta;
+use crate::meta::{self, deleting, finalizers};
 use crate::registry::{Registry, ResourceType, StoreKey, crd_types};
 use crate::schema;
 use crate::ssa;
@@ -172,17 +172,6 @@ fn unreachable_meta() -> ! {
     panic!("metadata is an object")
 }
 
-fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
-        .unwrap_or_default()
-}
-
-fn deleting(obj: &Value) -> bool {
-    obj.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
-}
-
 /// `obj` without metadata (and without status when `status` is a subresource): what
 /// generation counts.
 fn spec_part(obj: &Value, ignore_status: bool) -> Value {
@@ -314,6 +303,34 @@ impl Api {
             user: req.user.clone(),
             namespace_labels,
         }
+    }
+
+    /// The create pipeline after defaulting: mutating webhooks, validation, validating
+    /// webhooks. Returns the object to store.
+    async fn admit_create(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        opts: &WriteOpts,
+        warnings: &mut Vec<String>,
+    ) -> Result<Value, ApiError> {
+        let req = Admit {
+            op: Operation::Create,
+            ns,
+            name,
+            sub: None,
+            old: None,
+            dry_run: opts.dry_run,
+            user: &opts.user,
+        };
+        if let Some(mutated) = self.admit_mutate(rt, &req, Some(obj.clone()), warnings).await? {
+            obj = mutated;
+        }
+        self.validate(rt, &mut obj, None, opts, warnings)?;
+        self.admit_validate(rt, &req, Some(&obj), warnings).await?;
+        Ok(obj)
     }
 
     /// Run the mutating admission webhooks; returns the (possibly changed) object.
@@ -616,20 +633,7 @@ impl Api {
         }
         Self::normalize(rt, &mut body);
         let mut warnings = Vec::new();
-        let req = Admit {
-            op: Operation::Create,
-            ns,
-            name: &name,
-            sub: None,
-            old: None,
-            dry_run: opts.dry_run,
-            user: &opts.user,
-        };
-        if let Some(mutated) = self.admit_mutate(rt, &req, Some(body.clone()), &mut warnings).await? {
-            body = mutated;
-        }
-        self.validate(rt, &mut body, None, opts, &mut warnings)?;
-        self.admit_validate(rt, &req, Some(&body), &mut warnings).await?;
+        body = self.admit_create(rt, ns, &name, body, opts, &mut warnings).await?;
         let meta = meta_mut(&mut body);
         meta.insert("uid".into(), json!(meta::new_uid()));
         meta.insert("creationTimestamp".into(), json!(meta::now()));
@@ -955,20 +959,7 @@ impl Api {
         }
         Self::normalize(rt, &mut obj);
         let mut warnings = Vec::new();
-        let req = Admit {
-            op: Operation::Create,
-            ns,
-            name,
-            sub: None,
-            old: None,
-            dry_run: opts.dry_run,
-            user: &opts.user,
-        };
-        if let Some(mutated) = self.admit_mutate(rt, &req, Some(obj.clone()), &mut warnings).await? {
-            obj = mutated;
-        }
-        self.validate(rt, &mut obj, None, opts, &mut warnings)?;
-        self.admit_validate(rt, &req, Some(&obj), &mut warnings).await?;
+        obj = self.admit_create(rt, ns, name, obj, opts, &mut warnings).await?;
         let meta = meta_mut(&mut obj);
         for f in SYSTEM_FIELDS {
             meta.remove(*f);

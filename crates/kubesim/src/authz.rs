@@ -22,6 +22,7 @@
 //!   every other ClusterRole its selectors match (the steady state of the aggregation
 //!   controller); its own stored `rules` are ignored, as the controller overwrites them.
 
+use crate::selector::LabelSelector;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
@@ -361,8 +362,10 @@ fn effective_rules(
         Ok(selectors) => {
             let mut out: Vec<Rule> = Vec::new();
             for selector in selectors.iter().flatten() {
-                let mut matching: Vec<&Value> =
-                    all.iter().filter(|c| meta_name(c) != name && selector.matches(labels(c))).collect();
+                let mut matching: Vec<&Value> = all
+                    .iter()
+                    .filter(|c| meta_name(c) != name && selector.matches(c.pointer("/metadata/labels")))
+                    .collect();
                 matching.sort_by_key(|c| meta_name(c));
                 for other in matching {
                     for rule in effective_rules(other, all, cache, visiting) {
@@ -385,10 +388,10 @@ fn aggregation_rule(role: &Value) -> Option<&Value> {
 }
 
 /// The parsed `clusterRoleSelectors`; `None` entries (JSON null) match nothing.
-fn selectors(agg: &Value) -> Result<Vec<Option<Selector>>, AuthzError> {
+fn selectors(agg: &Value) -> Result<Vec<Option<LabelSelector>>, AuthzError> {
     agg.get("clusterRoleSelectors")
         .and_then(Value::as_array)
-        .map_or(Ok(Vec::new()), |s| s.iter().map(Selector::parse).collect())
+        .map_or(Ok(Vec::new()), |s| s.iter().map(parse_selector).collect())
 }
 
 fn subject_applies(user: &User, subject: &Value, namespace: &str) -> bool {
@@ -534,71 +537,12 @@ fn parse_rules(role: &Value) -> Vec<Rule> {
         .unwrap_or_default()
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    In,
-    NotIn,
-    Exists,
-    DoesNotExist,
-}
-
-/// A metav1.LabelSelector: all requirements must hold; no requirements matches everything.
-#[derive(Debug, Clone)]
-struct Selector(Vec<(String, Op, Vec<String>)>);
-
-impl Selector {
-    fn parse(v: &Value) -> Result<Option<Selector>, AuthzError> {
-        if v.is_null() {
-            return Ok(None);
-        }
-        let mut reqs = Vec::new();
-        if let Some(labels) = v.get("matchLabels").and_then(Value::as_object) {
-            for (key, value) in labels {
-                reqs.push((key.clone(), Op::In, vec![value.as_str().unwrap_or("").to_string()]));
-            }
-        }
-        for expr in v.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
-            let values = strings(expr, "values");
-            let op = match str_at(expr, "operator") {
-                "In" => Op::In,
-                "NotIn" => Op::NotIn,
-                "Exists" => Op::Exists,
-                "DoesNotExist" => Op::DoesNotExist,
-                other => {
-                    return Err(AuthzError::InvalidSelector(format!(
-                        "{} is not a valid label selector operator",
-                        go_quote(other)
-                    )));
-                }
-            };
-            let set_op = matches!(op, Op::In | Op::NotIn);
-            if set_op && values.is_empty() {
-                return Err(AuthzError::InvalidSelector(
-                    "for 'in', 'notin' operators, values set can't be empty".into(),
-                ));
-            }
-            if !set_op && !values.is_empty() {
-                return Err(AuthzError::InvalidSelector(
-                    "values set must be empty for exists and does not exist".into(),
-                ));
-            }
-            reqs.push((str_at(expr, "key").to_string(), op, values));
-        }
-        Ok(Some(Selector(reqs)))
+/// A `clusterRoleSelectors` entry; JSON null matches nothing.
+fn parse_selector(v: &Value) -> Result<Option<LabelSelector>, AuthzError> {
+    if v.is_null() {
+        return Ok(None);
     }
-
-    fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
-        self.0.iter().all(|(key, op, values)| {
-            let value = labels.and_then(|l| l.get(key)).and_then(Value::as_str);
-            let in_set = value.is_some_and(|v| values.iter().any(|x| x == v));
-            match op {
-                Op::In => in_set,
-                Op::NotIn => !in_set,
-                Op::Exists => value.is_some(),
-                Op::DoesNotExist => value.is_none(),
-            }
-        })
-    }
+    LabelSelector::from_object(v).map(Some).map_err(AuthzError::InvalidSelector)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -618,10 +562,6 @@ fn strings(v: &Value, key: &str) -> Vec<String> {
 
 fn meta_name(v: &Value) -> &str {
     v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
-}
-
-fn labels(v: &Value) -> Option<&Map<String, Value>> {
-    v.pointer("/metadata/labels").and_then(Value::as_object)
 }
 
 /// Go's `%q` (strconv.Quote) for the strings that appear in messages.

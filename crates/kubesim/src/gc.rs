@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::api::{Api, DeleteOpts, PatchKind, WriteOpts};
+use crate::meta::{deleting, finalizers};
 use crate::registry::{ResourceType, StoreKey};
 use crate::store::{ObjKey, object_rv, uid_of};
 
@@ -53,17 +54,6 @@ fn gc_user() -> crate::admission::UserInfo {
             "system:authenticated".into(),
         ],
     }
-}
-
-fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
-        .unwrap_or_default()
-}
-
-fn deleting(obj: &Value) -> bool {
-    obj.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
 }
 
 fn name_ns(obj: &Value) -> (String, String) {

@@ -17,6 +17,19 @@ pub fn name_suffix() -> String {
     (0..5).map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())])).collect()
 }
 
+/// The finalizers of an object.
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+/// Whether deletion of an object is pending (it has a `deletionTimestamp`).
+pub fn deleting(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
+}
+
 /// A fresh uid (v4).
 pub fn new_uid() -> String {
     uuid::Uuid::new_v4().to_string()

@@ -109,30 +109,47 @@ impl LabelSelector {
     }
 
     /// Build from a `metav1.LabelSelector` object (`matchLabels` + `matchExpressions`).
-    /// `None` if an operator is unknown.
-    pub fn from_object(sel: &Value) -> Option<Self> {
+    /// The error is the API server's message for a malformed requirement.
+    pub fn from_object(sel: &Value) -> Result<Self, String> {
         let mut reqs = Vec::new();
-        if let Some(m) = sel.get("matchLabels").and_then(Value::as_object) {
-            for (k, v) in m {
-                reqs.push(LabelReq::Eq(k.clone(), v.as_str()?.to_owned()));
-            }
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+        for (k, v) in sel.get("matchLabels").and_then(Value::as_object).into_iter().flatten() {
+            reqs.push(LabelReq::Eq(k.clone(), text(v)));
         }
         for e in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
-            let key = e.get("key")?.as_str()?.to_owned();
-            let values: Vec<String> = e
-                .get("values")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
-                .unwrap_or_default();
-            reqs.push(match e.get("operator")?.as_str()? {
+            let key = text(&e["key"]);
+            let values: Vec<String> = e["values"].as_array().into_iter().flatten().map(text).collect();
+            let op = e["operator"].as_str().unwrap_or_default();
+            match op {
+                "In" | "NotIn" if values.is_empty() => {
+                    return Err("for 'in', 'notin' operators, values set can't be empty".into());
+                }
+                "Exists" | "DoesNotExist" if !values.is_empty() => {
+                    return Err("values set must be empty for exists and does not exist".into());
+                }
+                _ => {}
+            }
+            reqs.push(match op {
                 "In" => LabelReq::In(key, values),
                 "NotIn" => LabelReq::NotIn(key, values),
                 "Exists" => LabelReq::Exists(key),
                 "DoesNotExist" => LabelReq::NotExists(key),
-                _ => return None,
+                other => return Err(format!("{other:?} is not a valid label selector operator")),
             });
         }
-        Some(Self(reqs))
+        Ok(Self(reqs))
+    }
+
+    /// Whether labels given as a lookup function satisfy the selector.
+    pub fn matches_with<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
+        self.0.iter().all(|r| match r {
+            LabelReq::Eq(k, v) => get(k) == Some(v.as_str()),
+            LabelReq::NotEq(k, v) => get(k) != Some(v.as_str()),
+            LabelReq::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
+            LabelReq::NotIn(k, vs) => get(k).is_none_or(|x| !vs.iter().any(|v| v == x)),
+            LabelReq::Exists(k) => get(k).is_some(),
+            LabelReq::NotExists(k) => get(k).is_none(),
+        })
     }
 
     /// Whether the selector selects everything.
@@ -142,15 +159,7 @@ impl LabelSelector {
 
     /// Whether an object's `metadata.labels` satisfy the selector.
     pub fn matches(&self, labels: Option<&Value>) -> bool {
-        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-        self.0.iter().all(|r| match r {
-            LabelReq::Eq(k, v) => get(k) == Some(v.as_str()),
-            LabelReq::NotEq(k, v) => get(k) != Some(v.as_str()),
-            LabelReq::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
-            LabelReq::NotIn(k, vs) => get(k).is_none_or(|x| !vs.iter().any(|v| v == x)),
-            LabelReq::Exists(k) => get(k).is_some(),
-            LabelReq::NotExists(k) => get(k).is_none(),
-        })
+        self.matches_with(|k| labels.and_then(|l| l.get(k)).and_then(Value::as_str))
     }
 }
 
@@ -299,6 +308,11 @@ mod tests {
     fn label_selector_from_object() {
         let sel = json!({"matchLabels": {"a": "1"}, "matchExpressions": [{"key": "b", "operator": "In", "values": ["x"]}]});
         let s = LabelSelector::from_object(&sel).expect("valid");
+        let bad = json!({"matchExpressions": [{"key": "b", "operator": "In"}]});
+        assert_eq!(
+            LabelSelector::from_object(&bad).err().as_deref(),
+            Some("for 'in', 'notin' operators, values set can't be empty")
+        );
         assert!(s.matches(Some(&json!({"a": "1", "b": "x"}))));
         assert!(!s.matches(Some(&json!({"a": "1"}))));
     }
