@@ -13,6 +13,13 @@ if ! command -v kubectl >/dev/null 2>&1; then
   exit 1
 fi
 
+step "sdk (node tests and the TypeScript compiler)"
+if ! command -v npm >/dev/null 2>&1; then
+  echo "error: npm is not on PATH. The SDK tests need Node.js 20+ and npm." >&2
+  exit 1
+fi
+(cd crates/runtime/sdk && npm ci --no-audit --no-fund --loglevel=error && npm test)
+
 step "format"
 cargo fmt --all --check
 

@@ -22,6 +22,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Write one self-contained, deterministic bundle.js.gz of an operator directory.
+    Bundle(cmd::bundle::BundleArgs),
     /// Run kubesim, the embedded Kubernetes API server, until interrupted.
     Sim(cmd::sim::SimArgs),
 }
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
+            Command::Bundle(args) => cmd::bundle::run(&args),
             Command::Sim(args) => cmd::sim::run(args).await,
         }
     });

@@ -56,3 +56,31 @@ fn sim_explains_a_busy_port() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("cannot listen on") && stderr.contains("pick another port"), "{stderr}");
 }
+
+#[test]
+fn bundle_is_deterministic_and_reports_script_errors() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let op = dir.path().join("op");
+    std::fs::create_dir_all(&op).expect("mkdir");
+    std::fs::write(op.join("operator.ct"), include_str!("../../runtime/sdk/examples/webapp.ts"))
+        .expect("write");
+    let bundle = |out: &str| {
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .arg("bundle")
+            .arg(&op)
+            .arg("-o")
+            .arg(dir.path().join(out))
+            .output()
+            .expect("ctop runs")
+    };
+    assert!(bundle("a.js.gz").status.success());
+    assert!(bundle("b.js.gz").status.success());
+    let a = std::fs::read(dir.path().join("a.js.gz")).expect("a");
+    assert_eq!(a, std::fs::read(dir.path().join("b.js.gz")).expect("b"), "same sources, same bytes");
+
+    std::fs::write(op.join("operator.ct"), "import { z } from \"ctop\";\nconst = 1;\n").expect("write");
+    let out = bundle("c.js.gz");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("operator.ct:2:"), "names file and line: {stderr}");
+}

@@ -1,13 +1,24 @@
 //! # ctop-runtime: scripts in, reconciles out
 //!
-//! This crate will own everything between an `operator.ct` file and a running
-//! controller: TypeScript → JavaScript with oxc and module resolution, the deterministic
-//! `bundle.js.gz`, the QuickJS VM pool with memory and time limits, the embedded SDK module
-//! `ctop` with its hand-written `.d.ts`, the host callbacks (`getObserved`, `setStatus`, …),
-//! and the controller built on kube-runtime (primary and secondary watches, mappers,
-//! periodic sources, finalizers, leader election, health and metrics).
+//! This crate owns everything between an `operator.ct` file and a running controller.
+//! Start with [`load::load_dir`], which turns an operator directory into a [`Bundle`]
+//! (TypeScript stripped by oxc, imports resolved, one deterministic `bundle.js.gz`), then
+//! [`vm::Pool`], which runs that bundle in QuickJS runtimes with memory and time limits and
+//! dispatches handler calls with JSON in and out.
 //!
-//! It is filled by the script-runtime and `ctop run` issues; today it only re-exports the
-//! shared vocabulary so that the layering compiles.
+//! [`Script`] ties them together: load a directory or a bundle, build a pool with the
+//! embedded SDK ([`sdk`]), map error positions back to the TypeScript source, and extract
+//! the [`ctop_core::OperatorSpec`] the script declares.
+//!
+//! Still to come here (see the issues): the controller built on kube-runtime.
 
-pub use ctop_core as core;
+pub mod bundle;
+pub mod load;
+pub mod script;
+pub mod sdk;
+pub mod vm;
+
+pub use bundle::{Bundle, BundleError, Module};
+pub use load::{LoadError, load_dir};
+pub use script::{Script, ScriptError};
+pub use vm::{Limits, Pool, Vm, VmError};

@@ -1,3 +1,4 @@
 //! One module per subcommand.
 
+pub mod bundle;
 pub mod sim;

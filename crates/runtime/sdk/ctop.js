@@ -1,0 +1,1059 @@
+/**
+ * ctop — the built-in module `"ctop"` that operator scripts import.
+ *
+ * One plain ES2023 module with no dependencies. It runs inside QuickJS; the only things it
+ * needs from outside are the host functions in `globalThis.__ct_host` (randomness, logging,
+ * time, fetch). Its two faces, both described in RUNTIME.md:
+ *
+ * - at load time, `resource(...)` and `operator(...)` register a plain JSON description of
+ *   the CRDs and controllers into `globalThis.__ct_operator`;
+ * - at run time, Rust calls `globalThis.__ct_dispatch(handler, controllerIndex, inputJson)`;
+ *   the script's handler runs with `getObserved`, `apply`, `setStatus`, ... writing into
+ *   per-call buffers, which come back as one JSON output.
+ *
+ * Every built-in kind handle is also a global under its lowerCamel name (`secret`,
+ * `configMap`, ...), so the plan's `getObserved(secret, ...)` works without an import.
+ *
+ * Reading order: helpers → `z` (schemas) → kind handles → `resource` → `operator` →
+ * functions used inside handlers → `__ct_dispatch` → globals.
+ */
+
+// ───────────────────────────── helpers ─────────────────────────────
+
+/** @param {unknown} v */
+const isPlainObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/** Deep copy of JSON data (QuickJS has no structuredClone). */
+const clone = (v) => (v === undefined ? undefined : JSON.parse(JSON.stringify(v)));
+
+/** JSON merge-patch style merge of `patch` into `base` (objects merge, everything else replaces). */
+function deepMerge(base, patch) {
+  if (!isPlainObject(base) || !isPlainObject(patch)) return patch;
+  const out = { ...base };
+  for (const [k, v] of Object.entries(patch)) out[k] = k in out ? deepMerge(out[k], v) : v;
+  return out;
+}
+
+const DURATION = /^(?:\d+(?:ms|s|m|h|d))+$/;
+
+/**
+ * A duration as the Rust side reads it: `"30s"`, `"5m"`, `"1h30m"`, `"250ms"`, `"1d"`, `"0"`.
+ * A number means seconds (`30` → `"30s"`, `0.25` → `"250ms"`).
+ */
+function duration(d, what) {
+  if (typeof d === "number" && Number.isFinite(d) && d >= 0) {
+    return Number.isInteger(d) ? `${d}s` : `${Math.round(d * 1000)}ms`;
+  }
+  if (typeof d === "string" && (d === "0" || DURATION.test(d.trim()))) return d.trim();
+  throw new TypeError(`${what}: invalid duration ${JSON.stringify(d)} (write e.g. "30s", "5m", "1h30m")`);
+}
+
+const host = () => {
+  const h = globalThis.__ct_host;
+  if (!h) throw new Error("ctop: globalThis.__ct_host is not installed");
+  return h;
+};
+
+const safeJson = (v) =>
+  JSON.stringify(v ?? {}, (_k, x) =>
+    x instanceof Error ? { error: x.message } : typeof x === "bigint" ? String(x) : x);
+
+// ───────────────────────────── z: schemas ─────────────────────────────
+
+/** The error `parse` throws: zod's shape (`issues` with `path`, `message`, `code`). */
+export class ZodError extends Error {
+  constructor(issues) {
+    super(issues.map(formatIssue).join("; "));
+    this.name = "ZodError";
+    this.issues = issues;
+  }
+  get errors() {
+    return this.issues;
+  }
+}
+
+function formatIssue(issue) {
+  const path = issue.path.reduce(
+    (s, p) => (typeof p === "number" ? `${s}[${p}]` : s ? `${s}.${p}` : String(p)), "");
+  return path ? `${path}: ${issue.message}` : issue.message;
+}
+
+const typeOf = (v) =>
+  v === null ? "null" : Array.isArray(v) ? "array"
+    : typeof v === "number" && Number.isNaN(v) ? "nan" : typeof v;
+
+const msgOf = (m) => (typeof m === "string" ? m : m?.message);
+
+/**
+ * Base of every schema. Schemas are immutable: each modifier returns a copy.
+ * `_def` holds the flags shared by all kinds (optional, nullable, default, description)
+ * and the kind-specific checks.
+ */
+class ZodType {
+  constructor(def = {}) {
+    this._def = def;
+  }
+  _copy(patch) {
+    const s = Object.create(Object.getPrototypeOf(this));
+    s._def = { ...this._def, ...patch };
+    return s;
+  }
+  optional() { return this._copy({ optional: true }); }
+  nullable() { return this._copy({ nullable: true }); }
+  nullish() { return this._copy({ optional: true, nullable: true }); }
+  /** Used when the value is `undefined`; the default itself is validated like input. */
+  default(value) { return this._copy({ hasDefault: true, defaultValue: clone(value) }); }
+  describe(description) { return this._copy({ description }); }
+  get description() { return this._def.description; }
+  isOptional() { return Boolean(this._def.optional || this._def.hasDefault); }
+
+  parse(value) {
+    const issues = [];
+    const out = this._run(value, [], issues);
+    if (issues.length) throw new ZodError(issues);
+    return out;
+  }
+  safeParse(value) {
+    const issues = [];
+    const data = this._run(value, [], issues);
+    return issues.length ? { success: false, error: new ZodError(issues) } : { success: true, data };
+  }
+
+  _run(v, path, issues) {
+    if (v === undefined) {
+      if (this._def.hasDefault) v = clone(this._def.defaultValue);
+      else if (this.isOptional()) return undefined;
+      else {
+        issues.push({ code: "invalid_type", path, message: "Required" });
+        return undefined;
+      }
+    }
+    if (v === null && this._def.nullable) return null;
+    return this._check(v, path, issues);
+  }
+  _typeIssue(expected, v, path, issues) {
+    issues.push({ code: "invalid_type", path, expected, received: typeOf(v),
+      message: `Expected ${expected}, received ${typeOf(v)}` });
+  }
+  _check(v) { return v; }
+  _schema() { return {}; }
+
+  /** The structural OpenAPI v3 schema of this type (for a CRD). */
+  toOpenAPI() {
+    const s = this._schema();
+    if (this._def.description !== undefined) s.description = this._def.description;
+    if (this._def.hasDefault) s.default = clone(this._def.defaultValue);
+    if (this._def.nullable) s.nullable = true;
+    return s;
+  }
+}
+
+/** Bounds shared by numbers (value), strings (length) and arrays (item count); zod's messages. */
+function boundsCheck(n, def, path, issues, what) {
+  const { min, max, exclusiveMin } = def;
+  const unit = what === "String" ? " character(s)" : what === "Array" ? " element(s)" : "";
+  const say = (rel, bound) => what === "Number" ? `Number must be ${rel} ${bound}`
+    : `${what} must contain ${min === max ? "exactly" : rel} ${bound}${unit}`;
+  if (min !== undefined && (exclusiveMin ? n <= min : n < min)) {
+    const rel = what !== "Number" ? "at least" : exclusiveMin ? "greater than" : "greater than or equal to";
+    issues.push({ code: "too_small", path, minimum: min, message: def.minMessage ?? say(rel, min) });
+  }
+  if (max !== undefined && n > max) {
+    const rel = what === "Number" ? "less than or equal to" : "at most";
+    issues.push({ code: "too_big", path, maximum: max, message: def.maxMessage ?? say(rel, max) });
+  }
+}
+
+class ZodString extends ZodType {
+  min(n, m) { return this._copy({ min: n, minMessage: msgOf(m) }); }
+  max(n, m) { return this._copy({ max: n, maxMessage: msgOf(m) }); }
+  length(n, m) { return this._copy({ min: n, max: n, minMessage: msgOf(m), maxMessage: msgOf(m) }); }
+  nonempty(m) { return this.min(1, m); }
+  /** The pattern goes to OpenAPI as `re.source`; flags are ignored (the API server uses RE2). */
+  regex(re, m) { return this._copy({ pattern: new RegExp(re.source), patternMessage: msgOf(m) }); }
+  _check(v, path, issues) {
+    if (typeof v !== "string") return this._typeIssue("string", v, path, issues), undefined;
+    boundsCheck(v.length, this._def, path, issues, "String");
+    if (this._def.pattern && !this._def.pattern.test(v)) {
+      issues.push({ code: "invalid_string", validation: "regex", path,
+        message: this._def.patternMessage ?? "Invalid" });
+    }
+    return v;
+  }
+  _schema() {
+    const d = this._def;
+    return { type: "string",
+      ...(d.min !== undefined && { minLength: d.min }), ...(d.max !== undefined && { maxLength: d.max }),
+      ...(d.pattern && { pattern: d.pattern.source }) };
+  }
+}
+
+class ZodNumber extends ZodType {
+  int() { return this._copy({ int: true }); }
+  min(n, m) { return this._copy({ min: n, minMessage: msgOf(m), exclusiveMin: false }); }
+  max(n, m) { return this._copy({ max: n, maxMessage: msgOf(m) }); }
+  gte(n, m) { return this.min(n, m); }
+  lte(n, m) { return this.max(n, m); }
+  nonnegative(m) { return this.min(0, m); }
+  positive(m) { return this._copy({ min: 0, minMessage: msgOf(m), exclusiveMin: true }); }
+  _check(v, path, issues) {
+    if (typeof v !== "number" || Number.isNaN(v)) return this._typeIssue("number", v, path, issues), undefined;
+    if (this._def.int && !Number.isInteger(v)) {
+      issues.push({ code: "invalid_type", path, expected: "integer", received: "float",
+        message: "Expected integer, received float" });
+      return v;
+    }
+    boundsCheck(v, this._def, path, issues, "Number");
+    return v;
+  }
+  _schema() {
+    const d = this._def;
+    return { type: d.int ? "integer" : "number",
+      ...(d.min !== undefined && { minimum: d.min }), ...(d.exclusiveMin && { exclusiveMinimum: true }),
+      ...(d.max !== undefined && { maximum: d.max }) };
+  }
+}
+
+class ZodBoolean extends ZodType {
+  _check(v, path, issues) {
+    if (typeof v !== "boolean") return this._typeIssue("boolean", v, path, issues), undefined;
+    return v;
+  }
+  _schema() { return { type: "boolean" }; }
+}
+
+class ZodEnum extends ZodType {
+  get options() { return [...this._def.values]; }
+  get enum() { return Object.fromEntries(this._def.values.map((v) => [v, v])); }
+  _check(v, path, issues) {
+    if (!this._def.values.includes(v)) {
+      const want = this._def.values.map((x) => `'${x}'`).join(" | ");
+      issues.push({ code: "invalid_enum_value", path, options: this.options,
+        message: `Invalid enum value. Expected ${want}, received ${typeof v === "string" ? `'${v}'` : typeOf(v)}` });
+    }
+    return v;
+  }
+  _schema() { return { type: "string", enum: [...this._def.values] }; }
+}
+
+class ZodLiteral extends ZodType {
+  get value() { return this._def.value; }
+  _check(v, path, issues) {
+    if (v !== this._def.value) {
+      issues.push({ code: "invalid_literal", path, expected: this._def.value,
+        message: `Invalid literal value, expected ${JSON.stringify(this._def.value)}` });
+    }
+    return v;
+  }
+  _schema() {
+    const v = this._def.value;
+    const type = typeof v === "number" ? (Number.isInteger(v) ? "integer" : "number") : typeof v;
+    return { type, enum: [v] };
+  }
+}
+
+class ZodAny extends ZodType {
+  isOptional() { return true; }
+  _run(v) { return clone(v === undefined && this._def.hasDefault ? this._def.defaultValue : v); }
+  _schema() { return { "x-kubernetes-preserve-unknown-fields": true }; }
+}
+
+class ZodArray extends ZodType {
+  get element() { return this._def.element; }
+  min(n, m) { return this._copy({ min: n, minMessage: msgOf(m) }); }
+  max(n, m) { return this._copy({ max: n, maxMessage: msgOf(m) }); }
+  length(n, m) { return this._copy({ min: n, max: n, minMessage: msgOf(m), maxMessage: msgOf(m) }); }
+  nonempty(m) { return this.min(1, m); }
+  _check(v, path, issues) {
+    if (!Array.isArray(v)) return this._typeIssue("array", v, path, issues), undefined;
+    boundsCheck(v.length, this._def, path, issues, "Array");
+    return v.map((x, i) => this._def.element._run(x, [...path, i], issues));
+  }
+  _schema() {
+    const d = this._def;
+    return { type: "array", items: d.element.toOpenAPI(),
+      ...(d.min !== undefined && { minItems: d.min }), ...(d.max !== undefined && { maxItems: d.max }) };
+  }
+}
+
+class ZodObject extends ZodType {
+  get shape() { return this._def.shape; }
+  /** Keep keys the shape does not name (also in the CRD: x-kubernetes-preserve-unknown-fields). */
+  passthrough() { return this._copy({ passthrough: true }); }
+  strip() { return this._copy({ passthrough: false }); }
+  extend(shape) { return this._copy({ shape: { ...this._def.shape, ...checkShape(shape) } }); }
+  partial() {
+    return this._copy({ shape: Object.fromEntries(
+      Object.entries(this._def.shape).map(([k, s]) => [k, s.optional()])) });
+  }
+  _check(v, path, issues) {
+    if (!isPlainObject(v)) return this._typeIssue("object", v, path, issues), undefined;
+    const out = this._def.passthrough ? { ...v } : {};
+    for (const [k, s] of Object.entries(this._def.shape)) {
+      const r = s._run(v[k], [...path, k], issues);
+      if (r !== undefined) out[k] = r;
+      else delete out[k];
+    }
+    return out;
+  }
+  _schema() {
+    const properties = {};
+    const required = [];
+    for (const [k, s] of Object.entries(this._def.shape)) {
+      properties[k] = s.toOpenAPI();
+      if (!s.isOptional()) required.push(k);
+    }
+    return { type: "object", properties, ...(required.length && { required }),
+      ...(this._def.passthrough && { "x-kubernetes-preserve-unknown-fields": true }) };
+  }
+}
+
+class ZodRecord extends ZodType {
+  _check(v, path, issues) {
+    if (!isPlainObject(v)) return this._typeIssue("object", v, path, issues), undefined;
+    const out = {};
+    for (const [k, x] of Object.entries(v)) {
+      this._def.key?._run(k, [...path, k], issues);
+      const r = this._def.value._run(x, [...path, k], issues);
+      if (r !== undefined) out[k] = r;
+    }
+    return out;
+  }
+  _schema() { return { type: "object", additionalProperties: this._def.value.toOpenAPI() }; }
+}
+
+const isSchema = (v) => v instanceof ZodType;
+
+function checkShape(shape) {
+  if (!isPlainObject(shape)) throw new TypeError("z.object: expected an object of schemas");
+  for (const [k, s] of Object.entries(shape)) {
+    if (!isSchema(s)) throw new TypeError(`z.object: field "${k}" is not a z schema`);
+  }
+  return shape;
+}
+
+/** A zod-compatible subset. Every schema validates/defaults (`parse`) and compiles (`toOpenAPI`). */
+export const z = Object.freeze({
+  string: () => new ZodString(),
+  number: () => new ZodNumber(),
+  int: () => new ZodNumber({ int: true }),
+  boolean: () => new ZodBoolean(),
+  enum: (values) => {
+    if (!Array.isArray(values) || !values.length || values.some((v) => typeof v !== "string")) {
+      throw new TypeError("z.enum: expected a non-empty array of strings");
+    }
+    return new ZodEnum({ values: [...values] });
+  },
+  literal: (value) => new ZodLiteral({ value }),
+  object: (shape) => new ZodObject({ shape: checkShape(shape) }),
+  array: (element) => {
+    if (!isSchema(element)) throw new TypeError("z.array: expected a z schema");
+    return new ZodArray({ element });
+  },
+  /** `z.record(value)` or `z.record(keySchema, value)`; keys are strings in JSON. */
+  record: (a, b) => new ZodRecord(b === undefined ? { value: a } : { key: a, value: b }),
+  any: () => new ZodAny(),
+  unknown: () => new ZodAny(),
+  optional: (s) => s.optional(),
+  nullable: (s) => s.nullable(),
+  ZodError,
+});
+
+/** `{a: z.string()}` and `z.object({a: z.string()})` are both accepted where a schema is wanted. */
+function toObjectSchema(v, what) {
+  if (v === undefined || isSchema(v)) return v;
+  if (isPlainObject(v)) return z.object(v);
+  throw new TypeError(`${what}: expected an object of z schemas or a z.object`);
+}
+
+// ───────────────────────────── kinds ─────────────────────────────
+
+/** Every kind the SDK knows, by `"<apiVersion>/<Kind>"`: built-ins, `kindOf`, `resource`. */
+const knownKinds = new Map();
+const kindKey = (r) => `${r.apiVersion}/${r.kind}`;
+
+/**
+ * A kind handle: a function that builds a full object (`Secret({metadata, data})` →
+ * `{apiVersion: "v1", kind: "Secret", metadata, data}`) and carries the kind's identity.
+ */
+function makeKind({ apiVersion, kind, plural, namespaced }) {
+  const slash = apiVersion.lastIndexOf("/");
+  const info = { apiVersion, kind, group: slash < 0 ? "" : apiVersion.slice(0, slash),
+    version: apiVersion.slice(slash + 1), plural: plural ?? pluralize(kind), namespaced };
+  const handle = function (obj = {}) {
+    if (!isPlainObject(obj)) throw new TypeError(`${kind}(...): expected an object`);
+    const { apiVersion: _a, kind: _k, metadata, ...rest } = obj;
+    return { apiVersion, kind, metadata: { ...(metadata ?? {}) }, ...rest };
+  };
+  for (const [k, v] of Object.entries(info)) Object.defineProperty(handle, k, { value: v, enumerable: true });
+  Object.defineProperty(handle, "toJSON", { value: () => ({ apiVersion, kind }) });
+  knownKinds.set(kindKey(info), info);
+  return handle;
+}
+
+function pluralize(kind) {
+  const k = kind.toLowerCase();
+  if (/(s|x|z|ch|sh)$/.test(k)) return `${k}es`;
+  if (/[^aeiou]y$/.test(k)) return `${k.slice(0, -1)}ies`;
+  return `${k}s`;
+}
+
+/** A handle for a kind the SDK does not ship (another operator's CRD, a newer built-in). */
+export function kindOf(apiVersion, kind, { plural, namespaced = true } = {}) {
+  if (typeof apiVersion !== "string" || typeof kind !== "string") {
+    throw new TypeError("kindOf(apiVersion, kind): both must be strings");
+  }
+  return makeKind({ apiVersion, kind, plural, namespaced });
+}
+
+/** `{apiVersion, kind}` from a handle, an object, `"v1/Secret"`, `"apps/v1/Deployment"` or a built-in `"Secret"`. */
+function kindRef(k, what = "kind") {
+  if ((typeof k === "function" || isPlainObject(k)) && typeof k.apiVersion === "string" && typeof k.kind === "string") {
+    return { apiVersion: k.apiVersion, kind: k.kind };
+  }
+  if (typeof k === "string") {
+    const i = k.lastIndexOf("/");
+    if (i > 0) return { apiVersion: k.slice(0, i), kind: k.slice(i + 1) };
+    const found = [...knownKinds.values()].find((x) => x.kind === k);
+    if (found) return { apiVersion: found.apiVersion, kind: found.kind };
+  }
+  throw new TypeError(`${what}: expected a kind handle such as Secret or Deployment, got ${String(k)}`);
+}
+
+/** Unknown kinds are taken as namespaced (most are). */
+const isNamespaced = (ref) => knownKinds.get(kindKey(ref))?.namespaced ?? true;
+
+const BUILTINS = {
+  v1: ["ConfigMap", "Secret", "Service", "ServiceAccount", "Pod", "PersistentVolumeClaim",
+    "Endpoints:endpoints", "LimitRange", "ResourceQuota", "Namespace!", "Node!", "PersistentVolume!"],
+  "apps/v1": ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"],
+  "batch/v1": ["Job", "CronJob"],
+  "networking.k8s.io/v1": ["Ingress:ingresses", "NetworkPolicy:networkpolicies", "IngressClass!:ingressclasses"],
+  "rbac.authorization.k8s.io/v1": ["Role", "RoleBinding", "ClusterRole!", "ClusterRoleBinding!"],
+  "autoscaling/v2": ["HorizontalPodAutoscaler"],
+  "policy/v1": ["PodDisruptionBudget"],
+  "coordination.k8s.io/v1": ["Lease"],
+  "storage.k8s.io/v1": ["StorageClass!:storageclasses"],
+};
+/** @type {Record<string, Function>} */
+const builtin = {};
+for (const [apiVersion, kinds] of Object.entries(BUILTINS)) {
+  for (const spec of kinds) {
+    const [name, plural] = spec.split(":");
+    const kind = name.replace("!", "");
+    builtin[kind] = makeKind({ apiVersion, kind, plural: plural ?? kind.toLowerCase() + "s",
+      namespaced: !name.endsWith("!") });
+  }
+}
+export const {
+  ConfigMap, Secret, Service, ServiceAccount, Pod, PersistentVolumeClaim, Endpoints, LimitRange,
+  ResourceQuota, Namespace, Node, PersistentVolume, Deployment, StatefulSet, DaemonSet, ReplicaSet,
+  Job, CronJob, Ingress, NetworkPolicy, IngressClass, Role, RoleBinding, ClusterRole,
+  ClusterRoleBinding, HorizontalPodAutoscaler, PodDisruptionBudget, Lease, StorageClass,
+} = builtin;
+
+// ───────────────────────────── registry: resource() and operator() ─────────────────────────────
+
+const registry = { resources: [], controllers: [] };
+globalThis.__ct_operator = registry;
+/** JS-side halves of the controllers (functions never go into `__ct_operator`). */
+const controllerFns = [];
+/** Spec schemas of declared resources by `"<apiVersion>/<Kind>"`, to check applied CRs. */
+const specSchemas = new Map();
+
+/** What `status.conditions` and `status.observedGeneration` look like in every CRD. */
+const CONDITIONS_SCHEMA = {
+  type: "array",
+  "x-kubernetes-list-type": "map",
+  "x-kubernetes-list-map-keys": ["type"],
+  items: {
+    type: "object",
+    required: ["type", "status"],
+    properties: {
+      type: { type: "string" },
+      status: { type: "string", enum: ["True", "False", "Unknown"] },
+      reason: { type: "string" },
+      message: { type: "string" },
+      lastTransitionTime: { type: "string", format: "date-time" },
+      observedGeneration: { type: "integer" },
+    },
+  },
+};
+
+const PRINTER_TYPES = ["string", "integer", "number", "boolean", "date"];
+
+/**
+ * Declare a custom resource: its CRD goes into `__ct_operator.resources`, and the returned
+ * handle is a kind (for `operator`, `getObserved`, `manages`) and a constructor.
+ */
+export function resource(apiVersion, kind, opts = {}) {
+  const m = /^([a-z0-9.-]+\.[a-z0-9-]+)\/([a-z0-9]+)$/.exec(apiVersion ?? "");
+  if (!m) throw new TypeError(`resource: apiVersion must be "<group>/<version>" with a dotted group, got ${JSON.stringify(apiVersion)}`);
+  if (!/^[A-Z][A-Za-z0-9]*$/.test(kind ?? "")) throw new TypeError(`resource: kind must be UpperCamelCase, got ${JSON.stringify(kind)}`);
+  const [, group, version] = m;
+  const scope = opts.scope ?? "Namespaced";
+  if (scope !== "Namespaced" && scope !== "Cluster") throw new TypeError(`resource ${kind}: scope must be "Namespaced" or "Cluster"`);
+  if (registry.resources.some((r) => r.group === group && r.kind === kind)) {
+    throw new Error(`resource ${kind}.${group} is declared twice`);
+  }
+  const spec = toObjectSchema(opts.spec, `resource ${kind}: spec`);
+  const status = toObjectSchema(opts.status, `resource ${kind}: status`);
+  const plural = opts.plural ?? pluralize(kind);
+
+  const specSchema = spec ? spec.toOpenAPI() : { type: "object", "x-kubernetes-preserve-unknown-fields": true };
+  const statusSchema = status ? status.toOpenAPI() : { type: "object", properties: {} };
+  delete statusSchema.required; // the operator writes status piecemeal: no status field is required
+  statusSchema.properties ??= {};
+  statusSchema.properties.conditions ??= clone(CONDITIONS_SCHEMA);
+  statusSchema.properties.observedGeneration ??= { type: "integer" };
+  const schema = { type: "object", properties: { spec: specSchema, status: statusSchema } };
+  if (specSchema.required?.length) schema.required = ["spec"];
+
+  registry.resources.push({
+    apiVersion, group, version, kind, plural,
+    singular: opts.singular ?? kind.toLowerCase(),
+    scope,
+    shortNames: [...(opts.shortNames ?? [])],
+    printerColumns: (opts.printerColumns ?? []).map((c) => checkPrinterColumn(c, kind)),
+    schema,
+    statusSubresource: true,
+  });
+  const handle = makeKind({ apiVersion, kind, plural, namespaced: scope === "Namespaced" });
+  if (spec) specSchemas.set(`${apiVersion}/${kind}`, spec);
+  Object.defineProperties(handle, {
+    scope: { value: scope, enumerable: true },
+    spec: { value: spec, enumerable: true },
+    status: { value: status, enumerable: true },
+    schema: { value: schema, enumerable: true },
+  });
+  return handle;
+}
+
+function checkPrinterColumn(c, kind) {
+  if (!c?.name || !c.jsonPath?.startsWith(".") || !PRINTER_TYPES.includes(c.type ?? "string")) {
+    throw new TypeError(`resource ${kind}: printer column needs name, jsonPath starting with "." and type in ${PRINTER_TYPES.join("|")}`);
+  }
+  return { name: c.name, type: c.type ?? "string", jsonPath: c.jsonPath,
+    ...(c.description !== undefined && { description: c.description }),
+    ...(c.priority !== undefined && { priority: c.priority }) };
+}
+
+const PREDICATES = ["GenerationChanged", "ResourceVersionChanged", "LabelChanged", "AnnotationChanged"];
+
+function checkPredicate(p) {
+  if (typeof p === "string" && PREDICATES.includes(p)) return p;
+  if (isPlainObject(p) && Array.isArray(p.and)) return { and: p.and.map(checkPredicate) };
+  if (isPlainObject(p) && Array.isArray(p.or)) return { or: p.or.map(checkPredicate) };
+  throw new TypeError(`watches: predicate must be one of ${PREDICATES.join(", ")} or {and|or: [...]}`);
+}
+
+/** `"app=web,tier"` as is; `{app: "web"}` → `"app=web"`. */
+function labelSelector(sel) {
+  if (typeof sel === "string") return sel;
+  if (isPlainObject(sel)) return Object.entries(sel).map(([k, v]) => `${k}=${v}`).join(",");
+  throw new TypeError("watches: labelSelector must be a string or an object of labels");
+}
+
+const asList = (v) => (v === undefined ? [] : Array.isArray(v) ? [...v] : [v]);
+
+function checkRule(rule) {
+  const r = {
+    apiGroups: asList(rule?.apiGroups), resources: asList(rule?.resources), verbs: asList(rule?.verbs),
+    ...(rule?.resourceNames !== undefined && { resourceNames: asList(rule.resourceNames) }),
+  };
+  if (!r.resources.length || !r.verbs.length || !rule.apiGroups) {
+    throw new TypeError("permission: a rule needs apiGroups, resources and verbs");
+  }
+  return r;
+}
+
+const HANDLERS = ["reconcile", "finalize", "onStart", "validate", "mutate"];
+
+/** The fluent builder `operator(res)` returns; every method returns the builder. */
+class OperatorBuilder {
+  #entry;
+  #fns;
+  constructor(entry, fns) {
+    this.#entry = entry;
+    this.#fns = fns;
+  }
+  /** Periodic resync of every CR. */
+  every(d) { this.#entry.every = duration(d, "every"); return this; }
+  /** Owned children: watched, mapped to their owner, full RBAC, pruned when no longer applied. */
+  manages(...kinds) { return this.#addKinds("manages", kinds); }
+  /** Read-only kinds: watched (so `getObserved` sees them), RBAC get/list/watch. */
+  reads(...kinds) { return this.#addKinds("reads", kinds); }
+  #addKinds(field, kinds) {
+    for (const k of kinds.flat()) {
+      const ref = kindRef(k, field);
+      if (!this.#entry[field].some((x) => kindKey(x) === kindKey(ref))) this.#entry[field].push(ref);
+    }
+    return this;
+  }
+  /**
+   * Watch another kind; `mapper(obj)` names the CRs to reconcile (without a mapper the
+   * runtime maps by owner reference). `watches(kind, opts)` is accepted too.
+   */
+  watches(kind, mapper, opts = {}) {
+    if (isPlainObject(mapper)) [mapper, opts] = [undefined, mapper];
+    if (mapper != null && typeof mapper !== "function") throw new TypeError("watches: mapper must be a function");
+    const w = { kind: kindRef(kind, "watches"), mapper: typeof mapper === "function" };
+    if (opts.namespace !== undefined) w.namespace = String(opts.namespace);
+    if (opts.labelSelector !== undefined) w.labelSelector = labelSelector(opts.labelSelector);
+    if (opts.predicate !== undefined) w.predicate = checkPredicate(opts.predicate);
+    this.#fns.mappers.push(mapper ?? null);
+    this.#entry.watches.push(w);
+    return this;
+  }
+  /** Extra RBAC rules beyond what manages/reads imply. */
+  permission(...rules) {
+    for (const r of rules.flat()) this.#entry.permissions.push(checkRule(r));
+    return this;
+  }
+  /** Cleanup before deletion; the finalizer name defaults to `<plural>.<group>/finalizer`. */
+  finalize(fn, name) {
+    const n = typeof name === "string" ? name : name?.name;
+    const { plural, group } = this.#fns.kind;
+    this.#entry.finalizer = n ?? `${group ? `${plural}.${group}` : plural}/finalizer`;
+    return this.#handler("finalize", fn);
+  }
+  onStart(fn) { return this.#handler("onStart", fn); }
+  validate(fn) { return this.#handler("validate", fn); }
+  mutate(fn) { return this.#handler("mutate", fn); }
+  reconcile(fn) { return this.#handler("reconcile", fn); }
+  #handler(name, fn) {
+    if (typeof fn !== "function") throw new TypeError(`${name}: expected a function`);
+    if (this.#fns.handlers[name]) throw new Error(`${this.#entry.name}: ${name} is already set`);
+    this.#fns.handlers[name] = fn;
+    this.#entry.handlers = HANDLERS.filter((h) => this.#fns.handlers[h]);
+    return this;
+  }
+}
+
+/** Start a controller for `res` (a `resource(...)` handle or any kind handle). */
+export function operator(res, { name } = {}) {
+  const ref = kindRef(res, "operator");
+  const info = knownKinds.get(kindKey(ref)) ?? { ...ref, plural: pluralize(ref.kind), group: "", namespaced: true };
+  const taken = (n) => registry.controllers.some((c) => c.name === n);
+  let unique = name ?? ref.kind.toLowerCase();
+  if (name !== undefined && taken(name)) throw new Error(`operator name "${name}" is used twice`);
+  for (let i = 2; taken(unique); i++) unique = `${ref.kind.toLowerCase()}-${i}`;
+  const entry = { index: registry.controllers.length, name: unique, for: ref, every: null, manages: [],
+    reads: [], watches: [], permissions: [], finalizer: null, handlers: [] };
+  const fns = { entry, handlers: {}, mappers: [], kind: info, schema: specSchemas.get(kindKey(ref)) };
+  registry.controllers.push(entry);
+  controllerFns.push(fns);
+  return new OperatorBuilder(entry, fns);
+}
+
+// ───────────────────────────── inside a handler ─────────────────────────────
+
+/**
+ * The state of the dispatch being run. `cr` is the object being reconciled (null in
+ * `onStart` and mappers); `namespace` is the default namespace for lookups and children.
+ */
+let ctx = null;
+
+const newOutput = () => ({ applies: [], patches: [], status: null, conditions: [], events: [],
+  finalizers: { add: [], remove: [] }, result: { type: "ok" } });
+
+/** The running dispatch, for functions that write output: they make no sense at top level. */
+function active(what) {
+  if (!ctx) throw new Error(`${what} can only be called inside a handler`);
+  return ctx;
+}
+
+const objKey = (o) => `${o.apiVersion}/${o.kind}/${o.metadata?.namespace ?? ""}/${o.metadata?.name}`;
+
+function isCurrent(obj) {
+  const cr = ctx?.cr;
+  if (!cr || !obj) return false;
+  if (obj === cr) return true;
+  const a = obj.metadata ?? {}, b = cr.metadata ?? {};
+  if (a.uid && b.uid) return a.uid === b.uid;
+  return obj.kind === cr.kind && a.name === b.name && (a.namespace ?? "") === (b.namespace ?? "");
+}
+
+function checkObject(obj, what) {
+  if (!isPlainObject(obj) || typeof obj.apiVersion !== "string" || typeof obj.kind !== "string"
+      || typeof obj.metadata?.name !== "string" || !obj.metadata.name) {
+    throw new TypeError(`${what}: expected an object with apiVersion, kind and metadata.name (build it with a kind handle, e.g. Secret({...}))`);
+  }
+  const o = clone(obj);
+  const ns = ctx?.cr?.metadata?.namespace;
+  if (o.metadata.namespace == null && ns && isNamespaced(o)) o.metadata.namespace = ns;
+  return o;
+}
+
+function pushUnique(list, o) {
+  const i = list.findIndex((x) => objKey(x) === objKey(o));
+  if (i >= 0) list[i] = o;
+  else list.push(o);
+}
+
+/**
+ * Add `obj` to the desired children of this reconcile (server-side applied with an owner
+ * reference; what was applied before and is missing now gets pruned). Namespaced children
+ * without a namespace get the CR's. Returns a copy of the object as it will be applied
+ * (the call takes a snapshot: later changes to either object are not sent).
+ */
+export function apply(obj) {
+  const o = checkObject(obj, "apply");
+  const out = active("apply").out;
+  const spec = specSchemas.get(kindKey(o));
+  if (spec && o.spec !== undefined) {
+    const issues = [];
+    spec._run(o.spec, ["spec"], issues);
+    if (issues.length) throw new ZodError(issues);
+  }
+  pushUnique(out.applies, o);
+  return clone(o);
+}
+
+/** A partial object to merge into an existing object the operator does not own (no owner ref, never pruned). */
+export function patch(obj) {
+  const out = active("patch").out;
+  const o = checkObject(obj, "patch");
+  pushUnique(out.patches, o);
+  return clone(o);
+}
+
+const warnedKinds = new Set();
+
+function observedList(ref) {
+  const list = ctx?.observed[kindKey(ref)];
+  if (Array.isArray(list)) return list;
+  const e = ctx?.fns.entry;
+  const declared = e && [...e.manages, ...e.reads, ...e.watches.map((w) => w.kind), e.for]
+    .some((k) => kindKey(k) === kindKey(ref));
+  if (e && !declared && !warnedKinds.has(`${e.name} ${kindKey(ref)}`)) {
+    warnedKinds.add(`${e.name} ${kindKey(ref)}`);
+    log.warn(`${kindKey(ref)} is not in manages/reads/watches of operator "${e.name}", so nothing of it is observed`);
+  }
+  return [];
+}
+
+/**
+ * The cached object of `kind` named `name`, or undefined. `namespace` defaults to the CR's
+ * (for cluster-scoped kinds it is ignored).
+ */
+export function getObserved(kind, name, namespace) {
+  const ref = kindRef(kind, "getObserved");
+  const nsd = isNamespaced(ref);
+  const ns = nsd ? (namespace ?? ctx?.namespace) : undefined;
+  return observedList(ref).find((o) => o?.metadata?.name === name
+    && (ns === undefined || (o.metadata.namespace ?? undefined) === ns));
+}
+
+/** All cached objects of `kind`, optionally filtered by `{namespace, labels}` or a predicate. */
+export function listObserved(kind, filter) {
+  const list = observedList(kindRef(kind, "listObserved"));
+  if (typeof filter === "function") return list.filter(filter);
+  if (filter == null) return [...list];
+  return list.filter((o) => (filter.namespace === undefined || o.metadata?.namespace === filter.namespace)
+    && Object.entries(filter.labels ?? {}).every(([k, v]) => o.metadata?.labels?.[k] === v));
+}
+
+/** The status of `cr`; for the CR being reconciled, with this call's `setStatus` patches merged in. */
+export function getStatus(cr) {
+  const base = clone(cr?.status) ?? {};
+  const p = ctx?.out.status;
+  return isCurrent(cr) && p ? deepMerge(base, clone(p)) : base;
+}
+
+/** Merge `patch` into the status patch of the CR being reconciled (written once, after the handler). */
+export function setStatus(cr, statusPatch) {
+  const { out } = active("setStatus");
+  if (!isCurrent(cr)) throw new Error("setStatus: only the object being handled can be given a status");
+  if (!isPlainObject(statusPatch)) throw new TypeError("setStatus: the patch must be an object");
+  out.status = deepMerge(out.status ?? {}, clone(statusPatch));
+}
+
+const REASON = /^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/;
+
+/**
+ * Set one condition of the CR's `status.conditions` (last call per type wins). `status`
+ * may be a boolean. The runtime fills lastTransitionTime and observedGeneration.
+ */
+export function setCondition(cr, { type, status, reason, message = "" } = {}) {
+  const { out } = active("setCondition");
+  if (!isCurrent(cr)) throw new Error("setCondition: only the object being handled can be given conditions");
+  const s = status === true ? "True" : status === false ? "False" : status;
+  if (typeof type !== "string" || !type) throw new TypeError("setCondition: type is required");
+  if (!["True", "False", "Unknown"].includes(s)) throw new TypeError(`setCondition ${type}: status must be "True", "False", "Unknown" or a boolean`);
+  const r = reason ?? (s === "True" ? type : s === "False" ? `Not${type}` : "Unknown");
+  if (!REASON.test(r)) throw new TypeError(`setCondition ${type}: reason ${JSON.stringify(r)} must be CamelCase ([A-Za-z][A-Za-z0-9_,:]*)`);
+  const cond = { type, status: s, reason: r, message: String(message) };
+  const list = out.conditions;
+  const i = list.findIndex((c) => c.type === type);
+  if (i >= 0) list[i] = cond;
+  else list.push(cond);
+  return cond;
+}
+
+/** Record a Kubernetes Event about `obj` (the CR when null). */
+export function event(obj, { type = "Normal", reason, message = "" } = {}) {
+  const { out } = active("event");
+  if (type !== "Normal" && type !== "Warning") throw new TypeError(`event: type must be "Normal" or "Warning"`);
+  if (typeof reason !== "string" || !reason) throw new TypeError("event: reason is required");
+  const e = { type, reason, message: String(message) };
+  if (obj) {
+    const m = obj.metadata ?? {};
+    e.regarding = { apiVersion: obj.apiVersion, kind: obj.kind, name: m.name,
+      ...(m.namespace && { namespace: m.namespace }), ...(m.uid && { uid: m.uid }) };
+  }
+  out.events.push(e);
+  return e;
+}
+
+function finalizerName(name, what) {
+  const n = name ?? ctx?.fns.entry.finalizer;
+  if (typeof n !== "string" || !n) throw new TypeError(`${what}: name is required (no .finalize() finalizer to default to)`);
+  return n;
+}
+
+/**
+ * Add finalizer `name` (default: this operator's) to `obj.metadata.finalizers`. On the CR
+ * being handled it is also sent to the runtime. Returns whether anything changed.
+ */
+export function addFinalizer(obj, name) {
+  const n = finalizerName(name, "addFinalizer");
+  obj.metadata ??= {};
+  const list = (obj.metadata.finalizers ??= []);
+  const changed = !list.includes(n);
+  if (changed) list.push(n);
+  if (isCurrent(obj)) {
+    const f = ctx.out.finalizers;
+    f.remove = f.remove.filter((x) => x !== n);
+    if (!f.add.includes(n)) f.add.push(n);
+  }
+  return changed;
+}
+
+/** The reverse of `addFinalizer`. */
+export function removeFinalizer(obj, name) {
+  const n = finalizerName(name, "removeFinalizer");
+  const list = obj.metadata?.finalizers ?? [];
+  const changed = list.includes(n);
+  if (changed) obj.metadata.finalizers = list.filter((x) => x !== n);
+  if (isCurrent(obj)) {
+    const f = ctx.out.finalizers;
+    f.add = f.add.filter((x) => x !== n);
+    if (!f.remove.includes(n)) f.remove.push(n);
+  }
+  return changed;
+}
+
+/** `n` characters from [a-zA-Z0-9], from the OS's randomness. */
+export function randomString(n = 32) {
+  if (!Number.isInteger(n) || n < 1 || n > 65536) throw new RangeError("randomString: n must be an integer in 1..65536");
+  return String(host().randomString(n));
+}
+
+/** Milliseconds since the epoch, from the host clock. */
+export const now = () => Number(host().now());
+
+/** Response headers with case-insensitive `get`. */
+class ResponseHeaders {
+  #map;
+  constructor(obj) {
+    this.#map = new Map(Object.entries(obj ?? {}).map(([k, v]) => [k.toLowerCase(), String(v)]));
+  }
+  get(name) { return this.#map.get(String(name).toLowerCase()) ?? null; }
+  has(name) { return this.#map.has(String(name).toLowerCase()); }
+  forEach(fn) { this.#map.forEach((v, k) => fn(v, k, this)); }
+  [Symbol.iterator]() { return this.#map.entries(); }
+  toJSON() { return Object.fromEntries(this.#map); }
+}
+
+/**
+ * HTTP through the host: synchronous, bounded in time and size. Returns a Response-like
+ * object whose `text()`/`json()` return values directly (awaiting them works too).
+ * Network failures throw a TypeError, like fetch.
+ */
+export function fetch(url, init = {}) {
+  const h = host();
+  if (typeof h.fetch !== "function") throw new Error("fetch is not available in this runtime");
+  const headers = Object.fromEntries(Object.entries(init.headers ?? {}).map(([k, v]) => [k, String(v)]));
+  let body = init.body;
+  if (body != null && typeof body !== "string") {
+    body = JSON.stringify(body);
+    if (!Object.keys(headers).some((k) => k.toLowerCase() === "content-type")) headers["content-type"] = "application/json";
+  }
+  const req = { method: (init.method ?? "GET").toUpperCase(), headers, ...(body != null && { body }),
+    ...(init.timeout !== undefined && { timeout: duration(init.timeout, "fetch timeout") }) };
+  const raw = h.fetch(String(url), JSON.stringify(req));
+  const res = typeof raw === "string" ? JSON.parse(raw) : raw;
+  if (res?.error) throw new TypeError(`fetch ${url}: ${res.error}`);
+  const text = res.body ?? "";
+  return Object.freeze({
+    url: String(url), status: res.status, statusText: res.statusText ?? "",
+    ok: res.status >= 200 && res.status < 300, headers: new ResponseHeaders(res.headers),
+    text: () => text, json: () => JSON.parse(text),
+  });
+}
+
+const logAt = (level) => (message, fields) =>
+  void host().log(level, typeof message === "string" ? message : safeJson(message), safeJson(fields));
+
+/** Structured logs through the host (the runtime adds operator and object fields). */
+export const log = Object.freeze({ debug: logAt("debug"), info: logAt("info"), warn: logAt("warn"), error: logAt("error") });
+
+/** The operator's environment and values (replaced in place on every call). */
+export const Env = {};
+export const Values = {};
+const refill = (target, src) => {
+  for (const k of Object.keys(target)) delete target[k];
+  if (isPlainObject(src)) Object.assign(target, src);
+};
+refill(Env, globalThis.__ct_env);
+refill(Values, globalThis.__ct_values);
+
+/** What a handler returns. */
+export const Result = Object.freeze({
+  ok: () => ({ type: "ok" }),
+  requeue: (after) => ({ type: "requeue", after: duration(after, "Result.requeue") }),
+  error: (message) => ({ type: "error", message: message instanceof Error ? message.message : String(message ?? "error") }),
+});
+
+// ───────────────────────────── dispatch ─────────────────────────────
+
+function normalizeResult(r, handler) {
+  if (r == null) return { type: "ok" };
+  if (isPlainObject(r) && r.type === "ok") return { type: "ok" };
+  if (isPlainObject(r) && r.type === "requeue") return { type: "requeue", after: duration(r.after, handler) };
+  if (isPlainObject(r) && r.type === "error") return { type: "error", message: String(r.message) };
+  throw new TypeError(`${handler} must return Result.ok(), Result.requeue(d), Result.error(msg) or nothing`);
+}
+
+function normalizeValidation(r) {
+  if (r === undefined || r === null || r === true) return { allowed: true };
+  if (r === false) return { allowed: false, message: "denied by the operator" };
+  if (typeof r === "string") return { allowed: false, message: r };
+  if (isPlainObject(r) && typeof r.allowed === "boolean") {
+    return { allowed: r.allowed, ...(r.message !== undefined && { message: String(r.message) }),
+      ...(r.warnings?.length && { warnings: r.warnings.map(String) }) };
+  }
+  throw new TypeError("validate must return true/undefined (allowed), false or a message (denied), or {allowed, message?, warnings?}");
+}
+
+function normalizeRequests(r, obj, fns) {
+  const ns = fns.kind.namespaced ? obj?.metadata?.namespace : undefined;
+  const seen = new Set();
+  const requests = [];
+  for (const x of asList(r ?? undefined)) {
+    const req = typeof x === "string" ? { name: x, namespace: ns }
+      : x?.metadata ? { name: x.metadata.name, namespace: x.metadata.namespace ?? ns }
+        : { name: x?.name, namespace: x?.namespace ?? ns };
+    if (typeof req.name !== "string" || !req.name) throw new TypeError("mapper: each request needs a name");
+    if (!fns.kind.namespaced || req.namespace == null) delete req.namespace;
+    const key = `${req.namespace ?? ""}/${req.name}`;
+    if (!seen.has(key)) seen.add(key), requests.push(req);
+  }
+  return requests;
+}
+
+/** Apply the spec defaults of the resource's schema (the API server normally did already). */
+function withDefaults(fns, obj) {
+  if (!fns.schema || !isPlainObject(obj)) return obj;
+  const r = fns.schema.safeParse(obj.spec ?? {});
+  if (r.success) obj.spec = r.data;
+  return obj;
+}
+
+/**
+ * The one entry point from Rust (see RUNTIME.md). Returns the output JSON, or a Promise of
+ * it when the handler is async: the vm must then run pending jobs until it settles.
+ */
+function dispatch(handler, controllerIndex, inputJson) {
+  const fns = controllerFns[controllerIndex];
+  if (!fns) throw new Error(`__ct_dispatch: no controller with index ${controllerIndex}`);
+  const isMap = handler.startsWith("map:");
+  const fn = isMap ? fns.mappers[Number(handler.slice(4))] : HANDLERS.includes(handler) && fns.handlers[handler];
+  if (typeof fn !== "function") {
+    throw new Error(`__ct_dispatch: controller ${controllerIndex} has no ${isMap ? `mapper for ${handler}` : `${handler} handler`}`);
+  }
+  const input = (typeof inputJson === "string" ? JSON.parse(inputJson) : inputJson) ?? {};
+  refill(Env, input.env);
+  refill(Values, input.values);
+  const object = input.object ?? null;
+  const old = input.oldObject ?? undefined;
+  const out = newOutput();
+  ctx = { cr: isMap || handler === "onStart" ? null : object, namespace: object?.metadata?.namespace,
+    observed: input.observed ?? {}, out, fns };
+
+  /** Turns the handler's return value into the output for this kind of handler. */
+  let finish;
+  const call = () => {
+    switch (handler) {
+      case "validate": {
+        const deny = (e) => { if (e instanceof ZodError) return e.message; throw e; };
+        finish = (r) => ({ ...out, ...normalizeValidation(r) });
+        let r;
+        try {
+          r = fn(withDefaults(fns, object), old);
+        } catch (e) {
+          return deny(e);
+        }
+        return r && typeof r.then === "function" ? r.then(undefined, deny) : r;
+      }
+      case "mutate":
+        finish = (r) => {
+          if (r != null && !isPlainObject(r)) throw new TypeError("mutate must return the object or nothing");
+          return { ...out, object: r ?? object };
+        };
+        return fn(object, old);
+      case "onStart":
+        finish = (r) => ({ ...out, result: normalizeResult(r, handler) });
+        return fn();
+      case "reconcile":
+      case "finalize":
+        finish = (r) => ({ ...out, result: normalizeResult(r, handler) });
+        return fn(withDefaults(fns, object));
+      default:
+        finish = (r) => ({ ...out, requests: normalizeRequests(r, object, fns) });
+        return fn(object);
+    }
+  };
+  // `ctx` lives exactly as long as the handler: cleared when it returns, throws or settles.
+  const done = (r) => {
+    try {
+      return JSON.stringify(finish(r));
+    } finally {
+      ctx = null;
+    }
+  };
+  let ret;
+  try {
+    ret = call();
+  } catch (e) {
+    ctx = null;
+    throw e;
+  }
+  if (ret && typeof ret.then === "function") {
+    return ret.then(done, (e) => { ctx = null; throw e; });
+  }
+  return done(ret);
+}
+
+globalThis.__ct_dispatch = dispatch;
+
+// ───────────────────────────── globals ─────────────────────────────
+
+// Kind handles are also globals under a lowerCamel name (`secret`, `configMap`, ...), so the
+// plan's `getObserved(secret, ...)` works without an import. Existing globals are kept.
+for (const [kind, handle] of Object.entries(builtin)) {
+  const lower = kind[0].toLowerCase() + kind.slice(1);
+  if (!(lower in globalThis)) {
+    Object.defineProperty(globalThis, lower, { value: handle, writable: true, configurable: true });
+  }
+}
+
+// QuickJS has no console: route it to the host log.
+if (typeof globalThis.console === "undefined") {
+  const line = (args) => args.map((a) => (typeof a === "string" ? a : safeJson(a))).join(" ");
+  globalThis.console = {
+    log: (...a) => log.info(line(a)), info: (...a) => log.info(line(a)),
+    debug: (...a) => log.debug(line(a)), warn: (...a) => log.warn(line(a)), error: (...a) => log.error(line(a)),
+  };
+}

@@ -1,0 +1,227 @@
+//! The script bundle: every module of an operator, compiled to JavaScript.
+//!
+//! A [`Bundle`] is what [`crate::load::load_dir`] produces and what the vm evaluates. Module
+//! names are normalized `/`-separated paths relative to the operator directory
+//! (`operator.ct`, `lib/util.ts`, `data.json`); import specifiers inside each module's `js`
+//! already name their targets that way, and the built-in module is always `"ctop"`.
+//!
+//! Start at [`Bundle::to_gz`] / [`Bundle::from_gz`] for storage (`bundle.js.gz`),
+//! [`Bundle::sha256_hex`] for change detection, and [`Bundle::original_position`] to turn
+//! a QuickJS error position back into a TypeScript position.
+//!
+//! Determinism: the canonical form is the compact JSON of the bundle (struct fields and map
+//! keys in sorted order), gzipped with a fixed header (mtime 0, no file name, OS "unknown").
+//! The same sources therefore always give the same bytes, and any change to a source
+//! (even to a comment, since source maps carry the original text) changes the hash.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+use flate2::{Compression, GzBuilder, read::GzDecoder};
+use oxc_sourcemap::SourceMap;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Largest accepted size of a bundle's JSON once decompressed (guards against gzip bombs).
+pub const MAX_BUNDLE_JSON_BYTES: u64 = 64 * 1024 * 1024;
+
+/// An operator script compiled to JavaScript: the entry module and everything it imports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bundle {
+    /// Name of the module to evaluate first (usually `operator.ct`).
+    pub entry: String,
+    /// Every module of the script by normalized name (see the module docs).
+    pub modules: BTreeMap<String, Module>,
+}
+
+/// One compiled module.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Module {
+    /// ES module JavaScript; import specifiers are canonical module names or `"ctop"`.
+    pub js: String,
+    /// JSON source map v3 from `js` back to the original source (none for `.json` modules).
+    pub source_map: Option<String>,
+}
+
+/// Why a stored bundle could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    /// The bytes are not a valid gzip stream.
+    #[error("bundle is not valid gzip: {0}; rebuild it with `ctop build`")]
+    Gzip(#[source] std::io::Error),
+    /// The decompressed bundle is larger than [`MAX_BUNDLE_JSON_BYTES`].
+    #[error(
+        "bundle is larger than {limit} bytes once decompressed; split the script or check that the bundle is not corrupt"
+    )]
+    TooLarge {
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The decompressed bytes are not the JSON of a bundle.
+    #[error("bundle JSON is invalid: {0}; rebuild it with a matching ctop version")]
+    Json(#[source] serde_json::Error),
+    /// The entry module is not one of the bundle's modules.
+    #[error("bundle entry {entry:?} is not among its modules; rebuild the bundle")]
+    MissingEntry {
+        /// The entry name the bundle declares.
+        entry: String,
+    },
+    /// A module name is not a normalized relative path (or `"ctop"` is shadowed).
+    #[error("bundle module name {name:?} is not a normalized relative path; rebuild the bundle")]
+    BadModuleName {
+        /// The offending name.
+        name: String,
+    },
+}
+
+impl Bundle {
+    /// The canonical JSON of the bundle: compact, fields and keys in sorted order.
+    ///
+    /// This is what [`Bundle::to_gz`] compresses and [`Bundle::sha256_hex`] hashes.
+    pub fn canonical_json(&self) -> Vec<u8> {
+        // Field order of `Bundle` (entry, modules) and `Module` (js, source_map) is
+        // alphabetical and `modules` is a BTreeMap, so serde's output is already sorted.
+        // Serializing plain strings and maps into memory cannot fail.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Deterministic gzip of [`Bundle::canonical_json`]: same sources → same bytes.
+    pub fn to_gz(&self) -> Vec<u8> {
+        let json = self.canonical_json();
+        let mut encoder = GzBuilder::new()
+            .mtime(0)
+            .operating_system(255)
+            .write(Vec::with_capacity(json.len() / 3), Compression::best());
+        // Writing into a Vec never fails; an error here would be a flate2 bug.
+        if encoder.write_all(&json).is_err() {
+            return Vec::new();
+        }
+        encoder.finish().unwrap_or_default()
+    }
+
+    /// Read a bundle written by [`Bundle::to_gz`], checking that it is well formed.
+    pub fn from_gz(bytes: &[u8]) -> Result<Self, BundleError> {
+        let mut json = Vec::new();
+        GzDecoder::new(bytes)
+            .take(MAX_BUNDLE_JSON_BYTES + 1)
+            .read_to_end(&mut json)
+            .map_err(BundleError::Gzip)?;
+        if json.len() as u64 > MAX_BUNDLE_JSON_BYTES {
+            return Err(BundleError::TooLarge { limit: MAX_BUNDLE_JSON_BYTES });
+        }
+        let bundle: Bundle = serde_json::from_slice(&json).map_err(BundleError::Json)?;
+        if let Some(name) = bundle.modules.keys().find(|n| !is_normalized_name(n)) {
+            return Err(BundleError::BadModuleName { name: name.clone() });
+        }
+        if !bundle.modules.contains_key(&bundle.entry) {
+            return Err(BundleError::MissingEntry { entry: bundle.entry });
+        }
+        Ok(bundle)
+    }
+
+    /// Lowercase hex SHA-256 of [`Bundle::canonical_json`].
+    ///
+    /// Hashing the JSON rather than the gzip bytes keeps the hash independent of the
+    /// compression backend.
+    pub fn sha256_hex(&self) -> String {
+        let digest = Sha256::digest(self.canonical_json());
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Map a (line, column) in module `name`'s generated JS (1-based, as QuickJS reports)
+    /// back to the TypeScript source position (1-based line and UTF-16 column).
+    ///
+    /// Returns `None` for an unknown module, a module without source map (JSON), or a
+    /// position on a generated line with no mapping.
+    pub fn original_position(&self, name: &str, line: u32, column: u32) -> Option<(u32, u32)> {
+        let map_json = self.modules.get(name)?.source_map.as_deref()?;
+        let map = SourceMap::from_json_string(map_json).ok()?;
+        let table = map.generate_lookup_table();
+        let token = map.lookup_token_approx(&table, line.checked_sub(1)?, column.checked_sub(1)?)?;
+        token.get_source_id()?;
+        Some((token.get_src_line() + 1, token.get_src_col() + 1))
+    }
+}
+
+/// Whether `name` is a module name the vm may be asked for: `/`-separated, relative,
+/// without empty, `.` or `..` segments, and not the built-in `ctop`.
+fn is_normalized_name(name: &str) -> bool {
+    name != "ctop"
+        && !name.contains('\\')
+        && name.split('/').all(|seg| !seg.is_empty() && seg != "." && seg != "..")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Bundle {
+        let mut modules = BTreeMap::new();
+        modules.insert(
+            "operator.ct".to_string(),
+            Module { js: "import { a } from \"lib/a.ts\";\nconsole.log(a);\n".to_string(), source_map: None },
+        );
+        modules.insert(
+            "lib/a.ts".to_string(),
+            Module { js: "export const a = 1;\n".to_string(), source_map: None },
+        );
+        Bundle { entry: "operator.ct".to_string(), modules }
+    }
+
+    #[test]
+    fn gz_round_trips_and_is_deterministic() {
+        let b = sample();
+        let gz = b.to_gz();
+        assert_eq!(&gz[..3], &[0x1f, 0x8b, 8], "gzip magic and deflate");
+        assert_eq!(&gz[4..8], &[0, 0, 0, 0], "mtime 0");
+        assert_eq!(gz[3] & 0x08, 0, "no file name flag");
+        assert_eq!(gz, sample().to_gz());
+        assert_eq!(Bundle::from_gz(&gz).unwrap(), b);
+    }
+
+    #[test]
+    fn canonical_json_has_sorted_keys() {
+        let json = String::from_utf8(sample().canonical_json()).unwrap();
+        assert!(json.starts_with("{\"entry\":\"operator.ct\",\"modules\":{\"lib/a.ts\":{\"js\":"));
+        assert!(json.contains("\"source_map\":null"));
+    }
+
+    #[test]
+    fn hash_changes_with_content() {
+        let a = sample();
+        let mut b = sample();
+        assert_eq!(a.sha256_hex(), b.sha256_hex());
+        assert_eq!(a.sha256_hex().len(), 64);
+        b.modules.get_mut("lib/a.ts").unwrap().js.push(' ');
+        assert_ne!(a.sha256_hex(), b.sha256_hex());
+    }
+
+    #[test]
+    fn from_gz_rejects_bad_input() {
+        assert!(matches!(Bundle::from_gz(b"not gzip"), Err(BundleError::Gzip(_))));
+
+        let mut gz = GzBuilder::new().write(Vec::new(), Compression::fast());
+        gz.write_all(b"{\"entry\":1}").unwrap();
+        let bytes = gz.finish().unwrap();
+        assert!(matches!(Bundle::from_gz(&bytes), Err(BundleError::Json(_))));
+
+        let mut missing = sample();
+        missing.entry = "nope.ct".into();
+        let err = Bundle::from_gz(&missing.to_gz()).unwrap_err();
+        assert!(matches!(err, BundleError::MissingEntry { .. }));
+        assert!(err.to_string().contains("nope.ct"));
+
+        for bad in ["../x.ts", "/abs.ts", "a//b.ts", "ctop", "./a.ts"] {
+            let mut b = sample();
+            b.modules.insert(bad.into(), Module { js: String::new(), source_map: None });
+            assert!(matches!(Bundle::from_gz(&b.to_gz()), Err(BundleError::BadModuleName { .. })), "{bad}");
+        }
+    }
+
+    #[test]
+    fn original_position_without_map_is_none() {
+        let b = sample();
+        assert_eq!(b.original_position("lib/a.ts", 1, 1), None);
+        assert_eq!(b.original_position("missing.ts", 1, 1), None);
+    }
+}

@@ -1,0 +1,98 @@
+//! A loaded operator script: its bundle, a pool of QuickJS runtimes running it with the
+//! embedded SDK, and the operator description it declares.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ctop_core::OperatorSpec;
+
+use crate::bundle::{Bundle, BundleError};
+use crate::load::{LoadError, load_dir};
+use crate::sdk::SDK_JS;
+use crate::vm::{Limits, Pool, Vm, VmError, VmOptions};
+
+/// Why a script could not be made ready.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// The TypeScript sources could not be loaded; the message names file, line and column.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A bundle file could not be read.
+    #[error("cannot read the bundle: {0}")]
+    Bundle(#[from] BundleError),
+    /// The script failed while running its top level (or a limit was hit).
+    #[error(transparent)]
+    Vm(#[from] VmError),
+    /// `__ct_operator` does not have the shape the runtime expects (an SDK bug or a script
+    /// that overwrote it).
+    #[error("the script's operator registry is malformed: {0}")]
+    Registry(serde_json::Error),
+}
+
+/// A script ready to dispatch handler calls.
+pub struct Script {
+    bundle: Arc<Bundle>,
+    spec: OperatorSpec,
+    pool: Pool,
+}
+
+impl std::fmt::Debug for Script {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Script")
+            .field("entry", &self.bundle.entry)
+            .field("spec", &self.spec)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Script {
+    /// Load `dir/entry` from source.
+    pub fn from_dir(dir: &Path, entry: &str, workers: usize, limits: Limits) -> Result<Self, ScriptError> {
+        Self::from_bundle(load_dir(dir, entry)?, workers, limits)
+    }
+
+    /// Load a `bundle.js.gz` produced by `ctop bundle`.
+    pub fn from_bundle_gz(bytes: &[u8], workers: usize, limits: Limits) -> Result<Self, ScriptError> {
+        Self::from_bundle(Bundle::from_gz(bytes)?, workers, limits)
+    }
+
+    /// Run `bundle` in `workers` runtimes and extract what it declares.
+    pub fn from_bundle(bundle: Bundle, workers: usize, limits: Limits) -> Result<Self, ScriptError> {
+        let bundle = Arc::new(bundle);
+        let factory = {
+            let bundle = bundle.clone();
+            move || Vm::with_options(bundle.clone(), SDK_JS, vm_options(&bundle, limits))
+        };
+        let pool = Pool::new(workers.max(1), factory)?;
+        let registry = pool.with(|vm| vm.registry())?;
+        let spec = serde_json::from_value(registry).map_err(ScriptError::Registry)?;
+        Ok(Self { bundle, spec, pool })
+    }
+
+    /// What the script declares.
+    pub fn spec(&self) -> &OperatorSpec {
+        &self.spec
+    }
+
+    /// The bundle it runs.
+    pub fn bundle(&self) -> &Bundle {
+        &self.bundle
+    }
+
+    /// Call `handler` of controller `index` with `input` (JSON) in a free runtime.
+    pub fn dispatch(&self, handler: &str, index: u32, input: &str) -> Result<serde_json::Value, VmError> {
+        self.pool.with(|vm| vm.dispatch(handler, index, input))
+    }
+}
+
+/// Runtime options whose position mapper translates generated-JS positions back to the
+/// TypeScript sources of `bundle`.
+fn vm_options(bundle: &Arc<Bundle>, limits: Limits) -> VmOptions {
+    let maps = bundle.clone();
+    VmOptions {
+        limits,
+        position_mapper: Some(Arc::new(move |module: &str, line: u32, column: u32| {
+            maps.original_position(module, line, column)
+        })),
+    }
+}

@@ -1,0 +1,133 @@
+//! Scripts end to end in real QuickJS with the embedded SDK: the plan's example loads,
+//! declares the expected operator and reconciles; bad scripts fail precisely and leave the
+//! pool usable.
+
+use std::time::Duration;
+
+use ctop_runtime::{Limits, LoadError, Script, ScriptError, VmError};
+use serde_json::json;
+
+const PLAN: &str = include_str!("../sdk/examples/webapp.ts");
+
+fn write(dir: &std::path::Path, files: &[(&str, &str)]) {
+    for (name, text) in files {
+        let path = dir.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(path, text).expect("write");
+    }
+}
+
+fn script(files: &[(&str, &str)], limits: Limits) -> Result<Script, ScriptError> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write(dir.path(), files);
+    Script::from_dir(dir.path(), "operator.ct", 2, limits)
+}
+
+fn webapp_input() -> String {
+    json!({
+        "object": {"apiVersion": "apps.example.com/v1", "kind": "WebApp",
+                   "metadata": {"name": "shop", "namespace": "prod", "uid": "u-1", "generation": 1},
+                   "spec": {"image": "nginx:1.27"}},
+        "observed": {}, "env": {}, "values": {}
+    })
+    .to_string()
+}
+
+#[test]
+fn the_plans_example_declares_and_reconciles() {
+    let s = script(&[("operator.ct", PLAN)], Limits::default()).expect("the plan's example loads");
+    let spec = s.spec();
+    assert_eq!(spec.resources.len(), 1);
+    let r = &spec.resources[0];
+    assert_eq!(
+        (r.group.as_str(), r.version.as_str(), r.kind.as_str(), r.plural.as_str()),
+        ("apps.example.com", "v1", "WebApp", "webapps")
+    );
+    assert_eq!(r.schema["properties"]["spec"]["properties"]["replicas"]["default"], 1);
+    assert_eq!(r.schema["properties"]["spec"]["required"], json!(["image"]));
+    assert_eq!(
+        r.schema["properties"]["status"]["properties"]["phase"]["enum"],
+        json!(["Pending", "Running", "Failed"])
+    );
+    let c = &spec.controllers[0];
+    assert_eq!(c.every, Some(ctop_core::Duration::from_secs(300)));
+    assert_eq!(c.for_.kind, "WebApp");
+    let out = s.dispatch("reconcile", 0, &webapp_input()).expect("reconcile");
+    assert_eq!(out["status"], json!({"ready": true, "phase": "Running"}));
+    assert_eq!(out["result"], json!({"type": "ok"}));
+}
+
+#[test]
+fn the_bundle_round_trips_and_is_deterministic() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write(dir.path(), &[("operator.ct", PLAN)]);
+    let a = ctop_runtime::load_dir(dir.path(), "operator.ct").expect("load");
+    let b = ctop_runtime::load_dir(dir.path(), "operator.ct").expect("load");
+    assert_eq!(a.to_gz(), b.to_gz(), "same sources, same bytes");
+    let s =
+        Script::from_bundle_gz(&a.to_gz(), 1, Limits::default()).expect("bundle runs without the sources");
+    assert_eq!(s.spec().controllers.len(), 1);
+}
+
+#[test]
+fn a_syntax_error_names_file_line_and_column() {
+    let err =
+        script(&[("operator.ct", "import { z } from \"ctop\";\nconst x: number = ;\n")], Limits::default())
+            .expect_err("syntax error");
+    match err {
+        ScriptError::Load(LoadError::Syntax { file, line, .. }) => {
+            assert_eq!((file.as_str(), line), ("operator.ct", 2))
+        }
+        other => panic!("expected a syntax error, got {other}"),
+    }
+}
+
+#[test]
+fn an_unknown_import_names_the_specifier() {
+    let err =
+        script(&[("operator.ct", "import { x } from \"./nope\";\nexport const y = x;\n")], Limits::default())
+            .expect_err("unresolved");
+    let text = err.to_string();
+    assert!(text.starts_with("operator.ct:1:19:") && text.contains("./nope"), "{text}");
+}
+
+const THROWER: &str = r#"import { resource, z, operator, apply, Result } from "ctop";
+interface Unused { a: string }
+const r = resource("x.example.com/v1", "Thing", { scope: "Namespaced", spec: { n: z.number() }, status: {} });
+operator(r).reconcile((cr) => {
+  if (cr.spec.n === 1) { throw new Error("n must not be 1"); }
+  if (cr.spec.n === 2) { while (true) {} }
+  if (cr.spec.n === 3) { const a: number[][] = []; for (;;) a.push(new Array(1e6).fill(1)); }
+  if (cr.spec.n === 4) { apply({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "big" }, data: { x: "x".repeat(6_000_000) } }); }
+  return Result.ok();
+});
+"#;
+
+fn thing(n: u32) -> String {
+    json!({"object": {"apiVersion": "x.example.com/v1", "kind": "Thing", "metadata": {"name": "t", "namespace": "d"}, "spec": {"n": n}},
+           "observed": {}, "env": {}, "values": {}})
+    .to_string()
+}
+
+#[test]
+fn failures_are_precise_and_the_pool_stays_usable() {
+    let limits = Limits { timeout: Duration::from_millis(500), memory: 32 << 20, ..Limits::default() };
+    let s = script(&[("operator.ct", THROWER)], limits).expect("loads");
+    match s.dispatch("reconcile", 0, &thing(1)) {
+        Err(VmError::Exception { message, file, line, .. }) => {
+            assert!(message.contains("n must not be 1"), "{message}");
+            assert_eq!(file.as_deref(), Some("operator.ct"));
+            assert_eq!(line, Some(5), "the TypeScript line, not the stripped JavaScript's");
+        }
+        other => panic!("expected an exception, got {other:?}"),
+    }
+    assert!(matches!(s.dispatch("reconcile", 0, &thing(2)), Err(VmError::Timeout { .. })));
+    let bomb = s.dispatch("reconcile", 0, &thing(3));
+    assert!(matches!(bomb, Err(VmError::OutOfMemory { .. })), "{bomb:?}");
+    let huge = s.dispatch("reconcile", 0, &thing(4));
+    assert!(matches!(huge, Err(VmError::OutputTooLarge { .. })), "{huge:?}");
+    let ok = s.dispatch("reconcile", 0, &thing(5)).expect("the pool still serves");
+    assert_eq!(ok["result"], json!({"type": "ok"}));
+}
