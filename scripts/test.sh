@@ -32,3 +32,13 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --workspace --locked --no-fail-fast
 fi
+
+step "typings: a scaffolded operator type-checks with the real TypeScript compiler"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+cargo run -q --locked -p ctop -- init "$tmp/op" --kind Demo --group demo.example.com
+cargo run -q --locked -p ctop -- types "$tmp/op"
+# tsc reads .ts files only: check operator.ct under a .ts name, with the same tsconfig.
+cp "$tmp/op/operator.ct" "$tmp/op/operator.ts"
+crates/runtime/sdk/node_modules/.bin/tsc -p "$tmp/op/tsconfig.json"
+echo "scaffolded operator type-checks"

@@ -24,8 +24,12 @@ pub struct Cli {
 enum Command {
     /// Write one self-contained, deterministic bundle.js.gz of an operator directory.
     Bundle(cmd::bundle::BundleArgs),
+    /// Create a working operator in a new directory.
+    Init(cmd::init::InitArgs),
     /// Run kubesim, the embedded Kubernetes API server, until interrupted.
     Sim(cmd::sim::SimArgs),
+    /// (Re)write the typings of an operator: ctop.d.ts and its own resources' interfaces.
+    Types(cmd::init::TypesArgs),
 }
 
 fn init_logging(format: &str) {
@@ -52,7 +56,9 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Bundle(args) => cmd::bundle::run(&args),
+            Command::Init(args) => cmd::init::init(&args),
             Command::Sim(args) => cmd::sim::run(args).await,
+            Command::Types(args) => cmd::init::types(&args),
         }
     });
     match result {

@@ -84,3 +84,26 @@ fn bundle_is_deterministic_and_reports_script_errors() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("operator.ct:2:"), "names file and line: {stderr}");
 }
+
+#[test]
+fn init_scaffolds_an_operator_that_bundles_and_gets_typings() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let op = dir.path().join("hello");
+    let run =
+        |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_ctop")).args(args).output().expect("ctop runs");
+    let op_s = op.to_str().expect("utf-8");
+    let out = run(&["init", op_s, "--kind", "Greeter", "--group", "demo.example.com"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for f in ["operator.ct", "samples/greeter.yaml", "values.yaml", "tsconfig.json", "ctop.d.ts"] {
+        assert!(op.join(f).exists(), "{f} written");
+    }
+    let again = run(&["init", op_s]);
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("pass --force"));
+    let bundle = run(&["bundle", op_s, "-o", dir.path().join("b.gz").to_str().expect("utf-8")]);
+    assert!(bundle.status.success(), "{}", String::from_utf8_lossy(&bundle.stderr));
+    let types = run(&["types", op_s]);
+    assert!(types.status.success(), "{}", String::from_utf8_lossy(&types.stderr));
+    let generated = std::fs::read_to_string(op.join("ctop-resources.d.ts")).expect("typings");
+    assert!(generated.contains("export interface GreeterSpec {"), "{generated}");
+    assert!(generated.contains("  replicas: number;"), "{generated}");
+}

@@ -224,6 +224,14 @@ export interface ObjectMeta {
   managedFields?: unknown[];
 }
 
+/** Metadata of an object read from the API server: the server always sets these. */
+export interface StoredMeta extends ObjectMeta {
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  creationTimestamp: string;
+}
+
 /** Any Kubernetes object. */
 export interface KubeObject {
   apiVersion: string;
@@ -292,7 +300,7 @@ export interface StandardStatus {
 export interface CustomResource<Spec = { [key: string]: any }, Status = {}, AV extends string = string, K extends string = string> {
   apiVersion: AV;
   kind: K;
-  metadata: ObjectMeta;
+  metadata: StoredMeta;
   spec: Spec;
   status?: Flatten<Partial<Status> & StandardStatus>;
 }

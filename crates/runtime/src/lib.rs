@@ -14,8 +14,10 @@
 
 pub mod bundle;
 pub mod load;
+pub mod scaffold;
 pub mod script;
 pub mod sdk;
+pub mod typegen;
 pub mod vm;
 
 pub use bundle::{Bundle, BundleError, Module};

@@ -1,4 +1,5 @@
 //! One module per subcommand.
 
 pub mod bundle;
+pub mod init;
 pub mod sim;
