@@ -561,7 +561,7 @@ function checkRule(rule) {
     apiGroups: asList(rule?.apiGroups), resources: asList(rule?.resources), verbs: asList(rule?.verbs),
     ...(rule?.resourceNames !== undefined && { resourceNames: asList(rule.resourceNames) }),
   };
-  if (!r.resources.length || !r.verbs.length || !rule.apiGroups) {
+  if (!r.resources.length || !r.verbs.length || rule.apiGroups === undefined || rule.apiGroups === null) {
     throw new TypeError("permission: a rule needs apiGroups, resources and verbs");
   }
   return r;

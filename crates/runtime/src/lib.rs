@@ -13,6 +13,7 @@
 //! Still to come here (see the issues): the controller built on kube-runtime.
 
 pub mod bundle;
+mod fetch;
 pub mod load;
 pub mod scaffold;
 pub mod script;

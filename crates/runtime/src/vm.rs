@@ -31,8 +31,11 @@
 //! # Host functions
 //! `__ct_host.randomString(n)` ([a-zA-Z0-9], OS randomness, `n` ≤ 1 MiB), `log(level, message,
 //! fieldsJson)` (a `tracing` event with target `ctop::script`; wrap calls in a span to attach
-//! the controller), `now()` (ms since the epoch), and `fetch(url, initJson)`, which for now
-//! always throws `fetch is not available yet`.
+//! the controller), `now()` (ms since the epoch), and `fetch(url, initJson)`: a blocking
+//! HTTP/1.1 request (http and https only) returning `{status, statusText, headers, body, url}`
+//! or `{error}` as JSON, bounded by [`FetchLimits`] and by what is left of the call's
+//! deadline (the interrupt handler cannot stop a request in flight). A fetch that ends past
+//! the deadline fails the call with [`VmError::Timeout`] once the script returns.
 //!
 //! # Threads
 //! rquickjs is built with its `parallel` feature so a `Vm` is [`Send`] and may move between
@@ -50,12 +53,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use parking_lot::{Condvar, Mutex};
 use rand::TryRng;
 use rand::rngs::SysRng;
-use rquickjs::function::{Opt, Rest};
+use rquickjs::function::Opt;
 use rquickjs::loader::{ImportAttributes, Loader, Resolver};
 use rquickjs::module::Declared;
 use rquickjs::{Coerced, Context, Ctx, Exception, Function, Object, Runtime, Type, Value};
 
 use crate::bundle::Bundle;
+pub use crate::fetch::FetchLimits;
+use crate::fetch::Fetcher;
 
 /// Name of the built-in module that serves the sdk source.
 pub const SDK_MODULE: &str = "ctop";
@@ -79,11 +84,19 @@ pub struct Limits {
     pub max_output: usize,
     /// Stack bytes the interpreter may use (default 1 MiB); the calling thread needs more.
     pub max_stack: usize,
+    /// Bounds of `__ct_host.fetch` (time, body sizes, redirects).
+    pub fetch: FetchLimits,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { memory: 64 * MIB, timeout: Duration::from_secs(30), max_output: 4 * MIB, max_stack: MIB }
+        Limits {
+            memory: 64 * MIB,
+            timeout: Duration::from_secs(30),
+            max_output: 4 * MIB,
+            max_stack: MIB,
+            fetch: FetchLimits::default(),
+        }
     }
 }
 
@@ -231,6 +244,12 @@ impl Deadline {
         self.at.store(Self::DISARMED, Ordering::Relaxed);
     }
 
+    /// Time left before the deadline; `None` when disarmed.
+    fn remaining(&self) -> Option<Duration> {
+        let at = self.at.load(Ordering::Relaxed);
+        (at != Self::DISARMED).then(|| Duration::from_nanos(at.saturating_sub(self.now())))
+    }
+
     /// Called by the interrupt handler: true (stop the script) once the deadline has passed.
     fn expired(&self) -> bool {
         let at = self.at.load(Ordering::Relaxed);
@@ -335,10 +354,14 @@ impl Vm {
         let loader = BundleLoader { bundle: Arc::clone(&bundle), sdk: Arc::from(sdk_js) };
         runtime.set_loader(loader.clone(), loader);
         let context = Context::full(&runtime).map_err(engine)?;
+        let fetch = HostFetch {
+            fetcher: Arc::new(Fetcher::new(options.limits.fetch)),
+            deadline: Arc::clone(&deadline),
+        };
         let mut vm = Vm { context, bundle, options, deadline, broken: false };
         let bundle = Arc::clone(&vm.bundle);
         vm.call(|ctx, env| {
-            install_host(ctx).map_err(|e| env.error(ctx, e))?;
+            install_host(ctx, fetch).map_err(|e| env.error(ctx, e))?;
             let js = bundle.modules.get(&bundle.entry).map_or("", |m| m.js.as_str());
             let (_, promise) = rquickjs::Module::declare(ctx.clone(), bundle.entry.as_str(), js)
                 .and_then(|module| module.eval())
@@ -604,11 +627,13 @@ fn pick_frame<'a>(stack: &'a str, bundle: &Bundle) -> Option<Frame<'a>> {
     first
 }
 
-fn install_host(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
+fn install_host(ctx: &Ctx<'_>, fetch: HostFetch) -> rquickjs::Result<()> {
     let host = Object::new(ctx.clone())?;
     host.set("randomString", Function::new(ctx.clone(), random_string)?.with_name("randomString")?)?;
     host.set("log", Function::new(ctx.clone(), log)?.with_name("log")?)?;
     host.set("now", Function::new(ctx.clone(), now)?.with_name("now")?)?;
+    let fetch =
+        move |url: Coerced<String>, init: Opt<Coerced<String>>| fetch.call(&url.0, init.0.map(|i| i.0));
     host.set("fetch", Function::new(ctx.clone(), fetch)?.with_name("fetch")?)?;
     ctx.globals().set(HOST_GLOBAL, host)
 }
@@ -680,9 +705,26 @@ fn now() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_millis() as f64)
 }
 
-/// `__ct_host.fetch(url, initJson)`: not implemented yet, always throws.
-fn fetch<'js>(ctx: Ctx<'js>, _args: Rest<Value<'js>>) -> rquickjs::Result<()> {
-    Err(Exception::throw_message(&ctx, "fetch is not available yet"))
+/// `__ct_host.fetch(url, initJson)`: what the host function needs.
+struct HostFetch {
+    fetcher: Arc<Fetcher>,
+    deadline: Arc<Deadline>,
+}
+
+impl HostFetch {
+    /// Runs the request within what is left of the deadline and returns the reply JSON.
+    fn call(&self, url: &str, init: Option<String>) -> String {
+        let cap = self.deadline.remaining();
+        let reply = if cap.is_some_and(|left| left.is_zero()) {
+            "{\"error\":\"the script call's deadline has passed\"}".to_owned()
+        } else {
+            self.fetcher.fetch_json(url, init.as_deref().unwrap_or("{}"), cap)
+        };
+        // The interrupt handler could not run during the request: if the deadline passed,
+        // mark it so the call fails with a timeout even if the script returns right away.
+        self.deadline.expired();
+        reply
+    }
 }
 
 /// Builds a fresh [`Vm`] for a [`Pool`] slot.
@@ -1183,14 +1225,55 @@ globalThis.__ct_dispatch = (handler, index, inputJson) => {
     fn now_and_fetch() {
         let mut vm = vm(
             "",
-            "let err = null; try { host.fetch(\"https://x\", \"{}\"); } catch (e) { err = e.message; }
-             return { now: host.now(), err };",
+            "const reply = JSON.parse(host.fetch(\"ftp://x/y\", \"{}\"));
+             return { now: host.now(), err: reply.error };",
         );
         let out = vm.dispatch("reconcile", 0, "{}").unwrap();
-        assert_eq!(out["err"], json!("fetch is not available yet"));
+        assert!(out["err"].as_str().unwrap().contains("only http and https"), "{out}");
         let rust_now = now();
         let js_now = out["now"].as_f64().unwrap();
         assert!((rust_now - js_now).abs() < 5_000.0, "{rust_now} vs {js_now}");
+    }
+
+    const FETCH: &str =
+        "const init = { method: input.method, headers: { \"x-a\": \"1\" }, body: input.body };
+        const reply = JSON.parse(host.fetch(input.url, JSON.stringify(init)));
+        return reply;";
+
+    #[test]
+    fn fetch_from_a_script() {
+        use crate::fetch::tests::{response, serve};
+        let (base, seen) = serve(2, |req, _| {
+            let body = format!("pong {}", String::from_utf8_lossy(&req.body));
+            let status = if req.request_line().contains("/gone") { "404 Not Found" } else { "200 OK" };
+            response(status, &[("x-b", "2")], &body)
+        });
+        let mut vm = vm("", FETCH);
+        let inp = json!({ "url": format!("{base}/hook"), "method": "POST", "body": "ping" });
+        let out = vm.dispatch("reconcile", 0, &inp.to_string()).unwrap();
+        assert_eq!(out["status"], json!(200));
+        assert_eq!(out["statusText"], json!("OK"));
+        assert_eq!(out["body"], json!("pong ping"));
+        assert_eq!(out["headers"]["x-b"], json!("2"));
+        let req = seen.recv().unwrap();
+        assert_eq!(req.request_line(), "POST /hook HTTP/1.1");
+        assert_eq!(req.header("x-a"), Some("1"));
+        let inp = json!({ "url": format!("{base}/gone"), "method": "GET" });
+        let out = vm.dispatch("reconcile", 0, &inp.to_string()).unwrap();
+        assert_eq!((&out["status"], &out["body"]), (&json!(404), &json!("pong ")));
+        assert!(!vm.is_broken());
+    }
+
+    #[test]
+    fn fetch_stops_at_the_call_deadline() {
+        let (base, _hold) = crate::fetch::tests::silent();
+        let mut vm = Vm::new(reconciler("", FETCH), SDK, short(400)).unwrap();
+        let started = Instant::now();
+        let err = vm.dispatch("reconcile", 0, &json!({ "url": base }).to_string()).unwrap_err();
+        let took = started.elapsed();
+        assert!(matches!(err, VmError::Timeout { .. }), "{err:?}");
+        assert!(took >= Duration::from_millis(400) && took < Duration::from_secs(3), "{took:?}");
+        assert!(vm.is_broken());
     }
 
     /// (level, target, message, fields) of one event.

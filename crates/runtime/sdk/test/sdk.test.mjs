@@ -471,3 +471,13 @@ test("Env and Values can be preset by the vm before evaluation", async () => {
   assert.deepEqual({ ...t.sdk.Env }, { A: "1" });
   assert.deepEqual({ ...t.sdk.Values }, { v: true });
 });
+
+test("permission accepts the core group as a single empty string", async () => {
+  const { load } = await import("./helpers.mjs");
+  const t = await load({
+    script: `import { resource, z, operator } from "./ctop.js";
+      const r = resource("x.example.com/v1", "Thing", { scope: "Namespaced", spec: { a: z.string() }, status: {} });
+      operator(r).permission({ apiGroups: "", resources: "pods", verbs: ["get"] }).reconcile(() => {});`,
+  });
+  assert.deepEqual(t.registry().controllers[0].permissions, [{ apiGroups: [""], resources: ["pods"], verbs: ["get"] }]);
+});
