@@ -231,6 +231,13 @@ fn main() {
     let script = Script::from_dir(op_dir.path(), "operator.ct", 1, Limits::default()).unwrap();
     let op_bundle = Arc::new(script.bundle().clone());
     let mut vm = Vm::new(Arc::clone(&op_bundle), SDK_JS, Limits::default()).unwrap();
+    // The SDK's fixed cost: the same operator with a handler that only returns Result.ok().
+    let (head, _) = OPERATOR.split_once(".reconcile(").unwrap();
+    let floor_dir = tempfile::tempdir().unwrap();
+    std::fs::write(floor_dir.path().join("operator.ct"), format!("{head}.reconcile(() => Result.ok());\n"))
+        .unwrap();
+    let floor_bundle = Arc::new(load_dir(floor_dir.path(), "operator.ct").unwrap());
+    let mut floor_vm = Vm::new(floor_bundle, SDK_JS, Limits::default()).unwrap();
     let (_bare_rt, bare) = bare_engine();
     bare.with(|ctx| ctx.eval::<(), _>(BARE_JS)).unwrap();
 
@@ -243,7 +250,7 @@ fn main() {
     assert_eq!(ctop_out["status"], json!({"ready": true, "phase": "Running"}));
     let ctop_out_len = ctop_out.to_string().len();
 
-    let mut samples: [Vec<Duration>; 3] = Default::default();
+    let mut samples: [Vec<Duration>; 4] = Default::default();
     for i in 0..warmup + calls {
         let (b, out) = time(|| bare_reconcile(&bare, &cr_json));
         black_box(out);
@@ -254,13 +261,15 @@ fn main() {
         black_box(out);
         let (v, out) = time(|| vm.dispatch("reconcile", 0, &input_json).unwrap());
         black_box(out);
+        let (f, out) = time(|| floor_vm.dispatch("reconcile", 0, &input_json).unwrap());
+        black_box(out);
         if i >= warmup {
-            for (list, took) in samples.iter_mut().zip([b, s, v]) {
+            for (list, took) in samples.iter_mut().zip([b, s, v, f]) {
                 list.push(took);
             }
         }
     }
-    let [bare_call, script_call, vm_call] = samples.map(Stats::of);
+    let [bare_call, script_call, vm_call, floor_call] = samples.map(Stats::of);
     row(
         "reconcile: bare engine (JSON.parse → 3 children + status → JSON.stringify)",
         bare_call.n,
@@ -287,6 +296,13 @@ fn main() {
         us(vm_call.median),
         us(vm_call.p99),
         format!("{:.2}× bare", ratio(vm_call.median, bare_call.median)),
+    );
+    row(
+        "reconcile: ctop Vm::dispatch, handler only returns Result.ok() (SDK floor)",
+        floor_call.n,
+        us(floor_call.median),
+        us(floor_call.p99),
+        "input parse, spec defaults, output stringify, serde out".to_owned(),
     );
 
     // 4. Memory.
