@@ -435,7 +435,7 @@ export declare function operator<T extends KubeObject>(res: Kind<T, never>, opti
 
 // ═══════════════════════════════ inside handlers ═══════════════════════════════
 
-/** Add an object to the desired children (namespace defaults to the CR's); returns it as it will be applied. */
+/** Add an object to the desired children (namespace defaults to the CR's); takes a snapshot and returns `obj`. */
 export declare function apply<T extends KubeObject>(obj: T): T;
 /** Merge a partial object into an object the operator does not own (no owner reference, never pruned). */
 export declare function patch<T extends KubeObject>(obj: T): T;

@@ -679,43 +679,55 @@ function checkObject(obj, what) {
       || typeof obj.metadata?.name !== "string" || !obj.metadata.name) {
     throw new TypeError(`${what}: expected an object with apiVersion, kind and metadata.name (build it with a kind handle, e.g. Secret({...}))`);
   }
-  const o = clone(obj);
   const ns = ctx?.cr?.metadata?.namespace;
-  if (o.metadata.namespace == null && ns && isNamespaced(o)) o.metadata.namespace = ns;
-  return o;
+  // The snapshot is taken once, as JSON text: it is spliced into the output as is, so a
+  // child is serialized once per reconcile (stringify is most of a reconcile's cost).
+  const filled = obj.metadata.namespace == null && ns && isNamespaced(obj)
+    ? { ...obj, metadata: { ...obj.metadata, namespace: ns } }
+    : obj;
+  return { key: objKey(filled), text: JSON.stringify(filled) };
 }
 
-function pushUnique(list, o) {
-  const i = list.findIndex((x) => objKey(x) === objKey(o));
-  if (i >= 0) list[i] = o;
-  else list.push(o);
+/** Insert or replace the snapshot with the same key. */
+function pushUnique(list, snap) {
+  const i = list.findIndex((x) => x.key === snap.key);
+  if (i >= 0) list[i] = snap;
+  else list.push(snap);
 }
 
 /**
  * Add `obj` to the desired children of this reconcile (server-side applied with an owner
  * reference; what was applied before and is missing now gets pruned). Namespaced children
- * without a namespace get the CR's. Returns a copy of the object as it will be applied
- * (the call takes a snapshot: later changes to either object are not sent).
+ * without a namespace get the CR's. Returns `obj` itself; the call takes a snapshot, so
+ * later changes to `obj` are not sent.
  */
 export function apply(obj) {
-  const o = checkObject(obj, "apply");
   const out = active("apply").out;
-  const spec = specSchemas.get(kindKey(o));
-  if (spec && o.spec !== undefined) {
+  const snap = checkObject(obj, "apply");
+  const spec = specSchemas.get(kindKey(obj));
+  if (spec && obj.spec !== undefined) {
     const issues = [];
-    spec._run(o.spec, ["spec"], issues);
+    spec._run(obj.spec, ["spec"], issues);
     if (issues.length) throw new ZodError(issues);
   }
-  pushUnique(out.applies, o);
-  return clone(o);
+  pushUnique(out.applies, snap);
+  return obj;
 }
 
 /** A partial object to merge into an existing object the operator does not own (no owner ref, never pruned). */
 export function patch(obj) {
   const out = active("patch").out;
-  const o = checkObject(obj, "patch");
-  pushUnique(out.patches, o);
-  return clone(o);
+  const snap = checkObject(obj, "patch");
+  pushUnique(out.patches, snap);
+  return obj;
+}
+
+/** The output JSON: children are spliced in from their snapshots. */
+function outputJson(o) {
+  const { applies, patches, ...rest } = o;
+  const tail = JSON.stringify(rest);
+  const list = (snaps) => `[${snaps.map((x) => x.text).join(",")}]`;
+  return `{"applies":${list(applies)},"patches":${list(patches)}${tail === "{}" ? "}" : `,${tail.slice(1)}`}`;
 }
 
 const warnedKinds = new Set();
@@ -1018,7 +1030,7 @@ function dispatch(handler, controllerIndex, inputJson) {
   // `ctx` lives exactly as long as the handler: cleared when it returns, throws or settles.
   const done = (r) => {
     try {
-      return JSON.stringify(finish(r));
+      return outputJson(finish(r));
     } finally {
       ctx = null;
     }
