@@ -42,3 +42,15 @@ cargo run -q --locked -p ctop -- types "$tmp/op"
 cp "$tmp/op/operator.ct" "$tmp/op/operator.ts"
 crates/runtime/sdk/node_modules/.bin/tsc -p "$tmp/op/tsconfig.json"
 echo "scaffolded operator type-checks"
+
+step "typings: example and golden-case scripts type-check"
+for script in examples/*/operator.ct crates/runtime/tests/golden/*/operator.ct; do
+  [ -e "$script" ] || continue
+  case_dir="$tmp/check/$(echo "$script" | tr '/' '_')"
+  mkdir -p "$case_dir"
+  cp -r "$(dirname "$script")"/. "$case_dir"/
+  cp "$case_dir/operator.ct" "$case_dir/operator.ts"
+  cp crates/runtime/sdk/ctop.d.ts crates/runtime/scaffold/tsconfig.json "$case_dir"/
+  crates/runtime/sdk/node_modules/.bin/tsc -p "$case_dir/tsconfig.json"
+  echo "type-checks: $script"
+done

@@ -131,3 +131,11 @@ fn failures_are_precise_and_the_pool_stays_usable() {
     let ok = s.dispatch("reconcile", 0, &thing(5)).expect("the pool still serves");
     assert_eq!(ok["result"], json!({"type": "ok"}));
 }
+
+#[test]
+fn an_exception_while_loading_names_the_typescript_position() {
+    let src = "import { z } from \"ctop\";\ninterface A { x: number }\nconst a: A = { x: 1 };\nif (a.x === 1) {\n  throw new Error(\"boom at load\");\n}\n";
+    let err = script(&[("operator.ct", src)], Limits::default()).expect_err("throws at load");
+    let text = err.to_string();
+    assert!(text.contains("boom at load") && text.contains("operator.ct:5:"), "{text}");
+}
