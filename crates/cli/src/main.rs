@@ -35,7 +35,9 @@ enum Command {
 fn init_logging(format: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("CTOP_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder =
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     if format == "json" {
         builder.json().init();
     } else {
