@@ -10,10 +10,12 @@ kubeconfig="$work/kubeconfig"
 rm -f "$kubeconfig"
 port="${CTOP_DEMO_PORT:-16443}"
 
+# Build (first use) in the foreground, then serve in the background.
+"$here/ctop" --version >/dev/null
 "$here/ctop" sim --addr "127.0.0.1:$port" --kubeconfig "$kubeconfig" &
 sim=$!
 trap 'kill $sim 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do [ -s "$kubeconfig" ] && break; sleep 0.1; done
+for _ in $(seq 1 300); do [ -s "$kubeconfig" ] && break; sleep 0.1; done
 [ -s "$kubeconfig" ] || { echo "kubesim did not start; see the log above" >&2; exit 1; }
 
 k() { echo "\$ kubectl $*"; kubectl --kubeconfig "$kubeconfig" --cache-dir "$work/cache" "$@"; echo; }
@@ -28,7 +30,7 @@ k get widget small -o jsonpath='{.metadata.managedFields[*].manager}{"\n"}'
 echo "\$ kubectl apply -f bad-widget.yaml   # rejected by the CRD schema:"
 kubectl --kubeconfig "$kubeconfig" --cache-dir "$work/cache" apply -f "$here/crates/kubesim/testdata/bad-widget.yaml" || true
 echo
-echo "kubesim keeps serving at http://127.0.0.1:$port. Try:"
+echo "kubesim keeps serving at https://127.0.0.1:$port. Try:"
 echo "  kubectl --kubeconfig $kubeconfig get widgets -w"
 echo "Press Ctrl-C to stop."
 wait $sim

@@ -88,7 +88,7 @@ impl Default for Config {
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     /// The address could not be bound (in use, or not a local address).
-    #[error("cannot listen on {addr}: {source}; pick another port or use port 0")]
+    #[error("cannot listen on {addr} (pick another port, or port 0 for a free one)")]
     Bind {
         /// The address asked for.
         addr: SocketAddr,
