@@ -22,6 +22,7 @@
 //!   every other ClusterRole its selectors match (the steady state of the aggregation
 //!   controller); its own stored `rules` are ignored, as the controller overwrites them.
 
+use crate::schema::go_quote;
 use crate::selector::LabelSelector;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -562,30 +563,6 @@ fn strings(v: &Value, key: &str) -> Vec<String> {
 
 fn meta_name(v: &Value) -> &str {
     v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
-}
-
-/// Go's `%q` (strconv.Quote) for the strings that appear in messages.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -199,7 +199,7 @@ pub fn invalid_message(kind_group: &str, name: &str, causes: &[Cause]) -> String
 // ---------------------------------------------------------------------------
 
 /// Go's `strconv.Quote`.
-fn go_quote(s: &str) -> String {
+pub(crate) fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
