@@ -54,3 +54,32 @@ for script in examples/*/operator.ct crates/runtime/tests/golden/*/operator.ct; 
   crates/runtime/sdk/node_modules/.bin/tsc -p "$case_dir/tsconfig.json"
   echo "type-checks: $script"
 done
+
+step "manifests: validated by kubernetes-validate against the Kubernetes 1.33 schemas"
+# An independent validator, in a venv inside the repository (.venv is git-ignored). It
+# ships the JSON schemas of the built-in kinds. The manifests hold only built-in kinds and
+# CRDs, and a CRD is validated as what it is, an apiextensions.k8s.io/v1 object (its
+# openAPIV3Schema against JSONSchemaProps). Custom resources (the samples) are not in the
+# output and kubernetes-validate cannot know their kinds: kubesim checks them against the
+# generated CRD instead (crates/cli/tests/manifests.rs). So any WARN ("schema not found")
+# means an unexpected kind and fails the step, like an ERROR does.
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv || {
+    echo "error: cannot create .venv; the manifest check needs python3 with venv (Debian: python3-venv)." >&2
+    exit 1
+  }
+fi
+.venv/bin/pip install -q --disable-pip-version-check "kubernetes-validate==1.37.0"
+mkdir -p "$tmp/manifests"
+for op_dir in "$tmp/op" examples/*/ crates/runtime/tests/golden/*/; do
+  [ -e "$op_dir/operator.ct" ] || continue
+  out="$tmp/manifests/$(echo "${op_dir%/}" | tr '/' '_').yaml"
+  CTOP_LOG=error cargo run -q --locked -p ctop -- manifests "$op_dir" --pdb --network-policy -o "$out"
+  report="$(.venv/bin/kubernetes-validate --strict -k 1.33.0 --quiet "$out")" || { echo "$report" >&2; exit 1; }
+  if [ -n "$report" ]; then
+    echo "$report" >&2
+    echo "error: kubernetes-validate warned about $out (a kind without a schema)" >&2
+    exit 1
+  fi
+  echo "valid: manifests of ${op_dir%/} ($(grep -c '^kind: ' "$out") documents)"
+done

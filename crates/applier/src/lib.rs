@@ -1,9 +1,83 @@
 //! # ctop-applier: apply a desired set of children under an owner
 //!
-//! A library with no knowledge of JavaScript, usable from any kube-rs program. It will own
-//! server-side apply of each desired child with a controller owner reference, the ApplySet
-//! labels and annotations, skipping applies whose content is unchanged, pruning children
-//! that left the desired set (only ours, never after a failed apply, with uid
-//! preconditions), and status writes through the status subresource.
+//! A library with no knowledge of JavaScript, usable from any kube-rs program: hand it an
+//! owner object and the complete set of children it should have, and it makes the cluster
+//! match — server-side apply of each child with a controller owner reference, ApplySet
+//! (KEP-3659) labels and annotations, no write for children that did not change, and safe
+//! pruning of children that left the set. [`StatusWriter`] writes the owner's status
+//! through the status subresource, only when it changed.
 //!
-//! It is filled by the `ctop run` issue.
+//! Start here: [`Applier::new`] with an [`ApplierConfig`], then [`Applier::apply`] once per
+//! reconcile; it returns an [`ApplyReport`] or an [`ApplyError`] that says what to do.
+//!
+//! ```no_run
+//! use ctop_applier::{Applier, ApplierConfig, StatusWrite};
+//! use serde_json::json;
+//!
+//! # async fn reconcile(client: kube::Client, owner: kube::api::DynamicObject) -> Result<(), Box<dyn std::error::Error>> {
+//! let applier = Applier::new(client, ApplierConfig::new("my-operator"));
+//! let name = owner.metadata.name.clone().unwrap_or_default();
+//! let report = applier
+//!     .apply(&owner, [json!({
+//!         "apiVersion": "v1",
+//!         "kind": "ConfigMap",
+//!         "metadata": {"name": format!("{name}-config")},   // namespace: the owner's
+//!         "data": {"greeting": "hello"},
+//!     })])
+//!     .await?;
+//! println!("applied {}, unchanged {}, pruned {}", report.applied.len(), report.skipped.len(), report.pruned.len());
+//!
+//! let status = json!({"phase": "Ready", "conditions": [{"type": "Ready", "status": "True", "reason": "Applied"}]});
+//! if applier.status_writer().write(&owner, status).await? == StatusWrite::Written {
+//!     println!("status updated");
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! ## What one pass guarantees
+//!
+//! - **All or nothing before the first write.** Every child is checked first: well-formed,
+//!   a kind the API server serves (discovery, cached), ownable by the owner (same namespace
+//!   as a namespaced owner; never cluster-scoped under a namespaced owner), no duplicates.
+//! - **Owner references and labels.** Each child gets a controller owner reference
+//!   (`controller: true`, `blockOwnerDeletion: true`), so deleting the owner
+//!   garbage-collects it, and the label `applyset.kubernetes.io/part-of=<ApplySet id>`.
+//!   The owner gets the label `applyset.kubernetes.io/id` and the annotations
+//!   `applyset.kubernetes.io/tooling` and `applyset.kubernetes.io/contains-group-kinds`
+//!   (plus `additional-namespaces` for a cluster-scoped owner); see [`applyset`].
+//! - **No write when nothing changed.** A child is skipped when its desired content hashes
+//!   the same as at this applier's last successful apply *and* the live object is still
+//!   the one that apply produced (same uid; same `generation` for kinds with a status
+//!   subresource, else same `resourceVersion`; our labels, annotations and owner reference
+//!   still there). This memory is in-process: after a restart every child is applied once
+//!   more, which server-side apply makes harmless. A hash annotation on the child could
+//!   survive restarts but could not tell that someone edited the child since.
+//! - **Safe pruning.** Only after every apply of the pass succeeded; only objects found by
+//!   label-selected lists of the recorded kinds that carry our `part-of` label *and* an
+//!   owner reference to the owner's uid; never one annotated `ctop.dev/prune: "false"`
+//!   ([`applyset::PRUNE_ANNOTATION`]); deletes with a uid precondition and background
+//!   propagation.
+//!
+//! ## What the caller must provide
+//!
+//! RBAC for the operator: `get`, `list`, `patch` and `delete` on every child kind; `patch`
+//! on the owner's kind (for the ApplySet label and annotations) and on its `status`
+//! subresource; `update` on `<owner plural>/finalizers` where the
+//! `OwnerReferencesPermissionEnforcement` admission plugin is on (it guards
+//! `blockOwnerDeletion`). Custom resources used as owners should have the label
+//! `applyset.kubernetes.io/is-parent-type: "true"` on their CRD for kubectl to accept them
+//! as ApplySet parents.
+
+mod apply;
+pub mod applyset;
+mod discovery;
+mod error;
+mod fingerprint;
+mod object;
+mod prune;
+mod status;
+
+pub use apply::{Applier, ApplierConfig, ApplyReport};
+pub use error::{ApplyError, ChildFailure, StatusError};
+pub use object::ChildRef;
+pub use status::{StatusWrite, StatusWriter};

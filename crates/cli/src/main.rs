@@ -26,6 +26,8 @@ enum Command {
     Bundle(cmd::bundle::BundleArgs),
     /// Create a working operator in a new directory.
     Init(cmd::init::InitArgs),
+    /// Print the manifests that deploy an operator: CRDs, RBAC, the bundle's ConfigMap, the Deployment.
+    Manifests(cmd::manifests::ManifestsArgs),
     /// Run kubesim, the embedded Kubernetes API server, until interrupted.
     Sim(cmd::sim::SimArgs),
     /// (Re)write the typings of an operator: ctop.d.ts and its own resources' interfaces.
@@ -59,6 +61,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Bundle(args) => cmd::bundle::run(&args),
             Command::Init(args) => cmd::init::init(&args),
+            Command::Manifests(args) => cmd::manifests::run(&args),
             Command::Sim(args) => cmd::sim::run(args).await,
             Command::Types(args) => cmd::init::types(&args),
         }

@@ -1,11 +1,234 @@
 //! # ctop-manifests: deploy an operator with one pipe
 //!
-//! This crate will turn an `OperatorSpec` plus a bundle and options into the documents
-//! that install an operator: CRDs from the script's schemas, least-privilege RBAC, the
-//! ServiceAccount, a ConfigMap carrying `bundle.js.gz` and values, a Deployment whose pod
-//! template carries the bundle hash, webhook Service and configurations, and a plugin
-//! trait through which documents can be added or changed.
+//! From an [`OperatorSpec`], the script's bundle and [`Options`]
+//! to the documents that install the operator, so that
+//! `ctop manifests ./my-operator | kubectl apply --server-side -f -` is the whole deploy:
 //!
-//! It is filled by the `ctop manifests` issue.
+//! 1. the `Namespace` (`<name>-system` unless told otherwise);
+//! 2. one `CustomResourceDefinition` per declared resource ([`crd()`]);
+//! 3. the `ServiceAccount` and least-privilege RBAC ([`permissions`], see [`rbac`]);
+//! 4. a `ConfigMap` carrying `bundle.js.gz` (binaryData) and `values.yaml` (data);
+//! 5. a `Deployment` running `ctop run --bundle …` with the bundle's SHA-256 in a
+//!    pod-template annotation ([`BUNDLE_HASH_ANNOTATION`]): a changed script rolls the
+//!    pods, an unchanged one does not, and no image is rebuilt either way;
+//! 6. whatever the [`Plugin`]s add or change ([`PodDisruptionBudget`], [`NetworkPolicy`]).
+//!
+//! Start with [`generate`]; [`Manifests::to_yaml`] prints the result. The same inputs
+//! always give the same bytes: documents come in a fixed order, object keys sorted, RBAC
+//! rules merged and sorted.
+//!
+//! Admission webhooks (the Service and the Validating/MutatingWebhookConfigurations for
+//! scripts with `validate`/`mutate` handlers) belong to [`generate`] as one more built-in
+//! step after the Deployment, adding their port to [`Context::ports`]; until then such
+//! scripts get a note saying their handlers are not wired.
 
-pub use ctop_core as core;
+mod crd;
+mod kinds;
+mod options;
+mod plugin;
+pub mod rbac;
+mod workload;
+
+use ctop_core::OperatorSpec;
+use serde_json::{Map, Value, json};
+
+pub use crd::{APPLYSET_PARENT_TYPE_LABEL, crd};
+pub use options::{
+    BUNDLE_FILE, BUNDLE_HASH_ANNOTATION, ContainerResources, DEFAULT_IMAGE, HEALTH_PORT, METRICS_PORT,
+    MOUNT_DIR, Options, ScriptBundle, VALUES_FILE, VALUES_HASH_ANNOTATION, WatchScope, is_dns_label,
+    name_from,
+};
+pub use plugin::{Context, NetworkPolicy, Plugin, PluginError, PodDisruptionBudget, ServedPort};
+pub use rbac::{Permissions, permissions};
+
+/// Data a ConfigMap may hold (the API server's limit).
+const CONFIG_MAP_LIMIT: usize = 1024 * 1024;
+/// Above this much base64, client-side `kubectl apply` fails: it copies the whole object
+/// into the 256 KiB `last-applied-configuration` annotation.
+const CLIENT_SIDE_APPLY_LIMIT: usize = 200 * 1024;
+
+/// Why manifests could not be generated.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A name is not a DNS label (lowercase letters, digits, `-`) or too long; for the
+    /// operator name, derived objects such as `<name>-system` must stay within 63.
+    #[error(
+        "{field} {value:?} must be a DNS label of at most {max} characters (lowercase letters, digits and -)"
+    )]
+    BadName {
+        /// Which option.
+        field: &'static str,
+        /// The value given.
+        value: String,
+        /// Its longest allowed length.
+        max: usize,
+    },
+    /// The image reference is empty or contains whitespace.
+    #[error("image {image:?} is not an image reference like ghcr.io/org/operator:1.0")]
+    BadImage {
+        /// The value given.
+        image: String,
+    },
+    /// Zero replicas would deploy an operator that never runs.
+    #[error("replicas must be at least 1")]
+    NoReplicas,
+    /// The values file is not YAML; `ctop run` would fail on it at start.
+    #[error("the values file is not valid YAML: {message}")]
+    BadValues {
+        /// The parser's message.
+        message: String,
+    },
+    /// The bundle hash is not 64 lowercase hex digits (`Bundle::sha256_hex`).
+    #[error("bundle sha256 {0:?} is not 64 lowercase hex digits")]
+    BadBundleHash(String),
+    /// The script declares no `operator(...)`, so there is nothing to run.
+    #[error("the script declares no operator(...); add one before deploying it")]
+    NoController,
+    /// Two resources map to the same CRD name.
+    #[error("two resources are both {0}; give one another plural or group")]
+    DuplicateCrd(String),
+    /// A resource's schema would be rejected by the API server.
+    #[error("the schema of CRD {crd} is not structural at {path}: {problem}")]
+    NotStructural {
+        /// The CRD's name.
+        crd: String,
+        /// Where in the schema.
+        path: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The bundle and values do not fit in one ConfigMap (1 MiB).
+    #[error(
+        "the bundle ({bundle} bytes) and values ({values} bytes) exceed the 1 MiB a ConfigMap can hold; \
+         move large data out of the script (fetch it, or read it from a ConfigMap with .reads())"
+    )]
+    TooLarge {
+        /// Size of `bundle.js.gz`.
+        bundle: usize,
+        /// Size of the values file.
+        values: usize,
+    },
+    /// A plugin failed.
+    #[error("plugin {name}: {source}")]
+    Plugin {
+        /// The plugin's name.
+        name: String,
+        /// What it reported.
+        source: PluginError,
+    },
+    /// A document could not be written as YAML (a bug: documents are plain JSON).
+    #[error("cannot write YAML: {0}")]
+    Yaml(#[from] serde_yaml_ng::Error),
+}
+
+/// The generated documents, in the order they should be applied.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Manifests {
+    /// One Kubernetes object each.
+    pub documents: Vec<Value>,
+    /// Things the user should know, such as guessed plurals or unwired webhook handlers.
+    pub notes: Vec<String>,
+}
+
+impl Manifests {
+    /// Multi-document YAML, ready for `kubectl apply -f -`.
+    pub fn to_yaml(&self) -> Result<String, Error> {
+        let mut out = String::from(
+            "# Generated by `ctop manifests`; apply with `kubectl apply --server-side -f <this file>`.\n",
+        );
+        for doc in &self.documents {
+            out.push_str("---\n");
+            out.push_str(&serde_yaml_ng::to_string(doc)?);
+        }
+        Ok(out)
+    }
+}
+
+/// Labels every generated object carries.
+fn common_labels(options: &Options) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("app.kubernetes.io/name".into(), json!(options.name));
+    m.insert("app.kubernetes.io/managed-by".into(), json!("ctop"));
+    m
+}
+
+/// Labels selecting the operator's pods (immutable once deployed: keep them stable).
+fn selector_labels(options: &Options) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("app.kubernetes.io/name".into(), json!(options.name));
+    m.insert("app.kubernetes.io/component".into(), json!("operator"));
+    m
+}
+
+/// Generate the documents that deploy the operator `spec` describes, running `plugins` in
+/// order over the built-in documents.
+pub fn generate(
+    spec: &OperatorSpec,
+    bundle: &ScriptBundle,
+    options: &Options,
+    plugins: &[&dyn Plugin],
+) -> Result<Manifests, Error> {
+    options.check()?;
+    if bundle.sha256.len() != 64
+        || !bundle.sha256.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return Err(Error::BadBundleHash(bundle.sha256.clone()));
+    }
+    if spec.controllers.is_empty() {
+        return Err(Error::NoController);
+    }
+    if bundle.gz.len() + options.values_yaml.len() > CONFIG_MAP_LIMIT {
+        return Err(Error::TooLarge { bundle: bundle.gz.len(), values: options.values_yaml.len() });
+    }
+    let labels = common_labels(options);
+    let selector = selector_labels(options);
+    let mut notes = Vec::new();
+
+    let mut docs = vec![workload::namespace(options, &labels)];
+    let mut crd_names = std::collections::BTreeSet::new();
+    for resource in &spec.resources {
+        let doc = crd(resource, &labels)?;
+        let name = doc["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        if !crd_names.insert(name.clone()) {
+            return Err(Error::DuplicateCrd(name));
+        }
+        docs.push(doc);
+    }
+    docs.push(workload::service_account(options, &labels));
+    let perms = permissions(spec, options);
+    notes.extend(perms.notes.iter().cloned());
+    docs.extend(rbac::documents(&perms, options, &labels));
+    docs.push(workload::config_map(options, bundle, &labels));
+    docs.push(workload::deployment(options, bundle, &labels, &selector));
+
+    for ctl in &spec.controllers {
+        let admission: Vec<&str> =
+            ctl.handlers.iter().map(String::as_str).filter(|h| matches!(*h, "validate" | "mutate")).collect();
+        if !admission.is_empty() {
+            notes.push(format!(
+                "operator {:?} declares {} handlers; ctop manifests does not generate admission webhook \
+                 configurations yet, so the API server will not call them",
+                ctl.name,
+                admission.join(" and ")
+            ));
+        }
+    }
+    if bundle.gz.len() * 4 / 3 > CLIENT_SIDE_APPLY_LIMIT {
+        notes.push(format!(
+            "the bundle is {} bytes: apply with `kubectl apply --server-side`, client-side apply cannot \
+             store it in its last-applied annotation",
+            bundle.gz.len()
+        ));
+    }
+
+    let ctx = Context { spec, options, labels, selector };
+    for plugin in plugins {
+        plugin
+            .apply(&ctx, &mut docs)
+            .map_err(|source| Error::Plugin { name: plugin.name().to_owned(), source })?;
+    }
+    Ok(Manifests { documents: docs, notes })
+}
+
+#[cfg(test)]
+mod tests;

@@ -2,4 +2,5 @@
 
 pub mod bundle;
 pub mod init;
+pub mod manifests;
 pub mod sim;

@@ -1,0 +1,785 @@
+//! The applier: one pass of "make the children of this owner exactly this set".
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::{Client, Resource};
+use parking_lot::Mutex;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::applyset::{
+    ADDITIONAL_NAMESPACES_ANNOTATION, CONTAINS_GROUP_KINDS_ANNOTATION, DEFAULT_TOOLING, GroupKind, ID_LABEL,
+    PART_OF_LABEL, TOOLING_ANNOTATION, applyset_id, join, parse_group_kinds, parse_list, tool_name,
+};
+use crate::discovery::{Discovery, Resolved, code, is_missing};
+use crate::error::{ApplyError, ChildFailure};
+use crate::fingerprint::{Fingerprint, fingerprint};
+use crate::object::{ChildRef, Key, ObjectInfo};
+use crate::status::StatusWriter;
+
+/// How an [`Applier`] writes.
+///
+/// ```
+/// let config = ctop_applier::ApplierConfig { force: false, ..ctop_applier::ApplierConfig::new("my-operator") };
+/// assert_eq!(config.field_manager, "my-operator");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApplierConfig {
+    /// The server-side apply field manager of every write (default `ctop`). Use one name
+    /// per controller: fields a manager stops applying are removed by the API server.
+    pub field_manager: String,
+    /// Take over fields other managers own instead of failing with `409 Conflict`
+    /// (default `true`, what controllers normally want: the owner's desired state wins).
+    pub force: bool,
+    /// The `applyset.kubernetes.io/tooling` value written on owners (default
+    /// `ctop/v<version>`). An owner whose tooling names another tool is refused.
+    pub tooling: String,
+}
+
+impl Default for ApplierConfig {
+    fn default() -> Self {
+        Self { field_manager: "ctop".to_owned(), force: true, tooling: DEFAULT_TOOLING.to_owned() }
+    }
+}
+
+impl ApplierConfig {
+    /// The defaults with another field manager.
+    #[must_use]
+    pub fn new(field_manager: impl Into<String>) -> Self {
+        Self { field_manager: field_manager.into(), ..Self::default() }
+    }
+}
+
+/// What one [`Applier::apply`] pass did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ApplyReport {
+    /// Children server-side applied in this pass.
+    pub applied: Vec<ChildRef>,
+    /// Children not written because neither their desired content nor the live object
+    /// changed since this applier last applied them.
+    pub skipped: Vec<ChildRef>,
+    /// Former children deleted because they left the desired set.
+    pub pruned: Vec<ChildRef>,
+    /// Former children that left the desired set but opted out of pruning with
+    /// `ctop.dev/prune: "false"`; they stay.
+    pub kept: Vec<ChildRef>,
+}
+
+impl ApplyReport {
+    /// `true` when nothing was written to any child.
+    #[must_use]
+    pub fn is_noop(&self) -> bool {
+        self.applied.is_empty() && self.pruned.is_empty()
+    }
+}
+
+/// How the live state of children is read for the unchanged-skip.
+#[derive(Clone, Copy)]
+enum Live<'a> {
+    /// `GET` the metadata of each child that might be skipped.
+    Server,
+    /// Ask the caller's cache.
+    Cache(&'a (dyn Fn(&ChildRef) -> Option<ObjectMeta> + Send + Sync)),
+}
+
+/// Applies desired sets of children under owners; see the [crate documentation](crate).
+///
+/// Cheap to clone (clones share the discovery cache and the memory of what was applied);
+/// use one per controller. Passes for the *same* owner must not run concurrently (a
+/// controller reconciles one object at a time); passes for different owners may.
+#[derive(Clone)]
+pub struct Applier {
+    client: Client,
+    config: Arc<ApplierConfig>,
+    discovery: Arc<Discovery>,
+    memory: Arc<Mutex<HashMap<String, OwnerMemory>>>,
+}
+
+impl std::fmt::Debug for Applier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Applier").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+/// What the applier remembers of one owner between passes.
+#[derive(Debug, Default)]
+struct OwnerMemory {
+    /// The last successful apply of each child.
+    applied: HashMap<Key, Applied>,
+    /// The group-kinds and namespaces last recorded on the owner (in case the caller hands
+    /// in an owner read before that write).
+    group_kinds: BTreeSet<GroupKind>,
+    namespaces: BTreeSet<String>,
+}
+
+/// The last successful apply of a child: what was sent and what the server answered.
+#[derive(Clone, Debug)]
+struct Applied {
+    hash: Fingerprint,
+    uid: String,
+    marker: Marker,
+}
+
+/// What tells that a live object is still the one our apply produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Marker {
+    /// For kinds with a status subresource: any change outside metadata and status bumps
+    /// the generation, while status updates by the child's own controller do not.
+    Generation(i64),
+    /// For every other kind: any change at all.
+    ResourceVersion(String),
+}
+
+/// A desired child, checked and ready to send.
+struct Prepared {
+    child: ChildRef,
+    key: Key,
+    kind: Resolved,
+    body: Value,
+    hash: Fingerprint,
+}
+
+impl Applier {
+    /// An applier writing with `client` as `config` says.
+    #[must_use]
+    pub fn new(client: Client, config: ApplierConfig) -> Self {
+        let discovery = Arc::new(Discovery::new(client.clone()));
+        Self { client, config: Arc::new(config), discovery, memory: Arc::default() }
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &ApplierConfig {
+        &self.config
+    }
+
+    /// A [`StatusWriter`] with the same client, field manager and discovery cache.
+    #[must_use]
+    pub fn status_writer(&self) -> StatusWriter {
+        StatusWriter::with_discovery(self.client.clone(), &self.config.field_manager, self.discovery.clone())
+    }
+
+    /// Make `desired` the complete set of children of `owner`, in one pass:
+    ///
+    /// 1. check every child (well-formed, a kind the server serves, ownable by `owner`,
+    ///    no duplicates) — on any error nothing is written;
+    /// 2. record the ApplySet on the owner (`applyset.kubernetes.io/id` label, `tooling` and
+    ///    `contains-group-kinds` annotations, now including the kinds about to be applied);
+    /// 3. server-side apply each child in order with the `part-of` label and a controller
+    ///    owner reference, skipping children unchanged since the last apply;
+    /// 4. only if every apply succeeded, delete former children that left the set;
+    /// 5. narrow the owner's `contains-group-kinds` to what is left.
+    ///
+    /// `owner` is any object as read from the API server (`DynamicObject` with `types`,
+    /// a k8s-openapi type, a `CustomResource`); `desired` are complete objects with
+    /// `apiVersion`, `kind` and `metadata.name` (the namespace defaults to the owner's).
+    ///
+    /// ## Warning
+    /// `desired` is the *complete* set: an empty set prunes every child. Call this only
+    /// with the outcome of a successful reconcile.
+    ///
+    /// The unchanged-skip reads each candidate's metadata with a `GET`; a controller that
+    /// has the children in a cache should call [`Applier::apply_observed`] instead.
+    pub async fn apply<K: Resource + Serialize + Sync>(
+        &self,
+        owner: &K,
+        desired: impl IntoIterator<Item = Value>,
+    ) -> Result<ApplyReport, ApplyError> {
+        let owner = owner_info(owner)?;
+        self.run(owner, desired.into_iter().collect(), Live::Server).await
+    }
+
+    /// [`Applier::apply`], reading the live children for the unchanged-skip from the
+    /// caller's cache (e.g. a kube-runtime reflector store) instead of the API server.
+    /// `observed` returns the child's metadata, or `None` when the cache does not have it
+    /// (the child is then applied). A stale cache costs at most one redundant apply.
+    pub async fn apply_observed<K, F>(
+        &self,
+        owner: &K,
+        desired: impl IntoIterator<Item = Value>,
+        observed: F,
+    ) -> Result<ApplyReport, ApplyError>
+    where
+        K: Resource + Serialize + Sync,
+        F: Fn(&ChildRef) -> Option<ObjectMeta> + Send + Sync,
+    {
+        let owner = owner_info(owner)?;
+        self.run(owner, desired.into_iter().collect(), Live::Cache(&observed)).await
+    }
+
+    /// Drop what is remembered of an owner (call it when the owner is deleted). Only the
+    /// unchanged-skip uses this memory: a forgotten owner's children are applied again on
+    /// its next pass.
+    pub fn forget(&self, owner_uid: &str) {
+        self.memory.lock().remove(owner_uid);
+    }
+
+    async fn run(
+        &self,
+        mut owner: ObjectInfo,
+        desired: Vec<Value>,
+        live: Live<'_>,
+    ) -> Result<ApplyReport, ApplyError> {
+        let set_id =
+            applyset_id(&owner.name, owner.namespace.as_deref().unwrap_or(""), &owner.kind, owner.group());
+        self.check_parent(&owner, &set_id)?;
+
+        // 1. Check the whole desired set before writing anything.
+        let total = desired.len();
+        let mut prepared = Vec::with_capacity(total);
+        let mut seen = HashSet::with_capacity(total);
+        for (index, object) in desired.into_iter().enumerate() {
+            let p = self.prepare(index, object, &owner, &set_id).await?;
+            if !seen.insert(p.key.clone()) {
+                return Err(ApplyError::Duplicate { child: p.child });
+            }
+            prepared.push(p);
+        }
+
+        // 2. Record the superset of what was and what will be on the owner first, so that a
+        // pass interrupted after applying a new kind still finds it to prune later.
+        let (mut recorded_kinds, mut recorded_namespaces) = {
+            let memory = self.memory.lock();
+            let remembered = memory.get(&owner.uid);
+            let mut kinds = parse_group_kinds(owner.annotation(CONTAINS_GROUP_KINDS_ANNOTATION));
+            let mut namespaces = parse_list(owner.annotation(ADDITIONAL_NAMESPACES_ANNOTATION));
+            if let Some(m) = remembered {
+                kinds.extend(m.group_kinds.iter().cloned());
+                namespaces.extend(m.namespaces.iter().cloned());
+            }
+            (kinds, namespaces)
+        };
+        let current_kinds: BTreeSet<GroupKind> = prepared.iter().map(|p| p.key.group_kind.clone()).collect();
+        let current_namespaces = match owner.namespace {
+            Some(_) => BTreeSet::new(),
+            None => prepared.iter().filter_map(|p| p.child.namespace.clone()).collect(),
+        };
+        recorded_kinds.extend(current_kinds.iter().cloned());
+        recorded_namespaces.extend(current_namespaces.iter().cloned());
+        let mut report = ApplyReport::default();
+        self.record(&mut owner, &set_id, &recorded_kinds, &recorded_namespaces, &report).await?;
+
+        // 3. Apply, continuing past failures so that one bad child does not hold back the rest.
+        let mut failures = Vec::new();
+        for p in &prepared {
+            if self.unchanged(&owner.uid, p, live).await {
+                report.skipped.push(p.child.clone());
+                continue;
+            }
+            match self.send(p).await {
+                Ok(result) => {
+                    self.remember(&owner.uid, p, &result);
+                    report.applied.push(p.child.clone());
+                }
+                Err(error) => {
+                    if code(&error) == Some(404) {
+                        self.discovery.forget(&p.kind.resource);
+                    }
+                    if let Some(m) = self.memory.lock().get_mut(&owner.uid) {
+                        m.applied.remove(&p.key);
+                    }
+                    tracing::debug!(child = %p.child, %error, "apply failed");
+                    failures.push(ChildFailure { child: p.child.clone(), error });
+                }
+            }
+        }
+        if !failures.is_empty() {
+            return Err(ApplyError::Apply { failures, total, report: Box::new(report) });
+        }
+
+        // 4. Prune, only now that every child is in place.
+        let keep: HashSet<Key> = prepared.iter().map(|p| p.key.clone()).collect();
+        let known: HashMap<GroupKind, Resolved> =
+            prepared.iter().map(|p| (p.key.group_kind.clone(), p.kind.clone())).collect();
+        let scope = crate::prune::Scope {
+            owner: &owner,
+            set_id: &set_id,
+            kinds: &recorded_kinds,
+            namespaces: &recorded_namespaces,
+            keep: &keep,
+            known: &known,
+        };
+        let left = match crate::prune::prune(&self.client, &self.discovery, &scope, &mut report).await {
+            Ok(left) => left,
+            Err((what, source)) => return Err(ApplyError::Prune { what, source, report: Box::new(report) }),
+        };
+        if let Some(m) = self.memory.lock().get_mut(&owner.uid) {
+            for child in &report.pruned {
+                m.applied.remove(&child.key());
+            }
+        }
+
+        // 5. Narrow the record to what is left: the desired kinds and kept former children.
+        let mut final_kinds = current_kinds;
+        let mut final_namespaces = current_namespaces;
+        for child in &left {
+            final_kinds.insert(child.group_kind());
+            if owner.namespace.is_none() {
+                final_namespaces.extend(child.namespace.clone());
+            }
+        }
+        // Everything that matters is done: a record left wider than needed only costs a few
+        // empty lists on the next pass, so a failure here is logged, not returned.
+        if let Err(error) = self.record(&mut owner, &set_id, &final_kinds, &final_namespaces, &report).await {
+            tracing::warn!(%error, "cannot narrow the ApplySet record; retried on the next pass");
+        }
+        tracing::debug!(
+            owner = %owner.describe(),
+            applied = report.applied.len(),
+            skipped = report.skipped.len(),
+            pruned = report.pruned.len(),
+            kept = report.kept.len(),
+            "applied desired set"
+        );
+        Ok(report)
+    }
+
+    /// Refuse owners that are the parent of someone else's ApplySet.
+    fn check_parent(&self, owner: &ObjectInfo, set_id: &str) -> Result<(), ApplyError> {
+        if let Some(id) = owner.label(ID_LABEL).filter(|id| *id != set_id) {
+            return Err(ApplyError::ForeignApplySet {
+                owner: owner.describe(),
+                reason: format!("its {ID_LABEL} label is {id:?}, but its ApplySet id is {set_id:?}"),
+            });
+        }
+        if let Some(tooling) = owner.annotation(TOOLING_ANNOTATION)
+            && tool_name(tooling) != tool_name(&self.config.tooling)
+        {
+            return Err(ApplyError::ForeignApplySet {
+                owner: owner.describe(),
+                reason: format!(
+                    "its {TOOLING_ANNOTATION} is {tooling:?}, this applier is {:?}",
+                    self.config.tooling
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Check one desired child and build the apply body: namespace defaulted, server-set
+    /// metadata dropped, the `part-of` label and the controller owner reference added.
+    async fn prepare(
+        &self,
+        index: usize,
+        object: Value,
+        owner: &ObjectInfo,
+        set_id: &str,
+    ) -> Result<Prepared, ApplyError> {
+        let invalid = |child: String, reason: &str| ApplyError::InvalidChild {
+            index,
+            child,
+            reason: reason.to_owned(),
+        };
+        let Value::Object(mut body) = object else {
+            return Err(invalid("<not an object>".into(), "it is not a JSON object"));
+        };
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
+        let api_version = text(body.get("apiVersion"));
+        let kind = text(body.get("kind"));
+        let name = text(body.get("metadata").and_then(|m| m.get("name")));
+        let describe =
+            format!("{} {}", kind.as_deref().unwrap_or("<no kind>"), name.as_deref().unwrap_or("<no name>"));
+        let Some(api_version) = api_version else { return Err(invalid(describe, "it has no apiVersion")) };
+        let Some(kind) = kind else { return Err(invalid(describe, "it has no kind")) };
+        let Some(Value::Object(meta)) = body.get_mut("metadata") else {
+            return Err(invalid(describe, "it has no metadata object"));
+        };
+        let Some(name) = name else {
+            let reason = if meta.contains_key("generateName") {
+                "generateName is not supported: give it a fixed metadata.name so it can be applied again and pruned"
+            } else {
+                "it has no metadata.name"
+            };
+            return Err(invalid(describe, reason));
+        };
+        let child_namespace = match meta.get("namespace") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.is_empty() => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(invalid(describe, "metadata.namespace is not a string")),
+        };
+
+        let resolved = match self.discovery.kind(&api_version, &kind).await {
+            Ok(r) => r,
+            Err(source) if is_missing(&source) => {
+                return Err(ApplyError::UnknownKind { api_version, kind, source });
+            }
+            Err(source) => {
+                return Err(ApplyError::Discovery { what: format!("{api_version} {kind}"), source });
+            }
+        };
+        let mut child = ChildRef { api_version, kind, namespace: child_namespace.clone(), name };
+        let cannot = |child: &ChildRef, reason: String| ApplyError::CannotOwn {
+            owner: owner.describe(),
+            child: Box::new(child.clone()),
+            reason,
+        };
+        let namespace = match (resolved.namespaced, owner.namespace.as_deref()) {
+            (true, Some(owner_ns)) => match child_namespace {
+                None => owner_ns.to_owned(),
+                Some(ns) if ns == owner_ns => ns,
+                Some(ns) => {
+                    return Err(cannot(
+                        &child,
+                        format!(
+                            "it is in namespace {ns} and the owner in {owner_ns}; owner references cannot cross namespaces"
+                        ),
+                    ));
+                }
+            },
+            (true, None) => match child_namespace {
+                Some(ns) => ns,
+                None => {
+                    return Err(cannot(
+                        &child,
+                        "the owner is cluster-scoped, so a namespaced child must set metadata.namespace"
+                            .into(),
+                    ));
+                }
+            },
+            (false, Some(owner_ns)) => {
+                return Err(cannot(
+                    &child,
+                    format!(
+                        "it is cluster-scoped and the owner is namespaced (in {owner_ns}); a cluster-scoped object cannot have a namespaced owner"
+                    ),
+                ));
+            }
+            (false, None) => {
+                if child_namespace.is_some() {
+                    return Err(invalid(
+                        child.to_string(),
+                        "its kind is cluster-scoped but it sets metadata.namespace",
+                    ));
+                }
+                String::new()
+            }
+        };
+        if resolved.namespaced {
+            meta.insert("namespace".into(), Value::String(namespace.clone()));
+            child.namespace = Some(namespace);
+        }
+        for server_set in [
+            "uid",
+            "resourceVersion",
+            "generation",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "managedFields",
+            "selfLink",
+        ] {
+            meta.remove(server_set);
+        }
+
+        let labels = meta.entry("labels").or_insert_with(|| Value::Object(Map::new()));
+        if labels.is_null() {
+            *labels = Value::Object(Map::new());
+        }
+        let Value::Object(labels) = labels else {
+            return Err(invalid(child.to_string(), "metadata.labels is not an object"));
+        };
+        labels.insert(PART_OF_LABEL.into(), Value::String(set_id.to_owned()));
+
+        let refs = meta.entry("ownerReferences").or_insert_with(|| Value::Array(Vec::new()));
+        if refs.is_null() {
+            *refs = Value::Array(Vec::new());
+        }
+        let Value::Array(refs) = refs else {
+            return Err(invalid(child.to_string(), "metadata.ownerReferences is not an array"));
+        };
+        if let Some(other) = refs.iter().find(|r| {
+            r.get("controller") == Some(&Value::Bool(true))
+                && r.get("uid").and_then(Value::as_str) != Some(&owner.uid)
+        }) {
+            let named = format!(
+                "{} {}",
+                other.get("kind").and_then(Value::as_str).unwrap_or("?"),
+                other.get("name").and_then(Value::as_str).unwrap_or("?")
+            );
+            return Err(cannot(&child, format!("it already names another controller ({named})")));
+        }
+        refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(&owner.uid));
+        refs.push(json!({
+            "apiVersion": owner.api_version,
+            "kind": owner.kind,
+            "name": owner.name,
+            "uid": owner.uid,
+            "controller": true,
+            "blockOwnerDeletion": true,
+        }));
+
+        let body = Value::Object(body);
+        let hash = fingerprint(&body);
+        Ok(Prepared { key: child.key(), child, kind: resolved, body, hash })
+    }
+
+    /// Whether `p` can be skipped: the same content was applied before and the live object
+    /// is still what that apply produced, with our labels, annotations and owner reference.
+    async fn unchanged(&self, owner_uid: &str, p: &Prepared, live: Live<'_>) -> bool {
+        let last = {
+            let memory = self.memory.lock();
+            memory.get(owner_uid).and_then(|m| m.applied.get(&p.key)).filter(|a| a.hash == p.hash).cloned()
+        };
+        let Some(last) = last else { return false };
+        let meta = match live {
+            Live::Cache(observed) => observed(&p.child),
+            Live::Server => match p
+                .kind
+                .api(&self.client, p.child.namespace.as_deref())
+                .get_metadata_opt(&p.child.name)
+                .await
+            {
+                Ok(found) => found.map(|o| o.metadata),
+                Err(error) => {
+                    tracing::debug!(child = %p.child, %error, "cannot read the live object; applying");
+                    None
+                }
+            },
+        };
+        meta.is_some_and(|meta| still_ours(&last, &meta, p, owner_uid))
+    }
+
+    async fn send(&self, p: &Prepared) -> Result<DynamicObject, kube::Error> {
+        let mut params = PatchParams::apply(&self.config.field_manager);
+        params.force = self.config.force;
+        p.kind
+            .api(&self.client, p.child.namespace.as_deref())
+            .patch(&p.child.name, &params, &Patch::Apply(&p.body))
+            .await
+    }
+
+    fn remember(&self, owner_uid: &str, p: &Prepared, result: &DynamicObject) {
+        let Some(uid) = result.metadata.uid.clone() else { return };
+        let marker = match (p.kind.status, result.metadata.generation) {
+            (true, Some(g)) => Marker::Generation(g),
+            _ => match result.metadata.resource_version.clone() {
+                Some(rv) => Marker::ResourceVersion(rv),
+                None => return,
+            },
+        };
+        let mut memory = self.memory.lock();
+        let m = memory.entry(owner_uid.to_owned()).or_default();
+        m.applied.insert(p.key.clone(), Applied { hash: p.hash, uid, marker });
+    }
+
+    /// Make the owner's ApplySet label and annotations say `kinds` (and, for a
+    /// cluster-scoped owner, `namespaces`), with a merge patch and only when they differ.
+    async fn record(
+        &self,
+        owner: &mut ObjectInfo,
+        set_id: &str,
+        kinds: &BTreeSet<GroupKind>,
+        namespaces: &BTreeSet<String>,
+        report: &ApplyReport,
+    ) -> Result<(), ApplyError> {
+        let Some(patch) = owner_patch(owner, set_id, &self.config.tooling, kinds, namespaces) else {
+            self.remember_record(owner, kinds, namespaces);
+            return Ok(());
+        };
+        let failed = |source| ApplyError::OwnerUpdate {
+            owner: owner.describe(),
+            source,
+            report: Box::new(report.clone()),
+        };
+        let resolved = match self.discovery.kind(&owner.api_version, &owner.kind).await {
+            Ok(r) => r,
+            Err(source) => return Err(failed(source)),
+        };
+        let params =
+            PatchParams { field_manager: Some(self.config.field_manager.clone()), ..PatchParams::default() };
+        let updated = resolved
+            .api(&self.client, owner.namespace.as_deref())
+            .patch(&owner.name, &params, &Patch::Merge(&patch))
+            .await
+            .map_err(failed)?;
+        if updated.metadata.uid.as_deref() != Some(&owner.uid) {
+            // The owner was deleted and re-created under the same name meanwhile; its
+            // children belong to the old uid and are the garbage collector's now.
+            tracing::warn!(owner = %owner.describe(), "owner was replaced during the pass");
+        }
+        owner.labels = to_map(updated.metadata.labels);
+        owner.annotations = to_map(updated.metadata.annotations);
+        self.remember_record(owner, kinds, namespaces);
+        Ok(())
+    }
+
+    fn remember_record(
+        &self,
+        owner: &ObjectInfo,
+        kinds: &BTreeSet<GroupKind>,
+        namespaces: &BTreeSet<String>,
+    ) {
+        if kinds.is_empty() && namespaces.is_empty() && !self.memory.lock().contains_key(&owner.uid) {
+            return;
+        }
+        let mut memory = self.memory.lock();
+        let m = memory.entry(owner.uid.clone()).or_default();
+        m.group_kinds = kinds.clone();
+        m.namespaces = namespaces.clone();
+    }
+}
+
+/// Whether the live object `meta` is still what the apply recorded in `last` produced.
+fn still_ours(last: &Applied, meta: &ObjectMeta, p: &Prepared, owner_uid: &str) -> bool {
+    let same_object = meta.uid.as_deref() == Some(&last.uid) && meta.deletion_timestamp.is_none();
+    let untouched = match &last.marker {
+        Marker::Generation(g) => meta.generation == Some(*g),
+        Marker::ResourceVersion(rv) => meta.resource_version.as_deref() == Some(rv),
+    };
+    let desired_meta = p.body.get("metadata");
+    let has_all =
+        |desired: Option<&Value>, live: &Option<std::collections::BTreeMap<String, String>>| match desired {
+            Some(Value::Object(want)) => want.iter().all(|(k, v)| {
+                live.as_ref().and_then(|l| l.get(k)).map(String::as_str) == v.as_str() && v.is_string()
+            }),
+            _ => true,
+        };
+    let labels_kept = has_all(desired_meta.and_then(|m| m.get("labels")), &meta.labels);
+    let annotations_kept = has_all(desired_meta.and_then(|m| m.get("annotations")), &meta.annotations);
+    let owned = meta
+        .owner_references
+        .as_ref()
+        .is_some_and(|refs| refs.iter().any(|r| r.uid == owner_uid && r.controller == Some(true)));
+    same_object && untouched && labels_kept && annotations_kept && owned
+}
+
+/// The merge patch that makes the owner's ApplySet metadata say `kinds`/`namespaces`, or
+/// `None` when it already does (or when there is nothing to record on an owner that was
+/// never a parent).
+fn owner_patch(
+    owner: &ObjectInfo,
+    set_id: &str,
+    tooling: &str,
+    kinds: &BTreeSet<GroupKind>,
+    namespaces: &BTreeSet<String>,
+) -> Option<Value> {
+    let is_parent = owner.label(ID_LABEL).is_some();
+    let cluster_scoped = owner.namespace.is_none();
+    if !is_parent && kinds.is_empty() {
+        return None;
+    }
+    let kinds = join(kinds);
+    let mut labels = Map::new();
+    let mut annotations = Map::new();
+    if owner.label(ID_LABEL) != Some(set_id) {
+        labels.insert(ID_LABEL.into(), set_id.into());
+    }
+    if owner.annotation(TOOLING_ANNOTATION) != Some(tooling) {
+        annotations.insert(TOOLING_ANNOTATION.into(), tooling.into());
+    }
+    if owner.annotation(CONTAINS_GROUP_KINDS_ANNOTATION) != Some(kinds.as_str()) {
+        annotations.insert(CONTAINS_GROUP_KINDS_ANNOTATION.into(), kinds.into());
+    }
+    if cluster_scoped {
+        let namespaces = join(namespaces);
+        let current = owner.annotation(ADDITIONAL_NAMESPACES_ANNOTATION);
+        if namespaces.is_empty() {
+            if owner.annotations.contains_key(ADDITIONAL_NAMESPACES_ANNOTATION) {
+                annotations.insert(ADDITIONAL_NAMESPACES_ANNOTATION.into(), Value::Null);
+            }
+        } else if current != Some(namespaces.as_str()) {
+            annotations.insert(ADDITIONAL_NAMESPACES_ANNOTATION.into(), namespaces.into());
+        }
+    }
+    if labels.is_empty() && annotations.is_empty() {
+        return None;
+    }
+    let mut meta = Map::new();
+    if !labels.is_empty() {
+        meta.insert("labels".into(), Value::Object(labels));
+    }
+    if !annotations.is_empty() {
+        meta.insert("annotations".into(), Value::Object(annotations));
+    }
+    Some(json!({ "metadata": meta }))
+}
+
+fn to_map(m: Option<std::collections::BTreeMap<String, String>>) -> Map<String, Value> {
+    m.unwrap_or_default().into_iter().map(|(k, v)| (k, Value::String(v))).collect()
+}
+
+fn owner_info<K: Serialize>(owner: &K) -> Result<ObjectInfo, ApplyError> {
+    ObjectInfo::of(owner).map_err(|(owner, reason)| ApplyError::InvalidOwner { owner, reason })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner(labels: Value, annotations: Value, namespace: Option<&str>) -> ObjectInfo {
+        let mut obj = json!({
+            "apiVersion": "apps.example.com/v1", "kind": "App",
+            "metadata": {"name": "web", "uid": "u1", "labels": labels, "annotations": annotations},
+        });
+        if let Some(ns) = namespace {
+            obj["metadata"]["namespace"] = json!(ns);
+        }
+        ObjectInfo::of(&obj).expect("owner")
+    }
+
+    /// Compile-time check: the passes can run on a multi-threaded runtime.
+    #[allow(dead_code)]
+    fn futures_are_send(applier: &Applier, owner: &DynamicObject) {
+        fn send<T: Send>(_: T) {}
+        send(applier.apply(owner, Vec::new()));
+        send(applier.apply_observed(owner, Vec::new(), |_: &ChildRef| None));
+        send(applier.status_writer().write(owner, json!({})));
+    }
+
+    fn kinds(list: &[&str]) -> BTreeSet<GroupKind> {
+        list.iter().filter_map(|s| GroupKind::parse(s)).collect()
+    }
+
+    #[test]
+    fn owner_patch_writes_only_differences() {
+        let o = owner(json!({}), json!({}), Some("ns"));
+        assert_eq!(
+            owner_patch(&o, "id", "ctop/v1", &BTreeSet::new(), &BTreeSet::new()),
+            None,
+            "never a parent, nothing to record"
+        );
+        let patch =
+            owner_patch(&o, "id", "ctop/v1", &kinds(&["Deployment.apps", "ConfigMap"]), &BTreeSet::new());
+        assert_eq!(
+            patch,
+            Some(json!({"metadata": {
+                "labels": {ID_LABEL: "id"},
+                "annotations": {TOOLING_ANNOTATION: "ctop/v1", CONTAINS_GROUP_KINDS_ANNOTATION: "ConfigMap,Deployment.apps"},
+            }}))
+        );
+        let o = owner(
+            json!({ID_LABEL: "id"}),
+            json!({TOOLING_ANNOTATION: "ctop/v1", CONTAINS_GROUP_KINDS_ANNOTATION: "ConfigMap"}),
+            Some("ns"),
+        );
+        assert_eq!(owner_patch(&o, "id", "ctop/v1", &kinds(&["ConfigMap"]), &BTreeSet::new()), None);
+        assert_eq!(
+            owner_patch(&o, "id", "ctop/v1", &BTreeSet::new(), &BTreeSet::new()),
+            Some(json!({"metadata": {"annotations": {CONTAINS_GROUP_KINDS_ANNOTATION: ""}}})),
+            "a parent whose children are all gone records an empty list"
+        );
+    }
+
+    #[test]
+    fn cluster_scoped_owners_record_namespaces() {
+        let o = owner(
+            json!({ID_LABEL: "id"}),
+            json!({TOOLING_ANNOTATION: "ctop/v1", CONTAINS_GROUP_KINDS_ANNOTATION: "ConfigMap",
+                   ADDITIONAL_NAMESPACES_ANNOTATION: "a"}),
+            None,
+        );
+        let ns: BTreeSet<String> = ["b".to_owned(), "a".to_owned()].into();
+        assert_eq!(
+            owner_patch(&o, "id", "ctop/v1", &kinds(&["ConfigMap"]), &ns),
+            Some(json!({"metadata": {"annotations": {ADDITIONAL_NAMESPACES_ANNOTATION: "a,b"}}}))
+        );
+        assert_eq!(
+            owner_patch(&o, "id", "ctop/v1", &kinds(&["ConfigMap"]), &BTreeSet::new()),
+            Some(json!({"metadata": {"annotations": {ADDITIONAL_NAMESPACES_ANNOTATION: null}}}))
+        );
+    }
+}

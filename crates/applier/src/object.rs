@@ -1,0 +1,190 @@
+//! Naming objects: the owner as read from the API server, and references to children.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::applyset::GroupKind;
+
+/// A child of an owner: which object, by `apiVersion`, `kind`, namespace and name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ChildRef {
+    /// `apiVersion`, e.g. `apps/v1` or `v1`.
+    pub api_version: String,
+    /// `kind`, e.g. `Deployment`.
+    pub kind: String,
+    /// The namespace; `None` for cluster-scoped objects.
+    pub namespace: Option<String>,
+    /// `metadata.name`.
+    pub name: String,
+}
+
+impl ChildRef {
+    /// The API group (empty for the core group).
+    #[must_use]
+    pub fn group(&self) -> &str {
+        group_of(&self.api_version)
+    }
+
+    /// The group-kind, the unit the ApplySet annotations record.
+    #[must_use]
+    pub fn group_kind(&self) -> GroupKind {
+        GroupKind::new(self.group(), self.kind.clone())
+    }
+
+    /// The identity of the object independent of the API version it is read at.
+    pub(crate) fn key(&self) -> Key {
+        Key { group_kind: self.group_kind(), namespace: self.namespace.clone(), name: self.name.clone() }
+    }
+}
+
+impl fmt::Display for ChildRef {
+    /// `Deployment.apps default/web`, or `ClusterRole.rbac.authorization.k8s.io reader`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{} {ns}/{}", self.group_kind(), self.name),
+            None => write!(f, "{} {}", self.group_kind(), self.name),
+        }
+    }
+}
+
+/// An object's identity across API versions: what the desired set and prune compare.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Key {
+    pub(crate) group_kind: GroupKind,
+    pub(crate) namespace: Option<String>,
+    pub(crate) name: String,
+}
+
+/// The group of an `apiVersion` (`apps/v1` → `apps`, `v1` → ``).
+pub(crate) fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(group, _)| group)
+}
+
+/// What the applier and the status writer need of an object read from the API server.
+#[derive(Clone, Debug)]
+pub(crate) struct ObjectInfo {
+    pub(crate) api_version: String,
+    pub(crate) kind: String,
+    pub(crate) name: String,
+    pub(crate) namespace: Option<String>,
+    pub(crate) uid: String,
+    pub(crate) generation: Option<i64>,
+    pub(crate) labels: Map<String, Value>,
+    pub(crate) annotations: Map<String, Value>,
+    pub(crate) status: Option<Value>,
+}
+
+impl ObjectInfo {
+    /// Read the identity of any serializable Kubernetes object (typed k8s-openapi objects,
+    /// `#[derive(CustomResource)]` types and `DynamicObject`s with `types` all serialize
+    /// their `apiVersion` and `kind`). On error: the object's description and the reason.
+    pub(crate) fn of<K: Serialize>(object: &K) -> Result<Self, (String, String)> {
+        let value = serde_json::to_value(object)
+            .map_err(|e| ("object".to_owned(), format!("it does not serialize to JSON: {e}")))?;
+        Self::from_value(value)
+    }
+
+    fn from_value(mut value: Value) -> Result<Self, (String, String)> {
+        let text = |v: &Value, ptr: &str| {
+            v.pointer(ptr).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned)
+        };
+        let api_version = text(&value, "/apiVersion");
+        let kind = text(&value, "/kind");
+        let name = text(&value, "/metadata/name");
+        let namespace = text(&value, "/metadata/namespace");
+        let describe = format!(
+            "{} {}{}",
+            kind.as_deref().unwrap_or("<no kind>"),
+            namespace.as_deref().map(|n| format!("{n}/")).unwrap_or_default(),
+            name.as_deref().unwrap_or("<no name>")
+        );
+        let missing = |what: &str| (describe.clone(), format!("it has no {what}"));
+        let api_version = api_version.ok_or_else(|| missing("apiVersion (a DynamicObject needs `types`)"))?;
+        let kind = kind.ok_or_else(|| missing("kind (a DynamicObject needs `types`)"))?;
+        let name = name.ok_or_else(|| missing("metadata.name"))?;
+        let uid = text(&value, "/metadata/uid").ok_or_else(|| missing("metadata.uid"))?;
+        let generation = value.pointer("/metadata/generation").and_then(Value::as_i64);
+        let map = |v: &mut Value, ptr: &str| match v.pointer_mut(ptr).map(Value::take) {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        let labels = map(&mut value, "/metadata/labels");
+        let annotations = map(&mut value, "/metadata/annotations");
+        let status = value.get_mut("status").map(Value::take).filter(|s| !s.is_null());
+        Ok(Self { api_version, kind, name, namespace, uid, generation, labels, annotations, status })
+    }
+
+    pub(crate) fn group(&self) -> &str {
+        group_of(&self.api_version)
+    }
+
+    /// `App.apps.example.com default/web`.
+    pub(crate) fn describe(&self) -> String {
+        let gk = GroupKind::new(self.group(), self.kind.clone());
+        match &self.namespace {
+            Some(ns) => format!("{gk} {ns}/{}", self.name),
+            None => format!("{gk} {}", self.name),
+        }
+    }
+
+    pub(crate) fn label(&self, key: &str) -> Option<&str> {
+        self.labels.get(key).and_then(Value::as_str)
+    }
+
+    pub(crate) fn annotation(&self, key: &str) -> Option<&str> {
+        self.annotations.get(key).and_then(Value::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_an_owner() {
+        let info = ObjectInfo::from_value(json!({
+            "apiVersion": "apps.example.com/v1", "kind": "App",
+            "metadata": {"name": "web", "namespace": "default", "uid": "u1", "generation": 3,
+                         "labels": {"a": "b"}},
+            "status": {"phase": "Running"}
+        }))
+        .expect("valid owner");
+        assert_eq!(info.group(), "apps.example.com");
+        assert_eq!(info.describe(), "App.apps.example.com default/web");
+        assert_eq!(info.generation, Some(3));
+        assert_eq!(info.label("a"), Some("b"));
+        assert_eq!(info.status, Some(json!({"phase": "Running"})));
+
+        let (what, why) =
+            ObjectInfo::from_value(json!({"metadata": {"name": "x", "uid": "u"}})).expect_err("no types");
+        assert_eq!(what, "<no kind> x");
+        assert!(why.contains("apiVersion"), "{why}");
+        let (_, why) = ObjectInfo::from_value(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}),
+        )
+        .expect_err("no uid");
+        assert!(why.contains("uid"), "{why}");
+    }
+
+    #[test]
+    fn child_refs_print_their_group_kind() {
+        let c = ChildRef {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("ns".into()),
+            name: "web".into(),
+        };
+        assert_eq!(c.to_string(), "Deployment.apps ns/web");
+        let c = ChildRef {
+            api_version: "v1".into(),
+            kind: "Namespace".into(),
+            namespace: None,
+            name: "a".into(),
+        };
+        assert_eq!(c.to_string(), "Namespace a");
+        assert_eq!(c.group(), "");
+    }
+}

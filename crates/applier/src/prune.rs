@@ -1,0 +1,123 @@
+//! Finding and deleting former children.
+//!
+//! Candidates are listed, never guessed: for every group-kind recorded on the owner or
+//! being applied, a label-selected list (`applyset.kubernetes.io/part-of=<id>`) in the
+//! owner's namespace (for a cluster-scoped owner: cluster-wide for cluster-scoped kinds, and
+//! in each recorded namespace for namespaced kinds). A listed object is deleted only when it
+//! also has an owner reference to this owner's uid, is not in the desired set, is not
+//! already being deleted and has not opted out with `ctop.dev/prune: "false"`. Deletes carry
+//! a uid precondition, so an object re-created under the same name meanwhile is never hit,
+//! and use background propagation, so the object's own dependents are garbage-collected.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use kube::Client;
+use kube::api::{DeleteParams, ListParams, Preconditions, PropagationPolicy};
+
+use crate::ApplyReport;
+use crate::applyset::{GroupKind, PART_OF_LABEL, PRUNE_ANNOTATION};
+use crate::discovery::{Discovery, Resolved, code};
+use crate::object::{ChildRef, Key, ObjectInfo};
+
+/// Where and what to prune.
+pub(crate) struct Scope<'a> {
+    pub(crate) owner: &'a ObjectInfo,
+    pub(crate) set_id: &'a str,
+    /// Every group-kind that may have members.
+    pub(crate) kinds: &'a BTreeSet<GroupKind>,
+    /// For a cluster-scoped owner: every namespace that may have members.
+    pub(crate) namespaces: &'a BTreeSet<String>,
+    /// The desired set: never pruned.
+    pub(crate) keep: &'a HashSet<Key>,
+    /// Kinds already resolved while applying.
+    pub(crate) known: &'a HashMap<GroupKind, Resolved>,
+}
+
+/// Delete the former children in `scope`, adding them to `report.pruned` (and opted-out
+/// ones to `report.kept`). Returns the former children left in place (opted out), or what
+/// failed.
+pub(crate) async fn prune(
+    client: &Client,
+    discovery: &Discovery,
+    scope: &Scope<'_>,
+    report: &mut ApplyReport,
+) -> Result<Vec<ChildRef>, (String, kube::Error)> {
+    let owner = scope.owner;
+    let selector = ListParams::default().labels(&format!("{PART_OF_LABEL}={}", scope.set_id));
+    let mut left = Vec::new();
+    for gk in scope.kinds {
+        let resolved = match scope.known.get(gk) {
+            Some(r) => r.clone(),
+            None => match discovery.group_kind(gk).await {
+                Ok(Some(r)) => r,
+                // Not served any more (its CRD was removed): no member can be left.
+                Ok(None) => continue,
+                Err(e) => return Err((format!("discovery of {gk}"), e)),
+            },
+        };
+        let places: Vec<Option<&str>> = match (owner.namespace.as_deref(), resolved.namespaced) {
+            (Some(ns), true) => vec![Some(ns)],
+            // A cluster-scoped object cannot be owned by a namespaced owner.
+            (Some(_), false) => continue,
+            (None, true) => scope.namespaces.iter().map(|ns| Some(ns.as_str())).collect(),
+            (None, false) => vec![None],
+        };
+        for place in places {
+            let api = resolved.api(client, place);
+            let listed = match api.list_metadata(&selector).await {
+                Ok(list) => list,
+                Err(e) if code(&e) == Some(404) => {
+                    discovery.forget(&resolved.resource);
+                    continue;
+                }
+                Err(e) => return Err((format!("listing {gk} in {}", place.unwrap_or("the cluster")), e)),
+            };
+            for item in listed.items {
+                let meta = item.metadata;
+                let (Some(name), Some(uid)) = (meta.name, meta.uid) else { continue };
+                let labelled = meta.labels.as_ref().and_then(|l| l.get(PART_OF_LABEL)).map(String::as_str)
+                    == Some(scope.set_id);
+                let owned = meta
+                    .owner_references
+                    .as_ref()
+                    .is_some_and(|refs| refs.iter().any(|r| r.uid == owner.uid));
+                if !labelled || !owned || meta.deletion_timestamp.is_some() {
+                    continue;
+                }
+                let child = ChildRef {
+                    api_version: resolved.resource.api_version.clone(),
+                    kind: resolved.resource.kind.clone(),
+                    namespace: meta.namespace.clone().filter(|_| resolved.namespaced),
+                    name,
+                };
+                if scope.keep.contains(&child.key()) {
+                    continue;
+                }
+                let opted_out =
+                    meta.annotations.as_ref().and_then(|a| a.get(PRUNE_ANNOTATION)).map(String::as_str)
+                        == Some("false");
+                if opted_out {
+                    tracing::debug!(%child, "left the desired set but opted out of pruning");
+                    report.kept.push(child.clone());
+                    left.push(child);
+                    continue;
+                }
+                let params = DeleteParams {
+                    propagation_policy: Some(PropagationPolicy::Background),
+                    preconditions: Some(Preconditions { uid: Some(uid), resource_version: None }),
+                    ..DeleteParams::default()
+                };
+                match resolved.api(client, child.namespace.as_deref()).delete(&child.name, &params).await {
+                    Ok(_) => {
+                        tracing::debug!(%child, "pruned");
+                        report.pruned.push(child);
+                    }
+                    // Gone already, or replaced by a new object with the same name: not ours.
+                    Err(e) if matches!(code(&e), Some(404 | 409)) => {}
+                    Err(e) => return Err((format!("deleting {child}"), e)),
+                }
+            }
+        }
+    }
+    Ok(left)
+}

@@ -1,0 +1,450 @@
+//! The applier against kubesim: owner references and ApplySet metadata, the unchanged-skip,
+//! safe pruning, failure handling, ownership rules and garbage collection.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{apps, config_map, create_app, create_namespace, eventually, get_config_map, start, tenants};
+use ctop_applier::applyset::{
+    ADDITIONAL_NAMESPACES_ANNOTATION, CONTAINS_GROUP_KINDS_ANNOTATION, ID_LABEL, PART_OF_LABEL,
+    TOOLING_ANNOTATION, applyset_id,
+};
+use ctop_applier::{Applier, ApplierConfig, ApplyError, ChildRef};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+
+fn deployment(name: &str, image: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                         "spec": {"containers": [{"name": "main", "image": image}]}},
+        }
+    })
+}
+
+fn names(children: &[ChildRef]) -> Vec<String> {
+    let mut v: Vec<String> = children.iter().map(ToString::to_string).collect();
+    v.sort();
+    v
+}
+
+async fn reread(client: &Client, owner: &DynamicObject) -> DynamicObject {
+    let ns = owner.namespace().unwrap_or_default();
+    apps(client, &ns).get(&owner.name_any()).await.expect("owner re-read")
+}
+
+fn rv<K: ResourceExt>(o: &K) -> String {
+    o.resource_version().unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn children_get_owner_references_and_applyset_metadata() {
+    let (_sim, client) = start().await;
+    let owner = create_app(&client, "default", "web").await;
+    let applier = Applier::new(client.clone(), ApplierConfig::new("test-operator"));
+    let report = applier
+        .apply(
+            &owner,
+            [
+                config_map("web-config", "1"),
+                json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "web-token"},
+                       "stringData": {"token": "t"}}),
+                deployment("web", "nginx:1"),
+            ],
+        )
+        .await
+        .expect("apply");
+    assert_eq!(
+        names(&report.applied),
+        ["ConfigMap default/web-config", "Deployment.apps default/web", "Secret default/web-token"]
+    );
+    assert!(report.skipped.is_empty() && report.pruned.is_empty());
+
+    let id = applyset_id("web", "default", "App", "apps.example.com");
+    let uid = owner.uid().expect("owner uid");
+    let cm = get_config_map(&client, "default", "web-config").await.expect("configmap applied");
+    let deploy =
+        Api::<Deployment>::namespaced(client.clone(), "default").get("web").await.expect("deployment");
+    let secret = Api::<Secret>::namespaced(client.clone(), "default").get("web-token").await.expect("secret");
+    for (meta, what) in
+        [(&cm.metadata, "configmap"), (&deploy.metadata, "deployment"), (&secret.metadata, "secret")]
+    {
+        let refs = meta.owner_references.as_ref().expect("owner references");
+        assert_eq!(refs.len(), 1, "{what}");
+        let r = &refs[0];
+        assert_eq!(
+            (r.api_version.as_str(), r.kind.as_str(), r.name.as_str(), r.uid.as_str()),
+            ("apps.example.com/v1", "App", "web", uid.as_str()),
+            "{what}"
+        );
+        assert_eq!((r.controller, r.block_owner_deletion), (Some(true), Some(true)), "{what}");
+        assert_eq!(meta.labels.as_ref().and_then(|l| l.get(PART_OF_LABEL)), Some(&id), "{what}");
+        let managers: Vec<_> =
+            meta.managed_fields.iter().flatten().filter_map(|m| m.manager.as_deref()).collect();
+        assert!(managers.contains(&"test-operator"), "{what}: {managers:?}");
+    }
+    assert_eq!(deploy.metadata.labels.as_ref().and_then(|l| l.get("app")).map(String::as_str), Some("web"));
+
+    let owner = reread(&client, &owner).await;
+    assert_eq!(owner.labels().get(ID_LABEL), Some(&id));
+    let annotations = owner.annotations();
+    assert_eq!(
+        annotations.get(CONTAINS_GROUP_KINDS_ANNOTATION).map(String::as_str),
+        Some("ConfigMap,Deployment.apps,Secret")
+    );
+    assert_eq!(
+        annotations.get(TOOLING_ANNOTATION).map(String::as_str),
+        Some(concat!("ctop/v", env!("CARGO_PKG_VERSION")))
+    );
+    assert!(!annotations.contains_key(ADDITIONAL_NAMESPACES_ANNOTATION));
+    assert_eq!(owner.metadata.generation, Some(1), "recording the ApplySet is a metadata change");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unchanged_children_are_not_written_again() {
+    let (_sim, client) = start().await;
+    let owner = create_app(&client, "default", "web").await;
+    let applier = Applier::new(client.clone(), ApplierConfig::default());
+    let desired = || vec![config_map("a", "1"), config_map("b", "1"), deployment("web", "nginx:1")];
+    applier.apply(&owner, desired()).await.expect("first apply");
+    let owner = reread(&client, &owner).await;
+    let cms = Api::<ConfigMap>::namespaced(client.clone(), "default");
+    let deploys = Api::<Deployment>::namespaced(client.clone(), "default");
+    let before = (
+        rv(&cms.get("a").await.expect("a")),
+        rv(&cms.get("b").await.expect("b")),
+        rv(&deploys.get("web").await.expect("web")),
+    );
+
+    let report = applier.apply(&owner, desired()).await.expect("second apply");
+    assert!(report.applied.is_empty(), "{report:?}");
+    assert_eq!(report.skipped.len(), 3);
+    assert!(report.is_noop());
+    let after = (
+        rv(&cms.get("a").await.expect("a")),
+        rv(&cms.get("b").await.expect("b")),
+        rv(&deploys.get("web").await.expect("web")),
+    );
+    assert_eq!(before, after, "no child was written");
+    assert_eq!(rv(&reread(&client, &owner).await), rv(&owner), "nor the owner");
+
+    // A changed desired child is applied; the others stay skipped.
+    let report = applier
+        .apply(&owner, vec![config_map("a", "2"), config_map("b", "1"), deployment("web", "nginx:1")])
+        .await
+        .expect("changed apply");
+    assert_eq!(names(&report.applied), ["ConfigMap default/a"]);
+    assert_eq!(report.skipped.len(), 2);
+
+    // Someone else edits a child: the live object changed, so it is applied (and restored).
+    let edit = json!({"data": {"value": "tampered"}});
+    cms.patch("b", &PatchParams::default(), &Patch::Merge(&edit)).await.expect("tamper");
+    let report = applier
+        .apply(&owner, vec![config_map("a", "2"), config_map("b", "1"), deployment("web", "nginx:1")])
+        .await
+        .expect("apply after drift");
+    assert_eq!(names(&report.applied), ["ConfigMap default/b"]);
+    let b = cms.get("b").await.expect("b");
+    assert_eq!(b.data.as_ref().and_then(|d| d.get("value")).map(String::as_str), Some("1"));
+
+    // A status update by the child's own controller does not bump the generation: no apply.
+    let status = json!({"status": {"observedGeneration": 1, "replicas": 1}});
+    deploys.patch_status("web", &PatchParams::default(), &Patch::Merge(&status)).await.expect("status");
+    let report = applier
+        .apply(&owner, vec![config_map("a", "2"), config_map("b", "1"), deployment("web", "nginx:1")])
+        .await
+        .expect("apply after child status");
+    assert!(report.applied.is_empty(), "{report:?}");
+
+    // Removing our label from a child is drift too.
+    let unlabel = json!({"metadata": {"labels": {PART_OF_LABEL: null}}});
+    deploys.patch("web", &PatchParams::default(), &Patch::Merge(&unlabel)).await.expect("unlabel");
+    let report = applier
+        .apply(&owner, vec![config_map("a", "2"), config_map("b", "1"), deployment("web", "nginx:1")])
+        .await
+        .expect("apply after unlabel");
+    assert_eq!(names(&report.applied), ["Deployment.apps default/web"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cache_of_children_replaces_the_reads() {
+    let (_sim, client) = start().await;
+    let owner = create_app(&client, "default", "web").await;
+    let applier = Applier::new(client.clone(), ApplierConfig::default());
+    applier.apply(&owner, [config_map("a", "1")]).await.expect("apply");
+    let owner = reread(&client, &owner).await;
+    let cms = Api::<ConfigMap>::namespaced(client.clone(), "default");
+    let cache: BTreeMap<String, _> = [("a".to_owned(), cms.get("a").await.expect("a").metadata)].into();
+    let lookup = |c: &ChildRef| cache.get(&c.name).cloned();
+    let report = applier.apply_observed(&owner, [config_map("a", "1")], lookup).await.expect("cached apply");
+    assert_eq!(report.skipped.len(), 1);
+    // Not in the cache: applied.
+    let report =
+        applier.apply_observed(&owner, [config_map("a", "1")], |_: &ChildRef| None).await.expect("miss");
+    assert_eq!(report.applied.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn only_our_former_children_are_pruned() {
+    let (_sim, client) = start().await;
+    let owner = create_app(&client, "default", "web").await;
+    let applier = Applier::new(client.clone(), ApplierConfig::default());
+    applier
+        .apply(
+            &owner,
+            [
+                config_map("a", "1"),
+                config_map("b", "1"),
+                config_map("kept", "1"),
+                deployment("web", "nginx:1"),
+            ],
+        )
+        .await
+        .expect("apply");
+    let owner = reread(&client, &owner).await;
+    let id = applyset_id("web", "default", "App", "apps.example.com");
+    let uid = owner.uid().expect("uid");
+    let cms = Api::<ConfigMap>::namespaced(client.clone(), "default");
+
+    // Look-alikes: our label without our owner, our owner without our label, and our label
+    // with another owner.
+    let other = create_app(&client, "default", "other").await.uid().expect("other uid");
+    let look_alikes = [
+        json!({"metadata": {"name": "labelled-only", "labels": {PART_OF_LABEL: id}}}),
+        json!({"metadata": {"name": "owned-only", "ownerReferences": [
+            {"apiVersion": "apps.example.com/v1", "kind": "App", "name": "web", "uid": uid}]}}),
+        json!({"metadata": {"name": "old-owner", "labels": {PART_OF_LABEL: id}, "ownerReferences": [
+            {"apiVersion": "apps.example.com/v1", "kind": "App", "name": "other", "uid": other}]}}),
+    ];
+    for obj in look_alikes {
+        let cm: ConfigMap = serde_json::from_value(obj).expect("configmap");
+        cms.create(&PostParams::default(), &cm).await.expect("look-alike created");
+    }
+    // Opt one child out of pruning.
+    let opt_out = json!({"metadata": {"annotations": {"ctop.dev/prune": "false"}}});
+    cms.patch("kept", &PatchParams::default(), &Patch::Merge(&opt_out)).await.expect("opt out");
+
+    let report = applier.apply(&owner, [config_map("a", "1")]).await.expect("apply smaller set");
+    assert_eq!(names(&report.pruned), ["ConfigMap default/b", "Deployment.apps default/web"]);
+    assert_eq!(names(&report.kept), ["ConfigMap default/kept"]);
+    assert!(get_config_map(&client, "default", "b").await.is_none(), "b pruned");
+    assert!(
+        Api::<Deployment>::namespaced(client.clone(), "default").get_opt("web").await.expect("get").is_none()
+    );
+    for name in ["a", "kept", "labelled-only", "owned-only", "old-owner"] {
+        assert!(get_config_map(&client, "default", name).await.is_some(), "{name} must survive");
+    }
+    // Deployments are gone from the record; ConfigMaps stay (a and the kept one).
+    let owner = reread(&client, &owner).await;
+    assert_eq!(
+        owner.annotations().get(CONTAINS_GROUP_KINDS_ANNOTATION).map(String::as_str),
+        Some("ConfigMap")
+    );
+
+    // The kept child is reported again on the next pass, and nothing else happens.
+    let report = applier.apply(&owner, [config_map("a", "1")]).await.expect("again");
+    assert_eq!(
+        (report.applied.len(), report.skipped.len(), report.pruned.len(), report.kept.len()),
+        (0, 1, 0, 1)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kinds_recorded_on_the_owner_are_pruned_after_a_restart() {
+    let (_sim, client) = start().await;
+    let owner = create_app(&client, "default", "web").await;
+    Applier::new(client.clone(), ApplierConfig::default())
+        .apply(&owner, [config_map("a", "1"), deployment("web", "nginx:1")])
+        .await
+        .expect("apply");
+    // A fresh applier (a restarted operator) knows only what the owner records.
+    let owner = reread(&client, &owner).await;
+    let report = Applier::new(client.clone(), ApplierConfig::default())
+        .apply(&owner, [config_map("a", "1")])
+        .await
+        .expect("apply after restart");
+    assert_eq!(names(&report.applied), ["ConfigMap default/a"], "no memory: applied once more");
+    assert_eq!(names(&report.pruned), ["Deployment.apps default/web"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_apply_prunes_nothing() {
+    let (sim, client) = start().await;
+    let owner = create_app(&client, "default", "web").await;
+    let applier = Applier::new(client.clone(), ApplierConfig::default());
+    applier
+        .apply(&owner, [config_map("a", "1"), config_map("b", "1"), deployment("web", "nginx:1")])
+        .await
+        .expect("apply");
+    let owner = reread(&client, &owner).await;
+
+    sim.faults().fail("patch", "configmaps", 500, 1);
+    let err = applier
+        .apply(&owner, [config_map("a", "2"), deployment("web", "nginx:2")])
+        .await
+        .expect_err("the configmap apply fails");
+    let ApplyError::Apply { failures, total, report } = &err else {
+        panic!("expected an apply failure, got {err:?}")
+    };
+    assert_eq!(*total, 2);
+    assert_eq!(failures.len(), 1);
+    assert_eq!(failures[0].child.to_string(), "ConfigMap default/a");
+    assert!(matches!(&failures[0].error, kube::Error::Api(s) if s.code == 500), "{:?}", failures[0].error);
+    assert_eq!(
+        names(&report.applied),
+        ["Deployment.apps default/web"],
+        "the other children are still applied"
+    );
+    assert!(report.pruned.is_empty());
+    assert!(err.to_string().contains("nothing was pruned"), "{err}");
+    assert!(get_config_map(&client, "default", "b").await.is_some(), "no prune after a failed apply");
+
+    // The fault is used up: the next pass converges.
+    let report =
+        applier.apply(&owner, [config_map("a", "2"), deployment("web", "nginx:2")]).await.expect("retry");
+    assert_eq!(names(&report.applied), ["ConfigMap default/a"]);
+    assert_eq!(names(&report.pruned), ["ConfigMap default/b"]);
+    let a = get_config_map(&client, "default", "a").await.expect("a");
+    assert_eq!(a.data.as_ref().and_then(|d| d.get("value")).map(String::as_str), Some("2"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn children_it_cannot_own_are_rejected_before_any_write() {
+    let (_sim, client) = start().await;
+    create_namespace(&client, "other").await;
+    let owner = create_app(&client, "default", "web").await;
+    let applier = Applier::new(client.clone(), ApplierConfig::default());
+
+    let mut elsewhere = config_map("elsewhere", "1");
+    elsewhere["metadata"]["namespace"] = json!("other");
+    let err = applier.apply(&owner, [config_map("fine", "1"), elsewhere]).await.expect_err("cross-namespace");
+    let ApplyError::CannotOwn { child, .. } = &err else { panic!("expected CannotOwn, got {err:?}") };
+    assert_eq!(child.to_string(), "ConfigMap other/elsewhere");
+    assert!(err.to_string().contains("cannot cross namespaces"), "{err}");
+    assert!(err.is_invalid_input());
+    assert!(get_config_map(&client, "default", "fine").await.is_none(), "nothing applied");
+    assert!(get_config_map(&client, "other", "elsewhere").await.is_none());
+
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                      "metadata": {"name": "reader"}, "rules": []});
+    let err = applier.apply(&owner, [role]).await.expect_err("cluster-scoped under namespaced");
+    assert!(matches!(err, ApplyError::CannotOwn { .. }), "{err:?}");
+    assert!(err.to_string().contains("cluster-scoped"), "{err}");
+
+    let err = applier
+        .apply(
+            &owner,
+            [json!({"apiVersion": "nope.example.com/v1", "kind": "Nope", "metadata": {"name": "x"}})],
+        )
+        .await
+        .expect_err("unknown kind");
+    assert!(matches!(err, ApplyError::UnknownKind { .. }), "{err:?}");
+
+    let err = applier
+        .apply(&owner, [config_map("twice", "1"), config_map("twice", "2")])
+        .await
+        .expect_err("duplicate");
+    assert!(matches!(err, ApplyError::Duplicate { .. }), "{err:?}");
+
+    let err = applier
+        .apply(&owner, [json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "x-"}})])
+        .await
+        .expect_err("no name");
+    assert!(matches!(err, ApplyError::InvalidChild { index: 0, .. }), "{err:?}");
+    assert!(err.to_string().contains("generateName"), "{err}");
+
+    // The owner was never marked as a parent.
+    assert!(reread(&client, &owner).await.labels().get(ID_LABEL).is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_owner_of_another_tool_is_refused() {
+    let (_sim, client) = start().await;
+    create_app(&client, "default", "web").await;
+    let mark = json!({"metadata": {"annotations": {TOOLING_ANNOTATION: "kubectl/v1.33.0"}}});
+    let owner = apps(&client, "default")
+        .patch("web", &PatchParams::default(), &Patch::Merge(&mark))
+        .await
+        .expect("mark");
+    let err = Applier::new(client.clone(), ApplierConfig::default())
+        .apply(&owner, [config_map("a", "1")])
+        .await
+        .expect_err("foreign tooling");
+    assert!(matches!(err, ApplyError::ForeignApplySet { .. }), "{err:?}");
+    assert!(get_config_map(&client, "default", "a").await.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cluster_scoped_owner_records_its_namespaces() {
+    let (_sim, client) = start().await;
+    create_namespace(&client, "team-a").await;
+    create_namespace(&client, "team-b").await;
+    let tenant: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "apps.example.com/v1", "kind": "Tenant", "metadata": {"name": "acme"}, "spec": {}
+    }))
+    .expect("tenant");
+    let tenant = tenants(&client).create(&PostParams::default(), &tenant).await.expect("tenant created");
+    let applier = Applier::new(client.clone(), ApplierConfig::default());
+    let in_ns = |ns: &str| {
+        let mut cm = config_map("quota", "1");
+        cm["metadata"]["namespace"] = json!(ns);
+        cm
+    };
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                      "metadata": {"name": "acme-reader"}, "rules": []});
+    let report = applier.apply(&tenant, [in_ns("team-a"), in_ns("team-b"), role]).await.expect("apply");
+    assert_eq!(report.applied.len(), 3);
+    let tenant = tenants(&client).get("acme").await.expect("tenant");
+    let ann = tenant.annotations();
+    assert_eq!(ann.get(ADDITIONAL_NAMESPACES_ANNOTATION).map(String::as_str), Some("team-a,team-b"));
+    assert_eq!(
+        ann.get(CONTAINS_GROUP_KINDS_ANNOTATION).map(String::as_str),
+        Some("ClusterRole.rbac.authorization.k8s.io,ConfigMap")
+    );
+    assert_eq!(tenant.labels().get(ID_LABEL), Some(&applyset_id("acme", "", "Tenant", "apps.example.com")));
+
+    let err =
+        applier.apply(&tenant, [config_map("no-namespace", "1")]).await.expect_err("namespace required");
+    assert!(matches!(err, ApplyError::CannotOwn { .. }), "{err:?}");
+
+    let report = applier.apply(&tenant, [in_ns("team-a")]).await.expect("smaller set");
+    assert_eq!(
+        names(&report.pruned),
+        ["ClusterRole.rbac.authorization.k8s.io acme-reader", "ConfigMap team-b/quota"]
+    );
+    let tenant = tenants(&client).get("acme").await.expect("tenant");
+    assert_eq!(
+        tenant.annotations().get(ADDITIONAL_NAMESPACES_ANNOTATION).map(String::as_str),
+        Some("team-a")
+    );
+    assert_eq!(
+        tenant.annotations().get(CONTAINS_GROUP_KINDS_ANNOTATION).map(String::as_str),
+        Some("ConfigMap")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deleting_the_owner_collects_its_children() {
+    let (_sim, client) = start().await;
+    let owner = create_app(&client, "default", "web").await;
+    Applier::new(client.clone(), ApplierConfig::default())
+        .apply(&owner, [config_map("a", "1"), deployment("web", "nginx:1")])
+        .await
+        .expect("apply");
+    apps(&client, "default").delete("web", &DeleteParams::default()).await.expect("owner deleted");
+    eventually(5, "children garbage-collected", || async {
+        let cm = get_config_map(&client, "default", "a").await;
+        let deploy =
+            Api::<Deployment>::namespaced(client.clone(), "default").get_opt("web").await.expect("get");
+        (cm.is_none() && deploy.is_none()).then_some(())
+    })
+    .await;
+}

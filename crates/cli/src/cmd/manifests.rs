@@ -1,0 +1,134 @@
+//! `ctop manifests`: the documents that deploy an operator, as multi-document YAML.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use ctop_manifests::{Options, ScriptBundle, WatchScope};
+use ctop_runtime::{Limits, Script};
+
+/// Arguments of `ctop manifests`.
+#[derive(Debug, clap::Args)]
+pub struct ManifestsArgs {
+    /// The operator directory.
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// The entry script, relative to DIR.
+    #[arg(long, default_value = "operator.ct")]
+    entry: String,
+    /// The operator image.
+    #[arg(long, default_value = ctop_manifests::DEFAULT_IMAGE)]
+    image: String,
+    /// The operator's name (Deployment, ServiceAccount, RBAC objects) [default: DIR's name].
+    #[arg(long)]
+    name: Option<String>,
+    /// The namespace the operator runs in [default: <name>-system].
+    #[arg(long)]
+    namespace: Option<String>,
+    /// The values file [default: DIR/values.yaml when it exists, else empty values].
+    #[arg(long)]
+    values: Option<PathBuf>,
+    /// Write to this file instead of standard output.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Pod replicas (the operator elects a leader among them).
+    #[arg(long, default_value_t = 1)]
+    replicas: u32,
+    /// Watch only the operator's own namespace: RBAC becomes a Role there (plus a
+    /// ClusterRole only for cluster-scoped kinds).
+    #[arg(long)]
+    namespace_scoped: bool,
+    /// Watch only this namespace: RBAC becomes a Role there (plus a ClusterRole only for
+    /// cluster-scoped kinds).
+    #[arg(long, conflicts_with = "namespace_scoped")]
+    watch_namespace: Option<String>,
+    /// Add a PodDisruptionBudget for the operator's pods.
+    #[arg(long)]
+    pdb: bool,
+    /// Add a NetworkPolicy admitting ingress only to the metrics and health ports.
+    #[arg(long)]
+    network_policy: bool,
+}
+
+/// The operator's name: `--name`, else the directory's name, else the first resource's plural.
+fn operator_name(args: &ManifestsArgs, first_plural: Option<&str>) -> anyhow::Result<String> {
+    if let Some(name) = &args.name {
+        return Ok(name.clone());
+    }
+    let dir = std::fs::canonicalize(&args.dir).unwrap_or_else(|_| args.dir.clone());
+    dir.file_name()
+        .and_then(|n| ctop_manifests::name_from(&n.to_string_lossy()))
+        .or_else(|| first_plural.and_then(ctop_manifests::name_from))
+        .context("cannot derive the operator's name from the directory; pass --name")
+}
+
+fn values_text(args: &ManifestsArgs) -> anyhow::Result<String> {
+    let (path, required) = match &args.values {
+        Some(p) => (p.clone(), true),
+        None => (args.dir.join("values.yaml"), false),
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(text),
+        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok("{}\n".to_owned()),
+        Err(e) => Err(e).with_context(|| format!("cannot read the values file {}", path.display())),
+    }
+}
+
+fn write_output(path: Option<&Path>, yaml: &str) -> anyhow::Result<()> {
+    match path {
+        Some(p) => std::fs::write(p, yaml)
+            .with_context(|| format!("cannot write {}; pass -o with a writable path", p.display())),
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(yaml.as_bytes())
+                .and_then(|()| out.flush())
+                .context("cannot write to standard output")
+        }
+    }
+}
+
+/// Load the script, generate the documents and print them.
+pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
+    let bundle = ctop_runtime::load_dir(&args.dir, &args.entry).with_context(|| {
+        format!(
+            "cannot load {}; fix the error above and run ctop manifests again",
+            args.dir.join(&args.entry).display()
+        )
+    })?;
+    let script_bundle = ScriptBundle { gz: bundle.to_gz(), sha256: bundle.sha256_hex() };
+    let script = Script::from_bundle(bundle, 1, Limits::default())
+        .context("the script failed while declaring its operators; fix it and run ctop manifests again")?;
+    let spec = script.spec();
+
+    let mut options = Options::new(operator_name(args, spec.resources.first().map(|r| r.plural.as_str()))?);
+    options.namespace = args.namespace.clone();
+    options.image = args.image.clone();
+    options.replicas = args.replicas;
+    options.values_yaml = values_text(args)?;
+    options.watch = match (&args.watch_namespace, args.namespace_scoped) {
+        (Some(ns), _) => WatchScope::Namespace(ns.clone()),
+        (None, true) => WatchScope::Namespace(options.namespace()),
+        (None, false) => WatchScope::Cluster,
+    };
+
+    let mut plugins: Vec<&dyn ctop_manifests::Plugin> = Vec::new();
+    if args.pdb {
+        plugins.push(&ctop_manifests::PodDisruptionBudget);
+    }
+    if args.network_policy {
+        plugins.push(&ctop_manifests::NetworkPolicy);
+    }
+    let manifests = ctop_manifests::generate(spec, &script_bundle, &options, &plugins)?;
+    for note in &manifests.notes {
+        tracing::warn!("{note}");
+    }
+    write_output(args.output.as_deref(), &manifests.to_yaml()?)?;
+    tracing::info!(
+        name = options.name,
+        namespace = options.namespace(),
+        documents = manifests.documents.len(),
+        bundle_sha256 = script_bundle.sha256,
+        "manifests written: apply them with `kubectl apply --server-side -f -`"
+    );
+    Ok(())
+}

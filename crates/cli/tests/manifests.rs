@@ -1,0 +1,189 @@
+//! `ctop manifests` as a user runs it: the real binary on a scaffolded operator, its output
+//! piped into the real kubectl against kubesim (`ctop sim`).
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn ctop(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ctop")).args(args).output().expect("ctop runs")
+}
+
+fn ok(out: &Output, what: &str) -> String {
+    assert!(out.status.success(), "{what} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `ctop sim` on a free port, stopped when dropped.
+struct Sim {
+    child: Child,
+    kubeconfig: PathBuf,
+    cache: PathBuf,
+}
+
+impl Sim {
+    fn start(dir: &Path) -> Self {
+        let kubeconfig = dir.join("kc");
+        let child = Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .args(["sim", "--addr", "127.0.0.1:0", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop sim starts");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !kubeconfig.exists() {
+            assert!(Instant::now() < deadline, "ctop sim did not write its kubeconfig");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { child, kubeconfig, cache: dir.join("cache") }
+    }
+
+    fn kubectl(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl runs");
+        child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+        child.wait_with_output().expect("kubectl exits")
+    }
+
+    fn get(&self, args: &[&str]) -> String {
+        ok(&self.kubectl(&[&["get"], args].concat(), ""), "kubectl get")
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A scaffolded operator named `hello` (kind Greeter), in `dir/hello`.
+fn scaffold(dir: &Path) -> PathBuf {
+    let op = dir.join("hello");
+    let op_s = op.to_str().expect("utf-8");
+    ok(&ctop(&["init", op_s, "--kind", "Greeter", "--group", "demo.example.com"]), "ctop init");
+    op
+}
+
+fn manifests(op: &Path, extra: &[&str]) -> String {
+    ok(&ctop(&[&["manifests", op.to_str().expect("utf-8")], extra].concat()), "ctop manifests")
+}
+
+const POD_ANNOTATIONS: &str = "{.spec.template.metadata.annotations.ctop\\.dev/bundle-sha256}";
+
+#[test]
+fn manifests_are_deterministic_and_name_everything_after_the_directory() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let op = scaffold(dir.path());
+    let a = manifests(&op, &["--pdb", "--network-policy"]);
+    let b = manifests(&op, &["--pdb", "--network-policy"]);
+    assert_eq!(a, b, "same input, same bytes");
+    let file = dir.path().join("out.yaml");
+    manifests(&op, &["--pdb", "--network-policy", "-o", file.to_str().expect("utf-8")]);
+    assert_eq!(std::fs::read_to_string(&file).expect("written"), a);
+    for needle in [
+        "kind: Namespace\nmetadata:\n  labels:",
+        "name: hello-system",
+        "name: greeters.demo.example.com",
+        "applyset.kubernetes.io/is-parent-type: 'true'",
+        "kind: ClusterRole\n",
+        "kind: PodDisruptionBudget",
+        "kind: NetworkPolicy",
+        "image: ghcr.io/cloudticon/ct-operator:latest",
+        "bundle.js.gz: H4sI",
+    ] {
+        assert!(a.contains(needle), "{needle:?} in:\n{a}");
+    }
+
+    let custom = manifests(&op, &["--name", "greeter", "--namespace", "ops", "--image", "example.com/op:1"]);
+    assert!(custom.contains("name: greeter-manager") && custom.contains("namespace: ops"), "{custom}");
+    assert!(custom.contains("image: example.com/op:1"));
+    let bad = ctop(&["manifests", op.to_str().expect("utf-8"), "--name", "Not_A_Label"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("must be a DNS label"));
+}
+
+#[test]
+fn kubectl_installs_the_manifests_and_the_crd_validates_and_defaults() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let op = scaffold(dir.path());
+    let sim = Sim::start(dir.path());
+    let yaml = manifests(&op, &["--pdb", "--network-policy"]);
+
+    // A server-side dry run accepts every document and stores nothing. (The namespace must
+    // exist for the namespaced documents, as on a real API server.)
+    ok(&sim.kubectl(&["create", "namespace", "hello-system"], ""), "create namespace");
+    let dry = sim.kubectl(&["apply", "--server-side", "--dry-run=server", "-f", "-"], &yaml);
+    let out = ok(&dry, "kubectl apply --dry-run=server");
+    assert!(out.contains("customresourcedefinition.apiextensions.k8s.io/greeters.demo.example.com serverside-applied (server dry run)"), "{out}");
+    assert!(out.contains("deployment.apps/hello serverside-applied (server dry run)"), "{out}");
+    assert_eq!(sim.get(&["crd", "-o", "name"]).trim(), "", "a dry run stores nothing");
+
+    // Namespace-scoped variant: Roles in the watched namespace dry-run too.
+    ok(&sim.kubectl(&["create", "namespace", "apps"], ""), "create namespace");
+    let scoped = manifests(&op, &["--watch-namespace", "apps"]);
+    assert!(scoped.contains("kind: Role\n") && !scoped.contains("kind: ClusterRoleBinding"), "{scoped}");
+    ok(&sim.kubectl(&["apply", "--server-side", "--dry-run=server", "-f", "-"], &scoped), "scoped dry run");
+
+    // For real.
+    ok(&sim.kubectl(&["apply", "--server-side", "-f", "-"], &yaml), "kubectl apply");
+    ok(
+        &sim.kubectl(
+            &["wait", "--for", "condition=Established", "crd/greeters.demo.example.com", "--timeout=20s"],
+            "",
+        ),
+        "CRD established",
+    );
+    let deploy = ["deployment", "hello", "-n", "hello-system", "-o"];
+    assert_eq!(sim.get(&[&deploy[..], &["jsonpath={.metadata.generation}"]].concat()), "1");
+
+    // The CRD's schema: an invalid sample is refused with 422, a sparse one is defaulted.
+    let invalid = "apiVersion: demo.example.com/v1\nkind: Greeter\nmetadata:\n  name: bad\n  namespace: default\nspec:\n  replicas: 0\n";
+    let refused = sim.kubectl(&["apply", "--server-side", "-v=6", "-f", "-"], invalid);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(stderr.contains("422"), "the API server answers 422: {stderr}");
+    assert!(stderr.contains("spec.image: Required value"), "{stderr}");
+    assert!(stderr.contains("spec.replicas: Invalid value: 0"), "{stderr}");
+    let sparse = "apiVersion: demo.example.com/v1\nkind: Greeter\nmetadata:\n  name: sparse\n  namespace: default\nspec:\n  image: nginx\n";
+    ok(&sim.kubectl(&["apply", "--server-side", "-f", "-"], sparse), "sparse sample");
+    assert_eq!(
+        sim.get(&["greeter", "sparse", "-n", "default", "-o", "jsonpath={.spec.replicas},{.spec.port}"]),
+        "1,8080"
+    );
+    let sample = std::fs::read_to_string(op.join("samples/greeter.yaml")).expect("sample");
+    ok(&sim.kubectl(&["apply", "--server-side", "-n", "default", "-f", "-"], &sample), "scaffold sample");
+
+    // Re-applying unchanged manifests leaves the pod template alone; a changed script rolls it.
+    let hash = sim.get(&[&deploy[..], &[&format!("jsonpath={POD_ANNOTATIONS}")]].concat());
+    assert_eq!(hash.len(), 64, "{hash}");
+    ok(
+        &sim.kubectl(&["apply", "--server-side", "-f", "-"], &manifests(&op, &["--pdb", "--network-policy"])),
+        "re-apply",
+    );
+    assert_eq!(sim.get(&[&deploy[..], &["jsonpath={.metadata.generation}"]].concat()), "1", "nothing rolled");
+
+    let script = std::fs::read_to_string(op.join("operator.ct")).expect("script");
+    let changed = script
+        .replace(r#""app.kubernetes.io/managed-by": "ctop""#, r#""app.kubernetes.io/managed-by": "hello""#);
+    assert_ne!(script, changed);
+    std::fs::write(op.join("operator.ct"), changed).expect("write");
+    ok(
+        &sim.kubectl(&["apply", "--server-side", "-f", "-"], &manifests(&op, &["--pdb", "--network-policy"])),
+        "apply new script",
+    );
+    assert_eq!(sim.get(&[&deploy[..], &["jsonpath={.metadata.generation}"]].concat()), "2", "the pods roll");
+    let new_hash = sim.get(&[&deploy[..], &[&format!("jsonpath={POD_ANNOTATIONS}")]].concat());
+    assert_ne!(hash, new_hash);
+}

@@ -1,0 +1,212 @@
+//! What the generator is given besides the operator description: the bundle, the values
+//! and the choices of the person deploying (names, image, scope, replicas, resources).
+
+use crate::Error;
+
+/// The operator image `ctop manifests` puts in the Deployment unless told otherwise.
+pub const DEFAULT_IMAGE: &str = "ghcr.io/cloudticon/ct-operator:latest";
+
+/// Port of the `/metrics` endpoint of `ctop run`.
+pub const METRICS_PORT: u16 = 8080;
+/// Port of the `/healthz` and `/readyz` endpoints of `ctop run`.
+pub const HEALTH_PORT: u16 = 8081;
+
+/// Where the ConfigMap is mounted in the operator's container.
+pub const MOUNT_DIR: &str = "/etc/ctop";
+/// File name of the bundle in the ConfigMap (`binaryData`) and the mount.
+pub const BUNDLE_FILE: &str = "bundle.js.gz";
+/// File name of the values in the ConfigMap (`data`) and the mount.
+pub const VALUES_FILE: &str = "values.yaml";
+
+/// Pod-template annotation carrying the bundle's SHA-256: a changed script changes the pod
+/// template, so the Deployment rolls; an unchanged one leaves it as it is.
+pub const BUNDLE_HASH_ANNOTATION: &str = "ctop.dev/bundle-sha256";
+/// Pod-template annotation carrying the SHA-256 of the values file, for the same reason.
+pub const VALUES_HASH_ANNOTATION: &str = "ctop.dev/values-sha256";
+
+/// Longest operator name: `<name>-manager` and `<name>-system` must stay DNS labels.
+const MAX_NAME_LEN: usize = 55;
+
+/// The script bundle as the ConfigMap carries it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptBundle {
+    /// The deterministic `bundle.js.gz` bytes (`ctop_runtime::Bundle::to_gz`).
+    pub gz: Vec<u8>,
+    /// Lowercase hex SHA-256 of the bundle (`ctop_runtime::Bundle::sha256_hex`).
+    pub sha256: String,
+}
+
+/// Which objects the operator watches, and so which RBAC objects grant its rules.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum WatchScope {
+    /// Every namespace: a ClusterRole and ClusterRoleBinding.
+    #[default]
+    Cluster,
+    /// One namespace (`ctop run --namespace NS`): rules on namespaced kinds go into a Role
+    /// and RoleBinding there; only cluster-scoped kinds still need a ClusterRole.
+    Namespace(String),
+}
+
+/// CPU and memory of the operator's container, as Kubernetes quantities.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerResources {
+    /// `requests.cpu`.
+    pub cpu_request: String,
+    /// `requests.memory`.
+    pub memory_request: String,
+    /// `limits.cpu`; `None` leaves the container unthrottled.
+    pub cpu_limit: Option<String>,
+    /// `limits.memory`.
+    pub memory_limit: String,
+}
+
+impl Default for ContainerResources {
+    fn default() -> Self {
+        Self {
+            cpu_request: "50m".into(),
+            memory_request: "64Mi".into(),
+            cpu_limit: Some("500m".into()),
+            memory_limit: "256Mi".into(),
+        }
+    }
+}
+
+/// How to deploy the operator. Build with [`Options::new`] and set fields as needed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// The operator's name: names the ServiceAccount, Deployment, ConfigMap (`<name>-bundle`)
+    /// and RBAC objects (`<name>-manager`). A DNS label of at most 55 characters.
+    pub name: String,
+    /// Where the operator runs; `None` means `<name>-system`.
+    pub namespace: Option<String>,
+    /// The operator image.
+    pub image: String,
+    /// Pod replicas (more than one only makes sense with leader election, which `ctop run`
+    /// does by default).
+    pub replicas: u32,
+    /// Which namespaces the operator watches.
+    pub watch: WatchScope,
+    /// The values file's text, carried as is (comments kept).
+    pub values_yaml: String,
+    /// The container's requests and limits.
+    pub resources: ContainerResources,
+}
+
+impl Options {
+    /// Defaults for an operator called `name`: namespace `<name>-system`, the default image,
+    /// one replica, cluster-wide, empty values.
+    #[must_use]
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            namespace: None,
+            image: DEFAULT_IMAGE.into(),
+            replicas: 1,
+            watch: WatchScope::Cluster,
+            values_yaml: "{}\n".into(),
+            resources: ContainerResources::default(),
+        }
+    }
+
+    /// The namespace the operator runs in.
+    #[must_use]
+    pub fn namespace(&self) -> String {
+        self.namespace.clone().unwrap_or_else(|| format!("{}-system", self.name))
+    }
+
+    /// Whether the namespace is the generated `<name>-system`, which the manifests own.
+    #[must_use]
+    pub fn owns_namespace(&self) -> bool {
+        self.namespace.is_none()
+    }
+
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        if !is_dns_label(&self.name) || self.name.len() > MAX_NAME_LEN {
+            return Err(Error::BadName { field: "name", value: self.name.clone(), max: MAX_NAME_LEN });
+        }
+        for (field, ns) in [
+            ("namespace", self.namespace.as_deref()),
+            (
+                "watch namespace",
+                match &self.watch {
+                    WatchScope::Namespace(ns) => Some(ns.as_str()),
+                    WatchScope::Cluster => None,
+                },
+            ),
+        ] {
+            if let Some(ns) = ns
+                && !is_dns_label(ns)
+            {
+                return Err(Error::BadName { field, value: ns.to_owned(), max: 63 });
+            }
+        }
+        if self.image.trim().is_empty() || self.image.chars().any(char::is_whitespace) {
+            return Err(Error::BadImage { image: self.image.clone() });
+        }
+        if self.replicas == 0 {
+            return Err(Error::NoReplicas);
+        }
+        serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&self.values_yaml)
+            .map_err(|e| Error::BadValues { message: e.to_string() })?;
+        Ok(())
+    }
+}
+
+/// Whether `s` is an RFC 1123 label: lowercase alphanumerics and `-`, at most 63, starting
+/// and ending alphanumeric.
+#[must_use]
+pub fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// A usable operator name from free text such as a directory name: lowercased, runs of
+/// other characters turned into one `-`, trimmed to 55 characters. `None` when nothing is
+/// left (`"/"`, `"..."`).
+#[must_use]
+pub fn name_from(text: &str) -> Option<String> {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.truncate(MAX_NAME_LEN);
+    let out = out.trim_end_matches('-').to_owned();
+    (!out.is_empty()).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_from_directories() {
+        assert_eq!(name_from("my-operator").as_deref(), Some("my-operator"));
+        assert_eq!(name_from("My_Operator v2").as_deref(), Some("my-operator-v2"));
+        assert_eq!(name_from("--x--").as_deref(), Some("x"));
+        assert_eq!(name_from("..."), None);
+        assert_eq!(name_from(&"a".repeat(80)).map(|s| s.len()), Some(55));
+    }
+
+    #[test]
+    fn options_are_checked() {
+        assert!(Options::new("ok").check().is_ok());
+        assert!(matches!(Options::new("Bad").check(), Err(Error::BadName { .. })));
+        let mut o = Options::new("ok");
+        o.watch = WatchScope::Namespace("No".into());
+        assert!(matches!(o.check(), Err(Error::BadName { field: "watch namespace", .. })));
+        let mut o = Options::new("ok");
+        o.values_yaml = "a: [".into();
+        assert!(matches!(o.check(), Err(Error::BadValues { .. })));
+        let mut o = Options::new("ok");
+        o.replicas = 0;
+        assert!(matches!(o.check(), Err(Error::NoReplicas)));
+        assert_eq!(Options::new("ok").namespace(), "ok-system");
+    }
+}

@@ -1,0 +1,457 @@
+//! Least-privilege RBAC derived from what the script declares.
+//!
+//! | declared | verbs |
+//! |---|---|
+//! | primary kind (`operator(kind)`) | get, list, watch, update, patch; `/status` get, update, patch; `/finalizers` update |
+//! | `.manages(kind)` | get, list, watch, create, update, patch, delete |
+//! | `.reads(kind)`, `.watches(kind)` | get, list, watch |
+//! | `.permission(rule)` | the rule's verbs |
+//! | always | core and `events.k8s.io` events: create, patch; `coordination.k8s.io` leases: get, create, update |
+//!
+//! Every grant is split into atoms (place, group, resource, names, verb), deduplicated,
+//! dropped when a broader atom covers it, and grouped back into rules in sorted order, so
+//! the same declarations always give the same rules.
+//!
+//! Where a rule is granted: leases only in the operator's own namespace (a Role), since
+//! that is where it elects its leader; `.watches(kind, {namespace})` of a namespaced kind
+//! only in that namespace; everything else cluster-wide, or, when the operator watches one
+//! namespace ([`WatchScope::Namespace`]), in that namespace for namespaced kinds and
+//! cluster-wide only for cluster-scoped ones.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ctop_core::{KindRef, OperatorSpec, PolicyRule};
+use serde_json::{Map, Value, json};
+
+use crate::kinds::{self, Resolved};
+use crate::options::{Options, WatchScope};
+
+const PRIMARY: &[&str] = &["get", "list", "watch", "update", "patch"];
+const STATUS: &[&str] = &["get", "update", "patch"];
+const FINALIZERS: &[&str] = &["update"];
+const FULL: &[&str] = &["get", "list", "watch", "create", "update", "patch", "delete"];
+const READ: &[&str] = &["get", "list", "watch"];
+const EVENTS: &[&str] = &["create", "patch"];
+const LEASES: &[&str] = &["get", "create", "update"];
+
+/// Where a grant holds: cluster-wide (ClusterRole) or in one namespace (Role).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Place {
+    Cluster,
+    Namespace(String),
+}
+
+/// One verb on one resource at one place: the unit rules are merged in.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Atom {
+    place: Place,
+    group: String,
+    resource: String,
+    names: Vec<String>,
+    verb: String,
+}
+
+/// The rules an operator needs, by where they are granted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Permissions {
+    /// Rules of the ClusterRole (bound cluster-wide).
+    pub cluster: Vec<PolicyRule>,
+    /// Rules of a Role per namespace.
+    pub namespaces: BTreeMap<String, Vec<PolicyRule>>,
+    /// Assumptions worth telling the user (kinds whose plural or scope was guessed).
+    pub notes: Vec<String>,
+}
+
+struct Collector<'a> {
+    spec: &'a OperatorSpec,
+    watch: &'a WatchScope,
+    atoms: BTreeSet<Atom>,
+    notes: BTreeSet<String>,
+}
+
+impl Collector<'_> {
+    fn place_of(&self, namespaced: bool) -> Place {
+        match self.watch {
+            WatchScope::Namespace(ns) if namespaced => Place::Namespace(ns.clone()),
+            _ => Place::Cluster,
+        }
+    }
+
+    fn resolve(&mut self, kind: &KindRef) -> Resolved {
+        let r = kinds::resolve(self.spec, kind);
+        if r.guessed {
+            self.notes.insert(format!(
+                "{} {} is neither built in nor declared by the script: RBAC assumes resource \
+                 \"{}\" and namespaced; declare a .permission() rule if that is wrong",
+                kind.api_version, kind.kind, r.plural
+            ));
+        }
+        r
+    }
+
+    fn add(&mut self, place: &Place, group: &str, resource: &str, names: &[String], verbs: &[&str]) {
+        let mut names = names.to_vec();
+        names.sort();
+        names.dedup();
+        for verb in verbs {
+            self.atoms.insert(Atom {
+                place: place.clone(),
+                group: group.to_owned(),
+                resource: resource.to_owned(),
+                names: names.clone(),
+                verb: (*verb).to_owned(),
+            });
+        }
+    }
+
+    fn kind(
+        &mut self,
+        kind: &KindRef,
+        namespace: Option<&str>,
+        verbs: &[&str],
+        subresources: &[(&str, &[&str])],
+    ) {
+        let r = self.resolve(kind);
+        let place = match namespace {
+            Some(ns) if r.namespaced => Place::Namespace(ns.to_owned()),
+            _ => self.place_of(r.namespaced),
+        };
+        self.add(&place, &r.group, &r.plural, &[], verbs);
+        for (sub, verbs) in subresources {
+            self.add(&place, &r.group, &format!("{}/{sub}", r.plural), &[], verbs);
+        }
+    }
+}
+
+/// The permissions the operator described by `spec` needs when deployed with `options`.
+#[must_use]
+pub fn permissions(spec: &OperatorSpec, options: &Options) -> Permissions {
+    let mut c = Collector { spec, watch: &options.watch, atoms: BTreeSet::new(), notes: BTreeSet::new() };
+    for ctl in &spec.controllers {
+        c.kind(&ctl.for_, None, PRIMARY, &[("status", STATUS), ("finalizers", FINALIZERS)]);
+        for k in &ctl.manages {
+            c.kind(k, None, FULL, &[]);
+        }
+        for k in &ctl.reads {
+            c.kind(k, None, READ, &[]);
+        }
+        for w in &ctl.watches {
+            c.kind(&w.kind, w.namespace.as_deref(), READ, &[]);
+        }
+        for rule in &ctl.permissions {
+            let verbs: Vec<&str> = rule.verbs.iter().map(String::as_str).collect();
+            for group in &rule.api_groups {
+                for resource in &rule.resources {
+                    let namespaced = resource != "*" && kinds::resource_is_namespaced(spec, group, resource);
+                    let place = c.place_of(namespaced);
+                    c.add(&place, group, resource, &rule.resource_names, &verbs);
+                }
+            }
+        }
+    }
+    let events = c.place_of(true);
+    c.add(&events, "", "events", &[], EVENTS);
+    c.add(&events, "events.k8s.io", "events", &[], EVENTS);
+    c.add(&Place::Namespace(options.namespace()), "coordination.k8s.io", "leases", &[], LEASES);
+
+    let atoms = minimal(&c.atoms);
+    let mut out = Permissions { notes: c.notes.into_iter().collect(), ..Permissions::default() };
+    let mut by_place: BTreeMap<&Place, Vec<&Atom>> = BTreeMap::new();
+    for a in &atoms {
+        by_place.entry(&a.place).or_default().push(a);
+    }
+    for (place, atoms) in by_place {
+        let rules = group_rules(&atoms);
+        match place {
+            Place::Cluster => out.cluster = rules,
+            Place::Namespace(ns) => {
+                out.namespaces.insert(ns.clone(), rules);
+            }
+        }
+    }
+    out
+}
+
+/// Drop atoms another atom already grants: a namespace grant covered cluster-wide, a named
+/// grant covered for all names, a verb covered by `*`.
+fn minimal(atoms: &BTreeSet<Atom>) -> Vec<Atom> {
+    let covers = |broad: &Atom, a: &Atom| {
+        broad != a
+            && broad.group == a.group
+            && broad.resource == a.resource
+            && (broad.place == a.place || broad.place == Place::Cluster)
+            && (broad.names == a.names || broad.names.is_empty())
+            && (broad.verb == a.verb || broad.verb == "*")
+    };
+    atoms.iter().filter(|a| !atoms.iter().any(|b| covers(b, a))).cloned().collect()
+}
+
+/// Atoms of one place as rules: one per (group, names, verb set) with every resource that
+/// has exactly that verb set.
+fn group_rules(atoms: &[&Atom]) -> Vec<PolicyRule> {
+    let mut verbs: BTreeMap<(&str, &[String], &str), BTreeSet<&str>> = BTreeMap::new();
+    for a in atoms {
+        verbs.entry((&a.group, &a.names, &a.resource)).or_default().insert(&a.verb);
+    }
+    /// (group, names, verbs) → resources.
+    type Rules<'a> = BTreeMap<(&'a str, &'a [String], BTreeSet<&'a str>), BTreeSet<&'a str>>;
+    let mut rules = Rules::new();
+    for ((group, names, resource), verbs) in verbs {
+        rules.entry((group, names, verbs)).or_default().insert(resource);
+    }
+    let mut out: Vec<PolicyRule> = rules
+        .into_iter()
+        .map(|((group, names, verbs), resources)| PolicyRule {
+            api_groups: vec![group.to_owned()],
+            resources: resources.into_iter().map(str::to_owned).collect(),
+            verbs: verbs.into_iter().map(str::to_owned).collect(),
+            resource_names: names.to_vec(),
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        (&a.api_groups, &a.resources, &a.resource_names, &a.verbs).cmp(&(
+            &b.api_groups,
+            &b.resources,
+            &b.resource_names,
+            &b.verbs,
+        ))
+    });
+    out
+}
+
+/// The RBAC objects granting `perms` to the operator's ServiceAccount: a ClusterRole and
+/// ClusterRoleBinding when any rule is cluster-wide, a Role and RoleBinding per namespace.
+pub(crate) fn documents(perms: &Permissions, options: &Options, labels: &Map<String, Value>) -> Vec<Value> {
+    let role = format!("{}-manager", options.name);
+    let subject = json!([{"kind": "ServiceAccount", "name": options.name, "namespace": options.namespace()}]);
+    let rules = |r: &[PolicyRule]| serde_json::to_value(r).unwrap_or_default();
+    let mut docs = Vec::new();
+    if !perms.cluster.is_empty() {
+        docs.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": role, "labels": labels},
+            "rules": rules(&perms.cluster),
+        }));
+        docs.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": role, "labels": labels},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": subject,
+        }));
+    }
+    for (ns, ns_rules) in &perms.namespaces {
+        docs.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": role, "namespace": ns, "labels": labels},
+            "rules": rules(ns_rules),
+        }));
+        docs.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": role, "namespace": ns, "labels": labels},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+            "subjects": subject,
+        }));
+    }
+    docs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctop_core::{ControllerSpec, ResourceSpec, Scope, WatchSpec};
+
+    fn kind(api_version: &str, kind: &str) -> KindRef {
+        KindRef { api_version: api_version.into(), kind: kind.into() }
+    }
+
+    fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
+        PolicyRule {
+            api_groups: vec![group.into()],
+            resources: resources.iter().map(|s| (*s).into()).collect(),
+            verbs: verbs.iter().map(|s| (*s).into()).collect(),
+            resource_names: vec![],
+        }
+    }
+
+    fn spec(ctl: ControllerSpec) -> OperatorSpec {
+        OperatorSpec {
+            resources: vec![ResourceSpec {
+                api_version: "apps.example.com/v1".into(),
+                group: "apps.example.com".into(),
+                version: "v1".into(),
+                kind: "App".into(),
+                plural: "apps".into(),
+                singular: "app".into(),
+                scope: Scope::Namespaced,
+                ..Default::default()
+            }],
+            controllers: vec![ControllerSpec {
+                name: "app".into(),
+                for_: kind("apps.example.com/v1", "App"),
+                ..ctl
+            }],
+        }
+    }
+
+    fn leases() -> Vec<PolicyRule> {
+        vec![rule("coordination.k8s.io", &["leases"], &["create", "get", "update"])]
+    }
+
+    #[test]
+    fn a_bare_operator_gets_its_kind_events_and_leases_only() {
+        let p = permissions(&spec(ControllerSpec::default()), &Options::new("op"));
+        assert_eq!(
+            p.cluster,
+            vec![
+                rule("", &["events"], &["create", "patch"]),
+                rule("apps.example.com", &["apps"], &["get", "list", "patch", "update", "watch"]),
+                rule("apps.example.com", &["apps/finalizers"], &["update"]),
+                rule("apps.example.com", &["apps/status"], &["get", "patch", "update"]),
+                rule("events.k8s.io", &["events"], &["create", "patch"]),
+            ]
+        );
+        assert_eq!(p.namespaces, BTreeMap::from([("op-system".to_owned(), leases())]));
+        assert!(p.notes.is_empty());
+    }
+
+    #[test]
+    fn manages_reads_watches_and_permissions() {
+        let ctl = ControllerSpec {
+            manages: vec![kind("apps/v1", "Deployment"), kind("v1", "Secret"), kind("v1", "Service")],
+            reads: vec![kind("v1", "ConfigMap"), kind("v1", "Secret")],
+            watches: vec![
+                WatchSpec { kind: kind("v1", "Node"), ..Default::default() },
+                WatchSpec { kind: kind("v1", "Pod"), namespace: Some("infra".into()), ..Default::default() },
+            ],
+            permissions: vec![
+                PolicyRule {
+                    api_groups: vec!["".into()],
+                    resources: vec!["pods/log".into()],
+                    verbs: vec!["get".into()],
+                    resource_names: vec![],
+                },
+                PolicyRule {
+                    api_groups: vec!["".into()],
+                    resources: vec!["configmaps".into()],
+                    verbs: vec!["update".into()],
+                    resource_names: vec!["b".into(), "a".into()],
+                },
+            ],
+            ..Default::default()
+        };
+        let p = permissions(&spec(ctl), &Options::new("op"));
+        let core: Vec<_> = p.cluster.iter().filter(|r| r.api_groups == [""]).cloned().collect();
+        let full = &["create", "delete", "get", "list", "patch", "update", "watch"];
+        assert_eq!(
+            core,
+            vec![
+                PolicyRule {
+                    resource_names: vec!["a".into(), "b".into()],
+                    ..rule("", &["configmaps"], &["update"])
+                },
+                rule("", &["configmaps", "nodes"], &["get", "list", "watch"]),
+                rule("", &["events"], &["create", "patch"]),
+                rule("", &["pods/log"], &["get"]),
+                rule("", &["secrets", "services"], full),
+            ]
+        );
+        assert!(p.cluster.contains(&rule("apps", &["deployments"], full)));
+        let infra = &p.namespaces["infra"];
+        assert_eq!(infra, &vec![rule("", &["pods"], &["get", "list", "watch"])]);
+        // Least privilege: nothing beyond what was declared.
+        let granted: BTreeSet<_> = p.cluster.iter().flat_map(|r| r.resources.clone()).collect();
+        let expected = [
+            "apps",
+            "apps/finalizers",
+            "apps/status",
+            "configmaps",
+            "deployments",
+            "events",
+            "nodes",
+            "pods/log",
+            "secrets",
+            "services",
+        ];
+        assert_eq!(granted, expected.iter().map(|s| (*s).to_owned()).collect());
+        assert!(
+            !p.cluster
+                .iter()
+                .any(|r| r.verbs.contains(&"*".to_owned()) || r.verbs.contains(&"deletecollection".into()))
+        );
+    }
+
+    #[test]
+    fn broader_grants_absorb_narrower_ones() {
+        let ctl = ControllerSpec {
+            reads: vec![kind("v1", "ConfigMap")],
+            watches: vec![WatchSpec {
+                kind: kind("v1", "ConfigMap"),
+                namespace: Some("x".into()),
+                ..Default::default()
+            }],
+            permissions: vec![PolicyRule {
+                api_groups: vec!["".into()],
+                resources: vec!["configmaps".into()],
+                verbs: vec!["*".into()],
+                resource_names: vec![],
+            }],
+            ..Default::default()
+        };
+        let p = permissions(&spec(ctl), &Options::new("op"));
+        assert!(p.cluster.contains(&rule("", &["configmaps"], &["*"])));
+        assert!(!p.namespaces.contains_key("x"), "covered cluster-wide: {:?}", p.namespaces);
+    }
+
+    #[test]
+    fn one_watched_namespace_uses_roles_and_cluster_rules_only_for_cluster_kinds() {
+        let ctl = ControllerSpec {
+            manages: vec![kind("v1", "Secret"), kind("v1", "Namespace")],
+            ..Default::default()
+        };
+        let mut o = Options::new("op");
+        o.watch = WatchScope::Namespace("apps".into());
+        let p = permissions(&spec(ctl.clone()), &o);
+        let full = &["create", "delete", "get", "list", "patch", "update", "watch"];
+        assert_eq!(p.cluster, vec![rule("", &["namespaces"], full)]);
+        assert_eq!(p.namespaces["op-system"], leases());
+        let apps = &p.namespaces["apps"];
+        assert!(apps.contains(&rule("", &["secrets"], full)));
+        assert!(apps.contains(&rule("apps.example.com", &["apps/status"], &["get", "patch", "update"])));
+        assert!(apps.contains(&rule("events.k8s.io", &["events"], &["create", "patch"])));
+
+        // Watching the operator's own namespace: one Role holds leases and the rest.
+        o.watch = WatchScope::Namespace("op-system".into());
+        let p = permissions(&spec(ctl), &o);
+        assert_eq!(p.namespaces.keys().collect::<Vec<_>>(), ["op-system"]);
+        assert!(p.namespaces["op-system"].contains(&leases()[0]));
+    }
+
+    #[test]
+    fn unknown_kinds_are_guessed_and_reported() {
+        let ctl =
+            ControllerSpec { reads: vec![kind("cert-manager.io/v1", "Certificate")], ..Default::default() };
+        let p = permissions(&spec(ctl), &Options::new("op"));
+        assert!(p.cluster.contains(&rule("cert-manager.io", &["certificates"], &["get", "list", "watch"])));
+        assert_eq!(p.notes.len(), 1);
+        assert!(p.notes[0].contains("Certificate"), "{:?}", p.notes);
+    }
+
+    #[test]
+    fn rbac_documents_bind_the_service_account() {
+        let p = permissions(&spec(ControllerSpec::default()), &Options::new("op"));
+        let docs = documents(&p, &Options::new("op"), &Map::new());
+        let kinds: Vec<_> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]);
+        assert_eq!(
+            docs[1]["subjects"],
+            json!([{"kind": "ServiceAccount", "name": "op", "namespace": "op-system"}])
+        );
+        assert_eq!(docs[1]["roleRef"]["name"], "op-manager");
+        assert_eq!(docs[3]["roleRef"]["kind"], "Role");
+        assert_eq!(docs[2]["metadata"]["namespace"], "op-system");
+    }
+}

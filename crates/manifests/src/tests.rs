@@ -1,0 +1,301 @@
+//! Tests of the whole document set; the modules test their own parts.
+
+use ctop_core::OperatorSpec;
+use serde_json::{Value, json};
+
+use super::*;
+
+fn spec() -> OperatorSpec {
+    serde_json::from_value(json!({
+        "resources": [{
+            "apiVersion": "apps.example.com/v1", "group": "apps.example.com", "version": "v1",
+            "kind": "WebApp", "plural": "webapps", "singular": "webapp", "scope": "Namespaced",
+            "shortNames": ["wa"],
+            "printerColumns": [{"name": "Phase", "type": "string", "jsonPath": ".status.phase"}],
+            "schema": {"type": "object", "required": ["spec"], "properties": {
+                "spec": {"type": "object", "required": ["image"], "properties": {
+                    "image": {"type": "string"},
+                    "replicas": {"type": "integer", "minimum": 1, "default": 1},
+                }},
+                "status": {"type": "object", "properties": {"phase": {"type": "string", "enum": ["Pending", "Running"]}}},
+            }},
+            "statusSubresource": true,
+        }],
+        "controllers": [{
+            "index": 0, "name": "webapp", "for": {"apiVersion": "apps.example.com/v1", "kind": "WebApp"},
+            "manages": [{"apiVersion": "apps/v1", "kind": "Deployment"}, {"apiVersion": "v1", "kind": "Secret"}],
+            "reads": [{"apiVersion": "v1", "kind": "ConfigMap"}],
+            "watches": [], "permissions": [], "handlers": ["reconcile"],
+        }],
+    }))
+    .unwrap()
+}
+
+fn bundle(byte: u8) -> ScriptBundle {
+    ScriptBundle { gz: vec![0x1f, 0x8b, byte], sha256: format!("{byte:02x}").repeat(32) }
+}
+
+fn generate_default(options: &Options) -> Manifests {
+    generate(&spec(), &bundle(1), options, &[]).unwrap()
+}
+
+fn find<'a>(m: &'a Manifests, kind: &str) -> &'a Value {
+    m.documents.iter().find(|d| d["kind"] == kind).unwrap_or_else(|| panic!("no {kind}"))
+}
+
+fn kinds(m: &Manifests) -> Vec<&str> {
+    m.documents.iter().map(|d| d["kind"].as_str().unwrap()).collect()
+}
+
+#[test]
+fn documents_in_apply_order() {
+    let m = generate_default(&Options::new("webapp-operator"));
+    assert_eq!(
+        kinds(&m),
+        [
+            "Namespace",
+            "CustomResourceDefinition",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            "ConfigMap",
+            "Deployment"
+        ]
+    );
+    let ns = find(&m, "Namespace");
+    assert_eq!(ns["metadata"]["name"], "webapp-operator-system");
+    assert_eq!(ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "restricted");
+    for d in &m.documents[2..] {
+        if d["kind"] != "ClusterRole" && d["kind"] != "ClusterRoleBinding" {
+            assert_eq!(d["metadata"]["namespace"], "webapp-operator-system", "{}", d["kind"]);
+        }
+        assert_eq!(d["metadata"]["labels"]["app.kubernetes.io/name"], "webapp-operator");
+    }
+    assert!(m.notes.is_empty(), "{:?}", m.notes);
+}
+
+#[test]
+fn a_chosen_namespace_is_not_given_a_pod_security_label() {
+    let mut o = Options::new("op");
+    o.namespace = Some("operators".into());
+    let m = generate_default(&o);
+    let ns = find(&m, "Namespace");
+    assert_eq!(ns["metadata"]["name"], "operators");
+    assert!(ns["metadata"]["labels"].get("pod-security.kubernetes.io/enforce").is_none());
+    assert_eq!(find(&m, "ClusterRoleBinding")["subjects"][0]["namespace"], "operators");
+}
+
+#[test]
+fn config_map_carries_bundle_and_values() {
+    let mut o = Options::new("op");
+    o.values_yaml = "# greeting\ngreeting: hi\n".into();
+    let m = generate_default(&o);
+    let cm = find(&m, "ConfigMap");
+    assert_eq!(cm["metadata"]["name"], "op-bundle");
+    assert_eq!(cm["binaryData"]["bundle.js.gz"], "H4sB");
+    assert_eq!(cm["data"]["values.yaml"], "# greeting\ngreeting: hi\n");
+}
+
+#[test]
+fn deployment_runs_the_bundle_safely() {
+    let m = generate_default(&Options::new("op"));
+    let d = find(&m, "Deployment");
+    let pod = &d["spec"]["template"];
+    assert_eq!(
+        d["spec"]["selector"]["matchLabels"],
+        json!({"app.kubernetes.io/name": "op", "app.kubernetes.io/component": "operator"})
+    );
+    assert_eq!(pod["metadata"]["labels"]["app.kubernetes.io/component"], "operator");
+    assert_eq!(pod["metadata"]["annotations"][BUNDLE_HASH_ANNOTATION], "01".repeat(32));
+    assert_eq!(pod["spec"]["serviceAccountName"], "op");
+    let c = &pod["spec"]["containers"][0];
+    assert_eq!(c["image"], DEFAULT_IMAGE);
+    assert_eq!(
+        c["args"],
+        json!([
+            "run",
+            "--bundle",
+            "/etc/ctop/bundle.js.gz",
+            "--values",
+            "/etc/ctop/values.yaml",
+            "--log-format",
+            "json"
+        ])
+    );
+    assert_eq!(c["livenessProbe"]["httpGet"], json!({"path": "/healthz", "port": "health"}));
+    assert_eq!(c["readinessProbe"]["httpGet"], json!({"path": "/readyz", "port": "health"}));
+    assert_eq!(c["ports"][0]["containerPort"], 8080);
+    assert_eq!(c["ports"][1], json!({"name": "health", "containerPort": 8081, "protocol": "TCP"}));
+    assert_eq!(c["resources"]["requests"], json!({"cpu": "50m", "memory": "64Mi"}));
+    assert_eq!(c["resources"]["limits"]["memory"], "256Mi");
+    let sc = &c["securityContext"];
+    assert_eq!(sc["runAsNonRoot"], true);
+    assert_eq!(sc["readOnlyRootFilesystem"], true);
+    assert_eq!(sc["allowPrivilegeEscalation"], false);
+    assert_eq!(sc["capabilities"]["drop"], json!(["ALL"]));
+    assert_eq!(sc["seccompProfile"]["type"], "RuntimeDefault");
+    assert_eq!(pod["spec"]["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(c["volumeMounts"][0], json!({"name": "bundle", "mountPath": "/etc/ctop", "readOnly": true}));
+    assert_eq!(pod["spec"]["volumes"][0]["configMap"]["name"], "op-bundle");
+}
+
+#[test]
+fn one_watched_namespace_is_passed_to_ctop_run_and_uses_roles() {
+    let mut o = Options::new("op");
+    o.watch = WatchScope::Namespace("apps".into());
+    let m = generate_default(&o);
+    assert_eq!(kinds(&m).iter().filter(|k| k.starts_with("Cluster")).count(), 0, "{:?}", kinds(&m));
+    let roles: Vec<_> = m
+        .documents
+        .iter()
+        .filter(|d| d["kind"] == "Role")
+        .map(|d| d["metadata"]["namespace"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["apps", "op-system"]);
+    let args = &find(&m, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"];
+    assert!(args.to_string().contains(r#""--namespace","apps""#), "{args}");
+}
+
+#[test]
+fn same_input_same_bytes() {
+    let o = Options::new("op");
+    let a = generate(&spec(), &bundle(1), &o, &[&PodDisruptionBudget, &NetworkPolicy])
+        .unwrap()
+        .to_yaml()
+        .unwrap();
+    let b = generate(&spec(), &bundle(1), &o, &[&PodDisruptionBudget, &NetworkPolicy])
+        .unwrap()
+        .to_yaml()
+        .unwrap();
+    assert_eq!(a, b);
+    // The YAML reads back as the same documents, strings like "true" staying strings.
+    let docs: Vec<Value> = a.split("\n---\n").skip(1).map(|d| serde_yaml_ng::from_str(d).unwrap()).collect();
+    let m = generate(&spec(), &bundle(1), &o, &[&PodDisruptionBudget, &NetworkPolicy]).unwrap();
+    assert_eq!(docs, m.documents);
+    assert!(a.contains("applyset.kubernetes.io/is-parent-type: 'true'"), "{a}");
+}
+
+/// Everything but the pod template's annotations and the ConfigMap's binary data.
+fn without_bundle(m: &Manifests) -> Vec<Value> {
+    let mut docs = m.documents.clone();
+    for d in &mut docs {
+        if d["kind"] == "Deployment" {
+            d["spec"]["template"]["metadata"]["annotations"] = Value::Null;
+        }
+        if d["kind"] == "ConfigMap" {
+            d["binaryData"] = Value::Null;
+        }
+    }
+    docs
+}
+
+#[test]
+fn bundle_hash_changes_with_the_bundle_only() {
+    let o = Options::new("op");
+    let one = generate(&spec(), &bundle(1), &o, &[]).unwrap();
+    let again = generate(&spec(), &bundle(1), &o, &[]).unwrap();
+    let two = generate(&spec(), &bundle(2), &o, &[]).unwrap();
+    let hash = |m: &Manifests| {
+        find(m, "Deployment")["spec"]["template"]["metadata"]["annotations"][BUNDLE_HASH_ANNOTATION].clone()
+    };
+    assert_eq!(hash(&one), hash(&again));
+    assert_ne!(hash(&one), hash(&two));
+    assert_eq!(without_bundle(&one), without_bundle(&two), "nothing else differs");
+
+    // New values: their own annotation changes, the bundle's does not.
+    let mut o2 = o.clone();
+    o2.values_yaml = "replicas: 3\n".into();
+    let values = generate(&spec(), &bundle(1), &o2, &[]).unwrap();
+    assert_eq!(hash(&one), hash(&values));
+    let vhash = |m: &Manifests| {
+        find(m, "Deployment")["spec"]["template"]["metadata"]["annotations"][VALUES_HASH_ANNOTATION].clone()
+    };
+    assert_ne!(vhash(&one), vhash(&values));
+    assert_eq!(vhash(&one), vhash(&again));
+}
+
+#[test]
+fn pdb_and_network_policy_plugins() {
+    let o = Options::new("op");
+    let m = generate(&spec(), &bundle(1), &o, &[&PodDisruptionBudget, &NetworkPolicy]).unwrap();
+    let pdb = find(&m, "PodDisruptionBudget");
+    assert_eq!(pdb["apiVersion"], "policy/v1");
+    assert_eq!(pdb["metadata"]["namespace"], "op-system");
+    assert_eq!(pdb["spec"]["maxUnavailable"], 1, "one replica: never blocks a drain");
+    assert_eq!(pdb["spec"]["selector"], find(&m, "Deployment")["spec"]["selector"]);
+    let np = find(&m, "NetworkPolicy");
+    assert_eq!(np["spec"]["policyTypes"], json!(["Ingress"]));
+    assert_eq!(np["spec"]["podSelector"], find(&m, "Deployment")["spec"]["selector"]);
+    assert_eq!(
+        np["spec"]["ingress"],
+        json!([{"ports": [{"port": 8080, "protocol": "TCP"}, {"port": 8081, "protocol": "TCP"}]}])
+    );
+    assert!(np["spec"].get("egress").is_none());
+
+    let mut ha = o.clone();
+    ha.replicas = 3;
+    let m = generate(&spec(), &bundle(1), &ha, &[&PodDisruptionBudget]).unwrap();
+    let pdb = find(&m, "PodDisruptionBudget");
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    assert!(pdb["spec"].get("maxUnavailable").is_none());
+    assert_eq!(find(&m, "Deployment")["spec"]["replicas"], 3);
+
+    assert!(!kinds(&generate_default(&o)).contains(&"NetworkPolicy"), "plugins only when asked");
+}
+
+struct Tolerate;
+
+impl Plugin for Tolerate {
+    fn name(&self) -> &str {
+        "tolerate"
+    }
+    fn apply(&self, ctx: &Context<'_>, docs: &mut Vec<Value>) -> Result<(), PluginError> {
+        let d = ctx.find_mut(docs, "Deployment", ctx.name())?;
+        d["spec"]["template"]["spec"]["tolerations"] = json!([{"operator": "Exists"}]);
+        Ok(())
+    }
+}
+
+struct Broken;
+
+impl Plugin for Broken {
+    fn name(&self) -> &str {
+        "broken"
+    }
+    fn apply(&self, ctx: &Context<'_>, docs: &mut Vec<Value>) -> Result<(), PluginError> {
+        ctx.find_mut(docs, "Service", "webhook").map(|_| ())
+    }
+}
+
+#[test]
+fn plugins_change_documents_and_their_errors_name_them() {
+    let m = generate(&spec(), &bundle(1), &Options::new("op"), &[&Tolerate]).unwrap();
+    assert_eq!(find(&m, "Deployment")["spec"]["template"]["spec"]["tolerations"][0]["operator"], "Exists");
+    let err = generate(&spec(), &bundle(1), &Options::new("op"), &[&Broken]).unwrap_err();
+    assert_eq!(err.to_string(), "plugin broken: there is no Service named \"webhook\" to change");
+}
+
+#[test]
+fn refuses_what_cannot_deploy() {
+    let o = Options::new("op");
+    let empty = OperatorSpec { resources: spec().resources, controllers: vec![] };
+    assert!(matches!(generate(&empty, &bundle(1), &o, &[]), Err(Error::NoController)));
+    let bad_hash = ScriptBundle { gz: vec![], sha256: "xyz".into() };
+    assert!(matches!(generate(&spec(), &bad_hash, &o, &[]), Err(Error::BadBundleHash(_))));
+    let huge = ScriptBundle { gz: vec![0; 1024 * 1024], sha256: "00".repeat(32) };
+    assert!(matches!(generate(&spec(), &huge, &o, &[]), Err(Error::TooLarge { .. })));
+    let mut twice = spec();
+    twice.resources.push(twice.resources[0].clone());
+    assert!(matches!(generate(&twice, &bundle(1), &o, &[]), Err(Error::DuplicateCrd(_))));
+}
+
+#[test]
+fn admission_handlers_are_reported_until_webhooks_are_generated() {
+    let mut s = spec();
+    s.controllers[0].handlers = vec!["reconcile".into(), "validate".into()];
+    let m = generate(&s, &bundle(1), &Options::new("op"), &[]).unwrap();
+    assert_eq!(m.notes.len(), 1);
+    assert!(m.notes[0].contains("validate handlers"), "{:?}", m.notes);
+}
