@@ -139,3 +139,40 @@ fn an_exception_while_loading_names_the_typescript_position() {
     let text = err.to_string();
     assert!(text.contains("boom at load") && text.contains("operator.ct:5:"), "{text}");
 }
+
+#[test]
+fn the_webapp_example_keeps_its_token() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/webapp");
+    let s = Script::from_dir(&dir, "operator.ct", 1, Limits::default()).expect("examples/webapp loads");
+    let cr = json!({"apiVersion": "apps.example.com/v1", "kind": "WebApp",
+        "metadata": {"name": "shop", "namespace": "prod", "uid": "u-1", "generation": 1},
+        "spec": {"image": "nginx:1.27", "replicas": 2, "port": 80}});
+    let first =
+        s.dispatch("reconcile", 0, &json!({"object": cr, "observed": {}}).to_string()).expect("reconcile");
+    let secret = first["applies"]
+        .as_array()
+        .expect("applies")
+        .iter()
+        .find(|o| o["kind"] == "Secret")
+        .expect("token Secret");
+    let token = secret["stringData"]["token"].as_str().expect("generated token");
+    assert_eq!(token.len(), 32);
+    assert_eq!(first["status"], json!({"ready": false, "phase": "Pending"}));
+    // Once the Secret is observed, its token is kept, never regenerated.
+    let observed = json!({"v1/Secret": [{"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "shop-token", "namespace": "prod"}, "data": {"token": "c2VjcmV0"}}],
+        "apps/v1/Deployment": [{"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "shop", "namespace": "prod"}, "status": {"availableReplicas": 2}}]});
+    let again = s
+        .dispatch("reconcile", 0, &json!({"object": cr, "observed": observed}).to_string())
+        .expect("reconcile");
+    let secret = again["applies"]
+        .as_array()
+        .expect("applies")
+        .iter()
+        .find(|o| o["kind"] == "Secret")
+        .expect("token Secret");
+    assert_eq!(secret["data"]["token"], "c2VjcmV0");
+    assert!(secret.get("stringData").is_none());
+    assert_eq!(again["status"], json!({"ready": true, "phase": "Running"}));
+}
