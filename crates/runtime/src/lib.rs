@@ -14,6 +14,8 @@
 
 pub mod bundle;
 mod fetch;
+pub mod health;
+pub mod leader;
 pub mod load;
 pub mod scaffold;
 pub mod script;
