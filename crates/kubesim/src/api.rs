@@ -622,9 +622,9 @@ impl Api {
         if let Some(crd) = &rt.crd
             && self.crd_terminating(&crd.crd_name)
         {
-            return Err(ApiError::method_not_allowed("create").tap_message(
-                "create not allowed while custom resource definition is terminating".to_string(),
-            ));
+            let mut e = ApiError::method_not_allowed("create");
+            e.message = "create not allowed while custom resource definition is terminating".to_owned();
+            return Err(e);
         }
         if rt.status
             && let Some(m) = body.as_object_mut()
@@ -1426,15 +1426,4 @@ fn validate_crd(crd: &Value) -> Vec<StatusCause> {
         }
     }
     causes
-}
-
-trait TapMessage {
-    fn tap_message(self, message: String) -> Self;
-}
-
-impl TapMessage for ApiError {
-    fn tap_message(mut self, message: String) -> Self {
-        self.message = message;
-        self
-    }
 }
