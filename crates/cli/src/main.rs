@@ -28,6 +28,8 @@ enum Command {
     Init(cmd::init::InitArgs),
     /// Print the manifests that deploy an operator: CRDs, RBAC, the bundle's ConfigMap, the Deployment.
     Manifests(cmd::manifests::ManifestsArgs),
+    /// Run an operator script against a cluster until interrupted.
+    Run(cmd::run::RunArgs),
     /// Run kubesim, the embedded Kubernetes API server, until interrupted.
     Sim(cmd::sim::SimArgs),
     /// (Re)write the typings of an operator: ctop.d.ts and its own resources' interfaces.
@@ -62,6 +64,7 @@ fn main() -> ExitCode {
             Command::Bundle(args) => cmd::bundle::run(&args),
             Command::Init(args) => cmd::init::init(&args),
             Command::Manifests(args) => cmd::manifests::run(&args),
+            Command::Run(args) => cmd::run::run(args).await,
             Command::Sim(args) => cmd::sim::run(args).await,
             Command::Types(args) => cmd::init::types(&args),
         }

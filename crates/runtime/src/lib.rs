@@ -10,9 +10,13 @@
 //! embedded SDK ([`sdk`]), map error positions back to the TypeScript source, and extract
 //! the [`ctop_core::OperatorSpec`] the script declares.
 //!
-//! Still to come here (see the issues): the controller built on kube-runtime.
+//! [`controller`] runs a script against a cluster (`ctop run`): one kube-runtime controller
+//! per declared operator, caches of managed and read kinds passed as `observed`, children
+//! applied with `ctop_applier`, status through the subresource, events, finalizers,
+//! per-object backoff, with [`leader`] election and the [`health`] and metrics servers.
 
 pub mod bundle;
+pub mod controller;
 mod fetch;
 pub mod health;
 pub mod leader;

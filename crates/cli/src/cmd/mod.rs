@@ -3,4 +3,5 @@
 pub mod bundle;
 pub mod init;
 pub mod manifests;
+pub mod run;
 pub mod sim;

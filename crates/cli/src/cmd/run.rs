@@ -1,0 +1,133 @@
+//! `ctop run`: run an operator script against a cluster until interrupted.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use ctop_runtime::controller::{RunOptions, script_env, values_from_yaml};
+use ctop_runtime::{Limits, Script};
+
+/// Arguments of `ctop run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The operator directory.
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// The entry script, relative to DIR.
+    #[arg(long, default_value = "operator.ct")]
+    entry: String,
+    /// Run this bundle.js.gz (from `ctop bundle`) instead of DIR's sources.
+    #[arg(long)]
+    bundle: Option<PathBuf>,
+    /// The values file [default: DIR/values.yaml when it exists, else empty values].
+    #[arg(long)]
+    values: Option<PathBuf>,
+    /// The kubeconfig [default: in-cluster, $KUBECONFIG or ~/.kube/config].
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Watch only this namespace [default: all namespaces].
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Longest one handler call may take.
+    #[arg(long, default_value = "30s")]
+    reconcile_timeout: ctop_core::Duration,
+    /// Reconciles running at once per controller (also the number of script runtimes).
+    #[arg(long, default_value_t = 4)]
+    concurrency: u16,
+    /// Port of /healthz, /readyz and /status (0 picks a free one).
+    #[arg(long, default_value_t = 8081)]
+    health_port: u16,
+    /// Port of /metrics (0 picks a free one).
+    #[arg(long, default_value_t = 8080)]
+    metrics_port: u16,
+    /// Elect a leader on a Lease and reconcile only while leading.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    leader_elect: bool,
+    /// Namespace of the leader Lease [default: $POD_NAMESPACE, else default].
+    #[arg(long)]
+    lease_namespace: Option<String>,
+    /// The operator's name (field manager, Lease, event reporter) [default: ctop].
+    #[arg(long, default_value = "ctop")]
+    name: String,
+    /// Server-side apply the script's CRDs (and wait until Established) before starting.
+    #[arg(long)]
+    install_crds: bool,
+}
+
+fn values_text(args: &RunArgs) -> anyhow::Result<String> {
+    let (path, required) = match &args.values {
+        Some(p) => (p.clone(), true),
+        None => (args.dir.join("values.yaml"), false),
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(text),
+        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(e).with_context(|| format!("cannot read the values file {}", path.display())),
+    }
+}
+
+/// Load the script and run its controllers until Ctrl-C or SIGTERM.
+pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let workers = usize::from(args.concurrency.max(1));
+    let script = match &args.bundle {
+        Some(path) => {
+            let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            Script::from_bundle_gz(&bytes, workers, Limits::default())
+        }
+        None => Script::from_dir(&args.dir, &args.entry, workers, Limits::default()),
+    }
+    .context("the script could not be loaded; fix the error above and run ctop run again")?;
+    let values = values_from_yaml(&values_text(&args)?).context("the values file is not valid YAML")?;
+    let install_crds = if args.install_crds {
+        let labels = Default::default();
+        script
+            .spec()
+            .resources
+            .iter()
+            .map(|r| ctop_manifests::crd(r, &labels))
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        Vec::new()
+    };
+    let options = RunOptions {
+        kubeconfig: args.kubeconfig,
+        namespace: args.namespace,
+        reconcile_timeout: args.reconcile_timeout.into(),
+        concurrency: args.concurrency.max(1),
+        health_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.health_port)),
+        metrics_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.metrics_port)),
+        leader_elect: args.leader_elect,
+        lease_namespace: args
+            .lease_namespace
+            .or_else(|| std::env::var("POD_NAMESPACE").ok())
+            .unwrap_or_else(|| "default".into()),
+        name: args.name,
+        install_crds,
+        values,
+        env: script_env(),
+    };
+    ctop_runtime::controller::run(Arc::new(script), options, shutdown_signal()).await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}
