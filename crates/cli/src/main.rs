@@ -24,6 +24,8 @@ pub struct Cli {
 enum Command {
     /// Write one self-contained, deterministic bundle.js.gz of an operator directory.
     Bundle(cmd::bundle::BundleArgs),
+    /// Develop an operator: kubesim, CRDs, samples, the operator, reload on save.
+    Dev(cmd::dev::DevArgs),
     /// Create a working operator in a new directory.
     Init(cmd::init::InitArgs),
     /// Print the manifests that deploy an operator: CRDs, RBAC, the bundle's ConfigMap, the Deployment.
@@ -62,6 +64,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Bundle(args) => cmd::bundle::run(&args),
+            Command::Dev(args) => cmd::dev::run(args).await,
             Command::Init(args) => cmd::init::init(&args),
             Command::Manifests(args) => cmd::manifests::run(&args),
             Command::Run(args) => cmd::run::run(args).await,

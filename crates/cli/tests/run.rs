@@ -133,3 +133,124 @@ fn run_reconciles_the_webapp_example() {
     let status = run.0.wait().expect("ctop run exits");
     assert!(status.success(), "ctop run exits cleanly on SIGTERM: {status:?}");
 }
+
+/// A `.watches()` operator: Secrets map to their owner by owner reference; ConfigMaps labelled `watched=yes` (label selector applied by
+/// the server) are mapped by the script to the Thing named in their `thing` label, only
+/// when labels or annotations change; each reconcile merge-patches an annotation into an
+/// existing, unowned ConfigMap.
+const WATCHES_SCRIPT: &str = r#"
+import { resource, z, operator, patch, setStatus, listObserved, Result, ConfigMap, Secret } from "ctop";
+
+const thing = resource("test.example.com/v1", "Thing", {
+  scope: "Namespaced",
+  spec: { note: z.string().default("") },
+  status: { seen: z.string(), owned: z.string() },
+});
+
+operator(thing)
+  .watches(ConfigMap, (cm) => cm.metadata.labels?.thing ? [cm.metadata.labels.thing] : [], {
+    labelSelector: { watched: "yes" },
+    predicate: { or: ["LabelChanged", "AnnotationChanged"] },
+  })
+  .watches(Secret)
+  .reconcile((cr) => {
+    const name = cr.metadata.name;
+    const owned = listObserved(Secret, (s) => s.metadata.ownerReferences?.some((r) => r.uid === cr.metadata.uid))
+      .map((s) => `${s.metadata.name}=${s.metadata.annotations?.v ?? ""}`)
+      .join(",");
+    const seen = listObserved(ConfigMap, { labels: { thing: name } })
+      .map((cm) => `${cm.metadata.name}=${cm.data?.v ?? ""}`)
+      .sort()
+      .join(",");
+    setStatus(cr, { seen, owned });
+    patch(ConfigMap({ metadata: { name: "external", annotations: { "seen-by": name } } }));
+    return Result.ok();
+  });
+"#;
+
+#[test]
+fn run_maps_watched_objects_and_patches_unowned_ones() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = dir.path().join("kc");
+    let _sim = Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .args(["sim", "--addr", "127.0.0.1:0", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop sim starts"),
+    );
+    wait_for(&kubeconfig);
+    let op = dir.path().join("op");
+    std::fs::create_dir(&op).expect("mkdir");
+    std::fs::write(op.join("operator.ct"), WATCHES_SCRIPT).expect("write the script");
+    let k = Kubectl { kubeconfig: kubeconfig.clone(), cache: dir.path().join("cache") };
+    k.ok(&["create", "configmap", "external", "--from-literal=keep=me"]);
+    let _run = Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .arg("run")
+            .arg(&op)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--install-crds", "--leader-elect=false", "--health-port", "0", "--metrics-port", "0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop run starts"),
+    );
+    let thing = dir.path().join("thing.yaml");
+    std::fs::write(&thing, "apiVersion: test.example.com/v1\nkind: Thing\nmetadata:\n  name: t1\n  namespace: default\nspec: {}\n")
+        .expect("write");
+    k.eventually(&["apply", "-f", thing.to_str().expect("utf-8")], |s| s.contains("t1"));
+    let seen = || ["get", "thing", "t1", "-o", "jsonpath={.status.seen}/{.status.observedGeneration}"];
+    k.eventually(&seen(), |s| s == "/1");
+
+    // The patch: merged into the live object, which stays unowned.
+    k.eventually(&["get", "configmap", "external", "-o", "jsonpath={.metadata.annotations.seen-by}"], |s| {
+        s == "t1"
+    });
+    assert_eq!(
+        k.ok(&["get", "configmap", "external", "-o", "jsonpath={.data.keep}|{.metadata.ownerReferences}"]),
+        "me|",
+        "the patched object keeps its data and gets no owner reference"
+    );
+
+    // A watched ConfigMap naming t1 in a label: the mapper enqueues t1.
+    k.ok(&["create", "configmap", "a", "--from-literal=v=1"]);
+    k.ok(&["label", "configmap", "a", "watched=yes", "thing=t1"]);
+    k.eventually(&seen(), |s| s == "a=1/1");
+
+    // Data-only changes do not pass LabelChanged|AnnotationChanged; an annotation does.
+    k.ok(&["patch", "configmap", "a", "--type=merge", "-p", r#"{"data":{"v":"2"}}"#]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(k.ok(&seen()), "a=1/1", "a data change is filtered out by the predicate");
+    k.ok(&["annotate", "configmap", "a", "touch=1"]);
+    k.eventually(&seen(), |s| s == "a=2/1");
+
+    // Outside the label selector: not watched (nor cached), so it neither triggers nor is
+    // seen by the reconcile that the next change of `a` triggers.
+    k.ok(&["create", "configmap", "b", "--from-literal=v=9"]);
+    k.ok(&["label", "configmap", "b", "thing=t1"]);
+    k.ok(&["patch", "configmap", "a", "--type=merge", "-p", r#"{"data":{"v":"3"}}"#]);
+    k.ok(&["annotate", "--overwrite", "configmap", "a", "touch=2"]);
+    k.eventually(&seen(), |s| s == "a=3/1");
+
+    // Without a mapper: a Secret maps to the Thing its owner reference names.
+    let uid = k.ok(&["get", "thing", "t1", "-o", "jsonpath={.metadata.uid}"]);
+    let secret = dir.path().join("secret.yaml");
+    let write_secret = |v: &str| {
+        std::fs::write(
+            &secret,
+            format!(
+                "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  namespace: default\n  annotations: {{v: \"{v}\"}}\n  ownerReferences:\n  - {{apiVersion: test.example.com/v1, kind: Thing, name: t1, uid: {uid}}}\n"
+            ),
+        )
+        .expect("write");
+        k.ok(&["apply", "-f", secret.to_str().expect("utf-8")]);
+    };
+    write_secret("x");
+    k.eventually(&["get", "thing", "t1", "-o", "jsonpath={.status.owned}"], |s| s == "s=x");
+    write_secret("y");
+    k.eventually(&["get", "thing", "t1", "-o", "jsonpath={.status.owned}"], |s| s == "s=y");
+}

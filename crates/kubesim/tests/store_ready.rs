@@ -49,7 +49,6 @@ where
         .unwrap_or_else(|e| panic!("{what}: {e}"));
 }
 
-
 /// Create the widgets CRD and resolve it through discovery at once (no wait for
 /// `Established`), as `ctop run --install-crds` followed by `resolve` does.
 async fn widgets_just_created(client: &Client) -> ApiResource {

@@ -3,7 +3,12 @@
 //! For each [`ControllerSpec`]: the primary kind is watched through a `DynamicObject`
 //! controller; each `.manages()` kind is watched through a reflector store and fed to
 //! [`Controller::owns_stream_with`] (child changes map to the controlling owner); each
-//! `.reads()` kind gets a reflector store only. A reconcile:
+//! `.reads()` kind gets a reflector store only. Each `.watches()` kind gets its own watcher
+//! (its namespace and label selector applied by the server, cached for `observed` unless
+//! the kind already is); its events pass the watch's predicate (creations and deletions
+//! always; updates compared with the previous version of the object, kept per object) and
+//! are mapped to primaries by the script's `map:<i>` handler or, without a mapper, by owner
+//! reference, then fed to [`Controller::reconcile_on`]. A reconcile:
 //!
 //! 1. waits for leadership (when elected: not leading means requeue in 5 s, no side effect);
 //! 2. adds the controller's finalizer when the script declared `.finalize()`; on deletion
@@ -12,8 +17,10 @@
 //!    caches: for namespaced primaries the objects of the primary's namespace plus all
 //!    cluster-scoped ones), `env` and `values`;
 //! 4. on `Result.ok()`/`Result.requeue(d)`: applies the children with
-//!    [`ctop_applier::Applier::apply_observed`] (complete set, pruning the rest); on
-//!    `Result.error(m)` applies nothing (an error must not prune);
+//!    [`ctop_applier::Applier::apply_observed`] (complete set, pruning the rest), then
+//!    merge-patches the output's `patches` into their live objects (not owned: no owner
+//!    reference, never pruned); on `Result.error(m)` applies nothing (an error must not
+//!    prune);
 //! 5. writes `status` merged with the output's `conditions` through the status writer,
 //!    publishes the output's events, and requeues: `requeue(d)` → after `d`, ok → after
 //!    `every` (or on the next change), error → per-object exponential backoff.
@@ -25,15 +32,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ctop_applier::{Applier, ApplierConfig, ChildRef};
-use ctop_core::{ControllerSpec, KindRef};
-use futures::{FutureExt as _, StreamExt as _};
+use ctop_core::{ControllerSpec, KindRef, NamedPredicate, Predicate, WatchSpec};
+use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, TypeMeta};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::discovery::Scope;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Client, Resource as _, ResourceExt as _};
 use parking_lot::Mutex;
@@ -94,6 +101,28 @@ pub fn values_from_yaml(text: &str) -> Result<Value, serde_yaml_ng::Error> {
     }
     let v: Value = serde_yaml_ng::from_str(text)?;
     Ok(if v.is_null() { json!({}) } else { v })
+}
+
+/// The timing of leader election (see [`LeaseConfig`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseTiming {
+    /// How long a standby waits after the leader's last renewal before taking over.
+    pub lease_duration: Duration,
+    /// How long the leader keeps leading without a successful renewal.
+    pub renew_deadline: Duration,
+    /// Time between acquire and renew attempts.
+    pub retry_period: Duration,
+}
+
+impl Default for LeaseTiming {
+    /// 15 s / 10 s / 2 s, as controller-runtime.
+    fn default() -> Self {
+        Self {
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
 }
 
 /// Why a run failed.
@@ -173,6 +202,7 @@ async fn install_crds(client: &Client, crds: &[Value], manager: &str) -> Result<
 /// A kind resolved through discovery, with its cache.
 struct Cached {
     key: String,
+    ar: ApiResource,
     namespaced: bool,
     store: Store<DynamicObject>,
 }
@@ -191,6 +221,8 @@ struct Ctx {
     metrics: Metrics,
     leader: Option<watch::Receiver<bool>>,
     failures: Mutex<HashMap<String, u32>>,
+    /// Kinds resolved for `patches`, by `apiVersion/kind`.
+    kinds: Mutex<HashMap<String, (ApiResource, bool)>>,
 }
 
 fn kind_key(k: &KindRef) -> String {
@@ -213,10 +245,20 @@ fn api_for(client: &Client, ar: &ApiResource, namespaced: bool, ns: Option<&str>
     }
 }
 
-/// Run every controller of `script` until `shutdown` completes.
+/// Run every controller of `script` until `shutdown` completes (default lease timing).
 pub async fn run(
     script: Arc<Script>,
     options: RunOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    run_with_lease(script, options, LeaseTiming::default(), shutdown).await
+}
+
+/// [`run`] with this leader-election timing (used when `options.leader_elect`).
+pub async fn run_with_lease(
+    script: Arc<Script>,
+    options: RunOptions,
+    timing: LeaseTiming,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
     let client = client(options.kubeconfig.as_ref()).await?;
@@ -236,11 +278,17 @@ pub async fn run(
     tracing::info!(%health_addr, %metrics_addr, "serving health and metrics");
 
     let leadership = if options.leader_elect {
-        let identity = std::env::var("POD_NAME")
-            .or_else(|_| std::env::var("HOSTNAME"))
-            .unwrap_or_else(|_| format!("ctop-{}", std::process::id()));
-        let config =
+        // Unique per replica: the pod name, else host and process (two processes on one
+        // host must not share an identity).
+        let identity = std::env::var("POD_NAME").unwrap_or_else(|_| {
+            let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "ctop".into());
+            format!("{host}_{}", std::process::id())
+        });
+        let mut config =
             LeaseConfig::new(options.lease_namespace.clone(), format!("{}-leader", options.name), identity);
+        config.lease_duration = timing.lease_duration;
+        config.renew_deadline = timing.renew_deadline;
+        config.retry_period = timing.retry_period;
         let elector =
             LeaderElector::new(client.clone(), config).map_err(|e| RunError::Start(e.to_string()))?;
         Some(elector.run())
@@ -300,10 +348,20 @@ async fn start_controller(
     let (primary, namespaced) = resolve(&client, &spec.for_).await?;
     let ns = options.namespace.as_deref();
     let primary_api = api_for(&client, &primary, namespaced, ns);
-    let mut controller = Controller::new_with(primary_api, watcher::Config::default(), primary.clone())
-        .with_config(ControllerConfig::default().concurrency(options.concurrency));
+    // The primary reflector is built here (not by `Controller::new_with`) so that its
+    // `InitDone` can be observed: a second task waiting on the controller's own store is
+    // never woken in kube-runtime 5 (its readiness keeps one waker; see
+    // crates/kubesim/tests/store_ready.rs).
+    let primary_writer = reflector::store::Writer::<DynamicObject>::new(primary.clone());
+    let primary_store = primary_writer.as_reader();
+    let (primary_stream, primary_synced) = tap_init_done(
+        watcher(primary_api, watcher::Config::default()).default_backoff().reflect(primary_writer),
+    );
+    let mut controller =
+        Controller::for_stream_with(primary_stream.applied_objects(), primary_store, primary.clone())
+            .with_config(ControllerConfig::default().concurrency(options.concurrency));
     let mut caches = Vec::new();
-    let mut readers = vec![controller.store()];
+    let mut synced = vec![primary_synced];
     let mut seen = std::collections::BTreeSet::new();
     for (k, owned) in spec.manages.iter().map(|k| (k, true)).chain(spec.reads.iter().map(|k| (k, false))) {
         if !seen.insert(kind_key(k)) {
@@ -312,16 +370,37 @@ async fn start_controller(
         let (ar, child_namespaced) = resolve(&client, k).await?;
         let writer = reflector::store::Writer::<DynamicObject>::new(ar.clone());
         let store = writer.as_reader();
-        let stream = watcher(api_for(&client, &ar, child_namespaced, ns), watcher::Config::default())
-            .default_backoff()
-            .reflect(writer);
+        let (stream, rx) = tap_init_done(
+            watcher(api_for(&client, &ar, child_namespaced, ns), watcher::Config::default())
+                .default_backoff()
+                .reflect(writer),
+        );
+        synced.push(rx);
         if owned {
-            controller = controller.owns_stream_with(stream.applied_objects(), ar.clone());
+            controller = controller.owns_stream_with(stream.touched_objects(), ar.clone());
         } else {
             tokio::spawn(stream.for_each(|_| async {}));
         }
-        readers.push(store.clone());
-        caches.push(Cached { key: kind_key(k), namespaced: child_namespaced, store });
+        caches.push(Cached { key: kind_key(k), ar, namespaced: child_namespaced, store });
+    }
+    // `.watches()` kinds: their own watcher (namespace and label selector applied by the
+    // server), cached for `observed` unless the kind is cached already.
+    let mut watch_streams = Vec::new();
+    for (i, w) in spec.watches.iter().enumerate() {
+        let (ar, watched_namespaced) = resolve(&client, &w.kind).await?;
+        let writer = reflector::store::Writer::<DynamicObject>::new(ar.clone());
+        let store = writer.as_reader();
+        let mut config = watcher::Config::default();
+        if let Some(sel) = &w.label_selector {
+            config = config.labels(sel);
+        }
+        let api = api_for(&client, &ar, watched_namespaced, w.namespace.as_deref().or(ns));
+        let (stream, rx) = tap_init_done(watcher(api, config).default_backoff().reflect(writer));
+        synced.push(rx);
+        watch_streams.push((i, w.clone(), ar.clone(), stream));
+        if seen.insert(kind_key(&w.kind)) {
+            caches.push(Cached { key: kind_key(&w.kind), ar, namespaced: watched_namespaced, store });
+        }
     }
     if let Some(every) = spec.every {
         tracing::info!(controller = name, every = ?Duration::from(every), "periodic resync");
@@ -332,8 +411,11 @@ async fn start_controller(
         let health = health.clone();
         let name = name.clone();
         tokio::spawn(async move {
-            for r in readers {
-                let _ = r.wait_until_ready().await;
+            for mut rx in synced {
+                if rx.wait_for(|s| *s).await.is_err() {
+                    // The watcher ended (shutdown): the caches will never sync.
+                    return;
+                }
             }
             health.set_caches_synced(&name, true);
             tracing::info!(controller = name, "caches synced");
@@ -342,6 +424,7 @@ async fn start_controller(
     let reporter = Reporter { controller: options.name.clone(), instance: std::env::var("POD_NAME").ok() };
     let applier = Applier::new(client.clone(), ApplierConfig::new(options.name.clone()));
     let ctx = Arc::new(Ctx {
+        kinds: Mutex::default(),
         spec,
         script,
         primary,
@@ -356,29 +439,203 @@ async fn start_controller(
         leader,
         failures: Mutex::default(),
     });
+    for (i, w, ar, stream) in watch_streams {
+        controller = controller.reconcile_on(watch_triggers(ctx.clone(), i, w, ar, stream));
+    }
     let mut stop = stop;
     let shutdown = async move {
         let _ = stop.wait_for(|s| *s).await;
     };
     health.set_ready(&name, true);
-    // The stores' readiness is not always signalled (seen against kubesim), so the first
-    // reconcile outcome also counts as synced: it implies the primary watch delivered.
-    Ok(controller
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx)
-        .for_each(move |r| {
-            let health = health.clone();
-            let name = name.clone();
-            async move {
-                if !health.status(&name).is_some_and(|s| s.caches_synced) {
-                    health.set_caches_synced(&name, true);
-                }
-                if let Err(e) = r {
-                    tracing::debug!(error = %e, "controller event");
+    Ok(controller.graceful_shutdown_on(shutdown).run(reconcile, error_policy, ctx).for_each(|r| async move {
+        if let Err(e) = r {
+            tracing::debug!(error = %e, "controller event");
+        }
+    }))
+}
+
+/// Pass a reflector's events through and report its first `InitDone` (the cache holds the
+/// full list) on a watch channel, which wakes any number of waiters.
+fn tap_init_done<S>(
+    stream: S,
+) -> (impl futures::Stream<Item = S::Item> + Send + 'static, watch::Receiver<bool>)
+where
+    S: futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static,
+{
+    let (tx, rx) = watch::channel(false);
+    let stream = stream.inspect(move |e| {
+        if matches!(e, Ok(watcher::Event::InitDone)) {
+            tx.send_replace(true);
+        }
+    });
+    (stream, rx)
+}
+
+/// Whether a change from `old` to `new` passes `p`.
+fn predicate_passes(p: &Predicate, old: &DynamicObject, new: &DynamicObject) -> bool {
+    match p {
+        Predicate::Named(NamedPredicate::GenerationChanged) => old.meta().generation != new.meta().generation,
+        Predicate::Named(NamedPredicate::ResourceVersionChanged) => {
+            old.meta().resource_version != new.meta().resource_version
+        }
+        Predicate::Named(NamedPredicate::LabelChanged) => old.labels() != new.labels(),
+        Predicate::Named(NamedPredicate::AnnotationChanged) => old.annotations() != new.annotations(),
+        Predicate::And { and } => and.iter().all(|p| predicate_passes(p, old, new)),
+        Predicate::Or { or } => or.iter().any(|p| predicate_passes(p, old, new)),
+    }
+}
+
+/// The objects of watcher events that pass `predicate`: creations and deletions always
+/// pass; an update passes when the predicate holds between the previous version (kept
+/// per object) and the new one. A relist replays objects as updates of what was seen.
+fn filter_events<S>(
+    events: S,
+    predicate: Option<Predicate>,
+) -> impl futures::Stream<Item = DynamicObject> + Send + 'static
+where
+    S: futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static,
+{
+    let mut previous: HashMap<String, DynamicObject> = HashMap::new();
+    events
+        .filter_map(|e| async move {
+            match e {
+                Ok(e) => Some(e),
+                Err(err) => {
+                    tracing::debug!(error = %err, "watch error");
+                    None
                 }
             }
         })
-        .map(|()| ()))
+        .flat_map(move |event| {
+            let out: Vec<DynamicObject> = match event {
+                watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+                    let key = object_key(&o);
+                    let pass = match (&predicate, previous.get(&key)) {
+                        (Some(p), Some(old)) => predicate_passes(p, old, &o),
+                        (None, Some(old)) => old.resource_version() != o.resource_version(),
+                        (_, None) => true,
+                    };
+                    previous.insert(key, o.clone());
+                    if pass { vec![o] } else { Vec::new() }
+                }
+                watcher::Event::Delete(o) => {
+                    previous.remove(&object_key(&o));
+                    vec![o]
+                }
+                watcher::Event::Init | watcher::Event::InitDone => Vec::new(),
+            };
+            futures::stream::iter(out)
+        })
+}
+
+/// The primary objects a `.watches()` event maps to: through the script's `map:<index>`
+/// handler, or by the object's owner references to the primary kind.
+async fn map_watched(
+    ctx: &Arc<Ctx>,
+    index: usize,
+    w: &WatchSpec,
+    obj: DynamicObject,
+) -> Vec<ObjectRef<DynamicObject>> {
+    let ns = obj.namespace();
+    if !w.mapper {
+        return obj
+            .owner_references()
+            .iter()
+            .filter(|r| r.api_version == ctx.primary.api_version && r.kind == ctx.primary.kind)
+            .map(|r| {
+                let o = ObjectRef::new_with(&r.name, ctx.primary.clone());
+                match (&ns, ctx.namespaced) {
+                    (Some(ns), true) => o.within(ns),
+                    _ => o,
+                }
+            })
+            .collect();
+    }
+    let handler = format!("map:{index}");
+    let out = match dispatch(ctx, &handler, &obj).await {
+        Ok(out) => out,
+        Err(e) => {
+            tracing::warn!(controller = ctx.spec.name, object = object_key(&obj), error = %e, "mapper failed");
+            return Vec::new();
+        }
+    };
+    out["requests"]
+        .as_array()
+        .map(|rs| {
+            rs.iter()
+                .filter_map(|r| {
+                    let o = ObjectRef::new_with(r["name"].as_str()?, ctx.primary.clone());
+                    Some(match r["namespace"].as_str() {
+                        Some(ns) if ctx.namespaced => o.within(ns),
+                        _ => o,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The reconcile triggers of the `index`th `.watches()`.
+fn watch_triggers<S>(
+    ctx: Arc<Ctx>,
+    index: usize,
+    w: WatchSpec,
+    ar: ApiResource,
+    events: S,
+) -> impl futures::Stream<Item = ObjectRef<DynamicObject>> + Send + 'static
+where
+    S: futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static,
+{
+    let w = Arc::new(w);
+    filter_events(events, w.predicate.clone())
+        .then(move |mut obj| {
+            let ctx = ctx.clone();
+            let w = w.clone();
+            obj.types = Some(TypeMeta { api_version: ar.api_version.clone(), kind: ar.kind.clone() });
+            async move { futures::stream::iter(map_watched(&ctx, index, &w, obj).await) }
+        })
+        .flatten()
+}
+
+/// Merge-patch each of the output's `patches` into its live object (not owned: no owner
+/// reference, never pruned). Namespaced objects without a namespace get the owner's.
+async fn apply_patches(ctx: &Ctx, owner: &DynamicObject, out: &Value) -> Result<(), ReconcileError> {
+    let Some(patches) = out["patches"].as_array() else { return Ok(()) };
+    for p in patches {
+        let (Some(api_version), Some(kind), Some(name)) =
+            (p["apiVersion"].as_str(), p["kind"].as_str(), p["metadata"]["name"].as_str())
+        else {
+            return Err(ReconcileError("patch: each object needs apiVersion, kind and metadata.name".into()));
+        };
+        let key = format!("{api_version}/{kind}");
+        let known = ctx
+            .caches
+            .iter()
+            .find(|c| c.key == key)
+            .map(|c| (c.ar.clone(), c.namespaced))
+            .or_else(|| ctx.kinds.lock().get(&key).cloned());
+        let (ar, namespaced) = match known {
+            Some(k) => k,
+            None => {
+                let k = KindRef { api_version: api_version.into(), kind: kind.into() };
+                let resolved =
+                    resolve(&ctx.client, &k).await.map_err(|e| ReconcileError(format!("patch: {e}")))?;
+                ctx.kinds.lock().insert(key.clone(), resolved.clone());
+                resolved
+            }
+        };
+        let ns = p["metadata"]["namespace"].as_str().map(str::to_owned).or_else(|| owner.namespace());
+        let api = api_for(&ctx.client, &ar, namespaced, ns.as_deref());
+        let mut body = p.clone();
+        if let Some(o) = body.as_object_mut() {
+            o.remove("apiVersion");
+            o.remove("kind");
+        }
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&body))
+            .await
+            .map_err(|e| ReconcileError(format!("patch {key} {name}: {e}")))?;
+    }
+    Ok(())
 }
 
 fn object_key(obj: &DynamicObject) -> String {
@@ -419,11 +676,7 @@ fn observed(ctx: &Ctx, ns: Option<&str>) -> Value {
     Value::Object(out)
 }
 
-async fn dispatch(
-    ctx: &Arc<Ctx>,
-    handler: &'static str,
-    owner: &DynamicObject,
-) -> Result<Value, ReconcileError> {
+async fn dispatch(ctx: &Arc<Ctx>, handler: &str, owner: &DynamicObject) -> Result<Value, ReconcileError> {
     let input = json!({
         "object": owner,
         "observed": observed(ctx, owner.namespace().as_deref()),
@@ -434,7 +687,8 @@ async fn dispatch(
     let script = ctx.script.clone();
     let index = ctx.spec.index;
     let started = Instant::now();
-    let call = tokio::task::spawn_blocking(move || script.dispatch(handler, index, &input));
+    let name = handler.to_owned();
+    let call = tokio::task::spawn_blocking(move || script.dispatch(&name, index, &input));
     let out = tokio::time::timeout(ctx.options.reconcile_timeout, call).await;
     ctx.metrics.observe_script(&ctx.spec.name, handler, started.elapsed());
     match out {
@@ -545,6 +799,9 @@ async fn reconcile_inner(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Acti
                 ctx.metrics.applies(&ctx.spec.name, report.applied.len() as u64);
                 ctx.metrics.applies_skipped(&ctx.spec.name, report.skipped.len() as u64);
                 ctx.metrics.prunes(&ctx.spec.name, report.pruned.len() as u64);
+                if let Err(e) = apply_patches(ctx, &owner, &out).await {
+                    failure = Some(e.0);
+                }
             }
             Err(e) => failure = Some(format!("apply: {e}")),
         }

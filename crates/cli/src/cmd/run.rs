@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use ctop_runtime::controller::{RunOptions, script_env, values_from_yaml};
+use ctop_runtime::controller::{LeaseTiming, RunOptions, script_env, values_from_yaml};
 use ctop_runtime::{Limits, Script};
 
 /// Arguments of `ctop run`.
@@ -47,6 +47,16 @@ pub struct RunArgs {
     /// Namespace of the leader Lease [default: $POD_NAMESPACE, else default].
     #[arg(long)]
     lease_namespace: Option<String>,
+    /// How long a standby waits after the leader's last renewal before taking over.
+    #[arg(long, default_value = "15s")]
+    lease_duration: ctop_core::Duration,
+    /// How long the leader keeps leading without a successful renewal (less than
+    /// --lease-duration).
+    #[arg(long, default_value = "10s")]
+    renew_deadline: ctop_core::Duration,
+    /// Time between attempts to acquire or renew the Lease.
+    #[arg(long, default_value = "2s")]
+    retry_period: ctop_core::Duration,
     /// The operator's name (field manager, Lease, event reporter) [default: ctop].
     #[arg(long, default_value = "ctop")]
     name: String,
@@ -107,7 +117,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         values,
         env: script_env(),
     };
-    ctop_runtime::controller::run(Arc::new(script), options, shutdown_signal()).await?;
+    let timing = LeaseTiming {
+        lease_duration: args.lease_duration.into(),
+        renew_deadline: args.renew_deadline.into(),
+        retry_period: args.retry_period.into(),
+    };
+    ctop_runtime::controller::run_with_lease(Arc::new(script), options, timing, shutdown_signal()).await?;
     Ok(())
 }
 

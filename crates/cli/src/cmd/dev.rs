@@ -1,0 +1,427 @@
+//! `ctop dev`: kubesim in-process (unless `--context` names a cluster), the script's CRDs
+//! and samples, the operator, a reload on every save and a live summary of each CR.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Context as _;
+use ctop_core::KindRef;
+use ctop_kubesim::{Config, KubeSim, StartError};
+use ctop_runtime::controller::{RunOptions, script_env, values_from_yaml};
+use ctop_runtime::{Limits, Script};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::discovery::Scope;
+use kube::{Client, ResourceExt as _};
+use serde_json::Value;
+
+/// The port kubesim tries first (a free one is picked when it is busy).
+const DEFAULT_ADDR: (Ipv4Addr, u16) = (Ipv4Addr::LOCALHOST, 16443);
+/// The field manager of the samples and CRDs.
+const MANAGER: &str = "ctop-dev";
+const WORKERS: usize = 2;
+
+/// Arguments of `ctop dev`.
+#[derive(Debug, clap::Args)]
+pub struct DevArgs {
+    /// The operator directory.
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// The entry script, relative to DIR.
+    #[arg(long, default_value = "operator.ct")]
+    entry: String,
+    /// Without --context: where to write the embedded kubesim's kubeconfig
+    /// [default: ./.ctop/dev/kubeconfig in the current directory]. With --context: the
+    /// kubeconfig to read [default: $KUBECONFIG or ~/.kube/config].
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Use this context of the kubeconfig (a real cluster) instead of an embedded kubesim.
+    #[arg(long)]
+    context: Option<String>,
+    /// The values file [default: DIR/values.yaml when it exists, else empty values].
+    #[arg(long)]
+    values: Option<PathBuf>,
+    /// Do not apply DIR/samples/*.yaml.
+    #[arg(long)]
+    no_samples: bool,
+}
+
+/// Run the dev loop until Ctrl-C or SIGTERM.
+pub async fn run(args: DevArgs) -> anyhow::Result<()> {
+    let (sim, kubeconfig) = match &args.context {
+        Some(ctx) => (None, context_kubeconfig(args.kubeconfig.as_deref(), ctx)?),
+        None => {
+            let (sim, path) = start_sim(args.kubeconfig.clone()).await?;
+            (Some(sim), path)
+        }
+    };
+    let client = client(&kubeconfig).await?;
+    let values = values_from_yaml(&values_text(&args)?).context("the values file is not valid YAML")?;
+    let mut script = Arc::new(
+        load(&args.dir, &args.entry)
+            .await
+            .context("the script could not be loaded; fix the error above and run ctop dev again")?,
+    );
+    install_crds(&client, &script).await?;
+    if !args.no_samples {
+        apply_samples(&client, &args.dir.join("samples")).await;
+    }
+    let plurals: Vec<String> = script.spec().resources.iter().map(|r| r.plural.clone()).collect();
+    tracing::info!(
+        kubeconfig = %kubeconfig.display(),
+        "watch along: kubectl --kubeconfig {} get {} -w",
+        kubeconfig.display(),
+        if plurals.is_empty() { "all".to_owned() } else { plurals.join(",") }
+    );
+    let options = RunOptions {
+        kubeconfig: Some(kubeconfig.clone()),
+        namespace: None,
+        reconcile_timeout: Duration::from_secs(30),
+        concurrency: 2,
+        health_addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        metrics_addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        leader_elect: false,
+        lease_namespace: "default".into(),
+        name: MANAGER.into(),
+        install_crds: Vec::new(),
+        values,
+        env: script_env(),
+    };
+    let mut stamp = mtimes(&args.dir);
+    let mut summary = BTreeMap::new();
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    let mut poll = tokio::time::interval(Duration::from_millis(500));
+    'reload: loop {
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let mut controllers =
+            tokio::spawn(ctop_runtime::controller::run(script.clone(), options.clone(), async move {
+                let _ = stop_rx.await;
+            }));
+        let mut running = true;
+        loop {
+            tokio::select! {
+                () = &mut shutdown => {
+                    let _ = stop_tx.send(());
+                    if running {
+                        let _ = controllers.await;
+                    }
+                    break 'reload;
+                }
+                done = &mut controllers, if running => {
+                    running = false;
+                    match done {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => tracing::error!("the operator stopped: {e}; save a file to restart it"),
+                        Err(e) => tracing::error!("the operator crashed: {e}; save a file to restart it"),
+                    }
+                }
+                _ = poll.tick() => {
+                    print_summary(&client, &script, &mut summary).await;
+                    let now = mtimes(&args.dir);
+                    if now == stamp {
+                        continue;
+                    }
+                    stamp = now;
+                    match load(&args.dir, &args.entry).await {
+                        Ok(new) => {
+                            let new = Arc::new(new);
+                            if let Err(e) = install_crds(&client, &new).await {
+                                tracing::error!("{e:#}; the previous script keeps running");
+                                continue;
+                            }
+                            tracing::info!("script changed: restarting the controllers");
+                            let _ = stop_tx.send(());
+                            if running {
+                                let _ = controllers.await;
+                            }
+                            script = new;
+                            continue 'reload;
+                        }
+                        Err(e) => tracing::error!("{e:#}; the previous script keeps running"),
+                    }
+                }
+            }
+        }
+    }
+    if let Some(sim) = sim {
+        tracing::info!("stopping kubesim");
+        sim.shutdown();
+    }
+    Ok(())
+}
+
+async fn start_sim(kubeconfig: Option<PathBuf>) -> anyhow::Result<(KubeSim, PathBuf)> {
+    let config = |addr| Config {
+        addr,
+        authz: false,
+        admin_token: None,
+        watch_history: 10_000,
+        bookmark_interval: Duration::from_secs(10),
+        tls: true,
+    };
+    let sim = match KubeSim::start(config(SocketAddr::from(DEFAULT_ADDR))).await {
+        Ok(sim) => sim,
+        Err(StartError::Bind { .. }) => {
+            tracing::info!("port {} is busy: kubesim picks a free one", DEFAULT_ADDR.1);
+            KubeSim::start(config(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))))
+                .await
+                .context("kubesim could not start")?
+        }
+        Err(e) => return Err(e).context("kubesim could not start"),
+    };
+    let path = match kubeconfig {
+        Some(p) => p,
+        None => {
+            let p = std::env::current_dir()
+                .context("cannot read the current directory")?
+                .join(".ctop/dev/kubeconfig");
+            tracing::info!("writing the kubeconfig to {} (pass --kubeconfig to choose)", p.display());
+            p
+        }
+    };
+    sim.write_kubeconfig(&path).with_context(|| {
+        format!("cannot write the kubeconfig to {}; pass --kubeconfig with a writable path", path.display())
+    })?;
+    tracing::info!(url = %sim.url(), kubeconfig = %path.display(), "kubesim is ready");
+    Ok((sim, path))
+}
+
+/// A copy of the kubeconfig with `ctx` as its current context (the controller reads the
+/// current context), written under `./.ctop/dev/`.
+fn context_kubeconfig(path: Option<&Path>, ctx: &str) -> anyhow::Result<PathBuf> {
+    let source = match path {
+        Some(p) => p.to_owned(),
+        None => match std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+            Some(v) => std::env::split_paths(&v).next().unwrap_or_default(),
+            None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".kube/config"),
+        },
+    };
+    let text = std::fs::read_to_string(&source)
+        .with_context(|| format!("cannot read the kubeconfig {}", source.display()))?;
+    let mut kc: Value = serde_yaml_ng::from_str(&text)
+        .with_context(|| format!("the kubeconfig {} is not valid YAML", source.display()))?;
+    let known = kc["contexts"].as_array().is_some_and(|cs| cs.iter().any(|c| c["name"] == ctx));
+    anyhow::ensure!(known, "the kubeconfig {} has no context {ctx}", source.display());
+    kc["current-context"] = Value::from(ctx);
+    let out = std::env::current_dir()?.join(".ctop/dev").join(format!("{ctx}.kubeconfig"));
+    std::fs::create_dir_all(out.parent().unwrap_or(Path::new(".")))?;
+    std::fs::write(&out, serde_json::to_string(&kc)?)
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    Ok(out)
+}
+
+async fn client(kubeconfig: &Path) -> anyhow::Result<Client> {
+    let kc = Kubeconfig::read_from(kubeconfig)
+        .with_context(|| format!("cannot read the kubeconfig {}", kubeconfig.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+    Ok(Client::try_from(config)?)
+}
+
+fn values_text(args: &DevArgs) -> anyhow::Result<String> {
+    let (path, required) = match &args.values {
+        Some(p) => (p.clone(), true),
+        None => (args.dir.join("values.yaml"), false),
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(text),
+        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(e).with_context(|| format!("cannot read the values file {}", path.display())),
+    }
+}
+
+async fn load(dir: &Path, entry: &str) -> anyhow::Result<Script> {
+    let (dir, entry) = (dir.to_owned(), entry.to_owned());
+    let script =
+        tokio::task::spawn_blocking(move || Script::from_dir(&dir, &entry, WORKERS, Limits::default()))
+            .await
+            .context("the script loader crashed")??;
+    Ok(script)
+}
+
+/// Every file under `dir` (except `.ctop`, `node_modules` and dot-directories) with its
+/// modification time.
+fn mtimes(dir: &Path) -> BTreeMap<PathBuf, Option<SystemTime>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let path = e.path();
+            let hidden = e.file_name().to_string_lossy().starts_with('.') || e.file_name() == "node_modules";
+            match e.file_type() {
+                Ok(t) if t.is_dir() && !hidden => stack.push(path),
+                Ok(t) if t.is_file() => {
+                    let mtime = e.metadata().ok().and_then(|m| m.modified().ok());
+                    out.insert(path, mtime);
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+fn crd_api(client: &Client) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
+    Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk))
+}
+
+/// Server-side apply the script's CRDs and wait until each is Established (30 s at most).
+async fn install_crds(client: &Client, script: &Script) -> anyhow::Result<()> {
+    let labels = serde_json::Map::new();
+    let api = crd_api(client);
+    for r in &script.spec().resources {
+        let crd = ctop_manifests::crd(r, &labels)?;
+        let name = crd["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        api.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&crd))
+            .await
+            .with_context(|| format!("cannot apply the CRD {name}"))?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let got = api.get(&name).await.with_context(|| format!("cannot read the CRD {name}"))?;
+            let established = got.data["status"]["conditions"]
+                .as_array()
+                .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Established" && c["status"] == "True"));
+            if established {
+                break;
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the CRD {name} did not become Established within 30s"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    Ok(())
+}
+
+async fn resolve(client: &Client, api_version: &str, kind: &str) -> anyhow::Result<(ApiResource, bool)> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let (ar, caps) = kube::discovery::pinned_kind(client, &gvk)
+        .await
+        .with_context(|| format!("{api_version}/{kind} is not served"))?;
+    Ok((ar, caps.scope == Scope::Namespaced))
+}
+
+/// Server-side apply every document of `dir/*.yaml` (and `.yml`); failures are logged.
+async fn apply_samples(client: &Client, dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    files.sort();
+    for file in files {
+        if let Err(e) = apply_file(client, &file).await {
+            tracing::error!("sample {}: {e:#}", file.display());
+        }
+    }
+}
+
+async fn apply_file(client: &Client, file: &Path) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(file)?;
+    let mut docs = vec![String::new()];
+    for line in text.lines() {
+        if line.trim_end() == "---" {
+            docs.push(String::new());
+        } else if let Some(doc) = docs.last_mut() {
+            doc.push_str(line);
+            doc.push('\n');
+        }
+    }
+    for doc in docs {
+        let obj: Value = serde_yaml_ng::from_str(&doc).context("not valid YAML")?;
+        if obj.is_null() {
+            continue;
+        }
+        let (api_version, kind) =
+            (obj["apiVersion"].as_str().unwrap_or(""), obj["kind"].as_str().unwrap_or(""));
+        let name = obj["metadata"]["name"].as_str().context("an object without metadata.name")?;
+        let (ar, namespaced) = resolve(client, api_version, kind).await?;
+        let api: Api<DynamicObject> = if namespaced {
+            let ns = obj["metadata"]["namespace"].as_str().unwrap_or("default");
+            Api::namespaced_with(client.clone(), ns, &ar)
+        } else {
+            Api::all_with(client.clone(), &ar)
+        };
+        api.patch(name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&obj))
+            .await
+            .with_context(|| format!("cannot apply {kind} {name}"))?;
+        tracing::info!("sample applied: {kind} {name}");
+    }
+    Ok(())
+}
+
+async fn list(client: &Client, k: &KindRef) -> Vec<DynamicObject> {
+    let Ok((ar, _)) = resolve(client, &k.api_version, &k.kind).await else { return Vec::new() };
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    api.list(&Default::default()).await.map(|l| l.items).unwrap_or_default()
+}
+
+/// Print one line per CR whenever it changed: `Kind ns/name: phase/ready, N children`.
+async fn print_summary(client: &Client, script: &Script, last: &mut BTreeMap<String, String>) {
+    let mut now = BTreeMap::new();
+    for spec in &script.spec().controllers {
+        let mut children = Vec::new();
+        for k in &spec.manages {
+            children.extend(list(client, k).await);
+        }
+        for cr in list(client, &spec.for_).await {
+            let uid = cr.uid().unwrap_or_default();
+            let count = children
+                .iter()
+                .filter(|c| c.owner_references().iter().any(|o| o.uid == uid && o.controller == Some(true)))
+                .count();
+            let status = &cr.data["status"];
+            let text = |v: &Value| match v {
+                Value::Null => "-".to_owned(),
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let key = format!("{} {}/{}", spec.for_.kind, cr.namespace().unwrap_or_default(), cr.name_any());
+            let line = format!("{}/{}, {count} children", text(&status["phase"]), text(&status["ready"]));
+            now.insert(key, line);
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    for (key, line) in &now {
+        if last.get(key) != Some(line) {
+            let _ = writeln!(out, "{key}: {line}");
+        }
+    }
+    for key in last.keys() {
+        if !now.contains_key(key) {
+            let _ = writeln!(out, "{key}: deleted");
+        }
+    }
+    let _ = out.flush();
+    *last = now;
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

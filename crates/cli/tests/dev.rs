@@ -1,0 +1,151 @@
+//! `ctop dev` as a user runs it: the webapp example (copied, so it can be edited) against
+//! the embedded kubesim, checked with kubectl; edits reload, a syntax error keeps the old
+//! script running, SIGTERM exits cleanly.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir") {
+        let e = e.expect("entry");
+        let target = to.join(e.file_name());
+        if e.file_type().expect("file type").is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).expect("copy");
+        }
+    }
+}
+
+struct Kubectl {
+    kubeconfig: PathBuf,
+    cache: PathBuf,
+}
+
+impl Kubectl {
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .args(args)
+            .output()
+            .expect("kubectl runs")
+    }
+
+    /// Poll `kubectl args` until its output satisfies `pred`.
+    fn eventually(&self, args: &[&str], pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let out = self.run(args);
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            if out.status.success() && pred(&stdout) {
+                return stdout;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kubectl {args:?} never matched: {stdout} {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+fn eventually_in(path: &Path, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(Instant::now() < deadline, "{} never contained {needle:?}:\n{text}", path.display());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn dev_serves_reloads_and_survives_errors() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let op = tmp.path().join("webapp");
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/webapp"), &op);
+    let kubeconfig = tmp.path().join("kc");
+    let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
+    let mut dev = Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .arg("dev")
+            .arg(&op)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .current_dir(tmp.path())
+            .stdout(std::fs::File::create(&stdout).expect("stdout file"))
+            .stderr(std::fs::File::create(&stderr).expect("stderr file"))
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("ctop dev starts"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !kubeconfig.exists() {
+        assert!(Instant::now() < deadline, "no kubeconfig written");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let k = Kubectl { kubeconfig: kubeconfig.clone(), cache: tmp.path().join("cache") };
+
+    // The sample is applied and reconciled.
+    let owner = "jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}";
+    for (kind, name) in [("deployment", "shop"), ("service", "shop"), ("secret", "shop-token")] {
+        k.eventually(&["get", kind, name, "-o", owner], |s| s == "WebApp/shop");
+    }
+    k.eventually(&["get", "webapp", "shop", "-o", "jsonpath={.status.phase}"], |s| s == "Pending");
+    eventually_in(&stdout, "WebApp default/shop: Pending/false, 3 children");
+    eventually_in(&stderr, &format!("kubectl --kubeconfig {}", kubeconfig.display()));
+
+    // An edit is reloaded and applied.
+    let script = op.join("operator.ct");
+    let source = std::fs::read_to_string(&script).expect("read operator.ct");
+    let old = r#""app.kubernetes.io/part-of": "webapp" };"#;
+    assert!(source.contains(old));
+    std::fs::write(&script, source.replace(old, r#""app.kubernetes.io/part-of": "webapp", tier: "web" };"#))
+        .expect("edit");
+    k.eventually(&["get", "deployment", "shop", "-o", "jsonpath={.metadata.labels.tier}"], |s| s == "web");
+
+    // A syntax error is reported with its place; the previous script keeps serving.
+    let broken = format!("{}\nconst = ;\n", std::fs::read_to_string(&script).expect("read"));
+    let error_line = broken.lines().count();
+    std::fs::write(&script, broken).expect("break");
+    eventually_in(&stderr, &format!("operator.ct:{error_line}:"));
+    assert!(dev.0.try_wait().expect("try_wait").is_none(), "ctop dev keeps running");
+    k.eventually(&["patch", "webapp", "shop", "--type=merge", "-p", r#"{"spec":{"replicas":3}}"#], |_| true);
+    k.eventually(
+        &["get", "deployment", "shop", "-o", "jsonpath={.spec.replicas}/{.metadata.labels.tier}"],
+        |s| s == "3/web",
+    );
+
+    // SIGTERM stops it cleanly.
+    let pid = dev.0.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = dev.0.try_wait().expect("try_wait") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "ctop dev did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut log = String::new();
+    let _ = std::fs::File::open(&stderr).and_then(|mut f| f.read_to_string(&mut log));
+    assert!(status.success(), "ctop dev exited with {status}:\n{log}");
+}

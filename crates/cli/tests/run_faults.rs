@@ -1,0 +1,301 @@
+//! `ctop run` under faults injected into kubesim (`ctop sim`): server errors on applies,
+//! dropped watches, and leader failover between two replicas.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+struct Kubectl {
+    kubeconfig: PathBuf,
+    cache: PathBuf,
+}
+
+impl Kubectl {
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .args(args)
+            .output()
+            .expect("kubectl runs")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn eventually(&self, args: &[&str], pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(40);
+        loop {
+            let out = self.run(args);
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            if out.status.success() && pred(&stdout) {
+                return stdout;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kubectl {args:?} never matched: {stdout} {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// `POST path` with `body` (JSON) to kubesim, authenticated as the kubeconfig says.
+    fn post(&self, dir: &Path, path: &str, body: &str) {
+        let file = dir.join("body.json");
+        std::fs::write(&file, body).expect("write the body");
+        let args = ["create", "--raw", path, "-f", file.to_str().expect("utf-8")];
+        // kubectl can reuse a kept-alive connection that kubesim closed after dropping its
+        // watches ("broken pipe" before the request is sent): that is a transport retry,
+        // not the behaviour under test, so one more attempt is allowed.
+        let first = self.run(&args);
+        if !first.status.success() && String::from_utf8_lossy(&first.stderr).contains("broken pipe") {
+            self.ok(&args);
+        } else {
+            assert!(first.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&first.stderr));
+        }
+    }
+}
+
+struct Sim {
+    _proc: Proc,
+    dir: tempfile::TempDir,
+    k: Kubectl,
+}
+
+fn sim() -> Sim {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = dir.path().join("kc");
+    let proc = Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .args(["sim", "--addr", "127.0.0.1:0", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop sim starts"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !kubeconfig.exists() {
+        assert!(Instant::now() < deadline, "ctop sim did not write its kubeconfig");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    Sim { _proc: proc, dir, k }
+}
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/webapp")
+}
+
+fn run_webapp(sim: &Sim, extra: &[&str]) -> Proc {
+    Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .arg("run")
+            .arg(example())
+            .arg("--kubeconfig")
+            .arg(&sim.k.kubeconfig)
+            .args(["--install-crds", "--health-port", "0", "--metrics-port", "0"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop run starts"),
+    )
+}
+
+fn apply_sample(sim: &Sim) {
+    let k = &sim.k;
+    k.eventually(&["get", "crd", "webapps.apps.example.com", "-o", "name"], |s| !s.is_empty());
+    let sample = example().join("samples");
+    k.eventually(&["apply", "-f", sample.to_str().expect("utf-8")], |s| s.contains("webapp"));
+}
+
+fn uid(k: &Kubectl, kind: &str, name: &str) -> String {
+    k.eventually(&["get", kind, name, "-o", "jsonpath={.metadata.uid}"], |s| !s.is_empty())
+}
+
+fn replicas_become(k: &Kubectl, n: &str) {
+    k.eventually(&["get", "deployment", "shop", "-o", "jsonpath={.spec.replicas}"], |s| s == n);
+}
+
+#[test]
+fn apply_errors_back_off_without_pruning_and_converge() {
+    let sim = sim();
+    let k = &sim.k;
+    let _run = run_webapp(&sim, &["--leader-elect=false"]);
+    apply_sample(&sim);
+    replicas_become(k, "2");
+    let service = uid(k, "service", "shop");
+    let secret = uid(k, "secret", "shop-token");
+    let deployment = uid(k, "deployment", "shop");
+
+    // The next three applies of Deployments fail with 500.
+    sim.k.post(
+        sim.dir.path(),
+        "/kubesim/faults",
+        r#"{"verb":"apply","resource":"deployments","code":500,"count":3}"#,
+    );
+    k.ok(&["patch", "webapp", "shop", "--type=merge", "-p", r#"{"spec":{"replicas":4}}"#]);
+    replicas_become(k, "4");
+    assert_eq!(k.ok(&["get", "--raw", "/kubesim/faults"]).trim(), "[]", "every injected failure was hit");
+    assert_eq!(uid(k, "service", "shop"), service, "the Service survived the failing passes");
+    assert_eq!(uid(k, "secret", "shop-token"), secret, "the Secret survived the failing passes");
+    assert_eq!(uid(k, "deployment", "shop"), deployment, "the Deployment was updated, never recreated");
+}
+
+#[test]
+fn dropped_watches_resume() {
+    let sim = sim();
+    let k = &sim.k;
+    let _run = run_webapp(&sim, &["--leader-elect=false"]);
+    apply_sample(&sim);
+    replicas_become(k, "2");
+    for replicas in ["3", "5"] {
+        sim.k.post(sim.dir.path(), "/kubesim/faults/drop-watches", "{}");
+        k.ok(&[
+            "patch",
+            "webapp",
+            "shop",
+            "--type=merge",
+            "-p",
+            &format!(r#"{{"spec":{{"replicas":{replicas}}}}}"#),
+        ]);
+        replicas_become(k, replicas);
+        // A child change after the drop is seen too: a deleted Service comes back.
+        k.ok(&["delete", "service", "shop"]);
+        k.eventually(&["get", "service", "shop", "-o", "name"], |s| !s.is_empty());
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// The successful reconciles `/metrics` on `port` counts (`None` while not serving).
+fn reconciles(port: u16) -> Option<u64> {
+    use std::io::{Read as _, Write as _};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    Some(
+        body.lines()
+            .filter(|l| {
+                l.starts_with("controller_runtime_reconcile_total{") && l.contains("result=\"success\"")
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .map(|v| v as u64)
+            .sum(),
+    )
+}
+
+fn replica(sim: &Sim, id: &str, metrics: u16) -> Proc {
+    Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .arg("run")
+            .arg(example())
+            .arg("--kubeconfig")
+            .arg(&sim.k.kubeconfig)
+            .args(["--install-crds", "--health-port", "0", "--metrics-port", &metrics.to_string()])
+            .args([
+                "--leader-elect",
+                "--lease-duration",
+                "3s",
+                "--renew-deadline",
+                "2s",
+                "--retry-period",
+                "250ms",
+            ])
+            .env("POD_NAME", id)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop run starts"),
+    )
+}
+
+#[test]
+fn a_standby_takes_over_within_one_lease_duration() {
+    let sim = sim();
+    let k = &sim.k;
+    let holder = || ["get", "lease", "ctop-leader", "-n", "default", "-o", "jsonpath={.spec.holderIdentity}"];
+    let (port_a, port_b) = (free_port(), free_port());
+    let mut a = replica(&sim, "replica-a", port_a);
+    k.eventually(&holder(), |s| s == "replica-a");
+    let _b = replica(&sim, "replica-b", port_b);
+    apply_sample(&sim);
+    replicas_become(k, "2");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while reconciles(port_b).is_none() {
+        assert!(Instant::now() < deadline, "the standby never served /metrics");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(reconciles(port_a).is_some_and(|n| n > 0), "the leader reconciles");
+    assert_eq!(reconciles(port_b), Some(0), "the standby does not reconcile");
+    assert_eq!(k.ok(&holder()), "replica-a");
+
+    a.0.kill().expect("kill -9 the leader");
+    let killed = Instant::now();
+    let _ = a.0.wait();
+    k.eventually(&holder(), |s| s == "replica-b");
+    let took = killed.elapsed();
+    assert!(took < Duration::from_secs(3) + Duration::from_millis(1500), "took over after {took:?}");
+    k.ok(&["patch", "webapp", "shop", "--type=merge", "-p", r#"{"spec":{"replicas":3}}"#]);
+    replicas_become(k, "3");
+    assert!(reconciles(port_b).is_some_and(|n| n > 0), "the new leader reconciles");
+}
+
+/// `GET path` on `port`: the status code, if something answers.
+fn status_of(port: u16, path: &str) -> Option<u16> {
+    use std::io::{Read as _, Write as _};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes()).ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    text.split(' ').nth(1)?.parse().ok()
+}
+
+#[test]
+fn ready_once_caches_sync_even_with_no_custom_resources() {
+    let sim = sim();
+    let health = free_port();
+    let _op = Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .arg("run")
+            .arg(example())
+            .arg("--kubeconfig")
+            .arg(&sim.k.kubeconfig)
+            .args(["--install-crds", "--leader-elect=false", "--metrics-port", "0"])
+            .args(["--health-port", &health.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop run starts"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        // No WebApp exists, so no reconcile ever runs: readiness comes from the caches.
+        if status_of(health, "/readyz") == Some(200) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "/readyz never became 200 with no custom resources");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(status_of(health, "/healthz"), Some(200));
+}
