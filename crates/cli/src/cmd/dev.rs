@@ -93,7 +93,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     };
     let mut stamp = mtimes(&args.dir);
     let mut summary = BTreeMap::new();
-    let shutdown = shutdown_signal();
+    let shutdown = super::shutdown_signal();
     tokio::pin!(shutdown);
     let mut poll = tokio::time::interval(Duration::from_millis(500));
     'reload: loop {
@@ -403,25 +403,4 @@ async fn print_summary(client: &Client, script: &Script, last: &mut BTreeMap<Str
     }
     let _ = out.flush();
     *last = now;
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
-    }
 }

@@ -122,27 +122,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         renew_deadline: args.renew_deadline.into(),
         retry_period: args.retry_period.into(),
     };
-    ctop_runtime::controller::run_with_lease(Arc::new(script), options, timing, shutdown_signal()).await?;
+    ctop_runtime::controller::run_with_lease(Arc::new(script), options, timing, super::shutdown_signal())
+        .await?;
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
-    }
 }

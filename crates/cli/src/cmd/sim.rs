@@ -54,29 +54,8 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
         "kubesim is ready: try `kubectl --kubeconfig {} get namespaces`",
         args.kubeconfig.display()
     );
-    shutdown_signal().await;
+    super::shutdown_signal().await;
     tracing::info!("stopping kubesim");
     sim.shutdown();
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
-    }
 }
