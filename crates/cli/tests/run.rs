@@ -1,68 +1,13 @@
 //! `ctop run` as a user runs it: kubesim (`ctop sim`), the webapp example with
 //! `--install-crds`, and kubectl creating, patching and inspecting objects.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-struct Proc(Child);
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_for(path: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !path.exists() {
-        assert!(Instant::now() < deadline, "ctop sim did not write {}", path.display());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-struct Kubectl {
-    kubeconfig: PathBuf,
-    cache: PathBuf,
-}
-
-impl Kubectl {
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(&self.cache)
-            .args(args)
-            .output()
-            .expect("kubectl runs")
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Poll `kubectl args` until its output satisfies `pred`.
-    fn eventually(&self, args: &[&str], pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let out = self.run(args);
-            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-            if out.status.success() && pred(&stdout) {
-                return stdout;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "kubectl {args:?} never matched: {stdout} {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-}
+use common::{Kubectl, Proc, wait_for};
 
 #[test]
 fn run_reconciles_the_webapp_example() {

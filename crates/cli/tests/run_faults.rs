@@ -1,75 +1,13 @@
 //! `ctop run` under faults injected into kubesim (`ctop sim`): server errors on applies,
 //! dropped watches, and leader failover between two replicas.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-struct Kubectl {
-    kubeconfig: PathBuf,
-    cache: PathBuf,
-}
-
-impl Kubectl {
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(&self.cache)
-            .args(args)
-            .output()
-            .expect("kubectl runs")
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn eventually(&self, args: &[&str], pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(40);
-        loop {
-            let out = self.run(args);
-            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-            if out.status.success() && pred(&stdout) {
-                return stdout;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "kubectl {args:?} never matched: {stdout} {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-
-    /// `POST path` with `body` (JSON) to kubesim, authenticated as the kubeconfig says.
-    fn post(&self, dir: &Path, path: &str, body: &str) {
-        let file = dir.join("body.json");
-        std::fs::write(&file, body).expect("write the body");
-        let args = ["create", "--raw", path, "-f", file.to_str().expect("utf-8")];
-        // kubectl can reuse a kept-alive connection that kubesim closed after dropping its
-        // watches ("broken pipe" before the request is sent): that is a transport retry,
-        // not the behaviour under test, so one more attempt is allowed.
-        let first = self.run(&args);
-        if !first.status.success() && String::from_utf8_lossy(&first.stderr).contains("broken pipe") {
-            self.ok(&args);
-        } else {
-            assert!(first.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&first.stderr));
-        }
-    }
-}
+use common::{Kubectl, Proc};
 
 struct Sim {
     _proc: Proc,
