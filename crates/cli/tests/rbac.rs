@@ -1,0 +1,264 @@
+//! The generated RBAC is enough and nothing more: the manifests of the webapp example are
+//! applied to kubesim with `--authz`, then `ctop run` runs as the generated Deployment
+//! would (its args, the bundle and values from the generated ConfigMap, authenticated as
+//! the generated ServiceAccount) and reconciles the sample with zero 403s. Then each rule
+//! of the generated (Cluster)Roles is removed in turn, and the operator must fail.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Kubectl, Proc, wait_for};
+use serde_json::Value;
+
+/// The operator's stderr mentions a denied request.
+fn denied(log: &str) -> bool {
+    let log = log.to_ascii_lowercase();
+    log.contains("forbidden") || log.contains("403")
+}
+
+/// `ctop run` exactly as the Deployment runs it, but with the ConfigMap's files in `files`,
+/// the ServiceAccount's kubeconfig and free ports; its stderr goes to `log`.
+fn start_operator(args: &[String], files: &Path, kubeconfig: &Path, namespace: &str, log: &Path) -> Proc {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| match a.strip_prefix("/etc/ctop/") {
+            Some(file) => files.join(file).to_str().expect("utf-8").to_owned(),
+            None => a.clone(),
+        })
+        .collect();
+    Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .args(&args)
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["--health-port", "0", "--metrics-port", "0"])
+            .env("POD_NAMESPACE", namespace)
+            .env("POD_NAME", "operator-0")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).expect("create the log"))
+            .spawn()
+            .expect("ctop run starts"),
+    )
+}
+
+/// The sample WebApp `shop` in `ns` is reconciled: its children exist, owned by it, and it
+/// has a status.
+fn reconciled(k: &Kubectl, ns: &str) -> bool {
+    let children =
+        [("deployment", "shop"), ("service", "shop"), ("secret", "shop-token")].iter().all(|(kind, name)| {
+            let out =
+                k.run(&["get", kind, name, "-n", ns, "-o", "jsonpath={.metadata.ownerReferences[0].kind}"]);
+            out.status.success() && out.stdout == b"WebApp"
+        });
+    let out = k.run(&["get", "webapp", "shop", "-n", ns, "-o", "jsonpath={.status.phase}"]);
+    children && out.status.success() && out.stdout == b"Pending"
+}
+
+/// A role object to write back: its identity, labels and `rules`.
+fn role_with(obj: &Value, rules: Vec<Value>) -> Value {
+    let meta = &obj["metadata"];
+    let mut metadata = serde_json::json!({ "name": meta["name"], "labels": meta["labels"] });
+    if let Some(ns) = meta["namespace"].as_str() {
+        metadata["namespace"] = ns.into();
+    }
+    serde_json::json!({ "apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": metadata, "rules": rules })
+}
+
+fn replace(k: &Kubectl, dir: &Path, obj: &Value) {
+    let file = dir.join("role.json");
+    std::fs::write(&file, obj.to_string()).expect("write the role");
+    k.ok(&["replace", "-f", file.to_str().expect("utf-8")]);
+}
+
+#[test]
+fn generated_rbac_is_sufficient_and_every_rule_is_needed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let admin = dir.path().join("kc");
+    let _sim = Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .args(["sim", "--authz", "--addr", "127.0.0.1:0", "--kubeconfig"])
+            .arg(&admin)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop sim starts"),
+    );
+    wait_for(&admin);
+    let k = Kubectl { kubeconfig: admin.clone(), cache: dir.path().join("cache") };
+
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/webapp");
+    let manifests = dir.path().join("manifests.yaml");
+    let out = Command::new(env!("CARGO_BIN_EXE_ctop"))
+        .arg("manifests")
+        .arg(&example)
+        .arg("-o")
+        .arg(&manifests)
+        .output()
+        .expect("ctop manifests runs");
+    assert!(out.status.success(), "ctop manifests: {}", String::from_utf8_lossy(&out.stderr));
+    let applied: Value = serde_json::from_str(&k.ok(&[
+        "apply",
+        "--server-side",
+        "-f",
+        manifests.to_str().expect("utf-8"),
+        "-o",
+        "json",
+    ]))
+    .expect("kubectl prints JSON");
+    let objects: Vec<Value> = match applied["kind"].as_str() {
+        Some("List") => applied["items"].as_array().expect("items").clone(),
+        _ => vec![applied],
+    };
+    let of_kind = |kind: &'static str| objects.iter().filter(move |o| o["kind"] == kind);
+    let one = |kind: &'static str| {
+        let mut it = of_kind(kind);
+        let o = it.next().unwrap_or_else(|| panic!("the manifests have a {kind}")).clone();
+        assert!(it.next().is_none(), "the manifests have one {kind}");
+        o
+    };
+
+    // The Deployment: its args, its ServiceAccount and the ConfigMap it mounts at /etc/ctop.
+    let deployment = one("Deployment");
+    let ns = deployment["metadata"]["namespace"].as_str().expect("namespace").to_owned();
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    let args: Vec<String> = container["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("string").to_owned())
+        .collect();
+    assert_eq!(args.first().map(String::as_str), Some("run"), "the Deployment runs `ctop run`: {args:?}");
+    let mount = container["volumeMounts"]
+        .as_array()
+        .expect("mounts")
+        .iter()
+        .find(|m| m["mountPath"] == "/etc/ctop")
+        .expect("the ConfigMap is mounted at /etc/ctop");
+    let volume = pod["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .expect("volume");
+    let cm_name = volume["configMap"]["name"].as_str().expect("a ConfigMap volume");
+    let cm = of_kind("ConfigMap").find(|c| c["metadata"]["name"] == cm_name).expect("the mounted ConfigMap");
+    let files = dir.path().join("etc-ctop");
+    std::fs::create_dir(&files).expect("mkdir");
+    for (name, text) in cm["data"].as_object().into_iter().flatten() {
+        std::fs::write(files.join(name), text.as_str().expect("string")).expect("write a data file");
+    }
+    for (name, b64) in cm["binaryData"].as_object().into_iter().flatten() {
+        let encoded = files.join(format!("{name}.b64"));
+        std::fs::write(&encoded, b64.as_str().expect("string")).expect("write");
+        let out = Command::new("base64").arg("-d").arg(&encoded).output().expect("base64 runs");
+        assert!(out.status.success(), "base64 -d {name}");
+        std::fs::write(files.join(name), out.stdout).expect("write a binary file");
+    }
+    for arg in &args {
+        if let Some(file) = arg.strip_prefix("/etc/ctop/") {
+            assert!(files.join(file).exists(), "the ConfigMap carries {file}");
+        }
+    }
+
+    // A kubeconfig authenticated as the generated ServiceAccount.
+    let sa =
+        deployment["spec"]["template"]["spec"]["serviceAccountName"].as_str().expect("serviceAccountName");
+    let sa_obj = one("ServiceAccount");
+    assert_eq!(
+        (sa_obj["metadata"]["name"].as_str(), sa_obj["metadata"]["namespace"].as_str()),
+        (Some(sa), Some(&*ns))
+    );
+    let token = k.ok(&["create", "token", sa, "-n", &ns]);
+    let sa_kc = dir.path().join("sa-kc");
+    std::fs::copy(&admin, &sa_kc).expect("copy the kubeconfig");
+    let sak = Kubectl { kubeconfig: sa_kc.clone(), cache: dir.path().join("sa-cache") };
+    sak.ok(&["config", "set-credentials", "operator-sa", "--token", token.trim()]);
+    sak.ok(&["config", "set-context", "--current", "--user", "operator-sa"]);
+    let who = sak.ok(&["auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"]);
+    assert_eq!(who, format!("system:serviceaccount:{ns}:{sa}"));
+
+    // Every rule is sufficient: zero 403s and the sample is reconciled.
+    let sample = example.join("samples");
+    let sample = sample.to_str().expect("utf-8");
+    let log = dir.path().join("run.log");
+    let mut run = start_operator(&args, &files, &sa_kc, &ns, &log);
+    k.ok(&["create", "namespace", "full"]);
+    k.ok(&["apply", "-n", "full", "-f", sample]);
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while !reconciled(&k, "full") {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(!denied(&text), "the operator was denied with the generated RBAC:\n{text}");
+        assert!(run.0.try_wait().expect("wait").is_none(), "ctop run exited:\n{text}");
+        assert!(Instant::now() < deadline, "the sample was never reconciled:\n{text}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!denied(&text), "the operator was denied with the generated RBAC:\n{text}");
+    drop(run);
+
+    // Every rule is needed: without it the operator is denied or never finishes.
+    let roles: Vec<Value> = of_kind("ClusterRole").chain(of_kind("Role")).cloned().collect();
+    assert!(!roles.is_empty());
+    let mut unneeded = Vec::new();
+    let mut case = 0;
+    for role in &roles {
+        let rules = role["rules"].as_array().expect("rules").clone();
+        for i in 0..rules.len() {
+            case += 1;
+            let mut fewer = rules.clone();
+            let removed = fewer.remove(i);
+            replace(&k, dir.path(), &role_with(role, fewer));
+            let lease_ns = ["-n", &ns];
+            k.ok(&[&["delete", "lease", "--all", "--ignore-not-found"][..], &lease_ns[..]].concat());
+            let ns_case = format!("case{case}");
+            k.ok(&["create", "namespace", &ns_case]);
+            k.ok(&["apply", "-n", &ns_case, "-f", sample]);
+            let log = dir.path().join(format!("{ns_case}.log"));
+            let mut run = start_operator(&args, &files, &sa_kc, &ns, &log);
+            let deadline = Instant::now() + Duration::from_secs(12);
+            let failed = loop {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                if denied(&text) || run.0.try_wait().expect("wait").is_some() {
+                    break true;
+                }
+                if reconciled(&k, &ns_case) {
+                    // Give late requests (status, events) a moment to be denied.
+                    std::thread::sleep(Duration::from_secs(1));
+                    break denied(&std::fs::read_to_string(&log).unwrap_or_default());
+                }
+                if Instant::now() >= deadline {
+                    break true;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            };
+            drop(run);
+            let why =
+                if denied(&std::fs::read_to_string(&log).unwrap_or_default()) { "denied" } else { "no 403" };
+            eprintln!(
+                "{} without {removed}: {} ({why})",
+                role["kind"],
+                if failed { "fails" } else { "still works" }
+            );
+            if !failed {
+                unneeded.push(format!("{} {}: {removed}", role["kind"], role["metadata"]["name"]));
+            }
+            replace(&k, dir.path(), &role_with(role, rules.clone()));
+        }
+    }
+    // Not provable with this example on kubesim (see the rule table in crates/manifests):
+    // the webapp script emits no events, so neither events rule is exercised; and kubesim
+    // does not enforce OwnerReferencesPermissionEnforcement, the only user of
+    // `<kind>/finalizers` update. Any other rule that is not needed fails the test.
+    let unproven = [
+        r#""ClusterRole" "webapp-manager": {"apiGroups":[""],"resources":["events"],"verbs":["create","patch"]}"#,
+        r#""ClusterRole" "webapp-manager": {"apiGroups":["events.k8s.io"],"resources":["events"],"verbs":["create","patch"]}"#,
+        r#""ClusterRole" "webapp-manager": {"apiGroups":["apps.example.com"],"resources":["webapps/finalizers"],"verbs":["update"]}"#,
+    ];
+    let unexpected: Vec<&String> = unneeded.iter().filter(|r| !unproven.contains(&r.as_str())).collect();
+    assert!(unexpected.is_empty(), "rules not shown to be needed: {unexpected:#?}");
+    assert!(case >= 8, "every generated rule was tried: {case}");
+}
