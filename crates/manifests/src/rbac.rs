@@ -149,8 +149,8 @@ pub fn permissions(spec: &OperatorSpec, options: &Options) -> Permissions {
             }
         }
     }
+    // The runtime records events with kube's Recorder, which writes events.k8s.io/v1 only.
     let events = c.place_of(true);
-    c.add(&events, "", "events", &[], EVENTS);
     c.add(&events, "events.k8s.io", "events", &[], EVENTS);
     c.add(&Place::Namespace(options.namespace()), "coordination.k8s.io", "leases", &[], LEASES);
 
@@ -307,7 +307,6 @@ mod tests {
         assert_eq!(
             p.cluster,
             vec![
-                rule("", &["events"], &["create", "patch"]),
                 rule("apps.example.com", &["apps"], &["get", "list", "patch", "update", "watch"]),
                 rule("apps.example.com", &["apps/finalizers"], &["update"]),
                 rule("apps.example.com", &["apps/status"], &["get", "patch", "update"]),
@@ -354,7 +353,6 @@ mod tests {
                     ..rule("", &["configmaps"], &["update"])
                 },
                 rule("", &["configmaps", "nodes"], &["get", "list", "watch"]),
-                rule("", &["events"], &["create", "patch"]),
                 rule("", &["pods/log"], &["get"]),
                 rule("", &["secrets", "services"], full),
             ]
