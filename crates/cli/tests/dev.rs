@@ -2,19 +2,14 @@
 //! the embedded kubesim, checked with kubectl; edits reload, a syntax error keeps the old
 //! script running, SIGTERM exits cleanly.
 
+mod common;
+
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{Kubectl, Proc};
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
@@ -25,42 +20,6 @@ fn copy_dir(from: &Path, to: &Path) {
             copy_dir(&e.path(), &target);
         } else {
             std::fs::copy(e.path(), target).expect("copy");
-        }
-    }
-}
-
-struct Kubectl {
-    kubeconfig: PathBuf,
-    cache: PathBuf,
-}
-
-impl Kubectl {
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(&self.cache)
-            .args(args)
-            .output()
-            .expect("kubectl runs")
-    }
-
-    /// Poll `kubectl args` until its output satisfies `pred`.
-    fn eventually(&self, args: &[&str], pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let out = self.run(args);
-            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-            if out.status.success() && pred(&stdout) {
-                return stdout;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "kubectl {args:?} never matched: {stdout} {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            std::thread::sleep(Duration::from_millis(200));
         }
     }
 }

@@ -7,22 +7,12 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Kubectl, Proc, wait_for};
+use common::{Kubectl, Proc, start_sim};
 
 #[test]
 fn run_reconciles_the_webapp_example() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let kubeconfig = dir.path().join("kc");
-    let _sim = Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
-            .args(["sim", "--addr", "127.0.0.1:0", "--kubeconfig"])
-            .arg(&kubeconfig)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ctop sim starts"),
-    );
-    wait_for(&kubeconfig);
+    let (_sim, kubeconfig) = start_sim(dir.path());
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/webapp");
     let mut run = Proc(
         Command::new(env!("CARGO_BIN_EXE_ctop"))
@@ -116,17 +106,7 @@ operator(thing)
 #[test]
 fn run_maps_watched_objects_and_patches_unowned_ones() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let kubeconfig = dir.path().join("kc");
-    let _sim = Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
-            .args(["sim", "--addr", "127.0.0.1:0", "--kubeconfig"])
-            .arg(&kubeconfig)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ctop sim starts"),
-    );
-    wait_for(&kubeconfig);
+    let (_sim, kubeconfig) = start_sim(dir.path());
     let op = dir.path().join("op");
     std::fs::create_dir(&op).expect("mkdir");
     std::fs::write(op.join("operator.ct"), WATCHES_SCRIPT).expect("write the script");

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Kubectl, Proc};
+use common::{Kubectl, Proc, start_sim};
 
 struct Sim {
     _proc: Proc,
@@ -17,21 +17,7 @@ struct Sim {
 
 fn sim() -> Sim {
     let dir = tempfile::tempdir().expect("temp dir");
-    let kubeconfig = dir.path().join("kc");
-    let proc = Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
-            .args(["sim", "--addr", "127.0.0.1:0", "--kubeconfig"])
-            .arg(&kubeconfig)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ctop sim starts"),
-    );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !kubeconfig.exists() {
-        assert!(Instant::now() < deadline, "ctop sim did not write its kubeconfig");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (proc, kubeconfig) = start_sim(dir.path());
     let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
     Sim { _proc: proc, dir, k }
 }

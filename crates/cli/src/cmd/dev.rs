@@ -60,7 +60,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         }
     };
     let client = client(&kubeconfig).await?;
-    let values = values_from_yaml(&values_text(&args)?).context("the values file is not valid YAML")?;
+    let values = values_from_yaml(&super::values_text(&args.dir, args.values.as_deref())?)
+        .context("the values file is not valid YAML")?;
     let mut script = Arc::new(
         load(&args.dir, &args.entry)
             .await
@@ -220,18 +221,6 @@ async fn client(kubeconfig: &Path) -> anyhow::Result<Client> {
         .with_context(|| format!("cannot read the kubeconfig {}", kubeconfig.display()))?;
     let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
     Ok(Client::try_from(config)?)
-}
-
-fn values_text(args: &DevArgs) -> anyhow::Result<String> {
-    let (path, required) = match &args.values {
-        Some(p) => (p.clone(), true),
-        None => (args.dir.join("values.yaml"), false),
-    };
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Ok(text),
-        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(e) => Err(e).with_context(|| format!("cannot read the values file {}", path.display())),
-    }
 }
 
 async fn load(dir: &Path, entry: &str) -> anyhow::Result<Script> {

@@ -28,3 +28,17 @@ pub async fn shutdown_signal() {
         () = term => {}
     }
 }
+
+/// The values file's text: `values`, or `DIR/values.yaml` when it exists, else empty.
+pub fn values_text(dir: &std::path::Path, values: Option<&std::path::Path>) -> anyhow::Result<String> {
+    use anyhow::Context as _;
+    let (path, required) = match values {
+        Some(p) => (p.to_path_buf(), true),
+        None => (dir.join("values.yaml"), false),
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(text),
+        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(e).with_context(|| format!("cannot read the values file {}", path.display())),
+    }
+}

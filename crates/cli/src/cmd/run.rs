@@ -65,18 +65,6 @@ pub struct RunArgs {
     install_crds: bool,
 }
 
-fn values_text(args: &RunArgs) -> anyhow::Result<String> {
-    let (path, required) = match &args.values {
-        Some(p) => (p.clone(), true),
-        None => (args.dir.join("values.yaml"), false),
-    };
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Ok(text),
-        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(e) => Err(e).with_context(|| format!("cannot read the values file {}", path.display())),
-    }
-}
-
 /// Load the script and run its controllers until Ctrl-C or SIGTERM.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let workers = usize::from(args.concurrency.max(1));
@@ -88,7 +76,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         None => Script::from_dir(&args.dir, &args.entry, workers, Limits::default()),
     }
     .context("the script could not be loaded; fix the error above and run ctop run again")?;
-    let values = values_from_yaml(&values_text(&args)?).context("the values file is not valid YAML")?;
+    let values = values_from_yaml(&super::values_text(&args.dir, args.values.as_deref())?)
+        .context("the values file is not valid YAML")?;
     let install_crds = if args.install_crds {
         let labels = Default::default();
         script

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// A child process killed when the test drops it.
@@ -23,6 +23,22 @@ pub fn wait_for(path: &Path) {
         assert!(Instant::now() < deadline, "ctop sim did not write {}", path.display());
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// `ctop sim` on a free port, writing its kubeconfig to `dir/kc`; returns once it is ready.
+pub fn start_sim(dir: &Path) -> (Proc, PathBuf) {
+    let kubeconfig = dir.join("kc");
+    let sim = Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .args(["sim", "--addr", "127.0.0.1:0", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop sim starts"),
+    );
+    wait_for(&kubeconfig);
+    (sim, kubeconfig)
 }
 
 /// kubectl with a kubeconfig and a per-test discovery cache.
