@@ -223,7 +223,14 @@ pub async fn handle(State(srv): State<Arc<Server>>, req: Request) -> Response {
     let query = parse_query(req.uri().query());
     let headers = req.headers().clone();
     let started = std::time::Instant::now();
-    let response = match route(&srv, &method, &path, &query, &headers, req.into_body()).await {
+    // The whole request body is read before any answer, even an early error: a response
+    // sent while the client is still writing makes the server close the connection, and a
+    // client that reuses it sees "broken pipe" (kubectl does, on POSTs answered with 404).
+    let body = match read_body(req.into_body()).await {
+        Ok(bytes) => Body::from(bytes),
+        Err(e) => return error_response(&e),
+    };
+    let response = match route(&srv, &method, &path, &query, &headers, body).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
     };
