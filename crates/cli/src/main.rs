@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod telemetry;
 
 /// ctop runs Kubernetes operators written as one TypeScript script.
 #[derive(Debug, Parser)]
@@ -16,6 +17,10 @@ pub struct Cli {
     /// Log format: `text` for people, `json` for machines.
     #[arg(long, global = true, default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
+    /// Export a trace of each reconcile to this OpenTelemetry collector (OTLP/HTTP, e.g.
+    /// http://otel-collector:4318).
+    #[arg(long, global = true, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -38,22 +43,14 @@ enum Command {
     Types(cmd::init::TypesArgs),
 }
 
-fn init_logging(format: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("CTOP_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder =
-        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    if format == "json" {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(&cli.log_format);
+    // `ctop run --dev` logs text whatever --log-format says.
+    let format = match &cli.command {
+        Command::Run(args) if args.dev => "text",
+        _ => cli.log_format.as_str(),
+    };
+    let _telemetry = telemetry::init(format, cli.otlp_endpoint.as_deref());
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -23,7 +23,14 @@
 //!    prune);
 //! 5. writes `status` merged with the output's `conditions` through the status writer,
 //!    publishes the output's events, and requeues: `requeue(d)` → after `d`, ok → after
-//!    `every` (or on the next change), error → per-object exponential backoff.
+//!    `every` (or on the next change), error → per-object exponential backoff, held back
+//!    further by a global retry bucket shared by all controllers ([`RetryLimit`]).
+//!
+//! Each reconcile is a `tracing` span (`reconcile`, with `script`, `apply` and `status`
+//! children) that the CLI exports over OTLP when configured. A declared `onStart` runs once
+//! per process after the caches sync and leadership is won. [`run_reloadable`]
+//! lets `ctop dev` replace the script in place: caches and leadership stay, every object
+//! reconciles again with the new code.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -46,6 +53,7 @@ use kube::{Client, Resource as _, ResourceExt as _};
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
+use tracing::Instrument as _;
 
 use crate::Script;
 use crate::health::{self, Health, Metrics, ReconcileResult};
@@ -60,6 +68,8 @@ pub const ENV_PREFIX: &str = "CTOP_ENV_";
 pub struct RunOptions {
     /// The kubeconfig file; `None` infers (in-cluster, `KUBECONFIG`, `~/.kube/config`).
     pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context; `None` uses its current context.
+    pub context: Option<String>,
     /// Watch only this namespace; `None` watches all.
     pub namespace: Option<String>,
     /// Longest a handler may run before the reconcile fails.
@@ -82,6 +92,54 @@ pub struct RunOptions {
     pub values: Value,
     /// The env the scripts see.
     pub env: Value,
+    /// The global limit on retries of failed reconciles, shared by every controller.
+    pub retry_limit: RetryLimit,
+}
+
+/// The global bucket that failed reconciles are retried through, on top of the per-object
+/// exponential backoff (the later of the two wins), as controller-runtime's default rate
+/// limiter does: a burst of failures cannot turn into a storm of retries against the API.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RetryLimit {
+    /// Retries per second once the burst is spent.
+    pub qps: f64,
+    /// Retries allowed at once.
+    pub burst: u32,
+}
+
+impl Default for RetryLimit {
+    /// 10 retries per second, bursts of 100 (controller-runtime's defaults).
+    fn default() -> Self {
+        Self { qps: 10.0, burst: 100 }
+    }
+}
+
+/// A token bucket handing out the time at which each caller may go (tokens can be owed, so
+/// every reservation is granted with the delay it must wait).
+#[derive(Debug)]
+struct Bucket {
+    limit: RetryLimit,
+    state: Mutex<(f64, Instant)>,
+}
+
+impl Bucket {
+    fn new(limit: RetryLimit) -> Self {
+        Self { limit, state: Mutex::new((f64::from(limit.burst), Instant::now())) }
+    }
+
+    /// Take one token; how long the caller must wait for it.
+    fn reserve(&self) -> Duration {
+        if !(self.limit.qps > 0.0) {
+            return Duration::ZERO;
+        }
+        let mut st = self.state.lock();
+        let now = Instant::now();
+        let refill = now.duration_since(st.1).as_secs_f64() * self.limit.qps;
+        st.0 = (st.0 + refill).min(f64::from(self.limit.burst.max(1)));
+        st.1 = now;
+        st.0 -= 1.0;
+        if st.0 >= 0.0 { Duration::ZERO } else { Duration::from_secs_f64(-st.0 / self.limit.qps) }
+    }
 }
 
 /// The environment scripts see: variables named `CTOP_ENV_<NAME>`, as `<NAME>`.
@@ -149,14 +207,18 @@ pub enum RunError {
 #[error("{0}")]
 pub struct ReconcileError(String);
 
-async fn client(kubeconfig: Option<&PathBuf>) -> Result<Client, RunError> {
+async fn client(kubeconfig: Option<&PathBuf>, context: Option<&String>) -> Result<Client, RunError> {
+    let options = KubeConfigOptions { context: context.cloned(), ..KubeConfigOptions::default() };
     let config = match kubeconfig {
         Some(path) => {
             let kc = Kubeconfig::read_from(path)
                 .map_err(|e| RunError::Config(format!("{}: {e}", path.display())))?;
-            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            kube::Config::from_custom_kubeconfig(kc, &options)
                 .await
                 .map_err(|e| RunError::Config(e.to_string()))?
+        }
+        None if context.is_some() => {
+            kube::Config::from_kubeconfig(&options).await.map_err(|e| RunError::Config(e.to_string()))?
         }
         None => kube::Config::infer().await.map_err(|e| RunError::Config(e.to_string()))?,
     };
@@ -199,6 +261,58 @@ async fn install_crds(client: &Client, crds: &[Value], manager: &str) -> Result<
     Ok(())
 }
 
+/// The `workqueue_*` figures of one controller, observed around kube-runtime's scheduler
+/// (which does not expose its queue): an object is queued when a trigger names it (its own
+/// change, an owned child's, a `.watches()` mapping) and leaves the queue when a reconcile
+/// of it starts; like the workqueue, an object queued twice is counted once. Requeues
+/// scheduled by a result (`requeue`, `every`, backoff) are counted as retries only on error.
+struct QueueStats {
+    name: String,
+    metrics: Metrics,
+    pending: Mutex<HashMap<String, Instant>>,
+}
+
+impl QueueStats {
+    fn add(&self, key: String) {
+        let depth = {
+            let mut p = self.pending.lock();
+            if p.contains_key(&key) {
+                return;
+            }
+            p.insert(key, Instant::now());
+            p.len()
+        };
+        self.metrics.queue_add(&self.name);
+        self.metrics.set_queue_depth(&self.name, depth);
+    }
+
+    fn started(&self, key: &str) {
+        let (waited, depth) = {
+            let mut p = self.pending.lock();
+            (p.remove(key), p.len())
+        };
+        if let Some(at) = waited {
+            self.metrics.observe_queue_duration(&self.name, at.elapsed());
+            self.metrics.set_queue_depth(&self.name, depth);
+        }
+    }
+}
+
+/// The keys of the primaries an owned child triggers: its controller owner of the primary kind.
+fn owner_keys(child: &DynamicObject, primary: &ApiResource, namespaced: bool) -> Vec<String> {
+    child
+        .owner_references()
+        .iter()
+        .filter(|r| {
+            r.controller == Some(true) && r.kind == primary.kind && r.api_version == primary.api_version
+        })
+        .map(|r| {
+            let ns = if namespaced { child.namespace().unwrap_or_default() } else { String::new() };
+            format!("{ns}/{}", r.name)
+        })
+        .collect()
+}
+
 /// A kind resolved through discovery, with its cache.
 struct Cached {
     key: String,
@@ -209,7 +323,8 @@ struct Cached {
 
 struct Ctx {
     spec: ControllerSpec,
-    script: Arc<Script>,
+    script: ScriptSource,
+    retries: Arc<Bucket>,
     primary: ApiResource,
     namespaced: bool,
     caches: Vec<Cached>,
@@ -221,6 +336,7 @@ struct Ctx {
     metrics: Metrics,
     leader: Option<watch::Receiver<bool>>,
     failures: Mutex<HashMap<String, u32>>,
+    queue: Arc<QueueStats>,
     /// Kinds resolved for `patches`, by `apiVersion/kind`.
     kinds: Mutex<HashMap<String, (ApiResource, bool)>>,
 }
@@ -245,6 +361,18 @@ fn api_for(client: &Client, ar: &ApiResource, namespaced: bool, ns: Option<&str>
     }
 }
 
+/// The script a run dispatches to; a new value replaces it between reconciles (see
+/// [`run_reloadable`]).
+pub type ScriptSource = watch::Receiver<Arc<Script>>;
+
+/// Whether `new` can replace `old` in a running operator without restarting its
+/// controllers (and so without dropping their caches): it must declare the same
+/// controllers (kinds, watches, handlers, finalizers, periods). Handler code may differ.
+#[must_use]
+pub fn hot_swappable(old: &Script, new: &Script) -> bool {
+    old.spec().controllers == new.spec().controllers
+}
+
 /// Run every controller of `script` until `shutdown` completes (default lease timing).
 pub async fn run(
     script: Arc<Script>,
@@ -261,7 +389,23 @@ pub async fn run_with_lease(
     timing: LeaseTiming,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
-    let client = client(options.kubeconfig.as_ref()).await?;
+    let (_keep, scripts) = watch::channel(script);
+    run_reloadable(scripts, options, timing, shutdown).await
+}
+
+/// [`run_with_lease`] with a script that can be replaced while running (`ctop dev`): each
+/// new value of `scripts` is used from the next handler call on, and every primary object
+/// is reconciled again with it; caches, leadership and in-flight reconciles are kept. A
+/// replacement must be [`hot_swappable`] with the first script: one that is not is ignored
+/// with an error (restart the run to change what is watched).
+pub async fn run_reloadable(
+    scripts: ScriptSource,
+    options: RunOptions,
+    timing: LeaseTiming,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    let script = scripts.borrow().clone();
+    let client = client(options.kubeconfig.as_ref(), options.context.as_ref()).await?;
     if !options.install_crds.is_empty() {
         install_crds(&client, &options.install_crds, &options.name).await?;
     }
@@ -297,6 +441,7 @@ pub async fn run_with_lease(
     };
 
     let (stop_tx, stop_rx) = watch::channel(false);
+    let retries = Arc::new(Bucket::new(options.retry_limit));
     let mut tasks = Vec::new();
     for spec in script.spec().controllers.clone() {
         if !spec.handlers.iter().any(|h| h == "reconcile") {
@@ -307,7 +452,8 @@ pub async fn run_with_lease(
         let fut = start_controller(
             client.clone(),
             spec,
-            script.clone(),
+            scripts.clone(),
+            retries.clone(),
             options.clone(),
             health.clone(),
             metrics.clone(),
@@ -337,7 +483,8 @@ pub async fn run_with_lease(
 async fn start_controller(
     client: Client,
     spec: ControllerSpec,
-    script: Arc<Script>,
+    scripts: ScriptSource,
+    retries: Arc<Bucket>,
     options: RunOptions,
     health: Health,
     metrics: Metrics,
@@ -345,6 +492,8 @@ async fn start_controller(
     stop: watch::Receiver<bool>,
 ) -> Result<impl Future<Output = ()> + Send + 'static, RunError> {
     let name = spec.name.clone();
+    let queue =
+        Arc::new(QueueStats { name: name.clone(), metrics: metrics.clone(), pending: Mutex::default() });
     let (primary, namespaced) = resolve(&client, &spec.for_).await?;
     let ns = options.namespace.as_deref();
     let primary_api = api_for(&client, &primary, namespaced, ns);
@@ -357,9 +506,16 @@ async fn start_controller(
     let (primary_stream, primary_synced) = tap_init_done(
         watcher(primary_api, watcher::Config::default()).default_backoff().reflect(primary_writer),
     );
-    let mut controller =
-        Controller::for_stream_with(primary_stream.applied_objects(), primary_store, primary.clone())
-            .with_config(ControllerConfig::default().concurrency(options.concurrency));
+    let primary_triggers = {
+        let queue = queue.clone();
+        primary_stream.applied_objects().inspect(move |o| {
+            if let Ok(o) = o {
+                queue.add(object_key(o));
+            }
+        })
+    };
+    let mut controller = Controller::for_stream_with(primary_triggers, primary_store, primary.clone())
+        .with_config(ControllerConfig::default().concurrency(options.concurrency));
     let mut caches = Vec::new();
     let mut synced = vec![primary_synced];
     let mut seen = std::collections::BTreeSet::new();
@@ -377,7 +533,13 @@ async fn start_controller(
         );
         synced.push(rx);
         if owned {
-            controller = controller.owns_stream_with(stream.touched_objects(), ar.clone());
+            let (queue, primary, namespaced) = (queue.clone(), primary.clone(), namespaced);
+            let triggers = stream.touched_objects().inspect(move |o| {
+                if let Ok(o) = o {
+                    owner_keys(o, &primary, namespaced).into_iter().for_each(|k| queue.add(k));
+                }
+            });
+            controller = controller.owns_stream_with(triggers, ar.clone());
         } else {
             tokio::spawn(stream.for_each(|_| async {}));
         }
@@ -407,26 +569,14 @@ async fn start_controller(
     }
     health.register(&name);
     metrics.register_controller(&name, usize::from(options.concurrency));
-    {
-        let health = health.clone();
-        let name = name.clone();
-        tokio::spawn(async move {
-            for mut rx in synced {
-                if rx.wait_for(|s| *s).await.is_err() {
-                    // The watcher ended (shutdown): the caches will never sync.
-                    return;
-                }
-            }
-            health.set_caches_synced(&name, true);
-            tracing::info!(controller = name, "caches synced");
-        });
-    }
     let reporter = Reporter { controller: options.name.clone(), instance: std::env::var("POD_NAME").ok() };
     let applier = Applier::new(client.clone(), ApplierConfig::new(options.name.clone()));
+    let reloads = reloads(scripts.clone(), name.clone());
     let ctx = Arc::new(Ctx {
         kinds: Mutex::default(),
         spec,
-        script,
+        script: scripts,
+        retries,
         primary,
         namespaced,
         caches,
@@ -438,10 +588,29 @@ async fn start_controller(
         metrics,
         leader,
         failures: Mutex::default(),
+        queue,
     });
+    {
+        let ctx = ctx.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            for mut rx in synced {
+                if rx.wait_for(|s| *s).await.is_err() {
+                    // The watcher ended (shutdown): the caches will never sync.
+                    return;
+                }
+            }
+            ctx.health.set_caches_synced(&ctx.spec.name, true);
+            tracing::info!(controller = ctx.spec.name, "caches synced");
+            if ctx.spec.handlers.iter().any(|h| h == "onStart") {
+                on_start(&ctx, stop).await;
+            }
+        });
+    }
     for (i, w, ar, stream) in watch_streams {
         controller = controller.reconcile_on(watch_triggers(ctx.clone(), i, w, ar, stream));
     }
+    controller = controller.reconcile_all_on(reloads);
     let mut stop = stop;
     let shutdown = async move {
         let _ = stop.wait_for(|s| *s).await;
@@ -452,6 +621,97 @@ async fn start_controller(
             tracing::debug!(error = %e, "controller event");
         }
     }))
+}
+
+/// One `()` per replacement of the script (see [`run_reloadable`]): reconcile everything.
+fn reloads(
+    mut scripts: ScriptSource,
+    controller: String,
+) -> impl futures::Stream<Item = ()> + Send + 'static {
+    // The script running now is not a replacement.
+    scripts.mark_unchanged();
+    futures::stream::unfold(scripts, move |mut rx| {
+        let controller = controller.clone();
+        async move {
+            rx.changed().await.ok()?;
+            tracing::info!(controller, "script replaced: reconciling every object with it");
+            Some(((), rx))
+        }
+    })
+}
+
+/// The one-shot `onStart` handler: run once the caches are synced and (when elected) this
+/// replica leads. `Result.error` and failures retry with backoff; `Result.requeue(d)` runs
+/// it again after `d`; `Result.ok()` ends it. Its `apply`s are server-side applied without
+/// an owner (never pruned), its `patch`es merged, its events published when they name the
+/// object they regard.
+async fn on_start(ctx: &Arc<Ctx>, mut stop: watch::Receiver<bool>) {
+    let name = ctx.spec.name.clone();
+    let mut failures = 0u32;
+    loop {
+        if let Some(leader) = &ctx.leader {
+            let mut leader = leader.clone();
+            tokio::select! {
+                r = leader.wait_for(|l| *l) => if r.is_err() { return },
+                _ = stop.wait_for(|s| *s) => return,
+            }
+        }
+        let started = Instant::now();
+        let out = run_on_start(ctx).await;
+        let took = started.elapsed();
+        let delay = match out {
+            Ok(None) => {
+                ctx.metrics.record_reconcile(&name, ReconcileResult::Success, took);
+                tracing::info!(controller = name, took = ?took, "onStart done");
+                return;
+            }
+            Ok(Some(after)) => {
+                ctx.metrics.record_reconcile(&name, ReconcileResult::Success, took);
+                failures = 0;
+                after
+            }
+            Err(e) => {
+                ctx.metrics.record_reconcile(&name, ReconcileResult::Error, took);
+                ctx.health.record_error(&name, format!("onStart: {e}"));
+                failures = failures.saturating_add(1);
+                let delay = backoff(failures).max(ctx.retries.reserve());
+                tracing::warn!(controller = name, error = %e, retry_in = ?delay, "onStart failed");
+                delay
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+/// One `onStart` call and its side effects: `Some(d)` when it asked to run again after `d`.
+async fn run_on_start(ctx: &Arc<Ctx>) -> Result<Option<Duration>, ReconcileError> {
+    let out = dispatch(ctx, "onStart", None).await?;
+    match out["result"]["type"].as_str() {
+        Some("error") => {
+            return Err(ReconcileError(out["result"]["message"].as_str().unwrap_or("").to_owned()));
+        }
+        Some("requeue") => {}
+        _ => {}
+    }
+    for obj in out["applies"].as_array().into_iter().flatten() {
+        apply_unowned(ctx, obj).await?;
+    }
+    apply_patches(ctx, None, &out).await?;
+    publish_events(ctx, None, &out).await;
+    Ok((out["result"]["type"] == "requeue").then(|| requeue_after(&out)))
+}
+
+/// Server-side apply `obj` with the operator's field manager and no owner reference.
+async fn apply_unowned(ctx: &Ctx, obj: &Value) -> Result<(), ReconcileError> {
+    let (ar, namespaced, name, ns) = target_of(ctx, obj, None).await?;
+    let api = api_for(&ctx.client, &ar, namespaced, ns.as_deref());
+    api.patch(&name, &PatchParams::apply(&ctx.options.name).force(), &Patch::Apply(obj))
+        .await
+        .map_err(|e| ReconcileError(format!("apply {}/{} {name}: {e}", ar.api_version, ar.kind)))?;
+    Ok(())
 }
 
 /// Pass a reflector's events through and report its first `InitDone` (the cache holds the
@@ -552,7 +812,7 @@ async fn map_watched(
             .collect();
     }
     let handler = format!("map:{index}");
-    let out = match dispatch(ctx, &handler, &obj).await {
+    let out = match dispatch(ctx, &handler, Some(&obj)).await {
         Ok(out) => out,
         Err(e) => {
             tracing::warn!(controller = ctx.spec.name, object = object_key(&obj), error = %e, "mapper failed");
@@ -592,54 +852,82 @@ where
             let ctx = ctx.clone();
             let w = w.clone();
             obj.types = Some(TypeMeta { api_version: ar.api_version.clone(), kind: ar.kind.clone() });
-            async move { futures::stream::iter(map_watched(&ctx, index, &w, obj).await) }
+            async move {
+                let refs = map_watched(&ctx, index, &w, obj).await;
+                for r in &refs {
+                    ctx.queue.add(format!("{}/{}", r.namespace.as_deref().unwrap_or_default(), r.name));
+                }
+                futures::stream::iter(refs)
+            }
         })
         .flatten()
 }
 
+/// The kind (resolved through the caches, else discovery, remembered), scope, name and
+/// namespace of an object a handler returned. A namespaced object without a namespace
+/// gets the owner's, else the run's namespace, else `default`.
+async fn target_of(
+    ctx: &Ctx,
+    obj: &Value,
+    owner: Option<&DynamicObject>,
+) -> Result<(ApiResource, bool, String, Option<String>), ReconcileError> {
+    let (Some(api_version), Some(kind), Some(name)) =
+        (obj["apiVersion"].as_str(), obj["kind"].as_str(), obj["metadata"]["name"].as_str())
+    else {
+        return Err(ReconcileError("each object needs apiVersion, kind and metadata.name".into()));
+    };
+    let key = format!("{api_version}/{kind}");
+    let known = ctx
+        .caches
+        .iter()
+        .find(|c| c.key == key)
+        .map(|c| (c.ar.clone(), c.namespaced))
+        .or_else(|| ctx.kinds.lock().get(&key).cloned());
+    let (ar, namespaced) = match known {
+        Some(k) => k,
+        None => {
+            let k = KindRef { api_version: api_version.into(), kind: kind.into() };
+            let resolved = resolve(&ctx.client, &k).await.map_err(|e| ReconcileError(e.to_string()))?;
+            ctx.kinds.lock().insert(key, resolved.clone());
+            resolved
+        }
+    };
+    let ns = obj["metadata"]["namespace"]
+        .as_str()
+        .map(str::to_owned)
+        .or_else(|| owner.and_then(kube::ResourceExt::namespace))
+        .or_else(|| ctx.options.namespace.clone())
+        .or_else(|| namespaced.then(|| "default".to_owned()));
+    Ok((ar, namespaced, name.to_owned(), ns))
+}
+
 /// Merge-patch each of the output's `patches` into its live object (not owned: no owner
 /// reference, never pruned). Namespaced objects without a namespace get the owner's.
-async fn apply_patches(ctx: &Ctx, owner: &DynamicObject, out: &Value) -> Result<(), ReconcileError> {
+async fn apply_patches(ctx: &Ctx, owner: Option<&DynamicObject>, out: &Value) -> Result<(), ReconcileError> {
     let Some(patches) = out["patches"].as_array() else { return Ok(()) };
     for p in patches {
-        let (Some(api_version), Some(kind), Some(name)) =
-            (p["apiVersion"].as_str(), p["kind"].as_str(), p["metadata"]["name"].as_str())
-        else {
-            return Err(ReconcileError("patch: each object needs apiVersion, kind and metadata.name".into()));
-        };
-        let key = format!("{api_version}/{kind}");
-        let known = ctx
-            .caches
-            .iter()
-            .find(|c| c.key == key)
-            .map(|c| (c.ar.clone(), c.namespaced))
-            .or_else(|| ctx.kinds.lock().get(&key).cloned());
-        let (ar, namespaced) = match known {
-            Some(k) => k,
-            None => {
-                let k = KindRef { api_version: api_version.into(), kind: kind.into() };
-                let resolved =
-                    resolve(&ctx.client, &k).await.map_err(|e| ReconcileError(format!("patch: {e}")))?;
-                ctx.kinds.lock().insert(key.clone(), resolved.clone());
-                resolved
-            }
-        };
-        let ns = p["metadata"]["namespace"].as_str().map(str::to_owned).or_else(|| owner.namespace());
+        let (ar, namespaced, name, ns) =
+            target_of(ctx, p, owner).await.map_err(|e| ReconcileError(format!("patch: {e}")))?;
         let api = api_for(&ctx.client, &ar, namespaced, ns.as_deref());
         let mut body = p.clone();
         if let Some(o) = body.as_object_mut() {
             o.remove("apiVersion");
             o.remove("kind");
         }
-        api.patch(name, &PatchParams::default(), &Patch::Merge(&body))
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(&body))
             .await
-            .map_err(|e| ReconcileError(format!("patch {key} {name}: {e}")))?;
+            .map_err(|e| ReconcileError(format!("patch {}/{} {name}: {e}", ar.api_version, ar.kind)))?;
     }
     Ok(())
 }
 
 fn object_key(obj: &DynamicObject) -> String {
     format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any())
+}
+
+/// The per-object delay before the `n`th retry: 1 s doubling to 5 min.
+fn backoff(n: u32) -> Duration {
+    Duration::from_millis(500u64.saturating_mul(1 << n.min(10))).min(Duration::from_secs(300))
 }
 
 fn error_policy(obj: Arc<DynamicObject>, err: &ReconcileError, ctx: Arc<Ctx>) -> Action {
@@ -649,19 +937,23 @@ fn error_policy(obj: Arc<DynamicObject>, err: &ReconcileError, ctx: Arc<Ctx>) ->
         *n = n.saturating_add(1);
         *n
     };
-    let delay = Duration::from_millis(500u64.saturating_mul(1 << n.min(10))).min(Duration::from_secs(300));
+    let delay = backoff(n).max(ctx.retries.reserve());
+    ctx.metrics.queue_retry(&ctx.spec.name);
     tracing::warn!(controller = ctx.spec.name, object = object_key(&obj), error = %err, retry_in = ?delay, "reconcile failed");
     Action::requeue(delay)
 }
 
-fn observed(ctx: &Ctx, ns: Option<&str>) -> Value {
+/// The caches as the script's `observed`: for `Some(object)` of a namespaced primary, the
+/// objects of its namespace plus every cluster-scoped one; for `None` (onStart), all.
+fn observed(ctx: &Ctx, object: Option<&DynamicObject>) -> Value {
+    let ns = object.and_then(kube::ResourceExt::namespace);
     let mut out = Map::new();
     for c in &ctx.caches {
         let items: Vec<Value> = c
             .store
             .state()
             .iter()
-            .filter(|o| !c.namespaced || !ctx.namespaced || o.namespace().as_deref() == ns)
+            .filter(|o| object.is_none() || !c.namespaced || !ctx.namespaced || o.namespace() == ns)
             .map(|o| {
                 let mut v = serde_json::to_value(o.as_ref()).unwrap_or(Value::Null);
                 if let Some((api_version, kind)) = c.key.rsplit_once('/') {
@@ -676,20 +968,26 @@ fn observed(ctx: &Ctx, ns: Option<&str>) -> Value {
     Value::Object(out)
 }
 
-async fn dispatch(ctx: &Arc<Ctx>, handler: &str, owner: &DynamicObject) -> Result<Value, ReconcileError> {
+async fn dispatch(
+    ctx: &Arc<Ctx>,
+    handler: &str,
+    object: Option<&DynamicObject>,
+) -> Result<Value, ReconcileError> {
     let input = json!({
-        "object": owner,
-        "observed": observed(ctx, owner.namespace().as_deref()),
+        "object": object,
+        "observed": observed(ctx, object),
         "env": ctx.options.env,
         "values": ctx.options.values,
     })
     .to_string();
-    let script = ctx.script.clone();
+    let script = ctx.script.borrow().clone();
     let index = ctx.spec.index;
     let started = Instant::now();
     let name = handler.to_owned();
     let call = tokio::task::spawn_blocking(move || script.dispatch(&name, index, &input));
-    let out = tokio::time::timeout(ctx.options.reconcile_timeout, call).await;
+    let out = tokio::time::timeout(ctx.options.reconcile_timeout, call)
+        .instrument(tracing::info_span!("script", handler))
+        .await;
     ctx.metrics.observe_script(&ctx.spec.name, handler, started.elapsed());
     match out {
         Err(_) => {
@@ -720,9 +1018,28 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Rec
     {
         return Ok(Action::requeue(Duration::from_secs(5)));
     }
+    // One span per reconcile (exported as a trace when OpenTelemetry is configured), with
+    // the script call, the applies and the status write as children.
+    let span = tracing::info_span!(
+        "reconcile",
+        controller = %ctx.spec.name,
+        object = %object_key(&obj),
+        generation = obj.meta().generation.unwrap_or_default(),
+        otel.status_code = tracing::field::Empty,
+        error = tracing::field::Empty,
+    );
+    let key = object_key(&obj);
+    ctx.queue.started(&key);
+    ctx.metrics.add_active_workers(&ctx.spec.name, 1);
     let started = Instant::now();
-    let result = reconcile_inner(obj, &ctx).await;
+    let result = reconcile_inner(obj, &ctx).instrument(span.clone()).await;
     let took = started.elapsed();
+    ctx.metrics.add_active_workers(&ctx.spec.name, -1);
+    ctx.metrics.observe_work_duration(&ctx.spec.name, took);
+    if let Err(e) = &result {
+        span.record("otel.status_code", "ERROR");
+        span.record("error", tracing::field::display(e));
+    }
     match &result {
         Ok(_) => {
             ctx.health.record_success(&ctx.spec.name);
@@ -745,8 +1062,8 @@ async fn reconcile_inner(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Acti
 
     if owner.meta().deletion_timestamp.is_some() {
         if let Some(f) = finalizer.filter(|f| has_finalizer(&owner, f)) {
-            let out = dispatch(ctx, "finalize", &owner).await?;
-            publish_events(ctx, &owner, &out).await;
+            let out = dispatch(ctx, "finalize", Some(&owner)).await?;
+            publish_events(ctx, Some(&owner), &out).await;
             match out["result"]["type"].as_str() {
                 Some("error") => {
                     return Err(ReconcileError(format!(
@@ -777,7 +1094,7 @@ async fn reconcile_inner(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Acti
         return Ok(Action::await_change());
     }
 
-    let out = dispatch(ctx, "reconcile", &owner).await?;
+    let out = dispatch(ctx, "reconcile", Some(&owner)).await?;
     let result_type = out["result"]["type"].as_str().unwrap_or("ok").to_owned();
     let mut failure = None;
     if result_type == "error" {
@@ -794,12 +1111,13 @@ async fn reconcile_inner(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Acti
                 .find(|o| o.name_any() == c.name && o.namespace().as_deref() == c.namespace.as_deref())?;
             Some(o.metadata.clone())
         };
-        match ctx.applier.apply_observed(&owner, applies, lookup).await {
+        let span = tracing::info_span!("apply", children = applies.len());
+        match ctx.applier.apply_observed(&owner, applies, lookup).instrument(span).await {
             Ok(report) => {
                 ctx.metrics.applies(&ctx.spec.name, report.applied.len() as u64);
                 ctx.metrics.applies_skipped(&ctx.spec.name, report.skipped.len() as u64);
                 ctx.metrics.prunes(&ctx.spec.name, report.pruned.len() as u64);
-                if let Err(e) = apply_patches(ctx, &owner, &out).await {
+                if let Err(e) = apply_patches(ctx, Some(&owner), &out).await {
                     failure = Some(e.0);
                 }
             }
@@ -817,11 +1135,16 @@ async fn reconcile_inner(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Acti
         status.get_or_insert_with(Map::new).insert("conditions".into(), Value::Array(conditions.clone()));
     }
     if let Some(status) = status
-        && let Err(e) = ctx.applier.status_writer().write(&owner, Value::Object(status)).await
+        && let Err(e) = ctx
+            .applier
+            .status_writer()
+            .write(&owner, Value::Object(status))
+            .instrument(tracing::info_span!("status"))
+            .await
     {
         failure.get_or_insert(format!("status: {e}"));
     }
-    publish_events(ctx, &owner, &out).await;
+    publish_events(ctx, Some(&owner), &out).await;
     if let Some(f) = failure {
         return Err(ReconcileError(f));
     }
@@ -842,12 +1165,14 @@ fn requeue_after(out: &Value) -> Duration {
         .map_or(Duration::from_secs(1), Into::into)
 }
 
-async fn publish_events(ctx: &Ctx, owner: &DynamicObject, out: &Value) {
+/// Publish the output's events: about the object each names in `regarding`, else about
+/// `owner` (events of `onStart` without `regarding` are logged instead).
+async fn publish_events(ctx: &Ctx, owner: Option<&DynamicObject>, out: &Value) {
     let Some(events) = out["events"].as_array() else { return };
-    let own: ObjectReference = owner.object_ref(&ctx.primary);
+    let own: Option<ObjectReference> = owner.map(|o| o.object_ref(&ctx.primary));
     for e in events {
-        let reference = match e.get("regarding") {
-            Some(r) => ObjectReference {
+        let reference = match (e.get("regarding"), &own) {
+            (Some(r), _) => ObjectReference {
                 api_version: r["apiVersion"].as_str().map(Into::into),
                 kind: r["kind"].as_str().map(Into::into),
                 name: r["name"].as_str().map(Into::into),
@@ -855,7 +1180,11 @@ async fn publish_events(ctx: &Ctx, owner: &DynamicObject, out: &Value) {
                 uid: r["uid"].as_str().map(Into::into),
                 ..ObjectReference::default()
             },
-            None => own.clone(),
+            (None, Some(own)) => own.clone(),
+            (None, None) => {
+                tracing::info!(controller = ctx.spec.name, reason = %e["reason"], message = %e["message"], "event without an object");
+                continue;
+            }
         };
         let event = Event {
             type_: if e["type"] == "Warning" { EventType::Warning } else { EventType::Normal },
@@ -867,5 +1196,48 @@ async fn publish_events(ctx: &Ctx, owner: &DynamicObject, out: &Value) {
         if let Err(err) = ctx.recorder.publish(&event, &reference).await {
             tracing::warn!(error = %err, "cannot publish an event");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_retry_bucket_spends_its_burst_then_paces() {
+        let b = Bucket::new(RetryLimit { qps: 10.0, burst: 3 });
+        for _ in 0..3 {
+            assert_eq!(b.reserve(), Duration::ZERO);
+        }
+        // Owed tokens queue up at 100 ms each.
+        let fourth = b.reserve();
+        let fifth = b.reserve();
+        assert!(fourth > Duration::from_millis(50) && fourth <= Duration::from_millis(100), "{fourth:?}");
+        assert!(fifth > fourth + Duration::from_millis(50), "{fifth:?} after {fourth:?}");
+        let unlimited = Bucket::new(RetryLimit { qps: 0.0, burst: 0 });
+        assert_eq!(unlimited.reserve(), Duration::ZERO);
+    }
+
+    #[test]
+    fn backoff_doubles_from_one_second_to_five_minutes() {
+        assert_eq!(backoff(1), Duration::from_secs(1));
+        assert_eq!(backoff(2), Duration::from_secs(2));
+        assert_eq!(backoff(30), Duration::from_secs(300));
+    }
+
+    #[test]
+    fn children_trigger_their_controlling_owner_only() {
+        let primary = ApiResource::from_gvk(&GroupVersionKind::gvk("apps.example.com", "v1", "WebApp"));
+        let child: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "t", "namespace": "ns", "ownerReferences": [
+                {"apiVersion": "apps.example.com/v1", "kind": "WebApp", "name": "shop", "uid": "1", "controller": true},
+                {"apiVersion": "apps.example.com/v1", "kind": "WebApp", "name": "other", "uid": "2"},
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm", "uid": "3", "controller": true}
+            ]}
+        }))
+        .expect("object");
+        assert_eq!(owner_keys(&child, &primary, true), vec!["ns/shop".to_owned()]);
+        assert_eq!(owner_keys(&child, &primary, false), vec!["/shop".to_owned()]);
     }
 }

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Context as _;
 use ctop_core::KindRef;
 use ctop_kubesim::{Config, KubeSim, StartError};
-use ctop_runtime::controller::{RunOptions, script_env, values_from_yaml};
+use ctop_runtime::controller::{
+    LeaseTiming, RetryLimit, RunOptions, hot_swappable, script_env, values_from_yaml,
+};
 use ctop_runtime::{Limits, Script};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -80,6 +82,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     );
     let options = RunOptions {
         kubeconfig: Some(kubeconfig.clone()),
+        context: None,
         namespace: None,
         reconcile_timeout: Duration::from_secs(30),
         concurrency: 2,
@@ -91,18 +94,26 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         install_crds: Vec::new(),
         values,
         env: script_env(),
+        retry_limit: RetryLimit::default(),
     };
     let mut stamp = mtimes(&args.dir);
     let mut summary = BTreeMap::new();
     let shutdown = super::shutdown_signal();
     tokio::pin!(shutdown);
     let mut poll = tokio::time::interval(Duration::from_millis(500));
+    // A new script that declares the same controllers replaces the old one in place (the
+    // caches stay); one that watches something else restarts the controllers.
+    let (script_tx, scripts) = tokio::sync::watch::channel(script.clone());
     'reload: loop {
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let mut controllers =
-            tokio::spawn(ctop_runtime::controller::run(script.clone(), options.clone(), async move {
+        let mut controllers = tokio::spawn(ctop_runtime::controller::run_reloadable(
+            scripts.clone(),
+            options.clone(),
+            LeaseTiming::default(),
+            async move {
                 let _ = stop_rx.await;
-            }));
+            },
+        ));
         let mut running = true;
         loop {
             tokio::select! {
@@ -135,11 +146,18 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
                                 tracing::error!("{e:#}; the previous script keeps running");
                                 continue;
                             }
-                            tracing::info!("script changed: restarting the controllers");
+                            if running && hot_swappable(&script, &new) {
+                                tracing::info!("script reloaded; caches kept, every object reconciles again");
+                                script_tx.send_replace(new.clone());
+                                script = new;
+                                continue;
+                            }
+                            tracing::info!("script changed what it watches: restarting the controllers");
                             let _ = stop_tx.send(());
                             if running {
                                 let _ = controllers.await;
                             }
+                            script_tx.send_replace(new.clone());
                             script = new;
                             continue 'reload;
                         }

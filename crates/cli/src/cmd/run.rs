@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use ctop_runtime::controller::{LeaseTiming, RunOptions, script_env, values_from_yaml};
+use ctop_runtime::controller::{LeaseTiming, RetryLimit, RunOptions, script_env, values_from_yaml};
 use ctop_runtime::{Limits, Script};
 
 /// Arguments of `ctop run`.
@@ -26,6 +26,9 @@ pub struct RunArgs {
     /// The kubeconfig [default: in-cluster, $KUBECONFIG or ~/.kube/config].
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use [default: its current context].
+    #[arg(long)]
+    context: Option<String>,
     /// Watch only this namespace [default: all namespaces].
     #[arg(long)]
     namespace: Option<String>,
@@ -63,6 +66,16 @@ pub struct RunArgs {
     /// Server-side apply the script's CRDs (and wait until Established) before starting.
     #[arg(long)]
     install_crds: bool,
+    /// Retries of failed reconciles per second, across all controllers, once the burst is
+    /// spent (on top of each object's exponential backoff).
+    #[arg(long, default_value_t = 10.0)]
+    retry_qps: f64,
+    /// Retries of failed reconciles allowed at once.
+    #[arg(long, default_value_t = 100)]
+    retry_burst: u32,
+    /// Development mode: no leader election, text logs.
+    #[arg(long)]
+    pub dev: bool,
 }
 
 /// Load the script and run its controllers until Ctrl-C or SIGTERM.
@@ -89,14 +102,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     } else {
         Vec::new()
     };
+    if !(args.retry_qps >= 0.0) {
+        anyhow::bail!("--retry-qps must be 0 (no global limit) or more");
+    }
     let options = RunOptions {
         kubeconfig: args.kubeconfig,
+        context: args.context,
         namespace: args.namespace,
         reconcile_timeout: args.reconcile_timeout.into(),
         concurrency: args.concurrency.max(1),
         health_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.health_port)),
         metrics_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.metrics_port)),
-        leader_elect: args.leader_elect,
+        leader_elect: args.leader_elect && !args.dev,
         lease_namespace: args
             .lease_namespace
             .or_else(|| std::env::var("POD_NAMESPACE").ok())
@@ -105,6 +122,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         install_crds,
         values,
         env: script_env(),
+        retry_limit: RetryLimit { qps: args.retry_qps, burst: args.retry_burst },
     };
     let timing = LeaseTiming {
         lease_duration: args.lease_duration.into(),
