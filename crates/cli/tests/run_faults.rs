@@ -59,6 +59,17 @@ fn replicas_become(k: &Kubectl, n: &str) {
 
 #[test]
 fn apply_errors_back_off_without_pruning_and_converge() {
+    failed_applies_converge(500);
+}
+
+#[test]
+fn throttled_applies_back_off_without_pruning_and_converge() {
+    failed_applies_converge(429);
+}
+
+/// The next three Deployment applies answer `code`; the change still lands, and nothing
+/// is pruned or recreated on the way.
+fn failed_applies_converge(code: u16) {
     let sim = sim();
     let k = &sim.k;
     let _run = run_webapp(&sim, &["--leader-elect=false"]);
@@ -68,11 +79,10 @@ fn apply_errors_back_off_without_pruning_and_converge() {
     let secret = uid(k, "secret", "shop-token");
     let deployment = uid(k, "deployment", "shop");
 
-    // The next three applies of Deployments fail with 500.
     sim.k.post(
         sim.dir.path(),
         "/kubesim/faults",
-        r#"{"verb":"apply","resource":"deployments","code":500,"count":3}"#,
+        &format!(r#"{{"verb":"apply","resource":"deployments","code":{code},"count":3}}"#),
     );
     k.ok(&["patch", "webapp", "shop", "--type=merge", "-p", r#"{"spec":{"replicas":4}}"#]);
     replicas_become(k, "4");
@@ -106,12 +116,37 @@ fn dropped_watches_resume() {
     }
 }
 
+/// Watches resumed after a drop are answered `410 Expired` (twice per kind, as when the
+/// server compacted past the resume version): the reflectors relist and keep serving.
+#[test]
+fn expired_watches_relist_and_resume() {
+    let sim = sim();
+    let k = &sim.k;
+    let _run = run_webapp(&sim, &["--leader-elect=false"]);
+    apply_sample(&sim);
+    replicas_become(k, "2");
+    for resource in ["webapps", "deployments", "services"] {
+        sim.k.post(
+            sim.dir.path(),
+            "/kubesim/faults",
+            &format!(r#"{{"verb":"watch","resource":"{resource}","code":410,"count":2}}"#),
+        );
+    }
+    sim.k.post(sim.dir.path(), "/kubesim/faults/drop-watches", "{}");
+    k.eventually(&["get", "--raw", "/kubesim/faults"], |s| s.trim() == "[]");
+    k.ok(&["patch", "webapp", "shop", "--type=merge", "-p", r#"{"spec":{"replicas":6}}"#]);
+    replicas_become(k, "6");
+    k.ok(&["delete", "service", "shop"]);
+    k.eventually(&["get", "service", "shop", "-o", "name"], |s| !s.is_empty());
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
-/// The successful reconciles `/metrics` on `port` counts (`None` while not serving).
-fn reconciles(port: u16) -> Option<u64> {
+/// The sum of the samples of `/metrics` on `port` whose line starts with `prefix` and
+/// contains `needle` (`None` while not serving).
+fn metric(port: u16, prefix: &str, needle: &str) -> Option<u64> {
     use std::io::{Read as _, Write as _};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
@@ -119,13 +154,21 @@ fn reconciles(port: u16) -> Option<u64> {
     s.read_to_string(&mut body).ok()?;
     Some(
         body.lines()
-            .filter(|l| {
-                l.starts_with("controller_runtime_reconcile_total{") && l.contains("result=\"success\"")
-            })
+            .filter(|l| l.starts_with(prefix) && l.contains(needle))
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
             .map(|v| v as u64)
             .sum(),
     )
+}
+
+/// The successful reconciles `/metrics` on `port` counts (`None` while not serving).
+fn reconciles(port: u16) -> Option<u64> {
+    metric(port, "controller_runtime_reconcile_total{", "result=\"success\"")
+}
+
+/// `leader_election_master_status` on `port`.
+fn leading(port: u16) -> Option<u64> {
+    metric(port, "leader_election_master_status{", "ctop-leader")
 }
 
 fn replica(sim: &Sim, id: &str, metrics: u16) -> Proc {
@@ -222,4 +265,51 @@ fn ready_once_caches_sync_even_with_no_custom_resources() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(status_of(health, "/healthz"), Some(200));
+}
+
+/// A leader whose Lease is taken over (here by hand, as another replica would after a
+/// partition) stops reconciling until it wins the Lease back.
+#[test]
+fn a_leader_that_loses_its_lease_stops_reconciling() {
+    let sim = sim();
+    let k = &sim.k;
+    let holder = || ["get", "lease", "ctop-leader", "-n", "default", "-o", "jsonpath={.spec.holderIdentity}"];
+    let port = free_port();
+    let _a = replica(&sim, "replica-a", port);
+    k.eventually(&holder(), |s| s == "replica-a");
+    apply_sample(&sim);
+    replicas_become(k, "2");
+
+    let now = Command::new("date").args(["-u", "+%Y-%m-%dT%H:%M:%S.000000Z"]).output().expect("date");
+    let now = String::from_utf8_lossy(&now.stdout).trim().to_owned();
+    k.ok(&[
+        "patch",
+        "lease",
+        "ctop-leader",
+        "-n",
+        "default",
+        "--type=merge",
+        "-p",
+        &format!(
+            r#"{{"spec":{{"holderIdentity":"intruder","leaseDurationSeconds":3600,"renewTime":"{now}","acquireTime":"{now}"}}}}"#
+        ),
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while leading(port) != Some(0) {
+        assert!(Instant::now() < deadline, "the replica never stepped down");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let before = reconciles(port).expect("metrics");
+    k.ok(&["patch", "webapp", "shop", "--type=merge", "-p", r#"{"spec":{"replicas":3}}"#]);
+    // Several renew periods pass: nothing of the change is acted on while not leading.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(k.ok(&["get", "deployment", "shop", "-o", "jsonpath={.spec.replicas}"]), "2");
+    assert_eq!(reconciles(port), Some(before), "no reconcile ran while another replica held the Lease");
+    assert_eq!(k.ok(&holder()), "intruder");
+
+    // The intruder goes away (its Lease deleted): the replica leads again and catches up.
+    k.ok(&["delete", "lease", "ctop-leader", "-n", "default"]);
+    k.eventually(&holder(), |s| s == "replica-a");
+    replicas_become(k, "3");
+    assert_eq!(leading(port), Some(1));
 }

@@ -433,9 +433,24 @@ pub async fn run_reloadable(
         config.lease_duration = timing.lease_duration;
         config.renew_deadline = timing.renew_deadline;
         config.retry_period = timing.retry_period;
+        let lease = config.name.clone();
         let elector =
             LeaderElector::new(client.clone(), config).map_err(|e| RunError::Start(e.to_string()))?;
-        Some(elector.run())
+        let leadership = elector.run();
+        let mut leading = leadership.subscribe();
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            loop {
+                let now = *leading.borrow_and_update();
+                metrics.set_leader(&lease, now);
+                tracing::info!(lease, leading = now, "leadership");
+                if leading.changed().await.is_err() {
+                    metrics.set_leader(&lease, false);
+                    return;
+                }
+            }
+        });
+        Some(leadership)
     } else {
         None
     };
@@ -503,12 +518,12 @@ async fn start_controller(
     // crates/kubesim/tests/store_ready.rs).
     let primary_writer = reflector::store::Writer::<DynamicObject>::new(primary.clone());
     let primary_store = primary_writer.as_reader();
-    let (primary_stream, primary_synced) = tap_init_done(
+    let (primary_stream, primary_synced) = tap_init_done(detach(
         watcher(primary_api, watcher::Config::default()).default_backoff().reflect(primary_writer),
-    );
+    ));
     let primary_triggers = {
         let queue = queue.clone();
-        primary_stream.applied_objects().inspect(move |o| {
+        without_errors(primary_stream.applied_objects(), name.clone()).inspect(move |o| {
             if let Ok(o) = o {
                 queue.add(object_key(o));
             }
@@ -526,15 +541,15 @@ async fn start_controller(
         let (ar, child_namespaced) = resolve(&client, k).await?;
         let writer = reflector::store::Writer::<DynamicObject>::new(ar.clone());
         let store = writer.as_reader();
-        let (stream, rx) = tap_init_done(
+        let (stream, rx) = tap_init_done(detach(
             watcher(api_for(&client, &ar, child_namespaced, ns), watcher::Config::default())
                 .default_backoff()
                 .reflect(writer),
-        );
+        ));
         synced.push(rx);
         if owned {
             let (queue, primary, namespaced) = (queue.clone(), primary.clone(), namespaced);
-            let triggers = stream.touched_objects().inspect(move |o| {
+            let triggers = without_errors(stream.touched_objects(), name.clone()).inspect(move |o| {
                 if let Ok(o) = o {
                     owner_keys(o, &primary, namespaced).into_iter().for_each(|k| queue.add(k));
                 }
@@ -557,7 +572,7 @@ async fn start_controller(
             config = config.labels(sel);
         }
         let api = api_for(&client, &ar, watched_namespaced, w.namespace.as_deref().or(ns));
-        let (stream, rx) = tap_init_done(watcher(api, config).default_backoff().reflect(writer));
+        let (stream, rx) = tap_init_done(detach(watcher(api, config).default_backoff().reflect(writer)));
         synced.push(rx);
         watch_streams.push((i, w.clone(), ar.clone(), stream));
         if seen.insert(kind_key(&w.kind)) {
@@ -714,6 +729,50 @@ async fn apply_unowned(ctx: &Ctx, obj: &Value) -> Result<(), ReconcileError> {
     Ok(())
 }
 
+/// Poll `stream` in a task of its own and hand its items over through a channel; the task
+/// ends when the returned stream is dropped. Each watcher runs like this, so that its
+/// relists and backoff sleeps never wait on the controller's task (or the other way).
+fn detach<S>(stream: S) -> impl futures::Stream<Item = S::Item> + Send + 'static
+where
+    S: futures::Stream + Send + 'static,
+    S::Item: Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        loop {
+            tokio::select! {
+                item = stream.next() => match item {
+                    Some(item) => if tx.send(item).is_err() { return },
+                    None => return,
+                },
+                () = tx.closed() => return,
+            }
+        }
+    });
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })
+}
+
+/// Drop the errors of a trigger stream (logged; the watcher behind it retries with its own
+/// backoff). kube-runtime's controller answers any trigger error by pausing *all* triggers
+/// with a growing backoff: a few `410`s on one watch would stall every reconcile for a
+/// minute and more.
+fn without_errors<T, E>(
+    stream: impl futures::Stream<Item = Result<T, E>> + Send + 'static,
+    controller: String,
+) -> impl futures::Stream<Item = Result<T, E>> + Send + 'static
+where
+    T: Send + 'static,
+    E: std::fmt::Display + Send + 'static,
+{
+    stream.filter(move |r| {
+        if let Err(e) = r {
+            tracing::warn!(controller, error = %e, "watch failed; retrying with backoff");
+        }
+        std::future::ready(r.is_ok())
+    })
+}
+
 /// Pass a reflector's events through and report its first `InitDone` (the cache holds the
 /// full list) on a watch channel, which wakes any number of waiters.
 fn tap_init_done<S>(
@@ -761,7 +820,7 @@ where
             match e {
                 Ok(e) => Some(e),
                 Err(err) => {
-                    tracing::debug!(error = %err, "watch error");
+                    tracing::warn!(error = %err, "watch failed; retrying with backoff");
                     None
                 }
             }

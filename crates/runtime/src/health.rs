@@ -376,6 +376,7 @@ mod names {
     pub const APPLIES: &str = "ctop_applies_total";
     pub const APPLIES_SKIPPED: &str = "ctop_applies_skipped_total";
     pub const PRUNES: &str = "ctop_prunes_total";
+    pub const LEADER: &str = "leader_election_master_status";
 }
 
 /// The metrics registry, shared between the controllers and the HTTP server.
@@ -444,6 +445,7 @@ impl Metrics {
                 "Applies skipped because the desired child and the live object were unchanged",
             ),
             counter(PRUNES, "Children pruned per controller"),
+            gauge(LEADER, "1 while this replica holds the leader Lease named by `name`, else 0"),
         ];
         Metrics { inner: Arc::new(Mutex::new(families)) }
     }
@@ -522,6 +524,12 @@ impl Metrics {
             self.add(RECONCILE_ERRORS, vec![("controller", controller.to_owned())], 1.0);
         }
         self.observe(RECONCILE_TIME, vec![("controller", controller.to_owned())], secs(took));
+    }
+
+    /// Whether this replica leads on the Lease `lease` (controller-runtime's
+    /// `leader_election_master_status`).
+    pub fn set_leader(&self, lease: &str, leading: bool) {
+        self.set(names::LEADER, vec![("name", lease.to_owned())], if leading { 1.0 } else { 0.0 });
     }
 
     /// A worker picked up an item (`+1`) or finished (`-1`).
