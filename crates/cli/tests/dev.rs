@@ -80,6 +80,9 @@ fn dev_serves_reloads_and_survives_errors() {
     std::fs::write(&script, source.replace(old, r#""app.kubernetes.io/part-of": "webapp", tier: "web" };"#))
         .expect("edit");
     k.eventually(&["get", "deployment", "shop", "-o", "jsonpath={.metadata.labels.tier}"], |s| s == "web");
+    // Only the handler changed: the script is swapped in place, the caches are kept.
+    eventually_in(&stderr, "script reloaded; caches kept");
+    assert!(!std::fs::read_to_string(&stderr).unwrap_or_default().contains("restarting the controllers"));
 
     // A syntax error is reported with its place; the previous script keeps serving.
     let broken = format!("{}\nconst = ;\n", std::fs::read_to_string(&script).expect("read"));

@@ -129,7 +129,7 @@ impl Bucket {
 
     /// Take one token; how long the caller must wait for it.
     fn reserve(&self) -> Duration {
-        if !(self.limit.qps > 0.0) {
+        if self.limit.qps.is_nan() || self.limit.qps <= 0.0 {
             return Duration::ZERO;
         }
         let mut st = self.state.lock();

@@ -102,7 +102,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     } else {
         Vec::new()
     };
-    if !(args.retry_qps >= 0.0) {
+    if args.retry_qps.is_nan() || args.retry_qps < 0.0 {
         anyhow::bail!("--retry-qps must be 0 (no global limit) or more");
     }
     let options = RunOptions {

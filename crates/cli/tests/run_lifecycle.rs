@@ -1,0 +1,269 @@
+//! `ctop run` over an operator's life: the one-shot `onStart`, a process killed in the
+//! middle of a reconcile and started again, and reconcile traces exported over OTLP.
+
+mod common;
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Kubectl, Proc, start_sim};
+
+/// A `Slow` CR: its reconcile spins for `spec.ms`, then applies a ConfigMap and sets
+/// `status.done`. `onStart` applies an unowned ConfigMap once.
+const SCRIPT: &str = r#"
+import { resource, z, operator, apply, setStatus, Result, ConfigMap } from "ctop";
+
+const slow = resource("test.example.com/v1", "Slow", {
+  scope: "Namespaced",
+  spec: { ms: z.number().int().min(0).default(0) },
+  status: { done: z.boolean() },
+});
+
+operator(slow)
+  .manages(ConfigMap)
+  .onStart(() => {
+    apply(ConfigMap({ metadata: { name: "started", namespace: "default" }, data: { by: "onStart" } }));
+    return Result.ok();
+  })
+  .reconcile((cr) => {
+    const until = Date.now() + cr.spec.ms;
+    while (Date.now() < until) {}
+    apply(ConfigMap({ metadata: { name: cr.metadata.name }, data: { done: "yes" } }));
+    setStatus(cr, { done: true });
+    return Result.ok();
+  });
+"#;
+
+fn write_op(dir: &Path) -> std::path::PathBuf {
+    let op = dir.join("op");
+    std::fs::create_dir_all(&op).expect("mkdir");
+    std::fs::write(op.join("operator.ct"), SCRIPT).expect("write the script");
+    op
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+fn run(op: &Path, kubeconfig: &Path, metrics: u16, extra: &[&str]) -> Proc {
+    Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .arg("run")
+            .arg(op)
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["--install-crds", "--leader-elect=false", "--health-port", "0"])
+            .args(["--metrics-port", &metrics.to_string()])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop run starts"),
+    )
+}
+
+/// The sum of the `/metrics` samples on `port` whose line starts with `prefix`.
+fn metric(port: u16, prefix: &str) -> Option<f64> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    Some(
+        body.lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum(),
+    )
+}
+
+fn create_slow(k: &Kubectl, dir: &Path, name: &str, ms: u32) {
+    let file = dir.join(format!("{name}.yaml"));
+    std::fs::write(
+        &file,
+        format!("apiVersion: test.example.com/v1\nkind: Slow\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  ms: {ms}\n"),
+    )
+    .expect("write the CR");
+    k.eventually(&["get", "crd", "slows.test.example.com", "-o", "name"], |s| !s.is_empty());
+    k.eventually(&["apply", "-f", file.to_str().expect("utf-8")], |s| s.contains(name));
+}
+
+#[test]
+fn on_start_runs_once_and_applies_unowned_objects() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_sim(dir.path());
+    let op = write_op(dir.path());
+    let port = free_port();
+    let _run = run(&op, &kubeconfig, port, &[]);
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    k.eventually(&["get", "configmap", "started", "-o", "jsonpath={.data.by}"], |s| s == "onStart");
+    assert_eq!(
+        k.ok(&["get", "configmap", "started", "-o", "jsonpath={.metadata.ownerReferences}"]),
+        "",
+        "what onStart applies has no owner"
+    );
+    let managers =
+        k.ok(&["get", "configmap", "started", "-o", "jsonpath={.metadata.managedFields[*].manager}"]);
+    assert_eq!(managers, "ctop", "applied server-side by the operator's field manager");
+
+    // CRs reconcile as usual after it; onStart does not run again.
+    create_slow(&k, dir.path(), "a", 0);
+    k.eventually(&["get", "configmap", "a", "-o", "jsonpath={.metadata.ownerReferences[0].name}"], |s| {
+        s == "a"
+    });
+    let rv = k.ok(&["get", "configmap", "started", "-o", "jsonpath={.metadata.resourceVersion}"]);
+    create_slow(&k, dir.path(), "b", 0);
+    k.eventually(&["get", "slow", "b", "-o", "jsonpath={.status.done}"], |s| s == "true");
+    assert_eq!(k.ok(&["get", "configmap", "started", "-o", "jsonpath={.metadata.resourceVersion}"]), rv);
+    let runs = metric(port, "ctop_script_duration_seconds_count{").expect("metrics");
+    let on_start =
+        metric(port, "ctop_script_duration_seconds_count{controller=\"slow\",handler=\"onStart\"}")
+            .expect("metrics");
+    assert_eq!(on_start, 1.0, "onStart ran exactly once (of {runs} handler calls)");
+}
+
+#[test]
+fn killed_mid_reconcile_the_next_process_converges() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_sim(dir.path());
+    let op = write_op(dir.path());
+    let port = free_port();
+    let mut first = run(&op, &kubeconfig, port, &[]);
+    let k = Kubectl { kubeconfig: kubeconfig.clone(), cache: dir.path().join("cache") };
+    create_slow(&k, dir.path(), "slow", 3000);
+    // Wait until a worker is inside the reconcile, then kill -9.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while metric(port, "controller_runtime_active_workers{") != Some(1.0) {
+        assert!(Instant::now() < deadline, "the reconcile never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    first.0.kill().expect("kill -9");
+    let _ = first.0.wait();
+    assert_eq!(k.ok(&["get", "configmap", "-o", "name"]).lines().filter(|l| l.ends_with("/slow")).count(), 0);
+    assert_eq!(k.ok(&["get", "slow", "slow", "-o", "jsonpath={.status.done}"]), "");
+
+    let _second = run(&op, &kubeconfig, free_port(), &[]);
+    k.eventually(&["get", "slow", "slow", "-o", "jsonpath={.status.done}"], |s| s == "true");
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "configmap",
+            "slow",
+            "-o",
+            "jsonpath={.data.done}/{.metadata.ownerReferences[0].name}"
+        ]),
+        "yes/slow"
+    );
+}
+
+/// A minimal OTLP/HTTP collector: keeps the JSON body of every POST to `/v1/traces`.
+fn collector() -> (u16, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let keep = bodies.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { continue };
+            let keep = keep.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(conn);
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let request = line.clone();
+                    let mut length = 0usize;
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if h.trim().is_empty() {
+                            break;
+                        }
+                        if let Some((k, v)) = h.split_once(':')
+                            && k.eq_ignore_ascii_case("content-length")
+                        {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    if request.starts_with("POST /v1/traces") {
+                        keep.lock().expect("lock").push(String::from_utf8_lossy(&body).into_owned());
+                    }
+                    let reply =
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+                    if reader.get_mut().write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, bodies)
+}
+
+#[test]
+fn reconciles_are_exported_as_traces_over_otlp() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_sim(dir.path());
+    let op = write_op(dir.path());
+    let (otlp, bodies) = collector();
+    let endpoint = format!("http://127.0.0.1:{otlp}");
+    let _run = run(&op, &kubeconfig, free_port(), &["--otlp-endpoint", &endpoint]);
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    create_slow(&k, dir.path(), "traced", 0);
+    k.eventually(&["get", "slow", "traced", "-o", "jsonpath={.status.done}"], |s| s == "true");
+
+    // The batch exporter sends within a few seconds.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (reconcile, spans) = loop {
+        let all = bodies.lock().expect("lock").clone();
+        let spans: Vec<serde_json::Value> = all
+            .iter()
+            .filter_map(|b| serde_json::from_str::<serde_json::Value>(b).ok())
+            .flat_map(|v| {
+                let mut out = Vec::new();
+                for rs in v["resourceSpans"].as_array().into_iter().flatten() {
+                    for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
+                        out.extend(ss["spans"].as_array().into_iter().flatten().cloned());
+                    }
+                }
+                out
+            })
+            .collect();
+        let attr = |s: &serde_json::Value, key: &str| {
+            s["attributes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|a| a["key"] == key)
+                .and_then(|a| a["value"]["stringValue"].as_str().map(str::to_owned))
+        };
+        let found = spans
+            .iter()
+            .find(|s| s["name"] == "reconcile" && attr(s, "object").as_deref() == Some("default/traced"))
+            .cloned();
+        if let Some(r) = found {
+            break (r, spans);
+        }
+        assert!(Instant::now() < deadline, "no reconcile span arrived; bodies: {all:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let children: Vec<&str> = spans
+        .iter()
+        .filter(|s| s["parentSpanId"] == reconcile["spanId"] && s["traceId"] == reconcile["traceId"])
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    for child in ["script", "apply", "status"] {
+        assert!(children.contains(&child), "the reconcile span has a {child} child: {children:?}");
+    }
+}
