@@ -732,27 +732,45 @@ function outputJson(o) {
 
 const warnedKinds = new Set();
 
+/**
+ * The observed objects of kind `ref`. Either the input carried them (`input.observed`, a
+ * map by kind, as tests and `ctop` before lazy caches pass them), or the runtime serves
+ * them on demand through `__ct_host.observed("list", kindKey)`: a kind is then read from
+ * the cache (and parsed) only when a handler asks for it, once per call.
+ */
 function observedList(ref) {
-  const list = ctx?.observed[kindKey(ref)];
+  const key = kindKey(ref);
+  let list = ctx?.observed?.[key];
+  if (list === undefined && ctx && !ctx.observedInput) {
+    const text = globalThis.__ct_host?.observed?.("list", key);
+    list = text == null ? null : JSON.parse(text);
+    (ctx.observed ??= {})[key] = list;
+  }
   if (Array.isArray(list)) return list;
   const e = ctx?.fns.entry;
   const declared = e && [...e.manages, ...e.reads, ...e.watches.map((w) => w.kind), e.for]
-    .some((k) => kindKey(k) === kindKey(ref));
-  if (e && !declared && !warnedKinds.has(`${e.name} ${kindKey(ref)}`)) {
-    warnedKinds.add(`${e.name} ${kindKey(ref)}`);
-    log.warn(`${kindKey(ref)} is not in manages/reads/watches of operator "${e.name}", so nothing of it is observed`);
+    .some((k) => kindKey(k) === key);
+  if (e && !declared && !warnedKinds.has(`${e.name} ${key}`)) {
+    warnedKinds.add(`${e.name} ${key}`);
+    log.warn(`${key} is not in manages/reads/watches of operator "${e.name}", so nothing of it is observed`);
   }
   return [];
 }
 
 /**
  * The cached object of `kind` named `name`, or undefined. `namespace` defaults to the CR's
- * (for cluster-scoped kinds it is ignored).
+ * (for cluster-scoped kinds it is ignored). Served by one keyed cache lookup when the
+ * runtime provides `__ct_host.observed`.
  */
 export function getObserved(kind, name, namespace) {
   const ref = kindRef(kind, "getObserved");
   const nsd = isNamespaced(ref);
   const ns = nsd ? (namespace ?? ctx?.namespace) : undefined;
+  const key = kindKey(ref);
+  if (ctx && !ctx.observedInput && ctx.observed?.[key] === undefined && typeof name === "string") {
+    const text = globalThis.__ct_host?.observed?.("get", key, ns ?? "", name);
+    if (text != null) return JSON.parse(text) ?? undefined;
+  }
   return observedList(ref).find((o) => o?.metadata?.name === name
     && (ns === undefined || (o.metadata.namespace ?? undefined) === ns));
 }
@@ -992,7 +1010,7 @@ function dispatch(handler, controllerIndex, inputJson) {
   const old = input.oldObject ?? undefined;
   const out = newOutput();
   ctx = { cr: isMap || handler === "onStart" ? null : object, namespace: object?.metadata?.namespace,
-    observed: input.observed ?? {}, out, fns };
+    observed: input.observed ?? null, observedInput: input.observed != null, out, fns };
 
   /** Turns the handler's return value into the output for this kind of handler. */
   let finish;

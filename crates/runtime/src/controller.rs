@@ -13,9 +13,12 @@
 //! 1. waits for leadership (when elected: not leading means requeue in 5 s, no side effect);
 //! 2. adds the controller's finalizer when the script declared `.finalize()`; on deletion
 //!    runs the `finalize` handler and removes the finalizer once it returned ok;
-//! 3. dispatches `reconcile` in `spawn_blocking` with `object`, `observed` (from the
-//!    caches: for namespaced primaries the objects of the primary's namespace plus all
-//!    cluster-scoped ones), `env` and `values`;
+//! 3. dispatches `reconcile` in `spawn_blocking` with `object`, `env` and `values`; the
+//!    script's `getObserved` / `listObserved` read the caches on demand through a
+//!    [`crate::vm::Observer`] (for namespaced primaries the objects of the primary's
+//!    namespace plus all cluster-scoped ones; one keyed lookup per `getObserved`), so a
+//!    reconcile costs the same with ten cached objects or a hundred thousand. Cached
+//!    objects carry no `managedFields`;
 //! 4. on `Result.ok()`/`Result.requeue(d)`: applies the children with
 //!    [`ctop_applier::Applier::apply_observed`] (complete set, pruning the rest), then
 //!    merge-patches the output's `patches` into their live objects (not owned: no owner
@@ -327,7 +330,7 @@ struct Ctx {
     retries: Arc<Bucket>,
     primary: ApiResource,
     namespaced: bool,
-    caches: Vec<Cached>,
+    caches: Arc<Vec<Cached>>,
     applier: Applier,
     recorder: Recorder,
     client: Client,
@@ -519,7 +522,10 @@ async fn start_controller(
     let primary_writer = reflector::store::Writer::<DynamicObject>::new(primary.clone());
     let primary_store = primary_writer.as_reader();
     let (primary_stream, primary_synced) = tap_init_done(detach(
-        watcher(primary_api, watcher::Config::default()).default_backoff().reflect(primary_writer),
+        watcher(primary_api, watcher::Config::default())
+            .default_backoff()
+            .modify(strip_managed_fields)
+            .reflect(primary_writer),
     ));
     let primary_triggers = {
         let queue = queue.clone();
@@ -544,6 +550,7 @@ async fn start_controller(
         let (stream, rx) = tap_init_done(detach(
             watcher(api_for(&client, &ar, child_namespaced, ns), watcher::Config::default())
                 .default_backoff()
+                .modify(strip_managed_fields)
                 .reflect(writer),
         ));
         synced.push(rx);
@@ -572,7 +579,9 @@ async fn start_controller(
             config = config.labels(sel);
         }
         let api = api_for(&client, &ar, watched_namespaced, w.namespace.as_deref().or(ns));
-        let (stream, rx) = tap_init_done(detach(watcher(api, config).default_backoff().reflect(writer)));
+        let (stream, rx) = tap_init_done(detach(
+            watcher(api, config).default_backoff().modify(strip_managed_fields).reflect(writer),
+        ));
         synced.push(rx);
         watch_streams.push((i, w.clone(), ar.clone(), stream));
         if seen.insert(kind_key(&w.kind)) {
@@ -594,7 +603,7 @@ async fn start_controller(
         retries,
         primary,
         namespaced,
-        caches,
+        caches: Arc::new(caches),
         applier,
         recorder: Recorder::new(client.clone(), reporter),
         client,
@@ -727,6 +736,12 @@ async fn apply_unowned(ctx: &Ctx, obj: &Value) -> Result<(), ReconcileError> {
         .await
         .map_err(|e| ReconcileError(format!("apply {}/{} {name}: {e}", ar.api_version, ar.kind)))?;
     Ok(())
+}
+
+/// Cached objects drop `managedFields`: nothing reads them (the applier compares its own
+/// fingerprints), and they are often the larger part of an object.
+fn strip_managed_fields(o: &mut DynamicObject) {
+    o.metadata.managed_fields = None;
 }
 
 /// Poll `stream` in a task of its own and hand its items over through a channel; the task
@@ -1002,29 +1017,60 @@ fn error_policy(obj: Arc<DynamicObject>, err: &ReconcileError, ctx: Arc<Ctx>) ->
     Action::requeue(delay)
 }
 
-/// The caches as the script's `observed`: for `Some(object)` of a namespaced primary, the
-/// objects of its namespace plus every cluster-scoped one; for `None` (onStart), all.
-fn observed(ctx: &Ctx, object: Option<&DynamicObject>) -> Value {
-    let ns = object.and_then(kube::ResourceExt::namespace);
-    let mut out = Map::new();
-    for c in &ctx.caches {
+/// The caches as the script's `getObserved` / `listObserved` see them during one call:
+/// for a call about a namespaced object of a namespaced primary, the objects of its
+/// namespace plus every cluster-scoped one; for calls without an object (`onStart`), all.
+/// Objects are looked up by key and serialized only when the script asks for them.
+struct CacheView {
+    caches: Arc<Vec<Cached>>,
+    /// The namespace namespaced kinds are restricted to, if any.
+    namespace: Option<String>,
+}
+
+impl CacheView {
+    fn new(ctx: &Ctx, object: Option<&DynamicObject>) -> Self {
+        let namespace = object.and_then(kube::ResourceExt::namespace).filter(|_| ctx.namespaced);
+        Self { caches: ctx.caches.clone(), namespace }
+    }
+
+    fn json(c: &Cached, o: &DynamicObject) -> Value {
+        let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
+        if let Some((api_version, kind)) = c.key.rsplit_once('/') {
+            v["apiVersion"] = api_version.into();
+            v["kind"] = kind.into();
+        }
+        v
+    }
+}
+
+impl crate::vm::Observer for CacheView {
+    fn list(&self, kind: &str) -> Option<String> {
+        let c = self.caches.iter().find(|c| c.key == kind)?;
         let items: Vec<Value> = c
             .store
             .state()
             .iter()
-            .filter(|o| object.is_none() || !c.namespaced || !ctx.namespaced || o.namespace() == ns)
-            .map(|o| {
-                let mut v = serde_json::to_value(o.as_ref()).unwrap_or(Value::Null);
-                if let Some((api_version, kind)) = c.key.rsplit_once('/') {
-                    v["apiVersion"] = api_version.into();
-                    v["kind"] = kind.into();
-                }
-                v
-            })
+            .filter(|o| !c.namespaced || self.namespace.is_none() || o.namespace() == self.namespace)
+            .map(|o| Self::json(c, o))
             .collect();
-        out.insert(c.key.clone(), Value::Array(items));
+        Some(Value::Array(items).to_string())
     }
-    Value::Object(out)
+
+    fn get(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<Option<String>> {
+        let c = self.caches.iter().find(|c| c.key == kind)?;
+        let key = ObjectRef::new_with(name, c.ar.clone());
+        let key = match (c.namespaced, namespace) {
+            (true, Some(ns)) => {
+                if self.namespace.as_deref().is_some_and(|own| own != ns) {
+                    return Some(None);
+                }
+                key.within(ns)
+            }
+            (true, None) => return Some(None),
+            (false, _) => key,
+        };
+        Some(c.store.get(&key).map(|o| Self::json(c, &o).to_string()))
+    }
 }
 
 async fn dispatch(
@@ -1034,16 +1080,16 @@ async fn dispatch(
 ) -> Result<Value, ReconcileError> {
     let input = json!({
         "object": object,
-        "observed": observed(ctx, object),
         "env": ctx.options.env,
         "values": ctx.options.values,
     })
     .to_string();
+    let observer: Arc<dyn crate::vm::Observer> = Arc::new(CacheView::new(ctx, object));
     let script = ctx.script.borrow().clone();
     let index = ctx.spec.index;
     let started = Instant::now();
     let name = handler.to_owned();
-    let call = tokio::task::spawn_blocking(move || script.dispatch(&name, index, &input));
+    let call = tokio::task::spawn_blocking(move || script.dispatch_observed(&name, index, &input, observer));
     let out = tokio::time::timeout(ctx.options.reconcile_timeout, call)
         .instrument(tracing::info_span!("script", handler))
         .await;

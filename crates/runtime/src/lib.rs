@@ -30,4 +30,4 @@ pub mod vm;
 pub use bundle::{Bundle, BundleError, Module};
 pub use load::{LoadError, load_dir};
 pub use script::{Script, ScriptError};
-pub use vm::{Limits, Pool, Vm, VmError};
+pub use vm::{Limits, Observer, Pool, Vm, VmError};

@@ -9,7 +9,7 @@ use ctop_core::OperatorSpec;
 use crate::bundle::{Bundle, BundleError};
 use crate::load::{LoadError, load_dir};
 use crate::sdk::SDK_JS;
-use crate::vm::{Limits, Pool, Vm, VmError, VmOptions};
+use crate::vm::{Limits, Observer, Pool, Vm, VmError, VmOptions};
 
 /// Why a script could not be made ready.
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +82,17 @@ impl Script {
     /// Call `handler` of controller `index` with `input` (JSON) in a free runtime.
     pub fn dispatch(&self, handler: &str, index: u32, input: &str) -> Result<serde_json::Value, VmError> {
         self.pool.with(|vm| vm.dispatch(handler, index, input))
+    }
+
+    /// [`Script::dispatch`] with `observer` serving `getObserved` / `listObserved`.
+    pub fn dispatch_observed(
+        &self,
+        handler: &str,
+        index: u32,
+        input: &str,
+        observer: Arc<dyn Observer>,
+    ) -> Result<serde_json::Value, VmError> {
+        self.pool.with(|vm| vm.dispatch_observed(handler, index, input, observer))
     }
 }
 

@@ -36,6 +36,9 @@
 //! or `{error}` as JSON, bounded by [`FetchLimits`] and by what is left of the call's
 //! deadline (the interrupt handler cannot stop a request in flight). A fetch that ends past
 //! the deadline fails the call with [`VmError::Timeout`] once the script returns.
+//! `observed(op, kindKey, namespace, name)` serves `getObserved`/`listObserved` from the
+//! [`Observer`] given to [`Vm::dispatch_observed`] (`undefined` when the call has none or
+//! the kind is not observed, else JSON text: `null` for a missing object).
 //!
 //! # Threads
 //! rquickjs is built with its `parallel` feature so a `Vm` is [`Send`] and may move between
@@ -307,8 +310,25 @@ impl Loader for BundleLoader {
     }
 }
 
+/// The caches a handler call reads through `getObserved` / `listObserved`, served on
+/// demand instead of serialized into every call's input (a controller's caches can hold
+/// thousands of objects; a handler usually reads a few).
+pub trait Observer: Send + Sync {
+    /// The objects of kind `kind` (`apiVersion/kind`) this call may see, as a JSON array;
+    /// `None` when the kind is not observed.
+    fn list(&self, kind: &str) -> Option<String>;
+    /// The object of kind `kind` named `name` (in `namespace` when namespaced) as JSON:
+    /// `Some(None)` when the kind is observed but the object is not there, `None` when
+    /// the kind is not observed.
+    fn get(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<Option<String>>;
+}
+
+/// The [`Observer`] of the call in progress, read by the `observed` host function.
+type ObserverSlot = Arc<Mutex<Option<Arc<dyn Observer>>>>;
+
 /// One QuickJS runtime and context running one operator script.
 pub struct Vm {
+    observer: ObserverSlot,
     context: Context,
     bundle: Arc<Bundle>,
     options: VmOptions,
@@ -358,10 +378,12 @@ impl Vm {
             fetcher: Arc::new(Fetcher::new(options.limits.fetch)),
             deadline: Arc::clone(&deadline),
         };
-        let mut vm = Vm { context, bundle, options, deadline, broken: false };
+        let observer = ObserverSlot::default();
+        let slot = Arc::clone(&observer);
+        let mut vm = Vm { observer, context, bundle, options, deadline, broken: false };
         let bundle = Arc::clone(&vm.bundle);
         vm.call(|ctx, env| {
-            install_host(ctx, fetch).map_err(|e| env.error(ctx, e))?;
+            install_host(ctx, fetch, slot).map_err(|e| env.error(ctx, e))?;
             let js = bundle.modules.get(&bundle.entry).map_or("", |m| m.js.as_str());
             let (_, promise) = rquickjs::Module::declare(ctx.clone(), bundle.entry.as_str(), js)
                 .and_then(|module| module.eval())
@@ -409,6 +431,21 @@ impl Vm {
             let output = env.settle(ctx, output, "the handler")?;
             env.parse_output(ctx, output)
         })
+    }
+
+    /// [`Vm::dispatch`] with `observer` serving the handler's `getObserved` and
+    /// `listObserved` (the input then carries no `observed`).
+    pub fn dispatch_observed(
+        &mut self,
+        handler: &str,
+        index: u32,
+        input: &str,
+        observer: Arc<dyn Observer>,
+    ) -> Result<serde_json::Value, VmError> {
+        *self.observer.lock() = Some(observer);
+        let out = self.dispatch(handler, index, input);
+        *self.observer.lock() = None;
+        out
     }
 
     /// Whether a call hit the deadline or the memory limit, so this `Vm` may be broken and
@@ -627,8 +664,16 @@ fn pick_frame<'a>(stack: &'a str, bundle: &Bundle) -> Option<Frame<'a>> {
     first
 }
 
-fn install_host(ctx: &Ctx<'_>, fetch: HostFetch) -> rquickjs::Result<()> {
+fn install_host(ctx: &Ctx<'_>, fetch: HostFetch, observer: ObserverSlot) -> rquickjs::Result<()> {
     let host = Object::new(ctx.clone())?;
+    let observed = move |ctx: Ctx<'_>,
+                         op: Coerced<String>,
+                         kind: Coerced<String>,
+                         ns: Opt<Coerced<String>>,
+                         name: Opt<Coerced<String>>| {
+        observed(&ctx, &observer, &op.0, &kind.0, ns.0.map(|n| n.0), name.0.map(|n| n.0))
+    };
+    host.set("observed", Function::new(ctx.clone(), observed)?.with_name("observed")?)?;
     host.set("randomString", Function::new(ctx.clone(), random_string)?.with_name("randomString")?)?;
     host.set("log", Function::new(ctx.clone(), log)?.with_name("log")?)?;
     host.set("now", Function::new(ctx.clone(), now)?.with_name("now")?)?;
@@ -636,6 +681,31 @@ fn install_host(ctx: &Ctx<'_>, fetch: HostFetch) -> rquickjs::Result<()> {
         move |url: Coerced<String>, init: Opt<Coerced<String>>| fetch.call(&url.0, init.0.map(|i| i.0));
     host.set("fetch", Function::new(ctx.clone(), fetch)?.with_name("fetch")?)?;
     ctx.globals().set(HOST_GLOBAL, host)
+}
+
+/// `__ct_host.observed(op, kind, namespace, name)`: `op` is `list` or `get` (see the
+/// module docs); an empty namespace means none. A missing object is the JSON text `null`.
+fn observed(
+    ctx: &Ctx<'_>,
+    slot: &ObserverSlot,
+    op: &str,
+    kind: &str,
+    namespace: Option<String>,
+    name: Option<String>,
+) -> rquickjs::Result<Option<String>> {
+    let Some(observer) = slot.lock().clone() else {
+        return Ok(None);
+    };
+    match op {
+        "list" => Ok(observer.list(kind)),
+        "get" => {
+            let namespace = namespace.filter(|n| !n.is_empty());
+            Ok(observer
+                .get(kind, namespace.as_deref(), name.as_deref().unwrap_or_default())
+                .map(|found| found.unwrap_or_else(|| "null".to_owned())))
+        }
+        _ => Err(Exception::throw_type(ctx, &format!("observed: unknown operation {op:?}"))),
+    }
 }
 
 /// `__ct_host.randomString(n)`: `n` characters of [a-zA-Z0-9] from the OS generator.
