@@ -4,8 +4,11 @@
 
 mod common;
 
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{Kubectl, Proc, start_sim};
@@ -16,6 +19,11 @@ fn example(name: &str) -> PathBuf {
 
 /// `ctop run examples/<name>` against the sim, its CRDs installed.
 fn run_example(name: &str, k: &Kubectl) -> Proc {
+    run_example_with(name, k, &[])
+}
+
+/// `ctop run examples/<name> <extra...>`.
+fn run_example_with(name: &str, k: &Kubectl, extra: &[&str]) -> Proc {
     Proc(
         Command::new(env!("CARGO_BIN_EXE_ctop"))
             .arg("run")
@@ -23,6 +31,7 @@ fn run_example(name: &str, k: &Kubectl) -> Proc {
             .arg("--kubeconfig")
             .arg(&k.kubeconfig)
             .args(["--install-crds", "--leader-elect=false", "--health-port", "0", "--metrics-port", "0"])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -124,5 +133,136 @@ fn greeting_greets_families_and_holds_referenced_persons() {
     k.ok(&["delete", "greeting", "doe-family"]);
     k.ok(&["delete", "person", "johnd", "--timeout=30s"]);
     k.eventually(&["get", "persons", "-o", "name"], |s| s.trim().is_empty());
+    stop(run);
+}
+
+// ───────────────────────────── myapp ─────────────────────────────
+
+/// A tiny HTTP app registry: records `METHOD path` of each request and answers 200, or 500
+/// for paths containing `broken`.
+fn registry() -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let mut length = 0usize;
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).is_err() || h.trim().is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = h.split_once(':')
+                    && k.eq_ignore_ascii_case("content-length")
+                {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let request: Vec<&str> = line.split_whitespace().take(2).collect();
+            let request = request.join(" ");
+            let code = if request.contains("broken") { "500 Internal Server Error" } else { "200 OK" };
+            log.lock().expect("lock").push(request);
+            let _ = write!(stream, "HTTP/1.1 {code}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        }
+    });
+    (url, seen)
+}
+
+/// `reason/type/regarding` of every event, one a line.
+fn events(k: &Kubectl) -> String {
+    k.ok(&[
+        "get",
+        "events.events.k8s.io",
+        "-o",
+        "jsonpath={range .items[*]}{.reason}/{.type}/{.regarding.name}{\"\\n\"}{end}",
+    ])
+}
+
+fn eventually_event(k: &Kubectl, line: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(40);
+    loop {
+        let all = events(k);
+        if all.lines().any(|l| l == line) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "no event {line}; events:\n{all}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn myapp_deploys_registers_reports_and_cleans_up() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_sim(dir.path());
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    let (url, seen) = registry();
+    let values = dir.path().join("values.yaml");
+    std::fs::write(&values, format!("registryUrl: {url}\n")).expect("write values");
+    let run = run_example_with("myapp", &k, &["--values", values.to_str().expect("utf-8")]);
+    apply(&k, &example("myapp").join("samples"), "my-app");
+
+    eventually_is(
+        &k,
+        "deployment",
+        "my-app",
+        "{.spec.replicas}/{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}",
+        "3/MyApp/my-app",
+    );
+    eventually_is(&k, "myapp", "my-app", "{.status.phase}/{.status.registered}", "Pending/true");
+    eventually_event(&k, "Registered/Normal/my-app");
+    eventually_event(&k, "Created/Normal/my-app");
+    assert!(seen.lock().expect("lock").contains(&"PUT /apps/default/my-app".to_owned()));
+
+    k.ok(&["patch", "deployment", "my-app", "--subresource=status", "--type=merge", "-p", r#"{"status":{"replicas":3,"readyReplicas":3}}"#]);
+    eventually_is(&k, "myapp", "my-app", r#"{.status.phase}/{.status.conditions[?(@.type=="Ready")].status}"#, "Running/True");
+
+    // A failing Deployment: a Warning event and phase Failed.
+    k.ok(&[
+        "patch",
+        "deployment",
+        "my-app",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"conditions":[{"type":"ReplicaFailure","status":"True","reason":"FailedCreate","message":"quota exceeded"}]}}"#,
+    ]);
+    eventually_is(&k, "myapp", "my-app", "{.status.phase}", "Failed");
+    eventually_event(&k, "Failed/Warning/my-app");
+
+    // A registry failure: a Warning event, phase Failed, no Deployment.
+    apply_yaml(
+        &k,
+        dir.path(),
+        "broken.yaml",
+        "apiVersion: example.com/v1\nkind: MyApp\nmetadata: {name: broken, namespace: default}\nspec: {image: nginx}\n",
+        "broken",
+    );
+    eventually_event(&k, "Failed/Warning/broken");
+    eventually_is(&k, "myapp", "broken", "{.status.phase}/{.status.registered}", "Failed/false");
+    assert!(!k.run(&["get", "deployment", "broken"]).status.success(), "nothing is deployed for an unregistered app");
+
+    // replicas < 1 is refused at admission (by the CRD's minimum; the .validate() handler
+    // says the same once webhooks are served).
+    let zero = dir.path().join("zero.yaml");
+    std::fs::write(&zero, "apiVersion: example.com/v1\nkind: MyApp\nmetadata: {name: zero, namespace: default}\nspec: {image: nginx, replicas: 0}\n").expect("write");
+    let out = k.run(&["apply", "-f", zero.to_str().expect("utf-8")]);
+    assert!(!out.status.success(), "replicas: 0 is rejected");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("replicas"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // The finalizer: deletion waits for the registry entry to be removed.
+    eventually_is(&k, "myapp", "my-app", "{.metadata.finalizers}", r#"["example.com/my-finalizer"]"#);
+    k.ok(&["delete", "myapp", "my-app", "--timeout=30s"]);
+    assert!(seen.lock().expect("lock").contains(&"DELETE /apps/default/my-app".to_owned()));
+    eventually_event(&k, "CleanedUp/Normal/my-app");
+    k.eventually(&["get", "myapps", "-o", "name"], |s| !s.contains("my-app"));
     stop(run);
 }
