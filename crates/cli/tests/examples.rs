@@ -266,3 +266,52 @@ fn myapp_deploys_registers_reports_and_cleans_up() {
     k.eventually(&["get", "myapps", "-o", "name"], |s| !s.contains("my-app"));
     stop(run);
 }
+
+// ───────────────────────────── pod-annotator ─────────────────────────────
+
+#[test]
+fn pod_annotator_patches_selected_pods_only_and_deletes_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_sim(dir.path());
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    // Pods that exist before the operator starts, one outside its namespace.
+    apply(&k, &example("pod-annotator").join("samples"), "web-1");
+    k.ok(&["run", "web-elsewhere", "--image=nginx", "--labels=app=webserver", "-n", "default"]);
+    let run = run_example("pod-annotator", &k);
+
+    let annotation = "{.metadata.annotations.example\\.com/pod-labels}";
+    let pod_annotation = |ns: &str, name: &str| {
+        k.ok(&["get", "pod", name, "-n", ns, "-o", &format!("jsonpath={annotation}")])
+    };
+    let eventually_annotated = |name: &str, want: &str| {
+        k.eventually(&["get", "pod", name, "-n", "production", "-o", &format!("jsonpath={annotation}")], |s| s == want)
+    };
+    eventually_annotated("web-1", "app=webserver,tier=front");
+
+    // A label change is seen and summarized again; a removed annotation comes back.
+    k.ok(&["label", "pod", "web-1", "-n", "production", "tier=back", "--overwrite"]);
+    eventually_annotated("web-1", "app=webserver,tier=back");
+    k.ok(&["annotate", "pod", "web-1", "-n", "production", "example.com/pod-labels-"]);
+    eventually_annotated("web-1", "app=webserver,tier=back");
+    // A Pod that starts matching the selector is picked up.
+    k.ok(&["label", "pod", "db-1", "-n", "production", "app=webserver", "--overwrite"]);
+    eventually_annotated("db-1", "app=webserver");
+    k.ok(&["label", "pod", "db-1", "-n", "production", "app=database", "--overwrite"]);
+
+    // Converged: no more writes to the annotated Pod, none at all to the others.
+    let rv = |ns: &str, name: &str| k.ok(&["get", "pod", name, "-n", ns, "-o", "jsonpath={.metadata.resourceVersion}"]);
+    std::thread::sleep(Duration::from_secs(1));
+    let before = (rv("production", "web-1"), rv("production", "db-1"), rv("default", "web-elsewhere"));
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(before, (rv("production", "web-1"), rv("production", "db-1"), rv("default", "web-elsewhere")));
+    assert_eq!(pod_annotation("default", "web-elsewhere"), "", "outside the namespace: untouched");
+    // Nothing deleted, nothing owned.
+    let mut pods: Vec<String> = k
+        .ok(&["get", "pods", "-A", "-o", "jsonpath={range .items[*]}{.metadata.name}:{.metadata.ownerReferences}{\"\\n\"}{end}"])
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    pods.sort();
+    assert_eq!(pods, ["db-1:", "web-1:", "web-elsewhere:"]);
+    stop(run);
+}
