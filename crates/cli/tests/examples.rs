@@ -315,3 +315,77 @@ fn pod_annotator_patches_selected_pods_only_and_deletes_nothing() {
     assert_eq!(pods, ["db-1:", "web-1:", "web-elsewhere:"]);
     stop(run);
 }
+
+// ───────────────────────────── myresource ─────────────────────────────
+
+fn condition(k: &Kubectl, name: &str, kind: &str, want: &str) {
+    eventually_is(
+        k,
+        "myresource",
+        name,
+        &format!(r#"{{.status.conditions[?(@.type=="{kind}")].status}}/{{.status.conditions[?(@.type=="{kind}")].reason}}"#),
+        want,
+    );
+}
+
+#[test]
+fn myresource_waits_for_its_dependency_and_reports_each_child() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_sim(dir.path());
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    let run = run_example("myresource", &k);
+    apply(&k, &example("myresource").join("samples"), "blog");
+
+    // The CRD's defaults and the children of the one without a dependency.
+    assert_eq!(jsonpath(&k, "myresource", "database-ui", "{.spec.replicas}/{.spec.protocol}/{.spec.image}"), "1/https/nginx:1.27");
+    eventually_is(&k, "service", "database-ui", "{.spec.ports[0].name}/{.spec.ports[0].port}/{.spec.ports[0].targetPort}", "https/443/8080");
+    eventually_is(&k, "deployment", "database-ui", "{.metadata.ownerReferences[0].name}", "database-ui");
+    condition(&k, "database-ui", "Service", "True/Ready");
+    condition(&k, "database-ui", "Deployment", "False/Pending");
+    condition(&k, "database-ui", "Ready", "False/Pending");
+    condition(&k, "database-ui", "WaitingForDependency", "False/DependenciesReady");
+    eventually_is(&k, "myresource", "database-ui", "{.status.url}", "https://db.home.example.com");
+
+    // blog waits for database-ui and creates nothing meanwhile.
+    condition(&k, "blog", "WaitingForDependency", "True/DependencyNotReady");
+    condition(&k, "blog", "Ready", "False/WaitingForDependency");
+    assert!(!k.run(&["get", "deployment", "blog"]).status.success(), "nothing is created while waiting");
+
+    // database-ui becomes Ready: blog goes ahead.
+    k.ok(&["patch", "deployment", "database-ui", "--subresource=status", "--type=merge", "-p", r#"{"status":{"replicas":1,"readyReplicas":1}}"#]);
+    condition(&k, "database-ui", "Ready", "True/Ready");
+    condition(&k, "blog", "WaitingForDependency", "False/DependenciesReady");
+    eventually_is(
+        &k,
+        "deployment",
+        "blog",
+        "{.spec.replicas}/{.spec.template.spec.containers[0].env[*].value}",
+        "2/http://blog.home.example.com postgres.default.svc 5432 blog",
+    );
+    eventually_is(&k, "service", "blog", "{.spec.ports[0].name}/{.spec.ports[0].port}", "http/80");
+    k.ok(&["patch", "deployment", "blog", "--subresource=status", "--type=merge", "-p", r#"{"status":{"replicas":2,"readyReplicas":2}}"#]);
+    condition(&k, "blog", "Ready", "True/Ready");
+
+    // The schema's ranges and enum are enforced by the API server.
+    for bad in [r#"{"spec":{"port":70000}}"#, r#"{"spec":{"protocol":"ftp"}}"#, r#"{"spec":{"replicas":0}}"#] {
+        let out = k.run(&["patch", "myresource", "blog", "--type=merge", "-p", bad]);
+        assert!(!out.status.success(), "{bad} must be rejected");
+    }
+
+    // Converged: no writes while nothing changes.
+    let rvs = || {
+        ["myresource/blog", "myresource/database-ui", "deployment/blog", "service/blog", "deployment/database-ui"]
+            .map(|o| k.ok(&["get", o, "-o", "jsonpath={.metadata.resourceVersion}"]))
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    let before = rvs();
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(before, rvs(), "nothing is written when nothing changed");
+
+    // A spec change: applied, and the status says which generation it reflects.
+    k.ok(&["patch", "myresource", "blog", "--type=merge", "-p", r#"{"spec":{"replicas":3}}"#]);
+    eventually_is(&k, "deployment", "blog", "{.spec.replicas}", "3");
+    eventually_is(&k, "myresource", "blog", "{.status.observedGeneration}", "2");
+    condition(&k, "blog", "Deployment", "False/Pending");
+    stop(run);
+}
