@@ -396,13 +396,16 @@ pub async fn run(config: Config) -> Result<Report, MutateError> {
         let example = config.example;
         tokio::spawn(async move {
             let mut injected = 0u64;
-            while !stop.load(Ordering::Relaxed) {
+            // At least one round, however short the run.
+            loop {
                 if inject(&sim, example, &mut rng) {
                     injected += 1;
                 }
                 tokio::time::sleep(Duration::from_millis(rng.range(20, 150))).await;
+                if stop.load(Ordering::Relaxed) {
+                    return injected;
+                }
             }
-            injected
         })
     });
 

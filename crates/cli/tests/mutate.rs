@@ -1,0 +1,66 @@
+//! The convergence fuzzer (`ctop-e2e`'s mutator) on the greeting, webapp and myresource
+//! examples, with the real `ctop` binary: a fixed seed and a bounded number of steps,
+//! once plain and once with kubesim faults and an operator restart half-way. A failure
+//! prints the seed, the broken invariants and the trace of the objects involved; repeat
+//! it (or run longer) with `cargo run -p ctop-e2e --bin ctop-mutate -- --seed S --steps N`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use ctop_e2e::mutate::{self, Config, Example};
+
+const SEED: u64 = 20_261_122;
+const STEPS: u64 = 200;
+
+async fn fuzz(example: Example, faults: bool, restart: bool) {
+    let config = Config {
+        example,
+        seed: SEED,
+        steps: STEPS,
+        writers: 4,
+        faults,
+        restart,
+        ctop: env!("CARGO_BIN_EXE_ctop").into(),
+        examples_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples"),
+        converge_timeout: Duration::from_secs(120),
+    };
+    let report = match mutate::run(config).await {
+        Ok(r) => r,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(report.ok + report.refused, STEPS, "every step ran: {report}");
+    assert!(report.ok >= STEPS / 5, "the writers changed the cluster: {report}");
+    assert!(report.objects > 0, "objects are left to check: {report}");
+    assert_eq!(report.restarts, u64::from(restart), "{report}");
+    assert_eq!(report.faults > 0, faults, "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutate_greeting_converges() {
+    fuzz(Example::Greeting, false, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutate_greeting_converges_under_faults_and_restart() {
+    fuzz(Example::Greeting, true, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutate_webapp_converges() {
+    fuzz(Example::Webapp, false, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutate_webapp_converges_under_faults_and_restart() {
+    fuzz(Example::Webapp, true, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutate_myresource_converges() {
+    fuzz(Example::Myresource, false, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutate_myresource_converges_under_faults_and_restart() {
+    fuzz(Example::Myresource, true, true).await;
+}
