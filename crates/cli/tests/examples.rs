@@ -389,3 +389,51 @@ fn myresource_waits_for_its_dependency_and_reports_each_child() {
     condition(&k, "blog", "Deployment", "False/Pending");
     stop(run);
 }
+
+// ───────────────────────────── ctop dev ─────────────────────────────
+
+/// `ctop dev examples/<name>` for each example: the embedded cluster, the samples applied
+/// and reconciled, a clean exit on SIGTERM.
+#[test]
+fn dev_runs_each_example_with_its_samples() {
+    let cases: [(&str, [&str; 4], &str); 4] = [
+        ("greeting", ["greeting", "doe-family", "", "{.status.message}"], "Hello to the Doe family: Jane, John"),
+        ("myapp", ["myapp", "my-app", "", "{.status.phase}/{.status.registered}"], "Pending/false"),
+        (
+            "myresource",
+            ["myresource", "blog", "", r#"{.status.conditions[?(@.type=="WaitingForDependency")].reason}"#],
+            "DependencyNotReady",
+        ),
+        (
+            "pod-annotator",
+            ["pod", "web-1", "production", "{.metadata.annotations.example\\.com/pod-labels}"],
+            "app=webserver,tier=front",
+        ),
+    ];
+    for (name, [kind, object, ns, path], want) in cases {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = dir.path().join("kc");
+        let log = dir.path().join("log");
+        let mut dev = Proc(
+            Command::new(env!("CARGO_BIN_EXE_ctop"))
+                .arg("dev")
+                .arg(example(name))
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .current_dir(dir.path())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).expect("log file"))
+                .spawn()
+                .expect("ctop dev starts"),
+        );
+        common::wait_for(&kubeconfig);
+        let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+        let ns = if ns.is_empty() { "default" } else { ns };
+        k.eventually(&["get", kind, object, "-n", ns, "-o", &format!("jsonpath={path}")], |s| s == want);
+        assert!(Command::new("kill").args(["-TERM", &dev.0.id().to_string()]).status().expect("kill").success());
+        let status = dev.0.wait().expect("ctop dev exits");
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(status.success(), "ctop dev {name} exited with {status}:\n{text}");
+    }
+}
