@@ -67,7 +67,13 @@ fn no_orphans(
             let ns = c.namespace().unwrap_or_default();
             let live = owners.get(&format!("{ns}/{}", r.name)).and_then(|o| o.uid());
             if live.as_deref() != Some(r.uid.as_str()) {
-                out.push(format!("{} {}: orphan of {owner_kind} {ns}/{} ({})", c.types_kind(), key(c), r.name, r.uid));
+                out.push(format!(
+                    "{} {}: orphan of {owner_kind} {ns}/{} ({})",
+                    c.types_kind(),
+                    key(c),
+                    r.name,
+                    r.uid
+                ));
             }
         }
     }
@@ -142,7 +148,8 @@ pub async fn greeting(client: &Client) -> Result<Vec<String>, kube::Error> {
             out.push(format!("{}: people {got_people:?}, expected {people:?}", key(g)));
         }
         for name in got_people.iter().flatten() {
-            if let Some(p) = persons.iter().find(|p| p.namespace().as_deref() == Some(&ns) && &p.name_any() == name)
+            if let Some(p) =
+                persons.iter().find(|p| p.namespace().as_deref() == Some(&ns) && &p.name_any() == name)
                 && p.metadata.deletion_timestamp.is_some()
             {
                 out.push(format!("{}: references {ns}/{name}, which is being deleted", key(g)));
@@ -191,7 +198,9 @@ pub async fn webapp(client: &Client) -> Result<Vec<String>, kube::Error> {
             let pod = &d.data["spec"]["template"]["spec"]["containers"][0];
             let got = (d.data["spec"]["replicas"].as_i64(), pod["image"].as_str());
             if want != got {
-                out.push(format!("{ns}/{name}: Deployment has (replicas, image) {got:?}, spec says {want:?}"));
+                out.push(format!(
+                    "{ns}/{name}: Deployment has (replicas, image) {got:?}, spec says {want:?}"
+                ));
             }
             let port = pod["ports"][0]["containerPort"].as_i64();
             if port != spec["port"].as_i64() {
@@ -199,7 +208,10 @@ pub async fn webapp(client: &Client) -> Result<Vec<String>, kube::Error> {
             }
         }
         if a.data["status"]["phase"].as_str() != Some("Pending") {
-            out.push(format!("{ns}/{name}: phase {:?}, expected Pending (no pod is ever available)", a.data["status"]["phase"]));
+            out.push(format!(
+                "{ns}/{name}: phase {:?}, expected Pending (no pod is ever available)",
+                a.data["status"]["phase"]
+            ));
         }
     }
     let label = ("app.kubernetes.io/part-of", "webapp");
@@ -233,7 +245,9 @@ pub async fn myresource(client: &Client) -> Result<Vec<String>, kube::Error> {
         let replicas = m.data["spec"]["replicas"].as_i64().unwrap_or(1);
         let waiting = match spec_str(m, "dependsOn") {
             None => false,
-            Some(dep) => by_key.get(&format!("{ns}/{dep}")).and_then(|d| condition(d, "Ready")) != Some("True"),
+            Some(dep) => {
+                by_key.get(&format!("{ns}/{dep}")).and_then(|d| condition(d, "Ready")) != Some("True")
+            }
         };
         let d = find(&deployments, &ns, &name);
         let s = find(&services, &ns, &name);
@@ -249,7 +263,10 @@ pub async fn myresource(client: &Client) -> Result<Vec<String>, kube::Error> {
         if let Some(d) = &d
             && d.data["spec"]["replicas"].as_i64() != Some(replicas)
         {
-            out.push(format!("{ns}/{name}: Deployment replicas {:?}, spec says {replicas}", d.data["spec"]["replicas"]));
+            out.push(format!(
+                "{ns}/{name}: Deployment replicas {:?}, spec says {replicas}",
+                d.data["spec"]["replicas"]
+            ));
         }
         let ready_replicas = d.as_ref().and_then(|d| d.data["status"]["readyReplicas"].as_i64()).unwrap_or(0);
         let deployment_ready = d.is_some() && ready_replicas >= replicas;

@@ -16,15 +16,15 @@ use std::time::{Duration, Instant};
 use ctop_kubesim::faults::FaultRule;
 use ctop_kubesim::{Config as SimConfig, KubeSim, StartError};
 use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
-use kube::Client;
 use parking_lot_free::Mutex;
 use tokio::process::{Child, Command};
 
+use crate::check;
 use crate::ops::{self, kinds};
 use crate::rng::Rng;
-use crate::check;
 
 /// `std::sync::Mutex` that ignores poisoning (a panicking writer must not hide the trace).
 mod parking_lot_free {
@@ -279,7 +279,12 @@ struct Operator {
     started: u64,
 }
 
-async fn spawn_operator(config: &Config, dir: &Path, kubeconfig: &Path, n: u64) -> Result<Operator, MutateError> {
+async fn spawn_operator(
+    config: &Config,
+    dir: &Path,
+    kubeconfig: &Path,
+    n: u64,
+) -> Result<Operator, MutateError> {
     let log = dir.join(format!("ctop-{n}.log"));
     let io = |what: String| move |source| MutateError::Io { what, source };
     let file = std::fs::File::create(&log).map_err(io(format!("cannot create {}", log.display())))?;
@@ -303,9 +308,10 @@ async fn spawn_operator(config: &Config, dir: &Path, kubeconfig: &Path, n: u64) 
 impl Operator {
     fn check_alive(&mut self) -> Result<(), MutateError> {
         match self.child.try_wait() {
-            Ok(Some(status)) => {
-                Err(MutateError::CtopExited { status: status.to_string(), log: self.log.display().to_string() })
-            }
+            Ok(Some(status)) => Err(MutateError::CtopExited {
+                status: status.to_string(),
+                log: self.log.display().to_string(),
+            }),
             Ok(None) => Ok(()),
             Err(source) => Err(MutateError::Io { what: "cannot check the operator process".into(), source }),
         }
@@ -355,14 +361,15 @@ pub async fn run(config: Config) -> Result<Report, MutateError> {
         move |source| MutateError::Io { what, source }
     };
     let sim = KubeSim::start(SimConfig::default()).await?;
-    let dir = tempfile::Builder::new().prefix("ctop-mutate-").tempdir().map_err(io("cannot make a temp dir"))?;
+    let dir =
+        tempfile::Builder::new().prefix("ctop-mutate-").tempdir().map_err(io("cannot make a temp dir"))?;
     let kubeconfig = dir.path().join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig).map_err(io("cannot write the kubeconfig"))?;
     let client = client_for(&sim).await?;
     let namespaces = Api::<Namespace>::all(client.clone());
     for ns in ops::NAMESPACES.iter().filter(|n| **n != "default") {
-        let obj: Namespace =
-            serde_json::from_value(serde_json::json!({"metadata": {"name": ns}})).map_err(kube::Error::SerdeError)?;
+        let obj: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": ns}}))
+            .map_err(kube::Error::SerdeError)?;
         match namespaces.create(&PostParams::default(), &obj).await {
             Ok(_) => {}
             Err(kube::Error::Api(s)) if s.code == 409 => {}
@@ -370,11 +377,16 @@ pub async fn run(config: Config) -> Result<Report, MutateError> {
         }
     }
 
-    let operator = Arc::new(tokio::sync::Mutex::new(spawn_operator(&config, dir.path(), &kubeconfig, 1).await?));
+    let operator =
+        Arc::new(tokio::sync::Mutex::new(spawn_operator(&config, dir.path(), &kubeconfig, 1).await?));
     // The CRDs are served once the operator installed them.
     let deadline = Instant::now() + Duration::from_secs(60);
     for ar in config.example.crds() {
-        while Api::<DynamicObject>::all_with(client.clone(), &ar).list(&ListParams::default().limit(1)).await.is_err() {
+        while Api::<DynamicObject>::all_with(client.clone(), &ar)
+            .list(&ListParams::default().limit(1))
+            .await
+            .is_err()
+        {
             operator.lock().await.check_alive()?;
             if Instant::now() > deadline {
                 return Err(MutateError::NoCrds { log: operator.lock().await.log.display().to_string() });
@@ -386,7 +398,8 @@ pub async fn run(config: Config) -> Result<Report, MutateError> {
     let root = Rng::new(config.seed);
     let trace = Arc::new(Mutex::new(Vec::<String>::new()));
     let next = Arc::new(AtomicU64::new(0));
-    let (ok, refused, restarts) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (ok, refused, restarts) =
+        (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let stop_faults = Arc::new(AtomicBool::new(false));
     let sim = Arc::new(sim);
     let started = Instant::now();
@@ -412,7 +425,8 @@ pub async fn run(config: Config) -> Result<Report, MutateError> {
     let mut writers = Vec::new();
     for w in 0..config.writers.max(1) {
         let (client, trace, next) = (client.clone(), trace.clone(), next.clone());
-        let (ok, refused, restarts, operator) = (ok.clone(), refused.clone(), restarts.clone(), operator.clone());
+        let (ok, refused, restarts, operator) =
+            (ok.clone(), refused.clone(), restarts.clone(), operator.clone());
         let (config, mut rng) = (config.clone(), root.fork(w));
         let (dir, kubeconfig) = (dir.path().to_owned(), kubeconfig.clone());
         writers.push(tokio::spawn(async move {
@@ -493,8 +507,10 @@ pub async fn run(config: Config) -> Result<Report, MutateError> {
                     .filter(|n| last.iter().any(|v| mentions(v, n)))
                     .collect();
                 let all = trace.lock().clone();
-                let mut involved: Vec<String> =
-                    all.into_iter().filter(|t| t.contains("operator") || names.iter().any(|n| mentions(t, n))).collect();
+                let mut involved: Vec<String> = all
+                    .into_iter()
+                    .filter(|t| t.contains("operator") || names.iter().any(|n| mentions(t, n)))
+                    .collect();
                 let cut = involved.len().saturating_sub(80);
                 involved.drain(..cut);
                 let logs = dir.keep();
@@ -511,7 +527,11 @@ pub async fn run(config: Config) -> Result<Report, MutateError> {
     let converging = converge_start.elapsed();
     let mut objects = 0;
     for ar in config.example.crds() {
-        objects += Api::<DynamicObject>::all_with(client.clone(), &ar).list(&ListParams::default()).await?.items.len();
+        objects += Api::<DynamicObject>::all_with(client.clone(), &ar)
+            .list(&ListParams::default())
+            .await?
+            .items
+            .len();
     }
     let mut op = operator.lock().await;
     let _ = op.child.start_kill();

@@ -5,8 +5,8 @@
 //! operator sees objects appear, change and vanish under it. Every operation is described
 //! in one line for the trace; its outcome is recorded, never asserted.
 
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::Client;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::rng::Rng;
@@ -132,10 +132,13 @@ pub async fn greeting(client: &Client, rng: &mut Rng) -> Step {
         0..25 => {
             let spec = json!({"firstName": first, "surname": surname});
             let what = format!("create Person {ns}/{p} {spec}");
-            (what, match object(&kinds::person(), p, spec) {
-                Ok(o) => create(&persons, o).await,
-                Err(e) => Err(e),
-            })
+            (
+                what,
+                match object(&kinds::person(), p, spec) {
+                    Ok(o) => create(&persons, o).await,
+                    Err(e) => Err(e),
+                },
+            )
         }
         25..40 => {
             let rename = rng.chance(50);
@@ -162,10 +165,13 @@ pub async fn greeting(client: &Client, rng: &mut Rng) -> Step {
         64..79 => {
             let spec = if rng.chance(75) { json!({"surname": surname}) } else { json!({"name": first}) };
             let what = format!("create Greeting {ns}/{g} {spec}");
-            (what, match object(&kinds::greeting(), g, spec) {
-                Ok(o) => create(&greetings, o).await,
-                Err(e) => Err(e),
-            })
+            (
+                what,
+                match object(&kinds::greeting(), g, spec) {
+                    Ok(o) => create(&greetings, o).await,
+                    Err(e) => Err(e),
+                },
+            )
         }
         79..91 => {
             let patch = if rng.chance(75) {
@@ -192,10 +198,13 @@ pub async fn webapp(client: &Client, rng: &mut Rng) -> Step {
         0..30 => {
             let spec = json!({"image": image, "replicas": replicas, "port": port});
             let what = format!("create WebApp {ns}/{w} {spec}");
-            (what, match object(&kinds::webapp(), w, spec) {
-                Ok(o) => create(&apps, o).await,
-                Err(e) => Err(e),
-            })
+            (
+                what,
+                match object(&kinds::webapp(), w, spec) {
+                    Ok(o) => create(&apps, o).await,
+                    Err(e) => Err(e),
+                },
+            )
         }
         30..50 => {
             let patch = if rng.chance(50) {
@@ -245,10 +254,13 @@ pub async fn myresource(client: &Client, rng: &mut Rng) -> Step {
                 spec["dependsOn"] = other.into();
             }
             let what = format!("create MyResource {ns}/{m} {spec}");
-            (what, match object(&kinds::myresource(), m, spec) {
-                Ok(o) => create(&api, o).await,
-                Err(e) => Err(e),
-            })
+            (
+                what,
+                match object(&kinds::myresource(), m, spec) {
+                    Ok(o) => create(&api, o).await,
+                    Err(e) => Err(e),
+                },
+            )
         }
         25..40 => {
             let patch = json!({"spec": {"replicas": replicas}});
@@ -264,7 +276,10 @@ pub async fn myresource(client: &Client, rng: &mut Rng) -> Step {
             let r = replace(&api, m, |spec| {
                 if let Some(s) = spec.as_object_mut() {
                     if db {
-                        s.insert("database".into(), json!({"host": "db2.local", "name": "other", "port": 5433}));
+                        s.insert(
+                            "database".into(),
+                            json!({"host": "db2.local", "name": "other", "port": 5433}),
+                        );
                     } else {
                         s.remove("database");
                     }
@@ -281,7 +296,10 @@ pub async fn myresource(client: &Client, rng: &mut Rng) -> Step {
                 let want = d.data["spec"]["replicas"].as_u64().unwrap_or(1);
                 let ready = if rng.chance(70) { want } else { rng.below(want + 1) };
                 let patch = json!({"status": {"replicas": want, "readyReplicas": ready}});
-                deployments.patch_status(m, &PatchParams::default(), &Patch::Merge(&patch)).await.map(|_| ready)
+                deployments
+                    .patch_status(m, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map(|_| ready)
             }
             .await;
             match r {

@@ -77,9 +77,16 @@ fn greeting_greets_families_and_holds_referenced_persons() {
     let run = run_example("greeting", &k);
     apply(&k, &example("greeting").join("samples"), "greeting");
 
-    let family = |want: &str| eventually_is(&k, "greeting", "doe-family", "{.status.message}|{.status.people}", want);
+    let family =
+        |want: &str| eventually_is(&k, "greeting", "doe-family", "{.status.message}|{.status.people}", want);
     family(r#"Hello to the Doe family: Jane, John|["janed","johnd"]"#);
-    eventually_is(&k, "greeting", "hello-world", "{.status.message}|{.status.observedGeneration}", "Hello, World|1");
+    eventually_is(
+        &k,
+        "greeting",
+        "hello-world",
+        "{.status.message}|{.status.observedGeneration}",
+        "Hello, World|1",
+    );
     for p in ["janed", "johnd", "maxm"] {
         eventually_is(&k, "person", p, "{.metadata.finalizers}", r#"["greetings.example.com/in-use"]"#);
     }
@@ -93,9 +100,22 @@ fn greeting_greets_families_and_holds_referenced_persons() {
         "must",
     );
     eventually_is(&k, "greeting", "must", "{.status.message}", "Hello to the Mustermann family: Max");
-    k.ok(&["patch", "person", "maxm", "--type=merge", "-p", r#"{"spec":{"surname":"Doe","firstName":"Adam"}}"#]);
+    k.ok(&[
+        "patch",
+        "person",
+        "maxm",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"surname":"Doe","firstName":"Adam"}}"#,
+    ]);
     family(r#"Hello to the Doe family: Adam, Jane, John|["maxm","janed","johnd"]"#);
-    eventually_is(&k, "greeting", "must", "{.status.message}|{.status.people}", "Hello to the Mustermann family: |[]");
+    eventually_is(
+        &k,
+        "greeting",
+        "must",
+        "{.status.message}|{.status.people}",
+        "Hello to the Mustermann family: |[]",
+    );
 
     // With the operator stopped, deleting a referenced Person only marks it: the finalizer
     // holds it while the Greeting still lists it.
@@ -222,8 +242,22 @@ fn myapp_deploys_registers_reports_and_cleans_up() {
     eventually_event(&k, "Created/Normal/my-app");
     assert!(seen.lock().expect("lock").contains(&"PUT /apps/default/my-app".to_owned()));
 
-    k.ok(&["patch", "deployment", "my-app", "--subresource=status", "--type=merge", "-p", r#"{"status":{"replicas":3,"readyReplicas":3}}"#]);
-    eventually_is(&k, "myapp", "my-app", r#"{.status.phase}/{.status.conditions[?(@.type=="Ready")].status}"#, "Running/True");
+    k.ok(&[
+        "patch",
+        "deployment",
+        "my-app",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"replicas":3,"readyReplicas":3}}"#,
+    ]);
+    eventually_is(
+        &k,
+        "myapp",
+        "my-app",
+        r#"{.status.phase}/{.status.conditions[?(@.type=="Ready")].status}"#,
+        "Running/True",
+    );
 
     // A failing Deployment: a Warning event and phase Failed.
     k.ok(&[
@@ -248,7 +282,10 @@ fn myapp_deploys_registers_reports_and_cleans_up() {
     );
     eventually_event(&k, "Failed/Warning/broken");
     eventually_is(&k, "myapp", "broken", "{.status.phase}/{.status.registered}", "Failed/false");
-    assert!(!k.run(&["get", "deployment", "broken"]).status.success(), "nothing is deployed for an unregistered app");
+    assert!(
+        !k.run(&["get", "deployment", "broken"]).status.success(),
+        "nothing is deployed for an unregistered app"
+    );
 
     // replicas < 1 is refused at admission (by the CRD's minimum; the .validate() handler
     // says the same once webhooks are served).
@@ -256,7 +293,11 @@ fn myapp_deploys_registers_reports_and_cleans_up() {
     std::fs::write(&zero, "apiVersion: example.com/v1\nkind: MyApp\nmetadata: {name: zero, namespace: default}\nspec: {image: nginx, replicas: 0}\n").expect("write");
     let out = k.run(&["apply", "-f", zero.to_str().expect("utf-8")]);
     assert!(!out.status.success(), "replicas: 0 is rejected");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("replicas"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("replicas"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // The finalizer: deletion waits for the registry entry to be removed.
     eventually_is(&k, "myapp", "my-app", "{.metadata.finalizers}", r#"["example.com/my-finalizer"]"#);
@@ -280,11 +321,13 @@ fn pod_annotator_patches_selected_pods_only_and_deletes_nothing() {
     let run = run_example("pod-annotator", &k);
 
     let annotation = "{.metadata.annotations.example\\.com/pod-labels}";
-    let pod_annotation = |ns: &str, name: &str| {
-        k.ok(&["get", "pod", name, "-n", ns, "-o", &format!("jsonpath={annotation}")])
-    };
+    let pod_annotation =
+        |ns: &str, name: &str| k.ok(&["get", "pod", name, "-n", ns, "-o", &format!("jsonpath={annotation}")]);
     let eventually_annotated = |name: &str, want: &str| {
-        k.eventually(&["get", "pod", name, "-n", "production", "-o", &format!("jsonpath={annotation}")], |s| s == want)
+        k.eventually(
+            &["get", "pod", name, "-n", "production", "-o", &format!("jsonpath={annotation}")],
+            |s| s == want,
+        )
     };
     eventually_annotated("web-1", "app=webserver,tier=front");
 
@@ -299,7 +342,9 @@ fn pod_annotator_patches_selected_pods_only_and_deletes_nothing() {
     k.ok(&["label", "pod", "db-1", "-n", "production", "app=database", "--overwrite"]);
 
     // Converged: no more writes to the annotated Pod, none at all to the others.
-    let rv = |ns: &str, name: &str| k.ok(&["get", "pod", name, "-n", ns, "-o", "jsonpath={.metadata.resourceVersion}"]);
+    let rv = |ns: &str, name: &str| {
+        k.ok(&["get", "pod", name, "-n", ns, "-o", "jsonpath={.metadata.resourceVersion}"])
+    };
     std::thread::sleep(Duration::from_secs(1));
     let before = (rv("production", "web-1"), rv("production", "db-1"), rv("default", "web-elsewhere"));
     std::thread::sleep(Duration::from_secs(2));
@@ -307,7 +352,13 @@ fn pod_annotator_patches_selected_pods_only_and_deletes_nothing() {
     assert_eq!(pod_annotation("default", "web-elsewhere"), "", "outside the namespace: untouched");
     // Nothing deleted, nothing owned.
     let mut pods: Vec<String> = k
-        .ok(&["get", "pods", "-A", "-o", "jsonpath={range .items[*]}{.metadata.name}:{.metadata.ownerReferences}{\"\\n\"}{end}"])
+        .ok(&[
+            "get",
+            "pods",
+            "-A",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.name}:{.metadata.ownerReferences}{\"\\n\"}{end}",
+        ])
         .lines()
         .map(str::to_owned)
         .collect();
@@ -323,7 +374,9 @@ fn condition(k: &Kubectl, name: &str, kind: &str, want: &str) {
         k,
         "myresource",
         name,
-        &format!(r#"{{.status.conditions[?(@.type=="{kind}")].status}}/{{.status.conditions[?(@.type=="{kind}")].reason}}"#),
+        &format!(
+            r#"{{.status.conditions[?(@.type=="{kind}")].status}}/{{.status.conditions[?(@.type=="{kind}")].reason}}"#
+        ),
         want,
     );
 }
@@ -337,8 +390,17 @@ fn myresource_waits_for_its_dependency_and_reports_each_child() {
     apply(&k, &example("myresource").join("samples"), "blog");
 
     // The CRD's defaults and the children of the one without a dependency.
-    assert_eq!(jsonpath(&k, "myresource", "database-ui", "{.spec.replicas}/{.spec.protocol}/{.spec.image}"), "1/https/nginx:1.27");
-    eventually_is(&k, "service", "database-ui", "{.spec.ports[0].name}/{.spec.ports[0].port}/{.spec.ports[0].targetPort}", "https/443/8080");
+    assert_eq!(
+        jsonpath(&k, "myresource", "database-ui", "{.spec.replicas}/{.spec.protocol}/{.spec.image}"),
+        "1/https/nginx:1.27"
+    );
+    eventually_is(
+        &k,
+        "service",
+        "database-ui",
+        "{.spec.ports[0].name}/{.spec.ports[0].port}/{.spec.ports[0].targetPort}",
+        "https/443/8080",
+    );
     eventually_is(&k, "deployment", "database-ui", "{.metadata.ownerReferences[0].name}", "database-ui");
     condition(&k, "database-ui", "Service", "True/Ready");
     condition(&k, "database-ui", "Deployment", "False/Pending");
@@ -352,7 +414,15 @@ fn myresource_waits_for_its_dependency_and_reports_each_child() {
     assert!(!k.run(&["get", "deployment", "blog"]).status.success(), "nothing is created while waiting");
 
     // database-ui becomes Ready: blog goes ahead.
-    k.ok(&["patch", "deployment", "database-ui", "--subresource=status", "--type=merge", "-p", r#"{"status":{"replicas":1,"readyReplicas":1}}"#]);
+    k.ok(&[
+        "patch",
+        "deployment",
+        "database-ui",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"replicas":1,"readyReplicas":1}}"#,
+    ]);
     condition(&k, "database-ui", "Ready", "True/Ready");
     condition(&k, "blog", "WaitingForDependency", "False/DependenciesReady");
     eventually_is(
@@ -363,19 +433,34 @@ fn myresource_waits_for_its_dependency_and_reports_each_child() {
         "2/http://blog.home.example.com postgres.default.svc 5432 blog",
     );
     eventually_is(&k, "service", "blog", "{.spec.ports[0].name}/{.spec.ports[0].port}", "http/80");
-    k.ok(&["patch", "deployment", "blog", "--subresource=status", "--type=merge", "-p", r#"{"status":{"replicas":2,"readyReplicas":2}}"#]);
+    k.ok(&[
+        "patch",
+        "deployment",
+        "blog",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"replicas":2,"readyReplicas":2}}"#,
+    ]);
     condition(&k, "blog", "Ready", "True/Ready");
 
     // The schema's ranges and enum are enforced by the API server.
-    for bad in [r#"{"spec":{"port":70000}}"#, r#"{"spec":{"protocol":"ftp"}}"#, r#"{"spec":{"replicas":0}}"#] {
+    for bad in [r#"{"spec":{"port":70000}}"#, r#"{"spec":{"protocol":"ftp"}}"#, r#"{"spec":{"replicas":0}}"#]
+    {
         let out = k.run(&["patch", "myresource", "blog", "--type=merge", "-p", bad]);
         assert!(!out.status.success(), "{bad} must be rejected");
     }
 
     // Converged: no writes while nothing changes.
     let rvs = || {
-        ["myresource/blog", "myresource/database-ui", "deployment/blog", "service/blog", "deployment/database-ui"]
-            .map(|o| k.ok(&["get", o, "-o", "jsonpath={.metadata.resourceVersion}"]))
+        [
+            "myresource/blog",
+            "myresource/database-ui",
+            "deployment/blog",
+            "service/blog",
+            "deployment/database-ui",
+        ]
+        .map(|o| k.ok(&["get", o, "-o", "jsonpath={.metadata.resourceVersion}"]))
     };
     std::thread::sleep(Duration::from_secs(1));
     let before = rvs();
@@ -397,7 +482,11 @@ fn myresource_waits_for_its_dependency_and_reports_each_child() {
 #[test]
 fn dev_runs_each_example_with_its_samples() {
     let cases: [(&str, [&str; 4], &str); 4] = [
-        ("greeting", ["greeting", "doe-family", "", "{.status.message}"], "Hello to the Doe family: Jane, John"),
+        (
+            "greeting",
+            ["greeting", "doe-family", "", "{.status.message}"],
+            "Hello to the Doe family: Jane, John",
+        ),
         ("myapp", ["myapp", "my-app", "", "{.status.phase}/{.status.registered}"], "Pending/false"),
         (
             "myresource",
@@ -431,7 +520,9 @@ fn dev_runs_each_example_with_its_samples() {
         let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
         let ns = if ns.is_empty() { "default" } else { ns };
         k.eventually(&["get", kind, object, "-n", ns, "-o", &format!("jsonpath={path}")], |s| s == want);
-        assert!(Command::new("kill").args(["-TERM", &dev.0.id().to_string()]).status().expect("kill").success());
+        assert!(
+            Command::new("kill").args(["-TERM", &dev.0.id().to_string()]).status().expect("kill").success()
+        );
         let status = dev.0.wait().expect("ctop dev exits");
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         assert!(status.success(), "ctop dev {name} exited with {status}:\n{text}");

@@ -48,8 +48,9 @@ struct Args {
 async fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("CTOP_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,kube_client::client::builder=off")),
+            tracing_subscriber::EnvFilter::try_from_env("CTOP_LOG").unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new("warn,kube_client::client::builder=off")
+            }),
         )
         .with_writer(std::io::stderr)
         .init();
