@@ -6,6 +6,7 @@
 //! fault injector its own fork. Timing between the writers and the operator is not
 //! reproducible, so a seed reproduces the operations, not the exact interleaving.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -162,6 +163,8 @@ pub struct Report {
     pub ok: u64,
     /// Operations refused or failed (conflicts, not found, injected faults, ...).
     pub refused: u64,
+    /// How many operations ended how (`ok`, `409 Conflict`, `404 NotFound`, ...).
+    pub outcomes: BTreeMap<String, u64>,
     /// Faults injected.
     pub faults: u64,
     /// Operator restarts.
@@ -194,7 +197,9 @@ impl fmt::Display for Report {
             self.mutating.as_secs_f64(),
             self.converging.as_secs_f64(),
             self.objects
-        )
+        )?;
+        let outcomes: Vec<String> = self.outcomes.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        write!(f, "\n  outcomes: {}", outcomes.join(", "))
     }
 }
 
@@ -536,7 +541,14 @@ pub async fn run(config: Config) -> Result<Report, MutateError> {
     let mut op = operator.lock().await;
     let _ = op.child.start_kill();
     let _ = op.child.wait().await;
+    let mut outcomes = BTreeMap::new();
+    for line in trace.lock().iter() {
+        if let Some((_, outcome)) = line.rsplit_once(" -> ") {
+            *outcomes.entry(outcome.to_owned()).or_insert(0) += 1;
+        }
+    }
     Ok(Report {
+        outcomes,
         config,
         ok: ok.load(Ordering::Relaxed),
         refused: refused.load(Ordering::Relaxed),

@@ -64,3 +64,39 @@ async fn mutate_myresource_converges() {
 async fn mutate_myresource_converges_under_faults_and_restart() {
     fuzz(Example::Myresource, true, true).await;
 }
+
+/// The fuzzer is not vacuous: a greeting operator that lists people in the wrong order is
+/// caught, with the seed, the broken invariant and a trace of the objects involved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutate_catches_a_broken_operator() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let broken = dir.path().join("greeting");
+    std::fs::create_dir_all(broken.join("samples")).expect("mkdir");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/greeting/operator.ct");
+    let script = std::fs::read_to_string(source).expect("read the example");
+    let sorted = "people: people.map((p) => p.metadata.name),";
+    assert!(script.contains(sorted), "the example lists people as the test expects");
+    let script = script.replace(sorted, "people: people.map((p) => p.metadata.name).reverse(),");
+    std::fs::write(broken.join("operator.ct"), script).expect("write the broken script");
+    let config = Config {
+        example: Example::Greeting,
+        seed: SEED,
+        steps: STEPS,
+        writers: 4,
+        faults: false,
+        restart: false,
+        ctop: env!("CARGO_BIN_EXE_ctop").into(),
+        examples_dir: dir.path().to_owned(),
+        converge_timeout: Duration::from_secs(5),
+    };
+    let failure = match mutate::run(config).await {
+        Ok(report) => panic!("a broken operator passed: {report}"),
+        Err(mutate::MutateError::NotConverged(f)) => f,
+        Err(e) => panic!("expected NotConverged, got {e}"),
+    };
+    assert!(failure.violations.iter().any(|v| v.contains(": people Some(")), "{failure}");
+    assert!(!failure.trace.is_empty(), "{failure}");
+    let text = failure.to_string();
+    assert!(text.contains(&format!("--seed {SEED}")), "{text}");
+    let _ = std::fs::remove_dir_all(&failure.logs);
+}
