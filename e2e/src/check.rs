@@ -296,3 +296,102 @@ pub async fn myresource(client: &Client) -> Result<Vec<String>, kube::Error> {
     no_orphans(&services, "MyResource", &by_key, label, &mut out);
     Ok(out)
 }
+
+/// The myapp example: each MyApp carries its finalizer, its Deployment is controlled by it
+/// and matches its spec; `phase` and `Ready` follow the Deployment (no registry is set, so
+/// `registered` is false); no MyApp left terminating; no orphan Deployment.
+pub async fn myapp(client: &Client) -> Result<Vec<String>, kube::Error> {
+    let apps = list(client, &kinds::myapp()).await?;
+    let deployments = with_kind(list(client, &kinds::deployment()).await?, &kinds::deployment());
+    let by_key: BTreeMap<String, &DynamicObject> = apps.iter().map(|a| (key(a), a)).collect();
+    let mut out = Vec::new();
+    for a in &apps {
+        let (ns, name) = (a.namespace().unwrap_or_default(), a.name_any());
+        if a.metadata.deletion_timestamp.is_some() {
+            out.push(format!("{ns}/{name}: MyApp still terminating (finalizers {:?})", a.finalizers()));
+            continue;
+        }
+        generation_current(a, &mut out);
+        if a.finalizers() != ["example.com/my-finalizer"] {
+            out.push(format!("{ns}/{name}: finalizers {:?}", a.finalizers()));
+        }
+        let replicas = a.data["spec"]["replicas"].as_i64().unwrap_or(1);
+        let d = deployments
+            .iter()
+            .find(|d| d.namespace().as_deref() == Some(ns.as_str()) && d.name_any() == name);
+        let Some(d) = d else {
+            out.push(format!("{ns}/{name}: Deployment is missing"));
+            continue;
+        };
+        if controller_uid(d) != a.uid().as_deref() {
+            out.push(format!("{ns}/{name}: Deployment is not controlled by it"));
+        }
+        let pod = &d.data["spec"]["template"]["spec"]["containers"][0];
+        let want = (Some(replicas), a.data["spec"]["image"].as_str(), a.data["spec"]["port"].as_i64());
+        let got = (
+            d.data["spec"]["replicas"].as_i64(),
+            pod["image"].as_str(),
+            pod["ports"][0]["containerPort"].as_i64(),
+        );
+        if want != got {
+            out.push(format!("{ns}/{name}: Deployment has {got:?}, spec says {want:?}"));
+        }
+        let failing = d.data["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "ReplicaFailure" && c["status"] == "True"));
+        let ready = d.data["status"]["readyReplicas"].as_i64().unwrap_or(0) >= replicas;
+        let phase = if failing {
+            "Failed"
+        } else if ready {
+            "Running"
+        } else {
+            "Pending"
+        };
+        let got_phase = a.data["status"]["phase"].as_str();
+        if got_phase != Some(phase) {
+            out.push(format!("{ns}/{name}: phase {got_phase:?}, expected {phase}"));
+        }
+        let want_ready = if !failing && ready { "True" } else { "False" };
+        if condition(a, "Ready") != Some(want_ready) {
+            out.push(format!("{ns}/{name}: Ready is {:?}, expected {want_ready}", condition(a, "Ready")));
+        }
+        if a.data["status"]["registered"].as_bool() != Some(false) {
+            out.push(format!(
+                "{ns}/{name}: registered {:?} without a registry",
+                a.data["status"]["registered"]
+            ));
+        }
+    }
+    no_orphans(&deployments, "MyApp", &by_key, ("app.kubernetes.io/managed-by", "myapp"), &mut out);
+    Ok(out)
+}
+
+/// The pod-annotator example: every Pod labelled `app=webserver` in `production` carries
+/// the summary of its labels; no Pod elsewhere carries it; no Pod is owned by anything.
+pub async fn pod_annotator(client: &Client) -> Result<Vec<String>, kube::Error> {
+    let pods = list(client, &kinds::pod()).await?;
+    let mut out = Vec::new();
+    for p in &pods {
+        let annotation = p.annotations().get("example.com/pod-labels").cloned();
+        let selected = p.namespace().as_deref() == Some("production")
+            && p.labels().get("app").map(String::as_str) == Some("webserver");
+        if !p.owner_references().is_empty() {
+            out.push(format!("{}: Pod has owner references {:?}", key(p), p.owner_references()));
+        }
+        if p.namespace().as_deref() != Some("production") {
+            if annotation.is_some() {
+                out.push(format!("{}: annotated outside the watched namespace", key(p)));
+            }
+            continue;
+        }
+        if selected {
+            let mut labels: Vec<String> = p.labels().iter().map(|(k, v)| format!("{k}={v}")).collect();
+            labels.sort();
+            let want = labels.join(",");
+            if annotation.as_deref() != Some(want.as_str()) {
+                out.push(format!("{}: annotation {annotation:?}, expected {want:?}", key(p)));
+            }
+        }
+    }
+    Ok(out)
+}

@@ -51,11 +51,16 @@ pub enum Example {
     Webapp,
     /// examples/myresource: MyResources, their children and dependencies.
     Myresource,
+    /// examples/myapp: MyApps, their Deployments, readiness and failures.
+    Myapp,
+    /// examples/pod-annotator: Pods labelled, relabelled and deleted.
+    PodAnnotator,
 }
 
 impl Example {
     /// Every example, in a fixed order.
-    pub const ALL: [Example; 3] = [Example::Greeting, Example::Webapp, Example::Myresource];
+    pub const ALL: [Example; 5] =
+        [Example::Greeting, Example::Webapp, Example::Myresource, Example::Myapp, Example::PodAnnotator];
 
     /// The directory name under `examples/`.
     pub fn dir_name(self) -> &'static str {
@@ -63,6 +68,16 @@ impl Example {
             Example::Greeting => "greeting",
             Example::Webapp => "webapp",
             Example::Myresource => "myresource",
+            Example::Myapp => "myapp",
+            Example::PodAnnotator => "pod-annotator",
+        }
+    }
+
+    /// The namespaces its objects live in (created before the run).
+    fn namespaces(self) -> &'static [&'static str] {
+        match self {
+            Example::PodAnnotator => &ops::POD_NAMESPACES,
+            _ => &ops::NAMESPACES,
         }
     }
 
@@ -72,6 +87,8 @@ impl Example {
             Example::Greeting => vec![kinds::person(), kinds::greeting()],
             Example::Webapp => vec![kinds::webapp()],
             Example::Myresource => vec![kinds::myresource()],
+            Example::Myapp => vec![kinds::myapp()],
+            Example::PodAnnotator => vec![kinds::pod()],
         }
     }
 
@@ -81,6 +98,8 @@ impl Example {
             Example::Greeting => &["persons", "greetings"],
             Example::Webapp => &["webapps", "deployments", "services", "secrets"],
             Example::Myresource => &["myresources", "deployments", "services"],
+            Example::Myapp => &["myapps", "deployments"],
+            Example::PodAnnotator => &["pods"],
         }
     }
 
@@ -89,6 +108,8 @@ impl Example {
             Example::Greeting => ops::greeting(client, rng).await,
             Example::Webapp => ops::webapp(client, rng).await,
             Example::Myresource => ops::myresource(client, rng).await,
+            Example::Myapp => ops::myapp(client, rng).await,
+            Example::PodAnnotator => ops::pod(client, rng).await,
         }
     }
 
@@ -97,6 +118,8 @@ impl Example {
             Example::Greeting => check::greeting(client).await,
             Example::Webapp => check::webapp(client).await,
             Example::Myresource => check::myresource(client).await,
+            Example::Myapp => check::myapp(client).await,
+            Example::PodAnnotator => check::pod_annotator(client).await,
         }
     }
 
@@ -106,6 +129,8 @@ impl Example {
             Example::Greeting => ops::PERSONS.iter().chain(ops::GREETINGS.iter()).copied().collect(),
             Example::Webapp => ops::WEBAPPS.to_vec(),
             Example::Myresource => ops::MYRESOURCES.to_vec(),
+            Example::Myapp => ops::MYAPPS.to_vec(),
+            Example::PodAnnotator => ops::PODS.to_vec(),
         }
     }
 }
@@ -372,7 +397,7 @@ pub async fn run(config: Config) -> Result<Report, MutateError> {
     sim.write_kubeconfig(&kubeconfig).map_err(io("cannot write the kubeconfig"))?;
     let client = client_for(&sim).await?;
     let namespaces = Api::<Namespace>::all(client.clone());
-    for ns in ops::NAMESPACES.iter().filter(|n| **n != "default") {
+    for ns in config.example.namespaces().iter().filter(|n| **n != "default") {
         let obj: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": ns}}))
             .map_err(kube::Error::SerdeError)?;
         match namespaces.create(&PostParams::default(), &obj).await {

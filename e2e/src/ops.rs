@@ -21,6 +21,12 @@ pub const GREETINGS: [&str; 5] = ["g0", "g1", "g2", "g3", "g4"];
 pub const WEBAPPS: [&str; 5] = ["w0", "w1", "w2", "w3", "w4"];
 /// Names of MyResources.
 pub const MYRESOURCES: [&str; 5] = ["m0", "m1", "m2", "m3", "m4"];
+/// Names of MyApps.
+pub const MYAPPS: [&str; 5] = ["a0", "a1", "a2", "a3", "a4"];
+/// Names of Pods.
+pub const PODS: [&str; 6] = ["pod0", "pod1", "pod2", "pod3", "pod4", "pod5"];
+/// The namespaces Pods are created in: the one the pod-annotator watches, and another.
+pub const POD_NAMESPACES: [&str; 2] = ["production", "default"];
 const FIRST_NAMES: [&str; 6] = ["Ann", "Bob", "Cid", "Dee", "Eve", "Fay"];
 const SURNAMES: [&str; 3] = ["Doe", "Lee", "Roe"];
 const IMAGES: [&str; 3] = ["nginx:1.27", "nginx:1.28", "httpd:2.4"];
@@ -68,6 +74,14 @@ pub mod kinds {
     /// v1 Secret.
     pub fn secret() -> ApiResource {
         resource("", "v1", "Secret", "secrets")
+    }
+    /// example.com/v1 MyApp.
+    pub fn myapp() -> ApiResource {
+        resource("example.com", "v1", "MyApp", "myapps")
+    }
+    /// v1 Pod.
+    pub fn pod() -> ApiResource {
+        resource("", "v1", "Pod", "pods")
     }
 }
 
@@ -312,6 +326,103 @@ pub async fn myresource(client: &Client, rng: &mut Rng) -> Step {
             let child = Api::<DynamicObject>::namespaced_with(client.clone(), ns, &ar);
             (format!("delete child {} {ns}/{m}", ar.kind), delete(&child, m).await)
         }
+    };
+    Step { what, result }
+}
+
+/// A random MyApp operation, including a "kubelet" that reports readiness or a failure.
+pub async fn myapp(client: &Client, rng: &mut Rng) -> Step {
+    let ns = *rng.pick(&NAMESPACES);
+    let api = Api::<DynamicObject>::namespaced_with(client.clone(), ns, &kinds::myapp());
+    let deployments = Api::<DynamicObject>::namespaced_with(client.clone(), ns, &kinds::deployment());
+    let a = *rng.pick(&MYAPPS);
+    let image = *rng.pick(&IMAGES);
+    let replicas = rng.range(1, 3);
+    let (what, result) = match rng.below(100) {
+        0..30 => {
+            let spec = json!({"image": image, "replicas": replicas, "port": *rng.pick(&[80u64, 8080])});
+            let what = format!("create MyApp {ns}/{a} {spec}");
+            (
+                what,
+                match object(&kinds::myapp(), a, spec) {
+                    Ok(o) => create(&api, o).await,
+                    Err(e) => Err(e),
+                },
+            )
+        }
+        30..50 => {
+            let patch = if rng.chance(50) {
+                json!({"spec": {"replicas": replicas}})
+            } else {
+                json!({"spec": {"image": image}})
+            };
+            (format!("patch MyApp {ns}/{a} {patch}"), merge(&api, a, &patch).await)
+        }
+        50..65 => (format!("delete MyApp {ns}/{a}"), delete(&api, a).await),
+        65..90 => {
+            let failing = rng.chance(20);
+            let r = async {
+                let d = deployments.get(a).await?;
+                let want = d.data["spec"]["replicas"].as_u64().unwrap_or(1);
+                let ready = if rng.chance(70) { want } else { rng.below(want + 1) };
+                let conditions = if failing {
+                    json!([{"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": "quota"}])
+                } else {
+                    json!([])
+                };
+                let patch = json!({"status": {"replicas": want, "readyReplicas": ready, "conditions": conditions}});
+                deployments.patch_status(a, &PatchParams::default(), &Patch::Merge(&patch)).await.map(|_| ready)
+            }
+            .await;
+            match r {
+                Ok(ready) => {
+                    (format!("kubelet Deployment {ns}/{a} readyReplicas={ready} failing={failing}"), Ok(()))
+                }
+                Err(e) => (format!("kubelet Deployment {ns}/{a}"), Err(e)),
+            }
+        }
+        _ => (format!("delete child Deployment {ns}/{a}"), delete(&deployments, a).await),
+    };
+    Step { what, result }
+}
+
+/// A random Pod operation for the pod-annotator: create, relabel, strip the annotation,
+/// delete.
+pub async fn pod(client: &Client, rng: &mut Rng) -> Step {
+    let ns = *rng.pick(&POD_NAMESPACES);
+    let api = Api::<DynamicObject>::namespaced_with(client.clone(), ns, &kinds::pod());
+    let name = *rng.pick(&PODS);
+    let app = *rng.pick(&["webserver", "webserver", "database"]);
+    let tier = *rng.pick(&["front", "back"]);
+    let (what, result) = match rng.below(100) {
+        0..30 => {
+            let pod = json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "labels": {"app": app, "tier": tier}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}});
+            let what = format!("create Pod {ns}/{name} app={app} tier={tier}");
+            let r = match serde_json::from_value::<DynamicObject>(pod) {
+                Ok(o) => create(&api, o).await,
+                Err(e) => Err(kube::Error::SerdeError(e)),
+            };
+            (what, r)
+        }
+        30..55 => {
+            let patch = if rng.chance(50) {
+                json!({"metadata": {"labels": {"app": app}}})
+            } else {
+                json!({"metadata": {"labels": {"tier": tier}}})
+            };
+            (format!("label Pod {ns}/{name} {patch}"), merge(&api, name, &patch).await)
+        }
+        55..75 => {
+            let patch = json!({"metadata": {"annotations": {"example.com/pod-labels": null}}});
+            (format!("strip annotation Pod {ns}/{name}"), merge(&api, name, &patch).await)
+        }
+        75..85 => {
+            let patch = json!({"metadata": {"annotations": {"note": tier}}});
+            (format!("annotate Pod {ns}/{name} note={tier}"), merge(&api, name, &patch).await)
+        }
+        _ => (format!("delete Pod {ns}/{name}"), delete(&api, name).await),
     };
     Step { what, result }
 }

@@ -1,9 +1,9 @@
-//! The convergence fuzzer (`ctop-e2e`'s mutator) on the greeting, webapp and myresource
-//! examples, with the real `ctop` binary: a fixed seed and a bounded number of steps,
-//! once plain and once with kubesim faults and an operator restart half-way. A failure
-//! prints the seed, the broken invariants and the trace of the objects involved; repeat
-//! it (or run longer) with `cargo run -p ctop-e2e --bin ctop-mutate -- --seed S --steps N`.
-
+//! The convergence fuzzer (`ctop-e2e`'s mutator) on the examples with the real `ctop`
+//! binary, a fixed seed and a bounded number of steps: greeting, webapp and myresource
+//! once plain and once with kubesim faults and an operator restart half-way; myapp and
+//! pod-annotator with faults and a restart. A failure prints the seed, the broken
+//! invariants and the trace of the objects involved; repeat it (or run longer) with
+//! `cargo run -p ctop-e2e --bin ctop-mutate -- --example E --seed S --steps N --faults`.
 use std::path::Path;
 use std::time::Duration;
 
@@ -63,6 +63,16 @@ async fn mutate_myresource_converges() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutate_myresource_converges_under_faults_and_restart() {
     fuzz(Example::Myresource, true, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutate_myapp_converges_under_faults_and_restart() {
+    fuzz(Example::Myapp, true, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutate_pod_annotator_converges_under_faults_and_restart() {
+    fuzz(Example::PodAnnotator, true, true).await;
 }
 
 /// The fuzzer is not vacuous: a greeting operator that lists people in the wrong order is
