@@ -4,6 +4,7 @@
 //! pod-annotator with faults and a restart. A failure prints the seed, the broken
 //! invariants and the trace of the objects involved; repeat it (or run longer) with
 //! `cargo run -p ctop-e2e --bin ctop-mutate -- --example E --seed S --steps N --faults`.
+
 use std::path::Path;
 use std::time::Duration;
 
