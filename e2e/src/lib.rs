@@ -1,12 +1,20 @@
-//! # ctop-e2e: black-box scenarios
+//! # ctop-e2e: black-box scenarios and the convergence fuzzer
 //!
-//! This crate will hold the end-to-end scenarios of the `ctop run` issue and later ones:
-//! start kubesim, run the real `ctop` binary against it, drive it with kube-rs and
-//! `kubectl`, and assert on the cluster (children applied with owner references, status
-//! through the subresource, pruning, finalizers, leader failover, fault injection). It
-//! depends on `ctop-kubesim` and `kube` only; it never links the runtime.
+//! Start at [`mutate::run`]: it starts kubesim in-process, runs the real `ctop` binary
+//! (`ctop run examples/<name> --install-crds`) against it, lets several concurrent
+//! writers create, update and delete that example's objects at random ([`ops`]) while
+//! kubesim injects faults (errors, latency, dropped watches) and the operator is killed
+//! and restarted in the middle, then waits until the cluster satisfies the example's
+//! invariants ([`check`]). A run is reproducible from its seed ([`rng`]); a failure reports
+//! the seed, the broken invariants and the operations that touched the objects involved.
 //!
-//! Today the kubesim suites live next to kubesim (`crates/kubesim/tests/`) and the CLI's
-//! own checks in `crates/cli/tests/`.
+//! The `ctop-mutate` binary is the command-line front (`--steps`, `--seed`, `--example`,
+//! `--faults`, `--restart`); `crates/cli/tests/mutate.rs` runs it in CI with fixed seeds.
+//! This crate depends on `ctop-kubesim` and `kube` only; it never links the runtime.
+
+pub mod check;
+pub mod mutate;
+pub mod ops;
+pub mod rng;
 
 pub use ctop_kubesim as kubesim;
