@@ -692,11 +692,12 @@ impl Api {
         self.check_identity(rt, ns, Some(name), &mut body)?;
         body = convert::to_stored(rt, body);
         let live = self.live(rt, ns, name).ok_or_else(|| ApiError::not_found(rt.gr(), name))?;
-        match body.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
-            Some(rv) if !rv.is_empty() && rv.parse::<u64>().ok() != Some(object_rv(&live)) => {
+        match body.pointer("/metadata/resourceVersion").and_then(Value::as_str).filter(|rv| !rv.is_empty()) {
+            Some(rv) if rv.parse::<u64>().ok() != Some(object_rv(&live)) => {
                 return Err(ApiError::stale(rt.gr(), name));
             }
-            _ if rt.crd.is_some() => {
+            Some(_) => {}
+            None if rt.crd.is_some() => {
                 return Err(ApiError::invalid_field(
                     rt.gr(),
                     &rt.kind_group(),

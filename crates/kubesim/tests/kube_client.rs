@@ -342,6 +342,20 @@ async fn crd_routes_discovery_and_dynamic_api() {
     // Defaulting from the schema.
     assert_eq!(w.data["spec"]["size"], 3);
     assert_eq!(w.metadata.generation, Some(1));
+
+    // PUT with the current resourceVersion replaces; a stale one conflicts; none is a 422.
+    let mut next = w.clone();
+    next.data["spec"]["color"] = json!("blue");
+    let replaced = widgets.replace("w1", &PostParams::default(), &next).await.expect("replace");
+    assert_eq!(
+        (replaced.data["spec"]["color"].as_str(), replaced.metadata.generation),
+        (Some("blue"), Some(2))
+    );
+    let stale = api_err(widgets.replace("w1", &PostParams::default(), &next).await);
+    assert_eq!(stale.code, 409);
+    next.metadata.resource_version = None;
+    let unversioned = api_err(widgets.replace("w1", &PostParams::default(), &next).await);
+    assert_eq!(unversioned.code, 422);
 }
 
 #[tokio::test(flavor = "multi_thread")]
