@@ -267,3 +267,80 @@ fn reconciles_are_exported_as_traces_over_otlp() {
         assert!(children.contains(&child), "the reconcile span has a {child} child: {children:?}");
     }
 }
+
+/// Finalizers the script manages itself, a deleting object seen by `reconcile`, the
+/// primary kind observable from its own cache, and `patch()` inside `finalize`.
+const FINALIZERS_SCRIPT: &str = r#"
+import { resource, z, operator, addFinalizer, removeFinalizer, getObserved, patch, setStatus, Result, ConfigMap } from "ctop";
+
+const hold = resource("test.example.com/v1", "Hold", {
+  scope: "Namespaced",
+  spec: { release: z.boolean().default(false) },
+  status: { selfSeen: z.boolean() },
+});
+const tidy = resource("test.example.com/v1", "Tidy", { scope: "Namespaced", spec: {} });
+
+operator(hold).reconcile((cr) => {
+  if (cr.metadata.deletionTimestamp) {
+    if (cr.spec.release) removeFinalizer(cr, "test.example.com/hold");
+    return Result.ok();
+  }
+  addFinalizer(cr, "test.example.com/hold");
+  setStatus(cr, { selfSeen: getObserved(hold, cr.metadata.name)?.metadata?.uid === cr.metadata.uid });
+  return Result.ok();
+});
+
+operator(tidy)
+  .reconcile(() => Result.ok())
+  .finalize((cr) => {
+    patch(ConfigMap({ metadata: { name: "tidy-log" }, data: { [cr.metadata.name]: "finalized" } }));
+    return Result.ok();
+  });
+"#;
+
+#[test]
+fn scripts_manage_finalizers_and_finalize_can_patch() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_sim(dir.path());
+    let op = dir.path().join("op");
+    std::fs::create_dir_all(&op).expect("mkdir");
+    std::fs::write(op.join("operator.ct"), FINALIZERS_SCRIPT).expect("write the script");
+    let _run = run(&op, &kubeconfig, free_port(), &[]);
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    for crd in ["holds.test.example.com", "tidies.test.example.com"] {
+        k.eventually(&["get", "crd", crd, "-o", "name"], |s| !s.is_empty());
+    }
+    let file = dir.path().join("objects.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: test.example.com/v1\nkind: Hold\nmetadata: {name: h, namespace: default}\nspec: {}\n---\n\
+         apiVersion: test.example.com/v1\nkind: Tidy\nmetadata: {name: t, namespace: default}\nspec: {}\n---\n\
+         apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tidy-log, namespace: default}\ndata: {}\n",
+    )
+    .expect("write");
+    k.eventually(&["apply", "-f", file.to_str().expect("utf-8")], |s| s.contains("hold"));
+
+    // addFinalizer lands; the CR sees itself in the cache.
+    k.eventually(&["get", "hold", "h", "-o", "jsonpath={.metadata.finalizers[*]}"], |s| {
+        s == "test.example.com/hold"
+    });
+    k.eventually(&["get", "hold", "h", "-o", "jsonpath={.status.selfSeen}"], |s| s == "true");
+    // Deleted, it stays while the script holds it; released, the reconcile removes it.
+    k.ok(&["delete", "hold", "h", "--wait=false"]);
+    k.eventually(&["get", "hold", "h", "-o", "jsonpath={.metadata.deletionTimestamp}"], |s| !s.is_empty());
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        k.ok(&["get", "hold", "h", "-o", "jsonpath={.metadata.finalizers[*]}"]),
+        "test.example.com/hold"
+    );
+    k.ok(&["patch", "hold", "h", "--type=merge", "-p", r#"{"spec":{"release":true}}"#]);
+    k.eventually(&["get", "holds", "-o", "name"], |s| s.is_empty());
+
+    // finalize's patch() is written before the finalizer goes.
+    k.eventually(&["get", "tidy", "t", "-o", "jsonpath={.metadata.finalizers[*]}"], |s| {
+        s.contains("finalizer")
+    });
+    k.ok(&["delete", "tidy", "t"]);
+    k.eventually(&["get", "tidies", "-o", "name"], |s| s.is_empty());
+    assert_eq!(k.ok(&["get", "configmap", "tidy-log", "-o", "jsonpath={.data.t}"]), "finalized");
+}

@@ -535,11 +535,14 @@ async fn start_controller(
             }
         })
     };
+    // The primary kind is observable too (`getObserved(myKind, ...)`), from the same cache.
+    let primary_cache =
+        Cached { key: kind_key(&spec.for_), ar: primary.clone(), namespaced, store: primary_store.clone() };
     let mut controller = Controller::for_stream_with(primary_triggers, primary_store, primary.clone())
         .with_config(ControllerConfig::default().concurrency(options.concurrency));
-    let mut caches = Vec::new();
+    let mut seen = std::collections::BTreeSet::from([primary_cache.key.clone()]);
+    let mut caches = vec![primary_cache];
     let mut synced = vec![primary_synced];
-    let mut seen = std::collections::BTreeSet::new();
     for (k, owned) in spec.manages.iter().map(|k| (k, true)).chain(spec.reads.iter().map(|k| (k, false))) {
         if !seen.insert(kind_key(k)) {
             continue;
@@ -1176,11 +1179,18 @@ async fn reconcile_inner(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Acti
                         out["result"]["message"].as_str().unwrap_or("")
                     )));
                 }
-                Some("requeue") => return Ok(Action::requeue(requeue_after(&out))),
+                Some("requeue") => {
+                    apply_patches(ctx, Some(&owner), &out).await?;
+                    return Ok(Action::requeue(requeue_after(&out)));
+                }
                 _ => {}
             }
-            let rest = owner.finalizers().iter().filter(|x| **x != f).cloned().collect();
-            patch_finalizers(ctx, &owner, rest).await?;
+            apply_patches(ctx, Some(&owner), &out).await?;
+            update_finalizers(ctx, &owner, &out, Some(&f)).await?;
+        } else if !owner.finalizers().is_empty() {
+            // Finalizers the script manages itself (`addFinalizer`): the reconcile sees the
+            // object on its way out and may remove them. Nothing is applied for it.
+            return reconcile_deleting(ctx, &owner).await;
         }
         if let Some(uid) = owner.uid() {
             ctx.applier.forget(&uid);
@@ -1201,20 +1211,23 @@ async fn reconcile_inner(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Acti
 
     let out = dispatch(ctx, "reconcile", Some(&owner)).await?;
     let result_type = out["result"]["type"].as_str().unwrap_or("ok").to_owned();
-    let mut failure = None;
-    if result_type == "error" {
-        failure = Some(format!("reconcile: {}", out["result"]["message"].as_str().unwrap_or("")));
+    // The script's finalizer changes go first: one it adds is in place before any child.
+    let mut failure = if result_type == "error" {
+        Some(format!("reconcile: {}", out["result"]["message"].as_str().unwrap_or("")))
     } else {
+        update_finalizers(ctx, &owner, &out, None).await.err().map(|e| e.0)
+    };
+    if failure.is_none() {
         let applies = out["applies"].as_array().cloned().unwrap_or_default();
         let lookup = |c: &ChildRef| {
             let key = format!("{}/{}", c.api_version, c.kind);
             let cache = ctx.caches.iter().find(|x| x.key == key)?;
-            let o = cache
-                .store
-                .state()
-                .into_iter()
-                .find(|o| o.name_any() == c.name && o.namespace().as_deref() == c.namespace.as_deref())?;
-            Some(o.metadata.clone())
+            let r = ObjectRef::new_with(&c.name, cache.ar.clone());
+            let r = match &c.namespace {
+                Some(ns) if cache.namespaced => r.within(ns),
+                _ => r,
+            };
+            Some(cache.store.get(&r)?.metadata.clone())
         };
         let span = tracing::info_span!("apply", children = applies.len());
         match ctx.applier.apply_observed(&owner, applies, lookup).instrument(span).await {
@@ -1261,6 +1274,57 @@ async fn reconcile_inner(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Acti
     } else {
         Action::await_change()
     })
+}
+
+/// A reconcile of an object being deleted that carries finalizers other than the
+/// controller's own: its status, patches, events and finalizer changes are written, its
+/// children are not applied (nor pruned; garbage collection removes them).
+async fn reconcile_deleting(ctx: &Arc<Ctx>, owner: &DynamicObject) -> Result<Action, ReconcileError> {
+    let out = dispatch(ctx, "reconcile", Some(owner)).await?;
+    publish_events(ctx, Some(owner), &out).await;
+    if out["result"]["type"] == "error" {
+        return Err(ReconcileError(format!(
+            "reconcile: {}",
+            out["result"]["message"].as_str().unwrap_or("")
+        )));
+    }
+    apply_patches(ctx, Some(owner), &out).await?;
+    update_finalizers(ctx, owner, &out, None).await?;
+    Ok(if out["result"]["type"] == "requeue" {
+        Action::requeue(requeue_after(&out))
+    } else {
+        Action::await_change()
+    })
+}
+
+/// Write the finalizers the handler added and removed (`addFinalizer` / `removeFinalizer`
+/// on the object being handled), and drop `done` (the controller's own, after `finalize`).
+async fn update_finalizers(
+    ctx: &Ctx,
+    owner: &DynamicObject,
+    out: &Value,
+    done: Option<&str>,
+) -> Result<(), ReconcileError> {
+    let names = |key: &str| -> Vec<String> {
+        out["finalizers"][key]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default()
+    };
+    let (add, remove) = (names("add"), names("remove"));
+    let current = owner.finalizers().to_vec();
+    let mut next: Vec<String> =
+        current.iter().filter(|f| !remove.contains(f) && Some(f.as_str()) != done).cloned().collect();
+    for f in add {
+        // Nothing new is added to an object on its way out (the API server refuses it).
+        if !next.contains(&f) && owner.meta().deletion_timestamp.is_none() {
+            next.push(f);
+        }
+    }
+    if next != current {
+        patch_finalizers(ctx, owner, next).await?;
+    }
+    Ok(())
 }
 
 fn requeue_after(out: &Value) -> Duration {
