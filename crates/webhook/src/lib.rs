@@ -15,7 +15,7 @@
 //!   limits; the server adds its own deadline, a concurrency bound and the failure policy.
 //!   Keeping the seam a trait keeps this crate small, lets tests and the benchmark drive the
 //!   server with plain Rust handlers, and keeps the arrow of dependencies pointing down.
-//! - [`router`] builds the axum app ([`ServerConfig`] bounds body size, concurrency and
+//! - [`Admission`] (or [`router`]) builds the axum app ([`ServerConfig`] bounds body size, concurrency and
 //!   time; [`FailurePolicy`] decides what a throwing or late handler answers), and
 //!   [`bind`]/[`serve`] run it behind rustls with a [`TlsSource`]: PEM files reloaded when
 //!   they change, or a [`SelfIssued`] CA and certificate made at startup.
@@ -36,5 +36,5 @@ pub mod tls;
 pub use ctop_core as core;
 pub use routes::{HandlerKind, Route, routes};
 pub use script::{AdmissionScript, HandlerCall, HandlerError};
-pub use server::{Bound, FailurePolicy, ServeError, ServerConfig, bind, review_for, router, serve};
+pub use server::{Admission, Bound, FailurePolicy, ServeError, ServerConfig, bind, review_for, router, serve};
 pub use tls::{SelfIssued, TlsError, TlsSource};

@@ -7,15 +7,16 @@
 //! (waiting for a slot included). A handler that throws, breaks a script limit, or is late
 //! is answered per [`FailurePolicy`]; the server itself never stops over it.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -103,39 +104,87 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
+/// The admission endpoints of one script: build with [`Admission::new`], serve
+/// [`Admission::router`], and swap in a reloaded script with [`Admission::replace`].
+#[derive(Clone)]
+pub struct Admission {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admission").field("config", &self.shared.config).finish_non_exhaustive()
+    }
+}
+
 struct Shared {
-    script: Arc<dyn AdmissionScript>,
+    current: RwLock<Current>,
     slots: Arc<Semaphore>,
     config: ServerConfig,
 }
 
-/// The axum router serving `routes` with `script`: `POST` on each route's path, plus
-/// `GET /healthz`.
-pub fn router(script: Arc<dyn AdmissionScript>, routes: &[Route], config: ServerConfig) -> Router {
-    let shared = Arc::new(Shared {
-        script,
-        slots: Arc::new(Semaphore::new(config.concurrency.max(1))),
-        config: config.clone(),
-    });
-    let mut app = Router::new().route("/healthz", get(|| async { "ok" }));
-    for route in routes {
-        let route = Arc::new(route.clone());
-        app = app.route(
-            &route.path.clone(),
-            post(move |State(shared): State<Arc<Shared>>, body: Bytes| {
-                let route = route.clone();
-                async move { admit(&shared, &route, &body).await }
-            }),
-        );
-    }
-    app.fallback(|uri: axum::http::Uri| async move {
-        (StatusCode::NOT_FOUND, format!("no admission handler at {}\n", uri.path()))
-    })
-    .layer(DefaultBodyLimit::max(config.max_body))
-    .with_state(shared)
+struct Current {
+    script: Arc<dyn AdmissionScript>,
+    routes: HashMap<String, Arc<Route>>,
 }
 
-async fn admit(shared: &Shared, route: &Route, body: &[u8]) -> Response {
+impl Admission {
+    /// Serve `routes` with `script`.
+    pub fn new(script: Arc<dyn AdmissionScript>, routes: &[Route], config: ServerConfig) -> Self {
+        let current = Current { script, routes: index(routes) };
+        Self {
+            shared: Arc::new(Shared {
+                current: RwLock::new(current),
+                slots: Arc::new(Semaphore::new(config.concurrency.max(1))),
+                config,
+            }),
+        }
+    }
+
+    /// From the next request on, serve `routes` with `script` (requests in flight finish
+    /// with the previous script).
+    pub fn replace(&self, script: Arc<dyn AdmissionScript>, routes: &[Route]) {
+        let mut current = self.shared.current.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *current = Current { script, routes: index(routes) };
+    }
+
+    /// The axum app: `POST` on each route's path, `GET /healthz`, 404 elsewhere.
+    pub fn router(&self) -> Router {
+        let max_body = self.shared.config.max_body;
+        Router::new()
+            .route("/healthz", get(|| async { "ok" }))
+            .fallback(
+                |State(shared): State<Arc<Shared>>, method: Method, uri: Uri, body: Bytes| async move {
+                    let found = {
+                        let current =
+                            shared.current.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+                        current.routes.get(uri.path()).map(|r| (r.clone(), current.script.clone()))
+                    };
+                    match found {
+                        None => (StatusCode::NOT_FOUND, format!("no admission handler at {}\n", uri.path()))
+                            .into_response(),
+                        Some(_) if method != Method::POST => {
+                            (StatusCode::METHOD_NOT_ALLOWED, "admission reviews are POSTed\n").into_response()
+                        }
+                        Some((route, script)) => admit(&shared, script, &route, &body).await,
+                    }
+                },
+            )
+            .layer(DefaultBodyLimit::max(max_body))
+            .with_state(self.shared.clone())
+    }
+}
+
+fn index(routes: &[Route]) -> HashMap<String, Arc<Route>> {
+    routes.iter().map(|r| (r.path.clone(), Arc::new(r.clone()))).collect()
+}
+
+/// The axum router serving `routes` with `script` (an [`Admission`] that is never replaced).
+pub fn router(script: Arc<dyn AdmissionScript>, routes: &[Route], config: ServerConfig) -> Router {
+    Admission::new(script, routes, config).router()
+}
+
+async fn admit(shared: &Shared, script: Arc<dyn AdmissionScript>, route: &Route, body: &[u8]) -> Response {
     let started = Instant::now();
     let request = match review::parse(body) {
         Ok(r) => r,
@@ -148,7 +197,7 @@ async fn admit(shared: &Shared, route: &Route, body: &[u8]) -> Response {
         // DELETE and CONNECT carry no object; the handlers speak about objects being written.
         Answer::allow()
     } else {
-        match call(shared, route, &request).await {
+        match call(shared, script, route, &request).await {
             Ok(answer) => answer,
             Err(e) => {
                 tracing::warn!(handler = route.handler.as_str(), controller = route.controller_name,
@@ -168,14 +217,18 @@ async fn admit(shared: &Shared, route: &Route, body: &[u8]) -> Response {
     axum::Json(answer.into_review(&request.uid)).into_response()
 }
 
-async fn call(shared: &Shared, route: &Route, request: &review::Request) -> Result<Answer, HandlerError> {
+async fn call(
+    shared: &Shared,
+    script: Arc<dyn AdmissionScript>,
+    route: &Route,
+    request: &review::Request,
+) -> Result<Answer, HandlerError> {
     let timeout = shared.config.timeout;
     let deadline = tokio::time::Instant::now() + timeout;
     let permit = tokio::time::timeout_at(deadline, shared.slots.clone().acquire_owned())
         .await
         .map_err(|_| HandlerError::Busy { limit: shared.config.concurrency, after: timeout })?
         .map_err(|_| HandlerError::Failed("the server is shutting down".into()))?;
-    let script = shared.script.clone();
     let (handler, controller) = (route.handler, route.controller);
     let (object, old_object, raw) = (request.object.clone(), request.old_object.clone(), request.raw.clone());
     let task = tokio::task::spawn_blocking(move || {

@@ -240,7 +240,11 @@ impl TlsListener {
         let (tx, rx) = mpsc::channel(128);
         tokio::spawn(async move {
             loop {
-                let (tcp, peer) = match listener.accept().await {
+                let accepted = tokio::select! {
+                    () = tx.closed() => break,
+                    a = listener.accept() => a,
+                };
+                let (tcp, peer) = match accepted {
                     Ok(c) => c,
                     Err(e) => {
                         tracing::warn!(error = %e, "accept failed");
@@ -248,9 +252,6 @@ impl TlsListener {
                         continue;
                     }
                 };
-                if tx.is_closed() {
-                    break;
-                }
                 let _ = tcp.set_nodelay(true);
                 let acceptor = acceptor.clone();
                 let tx = tx.clone();
