@@ -1,0 +1,220 @@
+//! `ctop webhook serve`: the script's `validate`/`mutate` handlers as an HTTPS admission
+//! webhook. Also the glue `ctop run --webhook-port` and `ctop dev` share: the
+//! [`ScriptAdmission`] adapter from `ctop_runtime::Script` to `ctop_webhook::AdmissionScript`,
+//! the TLS and limit flags ([`WebhookFlags`]) and [`start`].
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use ctop_runtime::controller::{script_env, values_from_yaml};
+use ctop_runtime::{Limits, Script};
+use ctop_webhook::{
+    Admission, AdmissionScript, Bound, FailurePolicy, HandlerCall, HandlerError, SelfIssued, ServerConfig,
+    TlsSource,
+};
+use serde_json::{Value, json};
+
+/// Arguments of `ctop webhook`.
+#[derive(Debug, clap::Args)]
+pub struct WebhookArgs {
+    #[command(subcommand)]
+    command: WebhookCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum WebhookCommand {
+    /// Serve the script's validate/mutate handlers as an HTTPS admission webhook.
+    Serve(ServeArgs),
+}
+
+/// Arguments of `ctop webhook serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The operator directory.
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// The entry script, relative to DIR.
+    #[arg(long, default_value = "operator.ct")]
+    entry: String,
+    /// Serve this bundle.js.gz (from `ctop bundle`) instead of DIR's sources.
+    #[arg(long)]
+    bundle: Option<PathBuf>,
+    /// The values file [default: DIR/values.yaml when it exists, else empty values].
+    #[arg(long)]
+    values: Option<PathBuf>,
+    /// The HTTPS port (0 picks a free one; the address is logged).
+    #[arg(long, default_value_t = 9443)]
+    port: u16,
+    /// The address to listen on.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::UNSPECIFIED))]
+    address: IpAddr,
+    /// Script runtimes (handler calls running at once).
+    #[arg(long, default_value_t = 4)]
+    concurrency: u16,
+    #[command(flatten)]
+    flags: WebhookFlags,
+}
+
+/// TLS, limits and failure policy of the webhook server (shared by `webhook serve` and `run`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct WebhookFlags {
+    /// The serving certificate chain (PEM), e.g. a cert-manager Secret's tls.crt; reloaded
+    /// when it changes. Without it a CA and certificate are issued at startup.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM), e.g. tls.key.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// How often the certificate files are checked for changes.
+    #[arg(long, default_value = "10s")]
+    pub tls_reload: ctop_core::Duration,
+    /// Extra host names or IPs of the self-issued certificate (localhost and 127.0.0.1 are
+    /// always in it), e.g. my-op-webhook.my-op-system.svc.
+    #[arg(long = "tls-host", value_delimiter = ',')]
+    pub tls_hosts: Vec<String>,
+    /// Write the self-issued CA (the caBundle to trust) to this file.
+    #[arg(long)]
+    pub ca_bundle_out: Option<PathBuf>,
+    /// What a handler that throws or is late answers: Fail (deny) or Ignore (allow with a
+    /// warning).
+    #[arg(long, default_value = "Fail")]
+    pub failure_policy: FailurePolicy,
+    /// Longest one admission request may wait for a free runtime plus run its handler.
+    #[arg(long, default_value = "10s")]
+    pub webhook_timeout: ctop_core::Duration,
+    /// Largest AdmissionReview body in bytes.
+    #[arg(long, default_value_t = 3 * 1024 * 1024)]
+    pub webhook_max_body: usize,
+}
+
+impl WebhookFlags {
+    fn server_config(&self, concurrency: usize) -> ServerConfig {
+        ServerConfig {
+            max_body: self.webhook_max_body,
+            concurrency,
+            timeout: self.webhook_timeout.into(),
+            failure_policy: self.failure_policy,
+        }
+    }
+
+    /// The TLS source: the files, or a freshly issued certificate (returned too, for its CA).
+    fn tls(&self) -> anyhow::Result<(TlsSource, Option<SelfIssued>)> {
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            let source =
+                TlsSource::Files { cert: cert.clone(), key: key.clone(), reload_every: self.tls_reload.into() };
+            return Ok((source, None));
+        }
+        let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
+        hosts.extend(self.tls_hosts.iter().filter(|h| !h.is_empty()).cloned());
+        let issued = SelfIssued::issue(&hosts).context("cannot issue the webhook certificate")?;
+        if let Some(path) = &self.ca_bundle_out {
+            std::fs::write(path, &issued.ca_pem)
+                .with_context(|| format!("cannot write the CA to {}", path.display()))?;
+        }
+        tracing::info!(hosts = hosts.join(","), "issued a CA and serving certificate for the webhook");
+        Ok((TlsSource::SelfIssued(issued.clone()), Some(issued)))
+    }
+}
+
+/// The script's handlers behind `ctop_webhook`'s trait: the input is what the SDK's
+/// `__ct_dispatch` expects for `validate`/`mutate` (`object`, `oldObject`, `env`, `values`).
+pub struct ScriptAdmission {
+    script: Arc<Script>,
+    env: Value,
+    values: Value,
+}
+
+impl ScriptAdmission {
+    /// Call `script`'s handlers with these `env` and `values`.
+    pub fn new(script: Arc<Script>, env: Value, values: Value) -> Self {
+        Self { script, env, values }
+    }
+}
+
+impl AdmissionScript for ScriptAdmission {
+    fn call(&self, call: &HandlerCall<'_>) -> Result<Value, HandlerError> {
+        let input = json!({
+            "object": call.object,
+            "oldObject": call.old_object,
+            "env": self.env,
+            "values": self.values,
+            "request": call.request,
+        });
+        self.script
+            .dispatch(call.handler.as_str(), call.controller, &input.to_string())
+            .map_err(|e| HandlerError::Failed(e.to_string()))
+    }
+}
+
+/// A bound webhook server with its admission state and, when self-issued, its certificate.
+pub struct Started {
+    /// The server, ready to run.
+    pub bound: Bound,
+    /// Swap the script on reload.
+    pub admission: Admission,
+    /// The self-issued CA and certificate, when no files were given.
+    pub issued: Option<SelfIssued>,
+}
+
+/// Bind the webhook server for `script` on `addr`.
+pub async fn start(
+    script: Arc<Script>,
+    env: Value,
+    values: Value,
+    addr: SocketAddr,
+    flags: &WebhookFlags,
+    concurrency: usize,
+) -> anyhow::Result<Started> {
+    let routes = ctop_webhook::routes(script.spec());
+    if routes.is_empty() {
+        tracing::warn!("the script declares no validate or mutate handler: the webhook server answers only /healthz");
+    }
+    for r in &routes {
+        tracing::info!(path = r.path, controller = r.controller_name, "admission route");
+    }
+    let admission = Admission::new(
+        Arc::new(ScriptAdmission::new(script, env, values)),
+        &routes,
+        flags.server_config(concurrency),
+    );
+    let (tls, issued) = flags.tls()?;
+    let bound = ctop_webhook::bind(addr, &tls, admission.router()).await?;
+    Ok(Started { bound, admission, issued })
+}
+
+/// Run `ctop webhook …`.
+pub async fn run(args: WebhookArgs) -> anyhow::Result<()> {
+    match args.command {
+        WebhookCommand::Serve(args) => serve(args).await,
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let workers = usize::from(args.concurrency.max(1));
+    let limits = Limits { timeout: args.flags.webhook_timeout.into(), ..Limits::default() };
+    let script = match &args.bundle {
+        Some(path) => {
+            let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            Script::from_bundle_gz(&bytes, workers, limits)
+        }
+        None => Script::from_dir(&args.dir, &args.entry, workers, limits),
+    }
+    .context("the script could not be loaded; fix the error above and run ctop webhook serve again")?;
+    let values = values_from_yaml(&super::values_text(&args.dir, args.values.as_deref())?)
+        .context("the values file is not valid YAML")?;
+    let started = start(
+        Arc::new(script),
+        script_env(),
+        values,
+        SocketAddr::new(args.address, args.port),
+        &args.flags,
+        workers,
+    )
+    .await?;
+    let addr = started.bound.local_addr()?;
+    tracing::info!(%addr, "webhook server ready");
+    started.bound.run(super::shutdown_signal()).await?;
+    Ok(())
+}
