@@ -19,6 +19,8 @@
 //!   time; [`FailurePolicy`] decides what a throwing or late handler answers), and
 //!   [`bind`]/[`serve`] run it behind rustls with a [`TlsSource`]: PEM files reloaded when
 //!   they change, or a [`SelfIssued`] CA and certificate made at startup.
+//! - [`configurations()`] writes the Validating/MutatingWebhookConfigurations for the routes
+//!   (Service endpoint for `ctop manifests`, loopback URL for `ctop dev`).
 //! - [`cabundle::patch_ca_bundle`] writes a self-issued CA into the operator's own
 //!   Validating/MutatingWebhookConfigurations.
 //!
@@ -27,12 +29,14 @@
 //! UPDATE; requests without an object (DELETE, CONNECT) are allowed without calling them.
 
 pub mod cabundle;
+mod configuration;
 pub mod review;
 mod routes;
 mod script;
 mod server;
 pub mod tls;
 
+pub use configuration::{ConfigurationOptions, Endpoint, configurations};
 pub use ctop_core as core;
 pub use routes::{HandlerKind, Route, routes};
 pub use script::{AdmissionScript, HandlerCall, HandlerError};

@@ -218,3 +218,65 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     started.bound.run(super::shutdown_signal()).await?;
     Ok(())
 }
+
+/// `ctop run --webhook-port`: serve the handlers of the running script next to its
+/// controllers; with a self-issued certificate, keep `configuration`'s caBundle set to the
+/// CA (checked every 10 s, written only when it differs). Returns the serving task.
+pub async fn spawn_for_run(
+    script: Arc<Script>,
+    options: &ctop_runtime::controller::RunOptions,
+    port: u16,
+    flags: &WebhookFlags,
+    configuration: Option<String>,
+    concurrency: usize,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let started = start(
+        script,
+        options.env.clone(),
+        options.values.clone(),
+        SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)),
+        flags,
+        concurrency,
+    )
+    .await?;
+    let patcher = match (&started.issued, configuration) {
+        (Some(issued), Some(name)) => {
+            let client = kube_client(options.kubeconfig.as_deref()).await?;
+            Some(tokio::spawn(keep_ca_bundle(client, name, issued.ca_pem.clone())))
+        }
+        _ => None,
+    };
+    Ok(tokio::spawn(async move {
+        if let Err(e) = started.bound.run(super::shutdown_signal()).await {
+            tracing::error!(error = %e, "the webhook server stopped");
+        }
+        if let Some(p) = patcher {
+            p.abort();
+        }
+    }))
+}
+
+async fn keep_ca_bundle(client: kube::Client, name: String, ca_pem: String) {
+    let targets =
+        ctop_webhook::cabundle::Configurations { validating: Some(name.clone()), mutating: Some(name) };
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
+    loop {
+        tick.tick().await;
+        if let Err(e) = ctop_webhook::cabundle::patch_ca_bundle(&client, &targets, &ca_pem).await {
+            tracing::warn!(error = %e, "cannot set the webhook configurations' caBundle; retrying in 10s");
+        }
+    }
+}
+
+/// A client from `kubeconfig`, or the inferred configuration.
+pub async fn kube_client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("cannot read the kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?
+        }
+        None => kube::Config::infer().await.context("cannot find a cluster configuration")?,
+    };
+    Ok(kube::Client::try_from(config)?)
+}
