@@ -149,7 +149,7 @@ mod tests {
         assert_eq!(docs.len(), 1);
         assert_eq!(docs[0]["kind"], "ValidatingWebhookConfiguration");
         let hook = &docs[0]["webhooks"][0];
-        assert_eq!(hook["name"], "validate.widgets.demo.ctop.dev.ctop.dev");
+        assert_eq!(hook["name"], "validate.widgets.demo.ctop.dev");
         assert_eq!(hook["failurePolicy"], "Ignore");
         assert_eq!(hook["timeoutSeconds"], 30);
         assert_eq!(hook["clientConfig"]["service"]["path"], "/validate/demo.ctop.dev/v1/widgets");

@@ -54,11 +54,12 @@ pub struct Route {
 
 impl Route {
     /// A webhook name for this route, unique per route and fully qualified as the API
-    /// server requires: `<handler>.<plural>.<group or core>.ctop.dev`.
+    /// server requires: `<handler>.<plural>.<group>`, or `<handler>.<plural>.core.ctop.dev`
+    /// for the core group. It is what `kubectl` shows in a denial.
     #[must_use]
     pub fn webhook_name(&self) -> String {
-        let group = if self.group.is_empty() { "core" } else { self.group.as_str() };
-        format!("{}.{}.{}.ctop.dev", self.handler.as_str(), self.plural, group)
+        let group = if self.group.is_empty() { "core.ctop.dev" } else { self.group.as_str() };
+        format!("{}.{}.{}", self.handler.as_str(), self.plural, group)
     }
 }
 
@@ -161,7 +162,7 @@ mod tests {
         assert!(!r[0].namespaced);
         assert!(r[1].namespaced);
         assert_eq!(r[1].group, "");
-        assert_eq!(r[2].webhook_name(), "mutate.webapps.apps.example.com.ctop.dev");
+        assert_eq!(r[2].webhook_name(), "mutate.webapps.apps.example.com");
         assert_eq!(r[1].webhook_name(), "validate.configmaps.core.ctop.dev");
     }
 

@@ -152,7 +152,7 @@ impl AdmissionScript for ScriptAdmission {
 pub struct Started {
     /// The server, ready to run.
     pub bound: Bound,
-    /// Swap the script on reload.
+    /// Swap the script on reload (used by `ctop dev`).
     pub admission: Admission,
     /// The self-issued CA and certificate, when no files were given.
     pub issued: Option<SelfIssued>,
@@ -279,4 +279,128 @@ pub async fn kube_client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result
         None => kube::Config::infer().await.context("cannot find a cluster configuration")?,
     };
     Ok(kube::Client::try_from(config)?)
+}
+
+/// The name of the webhook configurations `ctop dev` applies to its embedded cluster.
+const DEV_CONFIGURATION: &str = "ctop-dev";
+
+/// `ctop dev`'s webhook: served on loopback with a self-issued certificate, its
+/// configurations applied to the embedded kubesim with the CA and a `https://127.0.0.1` URL,
+/// so `kubectl` sees the handlers enforced with no setup. [`DevWebhook::reload`] swaps in a
+/// changed script and re-applies the configurations.
+pub struct DevWebhook {
+    admission: Admission,
+    base_url: String,
+    ca_pem: String,
+    env: Value,
+    values: Value,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl DevWebhook {
+    /// `ctop dev`'s choice: on the embedded kubesim, start (even without handlers yet, so a
+    /// later save can add them); on a real cluster (`--context`) the API server cannot reach
+    /// a loopback server, so handlers are only reported.
+    pub async fn for_dev(
+        embedded: bool,
+        client: &kube::Client,
+        script: &Arc<Script>,
+        values: &Value,
+    ) -> anyhow::Result<Option<Self>> {
+        if embedded {
+            return Self::start(client, script.clone(), values.clone()).await.map(Some);
+        }
+        if !ctop_webhook::routes(script.spec()).is_empty() {
+            tracing::warn!(
+                "the script declares validate/mutate handlers; with --context they are not wired (deploy with \
+                 `ctop manifests`, or serve them with `ctop webhook serve` and a configuration of your own)"
+            );
+        }
+        Ok(None)
+    }
+
+    /// Start serving `script` and apply its configurations.
+    pub async fn start(client: &kube::Client, script: Arc<Script>, values: Value) -> anyhow::Result<Self> {
+        let flags = WebhookFlags {
+            tls_cert: None,
+            tls_key: None,
+            tls_reload: ctop_core::Duration::from_secs(10),
+            tls_hosts: Vec::new(),
+            ca_bundle_out: None,
+            failure_policy: FailurePolicy::Fail,
+            webhook_timeout: ctop_core::Duration::from_secs(10),
+            webhook_max_body: 3 * 1024 * 1024,
+        };
+        let env = script_env();
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let started = start(script.clone(), env.clone(), values.clone(), addr, &flags, 2).await?;
+        let ca_pem = started.issued.as_ref().map(|i| i.ca_pem.clone()).unwrap_or_default();
+        let base_url = format!("https://127.0.0.1:{}", started.bound.local_addr()?.port());
+        let bound = started.bound;
+        let task = tokio::spawn(async move {
+            if let Err(e) = bound.run(std::future::pending()).await {
+                tracing::error!(error = %e, "the dev webhook server stopped");
+            }
+        });
+        let hook = Self { admission: started.admission, base_url, ca_pem, env, values, task };
+        hook.apply(client, &script).await?;
+        Ok(hook)
+    }
+
+    /// Serve `script` from now on and re-apply the configurations for its routes.
+    pub async fn reload(&self, client: &kube::Client, script: &Arc<Script>) -> anyhow::Result<()> {
+        let routes = ctop_webhook::routes(script.spec());
+        self.admission.replace(
+            Arc::new(ScriptAdmission::new(script.clone(), self.env.clone(), self.values.clone())),
+            &routes,
+        );
+        self.apply(client, script).await
+    }
+
+    async fn apply(&self, client: &kube::Client, script: &Script) -> anyhow::Result<()> {
+        use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+        let routes = ctop_webhook::routes(script.spec());
+        let options = ctop_webhook::ConfigurationOptions {
+            name: DEV_CONFIGURATION.into(),
+            endpoint: ctop_webhook::Endpoint::Url(self.base_url.clone()),
+            ca_bundle: Some(self.ca_pem.clone()),
+            failure_policy: FailurePolicy::Fail,
+            timeout_seconds: 10,
+            labels: serde_json::Map::new(),
+            annotations: serde_json::Map::new(),
+        };
+        let docs = ctop_webhook::configurations(&routes, &options);
+        for (kind, plural) in [
+            ("ValidatingWebhookConfiguration", "validatingwebhookconfigurations"),
+            ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations"),
+        ] {
+            let gvk = kube::api::GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+            let api: Api<DynamicObject> =
+                Api::all_with(client.clone(), &kube::api::ApiResource::from_gvk_with_plural(&gvk, plural));
+            match docs.iter().find(|d| d["kind"] == kind) {
+                Some(doc) => {
+                    api.patch(DEV_CONFIGURATION, &PatchParams::apply("ctop-dev").force(), &Patch::Apply(doc))
+                        .await
+                        .with_context(|| format!("cannot apply the {kind} of the dev webhook"))?;
+                }
+                None => {
+                    if let Err(e) = api.delete(DEV_CONFIGURATION, &DeleteParams::default()).await
+                        && !matches!(&e, kube::Error::Api(s) if s.code == 404)
+                    {
+                        return Err(e).with_context(|| format!("cannot delete the stale {kind} of the dev webhook"));
+                    }
+                }
+            }
+        }
+        if !routes.is_empty() {
+            tracing::info!(url = self.base_url, webhooks = routes.len(), "admission webhooks wired into kubesim");
+        }
+        Ok(())
+    }
+}
+
+impl Drop for DevWebhook {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
