@@ -1,0 +1,195 @@
+//! Admission webhooks end to end: `ctop sim`, the real `ctop` binary serving the script's
+//! `validate`/`mutate` handlers (`ctop run --webhook-port`, `ctop dev`), and `kubectl`.
+//! The script is `tests/webhook-operator/operator.ct`.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::{Kubectl, Proc, start_sim, wait_for};
+
+fn operator_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/webhook-operator")
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+fn widget(name: &str, color: &str, size: Option<u32>) -> String {
+    let size = size.map(|s| format!(", size: {s}")).unwrap_or_default();
+    format!(
+        "apiVersion: demo.ctop.dev/v1\nkind: Widget\nmetadata: {{name: {name}, namespace: default}}\n\
+         spec: {{color: {color}{size}}}\n"
+    )
+}
+
+/// Webhook configurations called `widgets` pointing at `https://127.0.0.1:<port>`, without
+/// a caBundle: the operator patches its self-issued CA in.
+fn configurations(port: u16, timeout_seconds: u32) -> String {
+    let hook = |handler: &str| {
+        format!(
+            "webhooks:\n- name: {handler}.widgets.demo.ctop.dev\n  admissionReviewVersions: [v1]\n  sideEffects: None\n  \
+             failurePolicy: Fail\n  timeoutSeconds: {timeout_seconds}\n  \
+             clientConfig: {{url: \"https://127.0.0.1:{port}/{handler}/demo.ctop.dev/v1/widgets\"}}\n  \
+             rules: [{{apiGroups: [demo.ctop.dev], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [widgets]}}]\n"
+        )
+    };
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: widgets}}\n{}---\n\
+         apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {{name: widgets}}\n{}",
+        hook("validate"),
+        hook("mutate")
+    )
+}
+
+fn apply(k: &Kubectl, dir: &Path, yaml: &str) -> Output {
+    let file = dir.join("apply.yaml");
+    std::fs::write(&file, yaml).expect("write yaml");
+    k.run(&["apply", "-f", file.to_str().expect("utf-8")])
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn run_enforces_validate_and_mutate_and_honours_the_failure_policy() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_sim(dir.path());
+    let k = Kubectl { kubeconfig: kubeconfig.clone(), cache: dir.path().join("cache") };
+    let port = free_port();
+    let out = apply(&k, dir.path(), &configurations(port, 5));
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let values = dir.path().join("values.yaml");
+    std::fs::write(&values, "team: platform\n").expect("values");
+    let run = Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .arg("run")
+            .arg(operator_dir())
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .arg("--values")
+            .arg(&values)
+            .args(["--install-crds", "--leader-elect=false", "--health-port", "0", "--metrics-port", "0"])
+            .args(["--webhook-port", &port.to_string(), "--webhook-configuration", "widgets"])
+            .args(["--webhook-timeout", "2s"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop run starts"),
+    );
+    // The operator patches its CA into both configurations.
+    for kind in ["validatingwebhookconfiguration", "mutatingwebhookconfiguration"] {
+        k.eventually(&["get", kind, "widgets", "-o", "jsonpath={.webhooks[0].clientConfig.caBundle}"], |s| {
+            !s.is_empty()
+        });
+    }
+    k.eventually(&["get", "crd", "widgets.demo.ctop.dev", "-o", "name"], |s| !s.is_empty());
+
+    // An invalid object is denied with the script's message, as the API server words it.
+    let mut denied = apply(&k, dir.path(), &widget("red", "red", None));
+    for _ in 0..100 {
+        if !stderr(&denied).contains("the server doesn't have a resource type")
+            && !stderr(&denied).contains("no matches for kind")
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        denied = apply(&k, dir.path(), &widget("red", "red", None));
+    }
+    assert!(!denied.status.success());
+    assert!(
+        stderr(&denied)
+            .contains(r#"admission webhook "validate.widgets.demo.ctop.dev" denied the request: red widgets are not allowed"#),
+        "{}",
+        stderr(&denied)
+    );
+
+    // A valid one is stored with the mutation (a label from the values) and the defaults.
+    let created = apply(&k, dir.path(), &widget("blue", "blue", Some(20)));
+    assert!(created.status.success(), "{}", stderr(&created));
+    assert!(stderr(&created).contains("size 20 is large"), "warnings reach kubectl: {}", stderr(&created));
+    assert_eq!(
+        k.ok(&["get", "widget", "blue", "-o", r"jsonpath={.metadata.labels.demo\.ctop\.dev/team}"]),
+        "platform"
+    );
+    let small = apply(&k, dir.path(), &widget("green", "green", None));
+    assert!(small.status.success(), "{}", stderr(&small));
+    assert_eq!(k.ok(&["get", "widget", "green", "-o", "jsonpath={.spec.size}"]), "3");
+
+    // The update rule compares with oldObject.
+    let changed = k.run(&["patch", "widget", "blue", "--type=merge", "-p", r#"{"spec":{"color":"green"}}"#]);
+    assert!(!changed.status.success());
+    assert!(stderr(&changed).contains("color is immutable (was blue)"), "{}", stderr(&changed));
+    let resized = k.run(&["patch", "widget", "blue", "--type=merge", "-p", r#"{"spec":{"size":4}}"#]);
+    assert!(resized.status.success(), "{}", stderr(&resized));
+
+    // A throwing or late handler answers per the server's failure policy (Fail: denied),
+    // and the server keeps serving.
+    let threw = apply(&k, dir.path(), &widget("t", "throw", None));
+    assert!(stderr(&threw).contains("the validate handler blew up"), "{}", stderr(&threw));
+    let slow = apply(&k, dir.path(), &widget("s", "slow", None));
+    assert!(stderr(&slow).contains("did not answer within 2s"), "{}", stderr(&slow));
+    let after = apply(&k, dir.path(), &widget("after", "yellow", None));
+    assert!(after.status.success(), "{}", stderr(&after));
+
+    // A dead webhook with failurePolicy Fail blocks writes; with Ignore it does not.
+    drop(run);
+    let blocked = apply(&k, dir.path(), &widget("orange", "orange", None));
+    assert!(!blocked.status.success());
+    assert!(stderr(&blocked).contains("failed calling webhook"), "{}", stderr(&blocked));
+    for kind in ["validatingwebhookconfiguration", "mutatingwebhookconfiguration"] {
+        k.ok(&[
+            "patch",
+            kind,
+            "widgets",
+            "--type=json",
+            "-p",
+            r#"[{"op":"replace","path":"/webhooks/0/failurePolicy","value":"Ignore"}]"#,
+        ]);
+    }
+    let ignored = apply(&k, dir.path(), &widget("orange", "orange", None));
+    assert!(ignored.status.success(), "{}", stderr(&ignored));
+    assert_eq!(k.ok(&["get", "widget", "orange", "-o", "jsonpath={.metadata.labels}"]), "", "no mutation ran");
+}
+
+#[test]
+fn dev_wires_the_handlers_into_its_embedded_cluster() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let work = dir.path().join("op");
+    std::fs::create_dir(&work).expect("dir");
+    std::fs::copy(operator_dir().join("operator.ct"), work.join("operator.ct")).expect("copy the script");
+    let kubeconfig = dir.path().join("kc");
+    let _dev = Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .arg("dev")
+            .arg(&work)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop dev starts"),
+    );
+    wait_for(&kubeconfig);
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    k.eventually(&["get", "validatingwebhookconfiguration", "ctop-dev", "-o", "name"], |s| !s.is_empty());
+    k.eventually(&["get", "crd", "widgets.demo.ctop.dev", "-o", "name"], |s| !s.is_empty());
+    let mut denied = apply(&k, dir.path(), &widget("red", "red", None));
+    for _ in 0..100 {
+        if stderr(&denied).contains("denied the request") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        denied = apply(&k, dir.path(), &widget("red", "red", None));
+    }
+    assert!(stderr(&denied).contains("red widgets are not allowed"), "{}", stderr(&denied));
+    let created = apply(&k, dir.path(), &widget("blue", "blue", None));
+    assert!(created.status.success(), "{}", stderr(&created));
+    assert_eq!(k.ok(&["get", "widget", "blue", "-o", r"jsonpath={.metadata.labels.demo\.ctop\.dev/team}"]), "core");
+}
