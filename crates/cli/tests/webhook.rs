@@ -154,7 +154,11 @@ fn run_enforces_validate_and_mutate_and_honours_the_failure_policy() {
     }
     let ignored = apply(&k, dir.path(), &widget("orange", "orange", None));
     assert!(ignored.status.success(), "{}", stderr(&ignored));
-    assert_eq!(k.ok(&["get", "widget", "orange", "-o", "jsonpath={.metadata.labels}"]), "", "no mutation ran");
+    assert_eq!(
+        k.ok(&["get", "widget", "orange", "-o", "jsonpath={.metadata.labels}"]),
+        "",
+        "no mutation ran"
+    );
 }
 
 #[test]
@@ -191,5 +195,8 @@ fn dev_wires_the_handlers_into_its_embedded_cluster() {
     assert!(stderr(&denied).contains("red widgets are not allowed"), "{}", stderr(&denied));
     let created = apply(&k, dir.path(), &widget("blue", "blue", None));
     assert!(created.status.success(), "{}", stderr(&created));
-    assert_eq!(k.ok(&["get", "widget", "blue", "-o", r"jsonpath={.metadata.labels.demo\.ctop\.dev/team}"]), "core");
+    assert_eq!(
+        k.ok(&["get", "widget", "blue", "-o", r"jsonpath={.metadata.labels.demo\.ctop\.dev/team}"]),
+        "core"
+    );
 }

@@ -34,8 +34,8 @@ use serde_json::{Map, Value, json};
 pub use crd::{APPLYSET_PARENT_TYPE_LABEL, crd};
 pub use options::{
     BUNDLE_FILE, BUNDLE_HASH_ANNOTATION, ContainerResources, DEFAULT_IMAGE, HEALTH_PORT, METRICS_PORT,
-    MOUNT_DIR, Options, ScriptBundle, VALUES_FILE, VALUES_HASH_ANNOTATION, WEBHOOK_PORT, WatchScope, is_dns_label,
-    name_from,
+    MOUNT_DIR, Options, ScriptBundle, VALUES_FILE, VALUES_HASH_ANNOTATION, WEBHOOK_PORT, WatchScope,
+    is_dns_label, name_from,
 };
 pub use plugin::{Context, NetworkPolicy, Plugin, PluginError, PodDisruptionBudget, ServedPort};
 pub use rbac::{Permissions, permissions};

@@ -42,7 +42,9 @@ pub(crate) fn add(
     let service = service_name(options);
     let policy = options.webhook_failure_policy;
 
-    if let Some(deployment) = docs.iter_mut().find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == options.name.as_str()) {
+    if let Some(deployment) =
+        docs.iter_mut().find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == options.name.as_str())
+    {
         let container = &mut deployment["spec"]["template"]["spec"]["containers"][0];
         if let Some(args) = container["args"].as_array_mut() {
             for a in [

@@ -52,9 +52,10 @@ pub struct ConfigurationOptions {
 #[must_use]
 pub fn configurations(routes: &[Route], options: &ConfigurationOptions) -> Vec<Value> {
     let mut out = Vec::new();
-    for (handler, kind) in
-        [(HandlerKind::Validate, "ValidatingWebhookConfiguration"), (HandlerKind::Mutate, "MutatingWebhookConfiguration")]
-    {
+    for (handler, kind) in [
+        (HandlerKind::Validate, "ValidatingWebhookConfiguration"),
+        (HandlerKind::Mutate, "MutatingWebhookConfiguration"),
+    ] {
         let hooks: Vec<Value> =
             routes.iter().filter(|r| r.handler == handler).map(|r| webhook(r, options)).collect();
         if hooks.is_empty() {
@@ -138,7 +139,11 @@ mod tests {
     fn one_webhook_per_route() {
         let options = ConfigurationOptions {
             name: "demo".into(),
-            endpoint: Endpoint::Service { namespace: "demo-system".into(), name: "demo-webhook".into(), port: 443 },
+            endpoint: Endpoint::Service {
+                namespace: "demo-system".into(),
+                name: "demo-webhook".into(),
+                port: 443,
+            },
             ca_bundle: None,
             failure_policy: FailurePolicy::Ignore,
             timeout_seconds: 60,
@@ -163,7 +168,10 @@ mod tests {
         let docs = configurations(&[route(HandlerKind::Mutate), route(HandlerKind::Validate)], &options);
         assert_eq!(docs.len(), 2);
         assert_eq!(docs[1]["kind"], "MutatingWebhookConfiguration");
-        assert_eq!(docs[1]["webhooks"][0]["clientConfig"]["url"], "https://127.0.0.1:9443/mutate/demo.ctop.dev/v1/widgets");
+        assert_eq!(
+            docs[1]["webhooks"][0]["clientConfig"]["url"],
+            "https://127.0.0.1:9443/mutate/demo.ctop.dev/v1/widgets"
+        );
         assert_eq!(docs[1]["webhooks"][0]["clientConfig"]["caBundle"], BASE64.encode("PEM"));
         assert_eq!(docs[1]["webhooks"][0]["reinvocationPolicy"], "Never");
     }

@@ -40,5 +40,7 @@ pub use configuration::{ConfigurationOptions, Endpoint, configurations};
 pub use ctop_core as core;
 pub use routes::{HandlerKind, Route, routes};
 pub use script::{AdmissionScript, HandlerCall, HandlerError};
-pub use server::{Admission, Bound, FailurePolicy, ServeError, ServerConfig, bind, review_for, router, serve};
+pub use server::{
+    Admission, Bound, FailurePolicy, ServeError, ServerConfig, bind, review_for, router, serve,
+};
 pub use tls::{SelfIssued, TlsError, TlsSource};

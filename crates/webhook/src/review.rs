@@ -163,7 +163,8 @@ mod tests {
     #[test]
     fn checks_the_envelope() {
         assert!(matches!(parse(b"{not json"), Err(ReviewError::Json(_))));
-        let v1beta1 = br#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"a"}}"#;
+        let v1beta1 =
+            br#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"a"}}"#;
         assert!(matches!(parse(v1beta1), Err(ReviewError::ApiVersion(v)) if v == "admission.k8s.io/v1beta1"));
         let wrong_kind = br#"{"apiVersion":"admission.k8s.io/v1","kind":"Pod","request":{"uid":"a"}}"#;
         assert!(matches!(parse(wrong_kind), Err(ReviewError::Kind(_))));
@@ -174,8 +175,10 @@ mod tests {
             parse(&review(json!({"uid": "u", "object": "x"}))),
             Err(ReviewError::NotAnObject("object"))
         ));
-        let ok = parse(&review(json!({"uid": "u", "operation": "UPDATE", "object": {"a": 1}, "oldObject": {"a": 0}})))
-            .expect("valid");
+        let ok = parse(&review(
+            json!({"uid": "u", "operation": "UPDATE", "object": {"a": 1}, "oldObject": {"a": 0}}),
+        ))
+        .expect("valid");
         assert_eq!(ok.uid, "u");
         assert_eq!(ok.operation, "UPDATE");
         assert_eq!(ok.old_object, Some(json!({"a": 0})));
@@ -189,7 +192,8 @@ mod tests {
             json!({"uid": "u1", "allowed": false, "warnings": ["w"],
                    "status": {"code": 403, "message": "no", "reason": "Forbidden"}})
         );
-        let p = patch(&json!({"metadata": {}}), &json!({"metadata": {"labels": {"a": "b"}}})).expect("a change");
+        let p =
+            patch(&json!({"metadata": {}}), &json!({"metadata": {"labels": {"a": "b"}}})).expect("a change");
         let allowed = Answer { patch: Some(p.clone()), ..Answer::allow() }.into_review("u2");
         assert_eq!(allowed["response"]["patchType"], "JSONPatch");
         let bytes = BASE64.decode(allowed["response"]["patch"].as_str().expect("patch")).expect("base64");

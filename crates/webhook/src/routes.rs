@@ -82,10 +82,8 @@ fn route(spec: &OperatorSpec, ctl: &ControllerSpec, handler: HandlerKind) -> Rou
         Some((g, v)) => (g.to_owned(), v.to_owned()),
         None => (String::new(), ctl.for_.api_version.clone()),
     };
-    let own = spec
-        .resources
-        .iter()
-        .find(|r| r.api_version == ctl.for_.api_version && r.kind == ctl.for_.kind);
+    let own =
+        spec.resources.iter().find(|r| r.api_version == ctl.for_.api_version && r.kind == ctl.for_.kind);
     let (plural, namespaced) = match own {
         Some(r) => (r.plural.clone(), r.scope == Scope::Namespaced),
         None => (guess_plural(&ctl.for_.kind), true),
@@ -157,7 +155,11 @@ mod tests {
         let paths: Vec<&str> = r.iter().map(|r| r.path.as_str()).collect();
         assert_eq!(
             paths,
-            ["/validate/apps.example.com/v1/webapps", "/validate/core/v1/configmaps", "/mutate/apps.example.com/v1/webapps"]
+            [
+                "/validate/apps.example.com/v1/webapps",
+                "/validate/core/v1/configmaps",
+                "/mutate/apps.example.com/v1/webapps"
+            ]
         );
         assert!(!r[0].namespaced);
         assert!(r[1].namespaced);

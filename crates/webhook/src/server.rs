@@ -153,23 +153,20 @@ impl Admission {
         let max_body = self.shared.config.max_body;
         Router::new()
             .route("/healthz", get(|| async { "ok" }))
-            .fallback(
-                |State(shared): State<Arc<Shared>>, method: Method, uri: Uri, body: Bytes| async move {
-                    let found = {
-                        let current =
-                            shared.current.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-                        current.routes.get(uri.path()).map(|r| (r.clone(), current.script.clone()))
-                    };
-                    match found {
-                        None => (StatusCode::NOT_FOUND, format!("no admission handler at {}\n", uri.path()))
-                            .into_response(),
-                        Some(_) if method != Method::POST => {
-                            (StatusCode::METHOD_NOT_ALLOWED, "admission reviews are POSTed\n").into_response()
-                        }
-                        Some((route, script)) => admit(&shared, script, &route, &body).await,
+            .fallback(|State(shared): State<Arc<Shared>>, method: Method, uri: Uri, body: Bytes| async move {
+                let found = {
+                    let current = shared.current.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    current.routes.get(uri.path()).map(|r| (r.clone(), current.script.clone()))
+                };
+                match found {
+                    None => (StatusCode::NOT_FOUND, format!("no admission handler at {}\n", uri.path()))
+                        .into_response(),
+                    Some(_) if method != Method::POST => {
+                        (StatusCode::METHOD_NOT_ALLOWED, "admission reviews are POSTed\n").into_response()
                     }
-                },
-            )
+                    Some((route, script)) => admit(&shared, script, &route, &body).await,
+                }
+            })
             .layer(DefaultBodyLimit::max(max_body))
             .with_state(self.shared.clone())
     }
@@ -203,7 +200,8 @@ async fn admit(shared: &Shared, script: Arc<dyn AdmissionScript>, route: &Route,
                 tracing::warn!(handler = route.handler.as_str(), controller = route.controller_name,
                     uid = request.uid, error = %e, policy = shared.config.failure_policy.as_str(),
                     "admission handler failed");
-                let message = format!("{} handler of {} failed: {e}", route.handler.as_str(), route.controller_name);
+                let message =
+                    format!("{} handler of {} failed: {e}", route.handler.as_str(), route.controller_name);
                 match shared.config.failure_policy {
                     FailurePolicy::Fail => Answer::deny(message, 500),
                     FailurePolicy::Ignore => Answer { warnings: vec![message], ..Answer::allow() },
@@ -211,9 +209,16 @@ async fn admit(shared: &Shared, script: Arc<dyn AdmissionScript>, route: &Route,
             }
         }
     };
-    tracing::debug!(handler = route.handler.as_str(), controller = route.controller_name, uid = request.uid,
-        operation = request.operation, allowed = answer.allowed, patched = answer.patch.is_some(),
-        took_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX), "admission answered");
+    tracing::debug!(
+        handler = route.handler.as_str(),
+        controller = route.controller_name,
+        uid = request.uid,
+        operation = request.operation,
+        allowed = answer.allowed,
+        patched = answer.patch.is_some(),
+        took_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        "admission answered"
+    );
     axum::Json(answer.into_review(&request.uid)).into_response()
 }
 
@@ -235,7 +240,13 @@ async fn call(
         // The slot is held until the script returns, even when the client gave up: a late
         // handler still occupies a runtime.
         let _permit = permit;
-        script.call(&HandlerCall { handler, controller, object: &object, old_object: old_object.as_ref(), request: &raw })
+        script.call(&HandlerCall {
+            handler,
+            controller,
+            object: &object,
+            old_object: old_object.as_ref(),
+            request: &raw,
+        })
     });
     let output = match tokio::time::timeout_at(deadline, task).await {
         Err(_) => return Err(HandlerError::Timeout { handler: handler.as_str(), after: timeout }),
@@ -270,9 +281,15 @@ fn mutation(before: &Value, output: &Value) -> Result<Answer, HandlerError> {
     let after = match output.get("object") {
         Some(o @ Value::Object(_)) => o,
         Some(Value::Null) | None => return Ok(Answer::allow()),
-        Some(other) => return Err(HandlerError::Failed(format!("mutate returned a non-object: {}", short(other)))),
+        Some(other) => {
+            return Err(HandlerError::Failed(format!("mutate returned a non-object: {}", short(other))));
+        }
     };
-    Ok(Answer { patch: review::patch(before, after), warnings: strings(output.get("warnings")), ..Answer::allow() })
+    Ok(Answer {
+        patch: review::patch(before, after),
+        warnings: strings(output.get("warnings")),
+        ..Answer::allow()
+    })
 }
 
 fn short(v: &Value) -> String {

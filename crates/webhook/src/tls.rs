@@ -122,9 +122,12 @@ impl ResolvesServerCert for CertStore {
 }
 
 fn certified_key(cert_pem: &[u8], key_pem: &[u8], what: &str) -> Result<CertifiedKey, TlsError> {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem)
-        .collect::<Result<_, _>>()
-        .map_err(|e| TlsError::Pem { what: what.to_owned(), expected: "certificate", message: e.to_string() })?;
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(cert_pem).collect::<Result<_, _>>().map_err(|e| TlsError::Pem {
+            what: what.to_owned(),
+            expected: "certificate",
+            message: e.to_string(),
+        })?;
     if certs.is_empty() {
         return Err(TlsError::Pem {
             what: what.to_owned(),
@@ -132,8 +135,11 @@ fn certified_key(cert_pem: &[u8], key_pem: &[u8], what: &str) -> Result<Certifie
             message: "no CERTIFICATE block".into(),
         });
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem)
-        .map_err(|e| TlsError::Pem { what: what.to_owned(), expected: "private key", message: e.to_string() })?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| TlsError::Pem {
+        what: what.to_owned(),
+        expected: "private key",
+        message: e.to_string(),
+    })?;
     let signer = rustls::crypto::ring::sign::any_supported_type(&key).map_err(TlsError::Key)?;
     Ok(CertifiedKey::new(certs, signer))
 }
@@ -149,7 +155,8 @@ impl CertStore {
     pub fn new(source: &TlsSource) -> Result<Self, TlsError> {
         match source {
             TlsSource::SelfIssued(s) => {
-                let key = certified_key(s.cert_pem.as_bytes(), s.key_pem.as_bytes(), "the issued certificate")?;
+                let key =
+                    certified_key(s.cert_pem.as_bytes(), s.key_pem.as_bytes(), "the issued certificate")?;
                 Ok(Self { current: Arc::new(RwLock::new(Arc::new(key))) })
             }
             TlsSource::Files { cert, key, reload_every } => {
@@ -189,7 +196,9 @@ impl CertStore {
                     }
                     // A Secret update writes the two files one after the other: a mismatch is
                     // retried on the next tick.
-                    Err(e) => tracing::warn!(error = %e, "new certificate files do not load yet; keeping the loaded certificate"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "new certificate files do not load yet; keeping the loaded certificate")
+                    }
                 }
             }
         });
@@ -270,7 +279,9 @@ impl TlsListener {
                         Ok(Ok(Some(tls))) => {
                             let _ = tx.send((tls, peer)).await;
                         }
-                        Ok(Ok(None)) => tracing::debug!(%peer, "plain HTTP on the TLS port answered with 400"),
+                        Ok(Ok(None)) => {
+                            tracing::debug!(%peer, "plain HTTP on the TLS port answered with 400")
+                        }
                         Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                         Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
                     }

@@ -8,7 +8,9 @@ mod support;
 use std::time::Duration;
 
 use base64::Engine as _;
-use ctop_webhook::{FailurePolicy, HandlerCall, HandlerError, HandlerKind, ServerConfig, TlsSource, review_for};
+use ctop_webhook::{
+    FailurePolicy, HandlerCall, HandlerError, HandlerKind, ServerConfig, TlsSource, review_for,
+};
 use serde_json::{Value, json};
 use support::{client_config, connect, post, start, start_with, widget, widget_routes};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -59,7 +61,8 @@ fn response(bytes: &[u8]) -> Value {
 async fn validates_with_messages_warnings_and_old_object() {
     let (addr, ca) = start(handlers, &widget_routes(), config(FailurePolicy::Fail)).await;
     let mut c = connect(addr, client_config(&ca)).await.unwrap();
-    let (status, bytes) = post(&mut c, VALIDATE, body(&review_for("u1", "CREATE", &widget("red"), None))).await;
+    let (status, bytes) =
+        post(&mut c, VALIDATE, body(&review_for("u1", "CREATE", &widget("red"), None))).await;
     assert_eq!(status, 200);
     assert_eq!(
         response(&bytes),
@@ -109,11 +112,17 @@ async fn malformed_reviews_get_400_with_the_reason() {
     assert_eq!(status, 400);
     assert!(String::from_utf8_lossy(&bytes).contains("admission.k8s.io/v1beta1"));
 
-    let (status, bytes) = post(&mut c, VALIDATE, br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"object":{}}}"#.to_vec()).await;
+    let (status, bytes) = post(
+        &mut c,
+        VALIDATE,
+        br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"object":{}}}"#.to_vec(),
+    )
+    .await;
     assert_eq!(status, 400);
     assert!(String::from_utf8_lossy(&bytes).contains("uid"));
 
-    let (status, _) = post(&mut c, "/validate/other/v1/things", body(&review_for("u", "CREATE", &widget("b"), None))).await;
+    let (status, _) =
+        post(&mut c, "/validate/other/v1/things", body(&review_for("u", "CREATE", &widget("b"), None))).await;
     assert_eq!(status, 404);
 }
 
@@ -137,7 +146,8 @@ async fn slow_and_failing_handlers_follow_the_failure_policy() {
         let (addr, ca) = start(handlers, &widget_routes(), config(policy)).await;
         let mut c = connect(addr, client_config(&ca)).await.unwrap();
         for (color, why) in [("throw", "Error: boom"), ("slow", "did not answer within 500ms")] {
-            let (status, bytes) = post(&mut c, VALIDATE, body(&review_for("u", "CREATE", &widget(color), None))).await;
+            let (status, bytes) =
+                post(&mut c, VALIDATE, body(&review_for("u", "CREATE", &widget(color), None))).await;
             assert_eq!(status, 200);
             let r = response(&bytes);
             match policy {
@@ -145,7 +155,10 @@ async fn slow_and_failing_handlers_follow_the_failure_policy() {
                     assert_eq!(r["allowed"], false);
                     assert_eq!(r["status"]["code"], 500);
                     let message = r["status"]["message"].as_str().unwrap();
-                    assert!(message.contains(why) && message.contains("validate handler of widget"), "{message}");
+                    assert!(
+                        message.contains(why) && message.contains("validate handler of widget"),
+                        "{message}"
+                    );
                 }
                 FailurePolicy::Ignore => {
                     assert_eq!(r["allowed"], true);
@@ -154,7 +167,8 @@ async fn slow_and_failing_handlers_follow_the_failure_policy() {
                 }
             }
         }
-        let (_, bytes) = post(&mut c, VALIDATE, body(&review_for("u", "CREATE", &widget("blue"), None))).await;
+        let (_, bytes) =
+            post(&mut c, VALIDATE, body(&review_for("u", "CREATE", &widget("blue"), None))).await;
         assert_eq!(response(&bytes)["allowed"], true, "the server keeps serving");
     }
 }
@@ -182,9 +196,11 @@ async fn busy_slots_time_out_instead_of_queueing_forever() {
 async fn plain_http_on_the_tls_port_gets_a_400() {
     let (addr, _) = start(handlers, &widget_routes(), config(FailurePolicy::Fail)).await;
     let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    tcp.write_all(b"POST /validate/demo.ctop.dev/v1/widgets HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
-        .await
-        .unwrap();
+    tcp.write_all(
+        b"POST /validate/demo.ctop.dev/v1/widgets HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+    )
+    .await
+    .unwrap();
     let mut answer = String::new();
     tcp.read_to_string(&mut answer).await.unwrap();
     assert!(answer.starts_with("HTTP/1.1 400 Bad Request"), "{answer}");
@@ -214,9 +230,10 @@ async fn an_expired_certificate_is_refused_by_clients_and_a_renewed_one_is_picke
     let (ca, expired_cert, expired_key) = issue((2020, 1, 1), (2021, 1, 1));
     std::fs::write(&cert, expired_cert).unwrap();
     std::fs::write(&key, expired_key).unwrap();
-    let tls = TlsSource::Files { cert: cert.clone(), key: key.clone(), reload_every: Duration::from_millis(100) };
+    let tls =
+        TlsSource::Files { cert: cert.clone(), key: key.clone(), reload_every: Duration::from_millis(100) };
     let addr = start_with(handlers, &widget_routes(), config(FailurePolicy::Fail), &tls).await;
-    let err = connect(addr, client_config(&ca)).await.err().expect("an expired certificate is refused");
+    let err = connect(addr, client_config(&ca)).await.expect_err("an expired certificate is refused");
     assert!(err.to_lowercase().contains("expired"), "{err}");
 
     // cert-manager renews the Secret: new files, picked up without a restart.
@@ -228,7 +245,10 @@ async fn an_expired_certificate_is_refused_by_clients_and_a_renewed_one_is_picke
         match connect(addr, client_config(&new_ca)).await {
             Ok(c) => break c,
             Err(e) => {
-                assert!(tokio::time::Instant::now() < deadline, "the renewed certificate was not loaded: {e}");
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the renewed certificate was not loaded: {e}"
+                );
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
@@ -248,7 +268,8 @@ async fn kubesim_calls_the_generated_configurations() {
     let issued = SelfIssued::issue(&["op-webhook.op-system.svc".to_owned()]).unwrap();
     let ca = issued.ca_pem.clone();
     let routes = widget_routes();
-    let addr = start_with(handlers, &routes, config(FailurePolicy::Fail), &TlsSource::SelfIssued(issued)).await;
+    let addr =
+        start_with(handlers, &routes, config(FailurePolicy::Fail), &TlsSource::SelfIssued(issued)).await;
     let options = ConfigurationOptions {
         name: "op".into(),
         endpoint: Endpoint::Service { namespace: "op-system".into(), name: "op-webhook".into(), port: 443 },

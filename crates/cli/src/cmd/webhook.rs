@@ -102,8 +102,11 @@ impl WebhookFlags {
     /// The TLS source: the files, or a freshly issued certificate (returned too, for its CA).
     fn tls(&self) -> anyhow::Result<(TlsSource, Option<SelfIssued>)> {
         if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
-            let source =
-                TlsSource::Files { cert: cert.clone(), key: key.clone(), reload_every: self.tls_reload.into() };
+            let source = TlsSource::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+                reload_every: self.tls_reload.into(),
+            };
             return Ok((source, None));
         }
         let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
@@ -169,7 +172,9 @@ pub async fn start(
 ) -> anyhow::Result<Started> {
     let routes = ctop_webhook::routes(script.spec());
     if routes.is_empty() {
-        tracing::warn!("the script declares no validate or mutate handler: the webhook server answers only /healthz");
+        tracing::warn!(
+            "the script declares no validate or mutate handler: the webhook server answers only /healthz"
+        );
     }
     for r in &routes {
         tracing::info!(path = r.path, controller = r.controller_name, "admission route");
@@ -387,13 +392,18 @@ impl DevWebhook {
                     if let Err(e) = api.delete(DEV_CONFIGURATION, &DeleteParams::default()).await
                         && !matches!(&e, kube::Error::Api(s) if s.code == 404)
                     {
-                        return Err(e).with_context(|| format!("cannot delete the stale {kind} of the dev webhook"));
+                        return Err(e)
+                            .with_context(|| format!("cannot delete the stale {kind} of the dev webhook"));
                     }
                 }
             }
         }
         if !routes.is_empty() {
-            tracing::info!(url = self.base_url, webhooks = routes.len(), "admission webhooks wired into kubesim");
+            tracing::info!(
+                url = self.base_url,
+                webhooks = routes.len(),
+                "admission webhooks wired into kubesim"
+            );
         }
         Ok(())
     }

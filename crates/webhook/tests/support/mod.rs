@@ -29,12 +29,16 @@ pub fn client_config(ca_pem: &str) -> Arc<rustls::ClientConfig> {
 }
 
 /// An HTTP/1.1 connection over TLS to `addr` (verified as 127.0.0.1).
-pub async fn connect(addr: SocketAddr, config: Arc<rustls::ClientConfig>) -> Result<SendRequest<Full<Bytes>>, String> {
+pub async fn connect(
+    addr: SocketAddr,
+    config: Arc<rustls::ClientConfig>,
+) -> Result<SendRequest<Full<Bytes>>, String> {
     let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
     tcp.set_nodelay(true).map_err(|e| e.to_string())?;
     let name = ServerName::try_from("127.0.0.1").unwrap();
     let tls = tokio_rustls::TlsConnector::from(config).connect(name, tcp).await.map_err(|e| e.to_string())?;
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(|e| e.to_string())?;
+    let (sender, conn) =
+        hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(|e| e.to_string())?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -57,7 +61,11 @@ pub async fn post(sender: &mut SendRequest<Full<Bytes>>, path: &str, body: Vec<u
 
 /// Serve `routes` with `script` on a free loopback port and a fresh self-issued certificate;
 /// the address and the CA to trust.
-pub async fn start(script: impl AdmissionScript, routes: &[Route], config: ServerConfig) -> (SocketAddr, String) {
+pub async fn start(
+    script: impl AdmissionScript,
+    routes: &[Route],
+    config: ServerConfig,
+) -> (SocketAddr, String) {
     let issued = SelfIssued::issue(&["127.0.0.1".to_owned()]).unwrap();
     let ca = issued.ca_pem.clone();
     let addr = start_with(script, routes, config, &TlsSource::SelfIssued(issued)).await;
@@ -65,7 +73,12 @@ pub async fn start(script: impl AdmissionScript, routes: &[Route], config: Serve
 }
 
 /// Serve with `tls` on a free loopback port.
-pub async fn start_with(script: impl AdmissionScript, routes: &[Route], config: ServerConfig, tls: &TlsSource) -> SocketAddr {
+pub async fn start_with(
+    script: impl AdmissionScript,
+    routes: &[Route],
+    config: ServerConfig,
+    tls: &TlsSource,
+) -> SocketAddr {
     let app = Admission::new(Arc::new(script), routes, config).router();
     let bound = ctop_webhook::bind("127.0.0.1:0".parse().unwrap(), tls, app).await.unwrap();
     let addr = bound.local_addr().unwrap();
