@@ -200,3 +200,131 @@ fn dev_wires_the_handlers_into_its_embedded_cluster() {
         "core"
     );
 }
+
+/// The deploy path: `ctop manifests` applied to kubesim with `--authz`, `ctop run` started
+/// with the Deployment's args as the generated ServiceAccount. The operator issues its
+/// certificate and patches its CA into the generated configurations (so their RBAC is
+/// enough), and once the Service reference is pointed at loopback (there is no cluster
+/// network here), kubectl sees the handlers enforced.
+#[test]
+fn manifests_deploy_path_patches_the_ca_with_the_generated_rbac() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let admin = dir.path().join("kc");
+    let _sim = Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .args(["sim", "--authz", "--addr", "127.0.0.1:0", "--kubeconfig"])
+            .arg(&admin)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop sim starts"),
+    );
+    wait_for(&admin);
+    let k = Kubectl { kubeconfig: admin.clone(), cache: dir.path().join("cache") };
+    let manifests = dir.path().join("manifests.yaml");
+    let out = Command::new(env!("CARGO_BIN_EXE_ctop"))
+        .arg("manifests")
+        .arg(operator_dir())
+        .args(["--name", "widgets"])
+        .arg("-o")
+        .arg(&manifests)
+        .output()
+        .expect("ctop manifests runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let applied: serde_json::Value = serde_json::from_str(&k.ok(&[
+        "apply",
+        "--server-side",
+        "-f",
+        manifests.to_str().expect("utf-8"),
+        "-o",
+        "json",
+    ]))
+    .expect("JSON");
+    let items = applied["items"].as_array().expect("a List").clone();
+    let find =
+        |kind: &str| items.iter().find(|o| o["kind"] == kind).unwrap_or_else(|| panic!("no {kind}")).clone();
+    for kind in ["Service", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"] {
+        find(kind);
+    }
+
+    // `ctop run` as the Deployment runs it: its args, the ConfigMap's bundle, the SA's token.
+    let deployment = find("Deployment");
+    let ns = deployment["metadata"]["namespace"].as_str().expect("namespace").to_owned();
+    let bundle_b64 = find("ConfigMap")["binaryData"]["bundle.js.gz"].as_str().expect("bundle").to_owned();
+    let encoded = dir.path().join("bundle.b64");
+    std::fs::write(&encoded, bundle_b64).expect("write");
+    let decoded = Command::new("base64").arg("-d").arg(&encoded).output().expect("base64");
+    let bundle = dir.path().join("bundle.js.gz");
+    std::fs::write(&bundle, decoded.stdout).expect("write the bundle");
+    std::fs::write(dir.path().join("values.yaml"), "{}\n").expect("values");
+    let port = free_port();
+    let args: Vec<String> = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| match a.as_str().expect("string") {
+            "/etc/ctop/bundle.js.gz" => bundle.to_str().expect("utf-8").to_owned(),
+            "/etc/ctop/values.yaml" => dir.path().join("values.yaml").to_str().expect("utf-8").to_owned(),
+            "9443" => port.to_string(),
+            other => other.to_owned(),
+        })
+        .collect();
+    assert!(args.iter().any(|a| a == "--webhook-port"), "{args:?}");
+    let token = k.ok(&["create", "token", "widgets", "-n", &ns]);
+    let sa_kc = dir.path().join("sa-kc");
+    std::fs::copy(&admin, &sa_kc).expect("copy the kubeconfig");
+    let sak = Kubectl { kubeconfig: sa_kc.clone(), cache: dir.path().join("sa-cache") };
+    sak.ok(&["config", "set-credentials", "operator-sa", "--token", token.trim()]);
+    sak.ok(&["config", "set-context", "--current", "--user", "operator-sa"]);
+    let log = dir.path().join("run.log");
+    let _run = Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .args(&args)
+            .arg("--kubeconfig")
+            .arg(&sa_kc)
+            .args(["--health-port", "0", "--metrics-port", "0"])
+            .env("POD_NAMESPACE", &ns)
+            .env("POD_NAME", "operator-0")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log"))
+            .spawn()
+            .expect("ctop run starts"),
+    );
+    for kind in ["validatingwebhookconfiguration", "mutatingwebhookconfiguration"] {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+        loop {
+            let ca = k.ok(&["get", kind, "widgets", "-o", "jsonpath={.webhooks[0].clientConfig.caBundle}"]);
+            if !ca.is_empty() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the operator never set the caBundle of {kind}:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        let url = format!("https://127.0.0.1:{port}");
+        let path = k.ok(&["get", kind, "widgets", "-o", "jsonpath={.webhooks[0].clientConfig.service.path}"]);
+        k.ok(&[
+            "patch",
+            kind,
+            "widgets",
+            "--type=json",
+            "-p",
+            &format!(
+                r#"[{{"op":"remove","path":"/webhooks/0/clientConfig/service"}},{{"op":"add","path":"/webhooks/0/clientConfig/url","value":"{url}{path}"}}]"#
+            ),
+        ]);
+    }
+    let denied = apply(&k, dir.path(), &widget("red", "red", None));
+    assert!(stderr(&denied).contains("red widgets are not allowed"), "{}", stderr(&denied));
+    let created = apply(&k, dir.path(), &widget("blue", "blue", None));
+    assert!(created.status.success(), "{}", stderr(&created));
+    assert_eq!(
+        k.ok(&["get", "widget", "blue", "-o", r"jsonpath={.metadata.labels.demo\.ctop\.dev/team}"]),
+        "core"
+    );
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!text.to_ascii_lowercase().contains("forbidden"), "the operator was denied:\n{text}");
+}
