@@ -328,3 +328,99 @@ fn manifests_deploy_path_patches_the_ca_with_the_generated_rbac() {
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(!text.to_ascii_lowercase().contains("forbidden"), "the operator was denied:\n{text}");
 }
+
+/// `ctop webhook serve` on its own, with certificate files as cert-manager mounts them
+/// (made here with openssl: a CA and a leaf for 127.0.0.1), called by kubesim through a
+/// configuration whose caBundle is that CA.
+#[test]
+fn webhook_serve_uses_mounted_certificate_files() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let d = dir.path();
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl").args(args).current_dir(d).output().expect("openssl runs");
+        assert!(out.status.success(), "openssl {args:?}: {}", stderr(&out));
+    };
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    openssl(
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &["-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=test-ca"],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[&["req"][..], &ec, &["-keyout", "tls.key", "-out", "tls.csr", "-subj", "/CN=webhook"]].concat(),
+    );
+    std::fs::write(d.join("ext.cnf"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+        .expect("ext");
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "tls.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "tls.crt",
+        "-days",
+        "1",
+        "-extfile",
+        "ext.cnf",
+    ]);
+
+    let (_sim, kubeconfig) = start_sim(d);
+    let k = Kubectl { kubeconfig, cache: d.join("cache") };
+    let port = free_port();
+    let _serve = Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .args(["webhook", "serve"])
+            .arg(operator_dir())
+            .args(["--port", &port.to_string(), "--address", "127.0.0.1"])
+            .arg("--tls-cert")
+            .arg(d.join("tls.crt"))
+            .arg("--tls-key")
+            .arg(d.join("tls.key"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop webhook serve starts"),
+    );
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.demo.ctop.dev}\n\
+        spec:\n  group: demo.ctop.dev\n  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}\n  \
+        scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    \
+        schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n";
+    let out = apply(&k, d, crd);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = Command::new("base64").args(["-w0"]).arg(d.join("ca.crt")).output().expect("base64");
+    let ca_b64 = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(!ca_b64.is_empty());
+    let configs = configurations(port, 5)
+        .replace("clientConfig: {url:", &format!("clientConfig: {{caBundle: \"{ca_b64}\", url:"));
+    let out = apply(&k, d, &configs);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let mut denied = apply(&k, d, &widget("red", "red", None));
+    for _ in 0..100 {
+        if stderr(&denied).contains("denied the request") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        denied = apply(&k, d, &widget("red", "red", None));
+    }
+    assert!(stderr(&denied).contains("red widgets are not allowed"), "{}", stderr(&denied));
+    let created = apply(&k, d, &widget("blue", "blue", None));
+    assert!(created.status.success(), "{}", stderr(&created));
+    assert_eq!(
+        k.ok(&["get", "widget", "blue", "-o", r"jsonpath={.metadata.labels.demo\.ctop\.dev/team}"]),
+        "core"
+    );
+    assert_eq!(
+        k.ok(&["get", "widget", "blue", "-o", "jsonpath={.spec.size}"]),
+        "3",
+        "mutate wrote the default"
+    );
+}
