@@ -199,5 +199,13 @@ mod tests {
         let bytes = BASE64.decode(allowed["response"]["patch"].as_str().expect("patch")).expect("base64");
         assert_eq!(serde_json::from_slice::<Value>(&bytes).expect("json"), p);
         assert_eq!(patch(&json!({"a": 1}), &json!({"a": 1})), None);
+        // Keys with `/` and `~` (label names) are escaped so the patch applies.
+        let before = json!({"metadata": {"labels": {"a": "b"}}});
+        let after = json!({"metadata": {"labels": {"a": "b", "demo.ctop.dev/team": "core", "x~y": "z"}}});
+        let ops: json_patch::Patch =
+            serde_json::from_value(patch(&before, &after).expect("a change")).expect("ops");
+        let mut applied = before.clone();
+        json_patch::patch(&mut applied, &ops).expect("applies");
+        assert_eq!(applied, after);
     }
 }
