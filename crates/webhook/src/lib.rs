@@ -24,6 +24,9 @@
 //! - [`cabundle::patch_ca_bundle`] writes a self-issued CA into the operator's own
 //!   Validating/MutatingWebhookConfigurations.
 //!
+//! Connections are bounded too ([`ConnectionLimits`]: how many at once, idle time, handshake
+//! time), since hyper as axum runs it has no idle or header timeout of its own.
+//!
 //! Malformed reviews get a 400 with the reason, bodies over the limit a 413, plain HTTP on
 //! the TLS port a 400 (like Go servers answer), unknown paths a 404. Handlers see CREATE and
 //! UPDATE; requests without an object (DELETE, CONNECT) are allowed without calling them.
@@ -41,6 +44,7 @@ pub use ctop_core as core;
 pub use routes::{HandlerKind, Route, routes};
 pub use script::{AdmissionScript, HandlerCall, HandlerError};
 pub use server::{
-    Admission, Bound, FailurePolicy, ServeError, ServerConfig, bind, review_for, router, serve,
+    Admission, Bound, FailurePolicy, ServeError, ServerConfig, bind, bind_with_limits, review_for, router,
+    serve,
 };
-pub use tls::{SelfIssued, TlsError, TlsSource};
+pub use tls::{ConnectionLimits, SelfIssued, TlsError, TlsSource};

@@ -25,7 +25,7 @@ use tokio::sync::Semaphore;
 use crate::review::{self, Answer};
 use crate::routes::{HandlerKind, Route};
 use crate::script::{AdmissionScript, HandlerCall, HandlerError};
-use crate::tls::{CertStore, TlsError, TlsListener, TlsSource};
+use crate::tls::{CertStore, ConnectionLimits, TlsError, TlsListener, TlsSource};
 
 /// What the server answers when a handler fails (throws, breaks a limit, or is late).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -325,13 +325,24 @@ impl Bound {
     }
 }
 
-/// Bind `addr` with the certificate of `tls` (file sources start reloading now); call
-/// [`Bound::run`] to serve. Must be called inside a tokio runtime.
+/// Bind `addr` with the certificate of `tls` (file sources start reloading now) and the
+/// default [`ConnectionLimits`]; call [`Bound::run`] to serve. Must be called inside a
+/// tokio runtime.
 pub async fn bind(addr: SocketAddr, tls: &TlsSource, app: Router) -> Result<Bound, ServeError> {
+    bind_with_limits(addr, tls, app, ConnectionLimits::default()).await
+}
+
+/// [`bind`] with explicit connection limits.
+pub async fn bind_with_limits(
+    addr: SocketAddr,
+    tls: &TlsSource,
+    app: Router,
+    limits: ConnectionLimits,
+) -> Result<Bound, ServeError> {
     let store = CertStore::new(tls)?;
     let acceptor = store.acceptor()?;
     let tcp = TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
-    let listener = TlsListener::new(tcp, acceptor)?;
+    let listener = TlsListener::with_limits(tcp, acceptor, limits)?;
     tracing::info!(addr = %listener_addr(&listener), "admission webhook server listening");
     Ok(Bound { listener, app })
 }

@@ -7,9 +7,12 @@
 //! [`TlsListener`] accepts TCP connections, answers plain HTTP with a 400 the way Go's
 //! servers do, and hands finished TLS connections to axum.
 
+use std::future::Future as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::{Arc, RwLock};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
@@ -18,9 +21,9 @@ use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::{Digest as _, Sha256};
-use tokio::io::AsyncWriteExt as _;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
@@ -229,10 +232,100 @@ const TLS_HANDSHAKE: u8 = 0x16;
 const PLAIN_HTTP_ANSWER: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\
 Connection: close\r\nContent-Length: 48\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
 
+/// Bounds on the connections a [`TlsListener`] keeps.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnectionLimits {
+    /// Connections open at once; further clients wait in the kernel's backlog (default 1024).
+    pub max_connections: usize,
+    /// A connection that sends nothing for this long is closed (default 90 s, longer than
+    /// any webhook deadline, so only idle keep-alive and silent clients are affected).
+    pub idle_timeout: Duration,
+    /// Longest a TLS handshake may take (default 10 s).
+    pub handshake_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 1024,
+            idle_timeout: Duration::from_secs(90),
+            handshake_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A served connection: TLS, closed when idle too long, holding one connection slot.
+pub struct Conn {
+    io: TlsStream<TcpStream>,
+    idle: Pin<Box<tokio::time::Sleep>>,
+    idle_for: Duration,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn").field("idle_for", &self.idle_for).finish_non_exhaustive()
+    }
+}
+
+impl AsyncRead for Conn {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        let before = buf.filled().len();
+        match Pin::new(&mut this.io).poll_read(cx, buf) {
+            Poll::Ready(r) => {
+                if buf.filled().len() > before {
+                    let next = tokio::time::Instant::now() + this.idle_for;
+                    this.idle.as_mut().reset(next);
+                }
+                Poll::Ready(r)
+            }
+            Poll::Pending => match this.idle.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the connection was idle too long",
+                ))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+}
+
+impl AsyncWrite for Conn {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
+
 /// A listener whose connections have finished their TLS handshake. Each handshake runs in
-/// its own task with a deadline, so a slow or silent client holds up nobody.
+/// its own task with a deadline, so a slow or silent client holds up nobody; open
+/// connections and their idle time are bounded by [`ConnectionLimits`].
 pub struct TlsListener {
-    rx: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
+    rx: mpsc::Receiver<(Conn, SocketAddr)>,
     addr: SocketAddr,
 }
 
@@ -243,12 +336,29 @@ impl std::fmt::Debug for TlsListener {
 }
 
 impl TlsListener {
-    /// Start accepting on `listener`.
+    /// Start accepting on `listener` with the default [`ConnectionLimits`].
     pub fn new(listener: TcpListener, acceptor: TlsAcceptor) -> std::io::Result<Self> {
+        Self::with_limits(listener, acceptor, ConnectionLimits::default())
+    }
+
+    /// Start accepting on `listener` within `limits`.
+    pub fn with_limits(
+        listener: TcpListener,
+        acceptor: TlsAcceptor,
+        limits: ConnectionLimits,
+    ) -> std::io::Result<Self> {
         let addr = listener.local_addr()?;
         let (tx, rx) = mpsc::channel(128);
+        let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
         tokio::spawn(async move {
             loop {
+                let slot = tokio::select! {
+                    () = tx.closed() => break,
+                    s = slots.clone().acquire_owned() => match s {
+                        Ok(s) => s,
+                        Err(_) => break,
+                    },
+                };
                 let accepted = tokio::select! {
                     () = tx.closed() => break,
                     a = listener.accept() => a,
@@ -275,9 +385,11 @@ impl TlsListener {
                         }
                         acceptor.accept(tcp).await.map(Some)
                     };
-                    match tokio::time::timeout(Duration::from_secs(10), handshake).await {
-                        Ok(Ok(Some(tls))) => {
-                            let _ = tx.send((tls, peer)).await;
+                    match tokio::time::timeout(limits.handshake_timeout, handshake).await {
+                        Ok(Ok(Some(io))) => {
+                            let idle = Box::pin(tokio::time::sleep(limits.idle_timeout));
+                            let conn = Conn { io, idle, idle_for: limits.idle_timeout, _slot: slot };
+                            let _ = tx.send((conn, peer)).await;
                         }
                         Ok(Ok(None)) => {
                             tracing::debug!(%peer, "plain HTTP on the TLS port answered with 400")
@@ -293,7 +405,7 @@ impl TlsListener {
 }
 
 impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
+    type Io = Conn;
     type Addr = SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {

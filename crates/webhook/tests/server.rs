@@ -312,3 +312,49 @@ async fn kubesim_calls_the_generated_configurations() {
     let update = caller.validate(validating, &attrs("green", Some("blue"))).await.unwrap_err();
     assert!(update.status()["message"].as_str().unwrap().contains("was \"blue\""));
 }
+
+/// Idle connections are closed, and no more than `max_connections` are served at once: a
+/// further client waits until a slot frees.
+#[tokio::test]
+async fn connections_are_bounded_in_number_and_idle_time() {
+    use ctop_webhook::{Admission, ConnectionLimits, SelfIssued};
+    let issued = SelfIssued::issue(&["127.0.0.1".to_owned()]).unwrap();
+    let ca = issued.ca_pem.clone();
+    let app =
+        Admission::new(std::sync::Arc::new(handlers), &widget_routes(), config(FailurePolicy::Fail)).router();
+    let limits = ConnectionLimits {
+        max_connections: 1,
+        idle_timeout: Duration::from_millis(300),
+        handshake_timeout: Duration::from_secs(5),
+    };
+    let bound = ctop_webhook::bind_with_limits(
+        "127.0.0.1:0".parse().unwrap(),
+        &TlsSource::SelfIssued(issued),
+        app,
+        limits,
+    )
+    .await
+    .unwrap();
+    let addr = bound.local_addr().unwrap();
+    tokio::spawn(bound.run(std::future::pending()));
+    let tls = client_config(&ca);
+
+    let mut first = connect(addr, tls.clone()).await.unwrap();
+    let (status, _) =
+        post(&mut first, VALIDATE, body(&review_for("a", "CREATE", &widget("blue"), None))).await;
+    assert_eq!(status, 200);
+    // The only slot is taken: a second client cannot finish its handshake yet.
+    let second = tokio::spawn({
+        let tls = tls.clone();
+        async move { connect(addr, tls).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!second.is_finished(), "a second connection was served beyond max_connections");
+    // After 300 ms of silence the first connection is closed, freeing the slot.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(first.is_closed() || first.ready().await.is_err(), "the idle connection is still open");
+    let mut second = tokio::time::timeout(Duration::from_secs(5), second).await.unwrap().unwrap().unwrap();
+    let (status, _) =
+        post(&mut second, VALIDATE, body(&review_for("b", "CREATE", &widget("blue"), None))).await;
+    assert_eq!(status, 200);
+}
