@@ -132,6 +132,7 @@ mod tests {
             kind: "Widget".into(),
             plural: "widgets".into(),
             namespaced: true,
+            qualifier: None,
         }
     }
 

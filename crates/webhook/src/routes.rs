@@ -4,7 +4,8 @@
 //! and every one with a `mutate` handler gets `/mutate/<group>/<version>/<plural>`, where
 //! `<group>` is `core` for the core API group (a path segment cannot be empty). The plural
 //! is the script resource's own plural; for built-in kinds it is guessed like the SDK does
-//! (lowercase kind plus `s`, `es` or `ies`). `ctop manifests` and `ctop dev` use [`routes`]
+//! (lowercase kind plus `s`, `es` or `ies`). When two controllers of one kind declare the
+//! same handler, the later ones get `/<controller name>` appended. `ctop manifests` and `ctop dev` use [`routes`]
 //! too, so the paths in the webhook configurations always match the server's.
 
 use ctop_core::{ControllerSpec, OperatorSpec, Scope};
@@ -50,6 +51,9 @@ pub struct Route {
     pub plural: String,
     /// Whether objects of the kind live in namespaces.
     pub namespaced: bool,
+    /// Set when another controller of the same kind declares the same handler: this
+    /// controller's name, appended to the path (`…/<plural>/<name>`) and the webhook name.
+    pub qualifier: Option<String>,
 }
 
 impl Route {
@@ -59,18 +63,27 @@ impl Route {
     #[must_use]
     pub fn webhook_name(&self) -> String {
         let group = if self.group.is_empty() { "core.ctop.dev" } else { self.group.as_str() };
-        format!("{}.{}.{}", self.handler.as_str(), self.plural, group)
+        match &self.qualifier {
+            Some(q) => format!("{}.{q}.{}.{group}", self.handler.as_str(), self.plural),
+            None => format!("{}.{}.{group}", self.handler.as_str(), self.plural),
+        }
     }
 }
 
 /// The routes `spec` asks for, validate routes first, each in controller order.
 #[must_use]
 pub fn routes(spec: &OperatorSpec) -> Vec<Route> {
-    let mut out = Vec::new();
+    let mut out: Vec<Route> = Vec::new();
     for handler in [HandlerKind::Validate, HandlerKind::Mutate] {
         for ctl in &spec.controllers {
             if ctl.handlers.iter().any(|h| h == handler.as_str()) {
-                out.push(route(spec, ctl, handler));
+                let mut r = route(spec, ctl, handler);
+                // A second controller of the same kind gets its own path (and webhook name).
+                if out.iter().any(|o| o.path == r.path) {
+                    r.path = format!("{}/{}", r.path, ctl.name);
+                    r.qualifier = Some(ctl.name.clone());
+                }
+                out.push(r);
             }
         }
     }
@@ -99,6 +112,7 @@ fn route(spec: &OperatorSpec, ctl: &ControllerSpec, handler: HandlerKind) -> Rou
         kind: ctl.for_.kind.clone(),
         plural,
         namespaced,
+        qualifier: None,
     }
 }
 
@@ -166,6 +180,23 @@ mod tests {
         assert_eq!(r[1].group, "");
         assert_eq!(r[2].webhook_name(), "mutate.webapps.apps.example.com");
         assert_eq!(r[1].webhook_name(), "validate.configmaps.core.ctop.dev");
+    }
+
+    #[test]
+    fn two_controllers_of_one_kind_get_their_own_paths() {
+        let spec = OperatorSpec {
+            resources: vec![],
+            controllers: vec![
+                controller(0, "v1", "ConfigMap", &["validate"]),
+                ControllerSpec { name: "second".into(), ..controller(1, "v1", "ConfigMap", &["validate"]) },
+            ],
+        };
+        let r = routes(&spec);
+        assert_eq!(r[0].path, "/validate/core/v1/configmaps");
+        assert_eq!(r[1].path, "/validate/core/v1/configmaps/second");
+        assert_eq!(r[1].controller, 1);
+        assert_ne!(r[0].webhook_name(), r[1].webhook_name());
+        assert_eq!(r[1].webhook_name(), "validate.second.configmaps.core.ctop.dev");
     }
 
     #[test]
