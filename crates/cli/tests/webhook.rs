@@ -199,6 +199,23 @@ fn dev_wires_the_handlers_into_its_embedded_cluster() {
         k.ok(&["get", "widget", "blue", "-o", r"jsonpath={.metadata.labels.demo\.ctop\.dev/team}"]),
         "core"
     );
+
+    // Saving a changed script swaps the handlers without a restart: red is now allowed.
+    let script = std::fs::read_to_string(work.join("operator.ct")).expect("read the script");
+    std::fs::write(
+        work.join("operator.ct"),
+        script.replace("return \"red widgets are not allowed\";", "return true;"),
+    )
+    .expect("save");
+    let mut allowed = apply(&k, dir.path(), &widget("red", "red", None));
+    for _ in 0..150 {
+        if allowed.status.success() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        allowed = apply(&k, dir.path(), &widget("red", "red", None));
+    }
+    assert!(allowed.status.success(), "the reloaded script still denies: {}", stderr(&allowed));
 }
 
 /// The deploy path: `ctop manifests` applied to kubesim with `--authz`, `ctop run` started
