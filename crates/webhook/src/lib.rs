@@ -15,14 +15,16 @@
 //!   limits; the server adds its own deadline, a concurrency bound and the failure policy.
 //!   Keeping the seam a trait keeps this crate small, lets tests and the benchmark drive the
 //!   server with plain Rust handlers, and keeps the arrow of dependencies pointing down.
-//! - [`Admission`] (or [`router`]) builds the axum app ([`ServerConfig`] bounds body size, concurrency and
-//!   time; [`FailurePolicy`] decides what a throwing or late handler answers), and
+//! - [`Admission`] (or [`router`]) builds the axum app ([`ServerConfig`] bounds body size,
+//!   concurrency and time; [`FailurePolicy`] decides what a throwing or late handler
+//!   answers; [`Admission::replace`] swaps in a reloaded script), and
 //!   [`bind`]/[`serve`] run it behind rustls with a [`TlsSource`]: PEM files reloaded when
 //!   they change, or a [`SelfIssued`] CA and certificate made at startup.
 //! - [`configurations()`] writes the Validating/MutatingWebhookConfigurations for the routes
 //!   (Service endpoint for `ctop manifests`, loopback URL for `ctop dev`).
 //! - [`cabundle::patch_ca_bundle`] writes a self-issued CA into the operator's own
-//!   Validating/MutatingWebhookConfigurations.
+//!   Validating/MutatingWebhookConfigurations. It is the only part that talks to the
+//!   cluster, hence the `kube` dependency next to `ctop-core`.
 //!
 //! Connections are bounded too ([`ConnectionLimits`]: how many at once, idle time, handshake
 //! time), since hyper as axum runs it has no idle or header timeout of its own.
