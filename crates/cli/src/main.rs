@@ -41,6 +41,8 @@ enum Command {
     Sim(cmd::sim::SimArgs),
     /// (Re)write the typings of an operator: ctop.d.ts and its own resources' interfaces.
     Types(cmd::init::TypesArgs),
+    /// Admission webhooks: serve the script's validate/mutate handlers over HTTPS.
+    Webhook(cmd::webhook::WebhookArgs),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
             Command::Run(args) => cmd::run::run(args).await,
             Command::Sim(args) => cmd::sim::run(args).await,
             Command::Types(args) => cmd::init::types(&args),
+            Command::Webhook(args) => cmd::webhook::run(args).await,
         }
     });
     match result {

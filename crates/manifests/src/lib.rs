@@ -11,22 +11,21 @@
 //! 5. a `Deployment` running `ctop run --bundle …` with the bundle's SHA-256 in a
 //!    pod-template annotation ([`BUNDLE_HASH_ANNOTATION`]): a changed script rolls the
 //!    pods, an unchanged one does not, and no image is rebuilt either way;
-//! 6. whatever the [`Plugin`]s add or change ([`PodDisruptionBudget`], [`NetworkPolicy`]).
+//! 6. for scripts with `validate`/`mutate` handlers, the webhook Service, the
+//!    Validating/MutatingWebhookConfigurations and the RBAC to patch their `caBundle`
+//!    (see `webhook.rs`: the operator issues its certificate and patches the CA in);
+//! 7. whatever the [`Plugin`]s add or change ([`PodDisruptionBudget`], [`NetworkPolicy`]).
 //!
 //! Start with [`generate`]; [`Manifests::to_yaml`] prints the result. The same inputs
 //! always give the same bytes: documents come in a fixed order, object keys sorted, RBAC
 //! rules merged and sorted.
-//!
-//! Admission webhooks (the Service and the Validating/MutatingWebhookConfigurations for
-//! scripts with `validate`/`mutate` handlers) belong to [`generate`] as one more built-in
-//! step after the Deployment, adding their port to [`Context::ports`]; until then such
-//! scripts get a note saying their handlers are not wired.
 
 mod crd;
 mod kinds;
 mod options;
 mod plugin;
 pub mod rbac;
+mod webhook;
 mod workload;
 
 use ctop_core::OperatorSpec;
@@ -35,8 +34,8 @@ use serde_json::{Map, Value, json};
 pub use crd::{APPLYSET_PARENT_TYPE_LABEL, crd};
 pub use options::{
     BUNDLE_FILE, BUNDLE_HASH_ANNOTATION, ContainerResources, DEFAULT_IMAGE, HEALTH_PORT, METRICS_PORT,
-    MOUNT_DIR, Options, ScriptBundle, VALUES_FILE, VALUES_HASH_ANNOTATION, WatchScope, is_dns_label,
-    name_from,
+    MOUNT_DIR, Options, ScriptBundle, VALUES_FILE, VALUES_HASH_ANNOTATION, WEBHOOK_PORT, WatchScope,
+    is_dns_label, name_from,
 };
 pub use plugin::{Context, NetworkPolicy, Plugin, PluginError, PodDisruptionBudget, ServedPort};
 pub use rbac::{Permissions, permissions};
@@ -201,18 +200,7 @@ pub fn generate(
     docs.push(workload::config_map(options, bundle, &labels));
     docs.push(workload::deployment(options, bundle, &labels, &selector));
 
-    for ctl in &spec.controllers {
-        let admission: Vec<&str> =
-            ctl.handlers.iter().map(String::as_str).filter(|h| matches!(*h, "validate" | "mutate")).collect();
-        if !admission.is_empty() {
-            notes.push(format!(
-                "operator {:?} declares {} handlers; ctop manifests does not generate admission webhook \
-                 configurations yet, so the API server will not call them",
-                ctl.name,
-                admission.join(" and ")
-            ));
-        }
-    }
+    webhook::add(spec, options, &labels, &selector, &mut docs, &mut notes);
     if bundle.gz.len() * 4 / 3 > CLIENT_SIDE_APPLY_LIMIT {
         notes.push(format!(
             "the bundle is {} bytes: apply with `kubectl apply --server-side`, client-side apply cannot \

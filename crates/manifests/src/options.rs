@@ -10,6 +10,9 @@ pub const DEFAULT_IMAGE: &str = "ghcr.io/cloudticon/ct-operator:latest";
 pub const METRICS_PORT: u16 = 8080;
 /// Port of the `/healthz` and `/readyz` endpoints of `ctop run`.
 pub const HEALTH_PORT: u16 = 8081;
+/// Port of the admission webhook server of `ctop run --webhook-port` (scripts with
+/// `validate`/`mutate` handlers).
+pub const WEBHOOK_PORT: u16 = 9443;
 
 /// Where the ConfigMap is mounted in the operator's container.
 pub const MOUNT_DIR: &str = "/etc/ctop";
@@ -90,6 +93,9 @@ pub struct Options {
     pub values_yaml: String,
     /// The container's requests and limits.
     pub resources: ContainerResources,
+    /// `failurePolicy` of the generated admission webhooks (and of the operator's answer
+    /// when a handler fails).
+    pub webhook_failure_policy: ctop_webhook::FailurePolicy,
 }
 
 impl Options {
@@ -105,6 +111,7 @@ impl Options {
             watch: WatchScope::Cluster,
             values_yaml: "{}\n".into(),
             resources: ContainerResources::default(),
+            webhook_failure_policy: ctop_webhook::FailurePolicy::Fail,
         }
     }
 

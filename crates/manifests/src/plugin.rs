@@ -109,14 +109,18 @@ impl Context<'_> {
         &self.selector
     }
 
-    /// The ports the operator's pods serve: metrics and health probes. (Admission webhooks
-    /// add their port here when they are generated, so policies built from this list follow.)
+    /// The ports the operator's pods serve: metrics, health probes, and the admission
+    /// webhook when the script declares `validate`/`mutate` handlers.
     #[must_use]
     pub fn ports(&self) -> Vec<ServedPort> {
-        vec![
+        let mut ports = vec![
             ServedPort { name: "metrics", port: METRICS_PORT },
             ServedPort { name: "health", port: HEALTH_PORT },
-        ]
+        ];
+        if !ctop_webhook::routes(self.spec).is_empty() {
+            ports.push(ServedPort { name: "webhook", port: crate::options::WEBHOOK_PORT });
+        }
+        ports
     }
 
     /// Metadata for a new namespaced document of the operator called `name`.

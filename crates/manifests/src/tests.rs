@@ -292,10 +292,52 @@ fn refuses_what_cannot_deploy() {
 }
 
 #[test]
-fn admission_handlers_are_reported_until_webhooks_are_generated() {
+fn admission_handlers_get_a_service_configurations_and_ca_bundle_rbac() {
+    assert!(!kinds(&generate_default(&Options::new("op"))).contains(&"ValidatingWebhookConfiguration"));
     let mut s = spec();
-    s.controllers[0].handlers = vec!["reconcile".into(), "validate".into()];
-    let m = generate(&s, &bundle(1), &Options::new("op"), &[]).unwrap();
-    assert_eq!(m.notes.len(), 1);
-    assert!(m.notes[0].contains("validate handlers"), "{:?}", m.notes);
+    s.controllers[0].handlers = vec!["reconcile".into(), "validate".into(), "mutate".into()];
+    let mut options = Options::new("op");
+    options.webhook_failure_policy = ctop_webhook::FailurePolicy::Ignore;
+    let m = generate(&s, &bundle(1), &options, &[&crate::NetworkPolicy]).unwrap();
+    assert!(m.notes.is_empty(), "{:?}", m.notes);
+    let k = kinds(&m);
+    let deployment = k.iter().position(|k| *k == "Deployment").unwrap();
+    let service = k.iter().position(|k| *k == "Service").unwrap();
+    assert!(deployment < service);
+    for kind in ["ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"] {
+        let c = find(&m, kind);
+        assert_eq!(c["metadata"]["name"], "op");
+        let hook = &c["webhooks"][0];
+        assert_eq!(hook["clientConfig"]["service"]["name"], "op-webhook");
+        assert_eq!(hook["clientConfig"]["service"]["namespace"], "op-system");
+        assert_eq!(hook["failurePolicy"], "Ignore");
+        assert_eq!(hook["rules"][0]["resources"], json!(["webapps"]));
+        assert!(hook["clientConfig"].get("caBundle").is_none(), "the operator patches the CA in");
+    }
+    assert_eq!(
+        find(&m, "ValidatingWebhookConfiguration")["webhooks"][0]["clientConfig"]["service"]["path"],
+        "/validate/apps.example.com/v1/webapps"
+    );
+    let svc = find(&m, "Service");
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], "webhook");
+    assert_eq!(svc["spec"]["selector"]["app.kubernetes.io/component"], "operator");
+    let container = &find(&m, "Deployment")["spec"]["template"]["spec"]["containers"][0];
+    let args: Vec<&str> = container["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    for flag in ["--webhook-port", "9443", "--webhook-configuration", "op-webhook.op-system.svc", "Ignore"] {
+        assert!(args.contains(&flag), "{args:?} lacks {flag}");
+    }
+    assert!(container["ports"].as_array().unwrap().iter().any(|p| p["name"] == "webhook"));
+    let role = m
+        .documents
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "op-webhook")
+        .expect("the caBundle role");
+    assert_eq!(role["rules"][0]["resourceNames"], json!(["op"]));
+    assert_eq!(role["rules"][0]["verbs"], json!(["get", "update"]));
+    let policy = find(&m, "NetworkPolicy");
+    assert!(policy["spec"]["ingress"][0]["ports"].as_array().unwrap().iter().any(|p| p["port"] == 9443));
+
+    options.replicas = 2;
+    let m = generate(&s, &bundle(1), &options, &[]).unwrap();
+    assert!(m.notes.iter().any(|n| n.contains("cert-manager")), "{:?}", m.notes);
 }

@@ -404,6 +404,12 @@ export type ValidationReturn = Awaitable<
   boolean | string | void | undefined | { allowed: boolean; message?: string; warnings?: string[] }
 >;
 
+/** Options of `.mutate(fn, options)`. */
+export interface MutateOptions {
+  /** Fill in the schema's defaults before the handler runs (default false). */
+  defaults?: boolean;
+}
+
 /** The builder `operator(...)` returns; every method returns it again. */
 export interface OperatorBuilder<CR extends KubeObject> {
   /** Reconcile every CR periodically. */
@@ -424,8 +430,12 @@ export interface OperatorBuilder<CR extends KubeObject> {
   onStart(fn: () => HandlerReturn): this;
   /** Validating admission webhook (`oldCr` on updates). */
   validate(fn: (cr: CR, oldCr: CR | undefined) => ValidationReturn): this;
-  /** Mutating admission webhook: change `cr` in place or return a new object. */
-  mutate(fn: (cr: CR, oldCr: CR | undefined) => Awaitable<CR | void | undefined>): this;
+  /**
+   * Mutating admission webhook: change `cr` in place or return a new object. With
+   * `{ defaults: true }` the spec arrives with the schema's defaults filled in, and they are
+   * written to the stored object with the rest of the patch.
+   */
+  mutate(fn: (cr: CR, oldCr: CR | undefined) => Awaitable<CR | void | undefined>, options?: MutateOptions): this;
   /** Bring the world in line with `cr`: `apply` children, `setStatus`, return a Result. */
   reconcile(fn: (cr: CR) => HandlerReturn): this;
 }

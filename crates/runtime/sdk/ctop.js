@@ -619,7 +619,15 @@ class OperatorBuilder {
   }
   onStart(fn) { return this.#handler("onStart", fn); }
   validate(fn) { return this.#handler("validate", fn); }
-  mutate(fn) { return this.#handler("mutate", fn); }
+  /**
+   * Mutating admission handler. With `{ defaults: true }` the handler sees the spec with the
+   * schema's defaults filled in, so the webhook's patch writes them into the stored object.
+   */
+  mutate(fn, opts = {}) {
+    if (opts != null && !isPlainObject(opts)) throw new TypeError("mutate: options must be an object");
+    this.#fns.mutateDefaults = opts?.defaults === true;
+    return this.#handler("mutate", fn);
+  }
   reconcile(fn) { return this.#handler("reconcile", fn); }
   #handler(name, fn) {
     if (typeof fn !== "function") throw new TypeError(`${name}: expected a function`);
@@ -1032,7 +1040,7 @@ function dispatch(handler, controllerIndex, inputJson) {
           if (r != null && !isPlainObject(r)) throw new TypeError("mutate must return the object or nothing");
           return { ...out, object: r ?? object };
         };
-        return fn(object, old);
+        return fn(fns.mutateDefaults ? withDefaults(fns, object) : object, old);
       case "onStart":
         finish = (r) => ({ ...out, result: normalizeResult(r, handler) });
         return fn();

@@ -70,6 +70,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             .context("the script could not be loaded; fix the error above and run ctop dev again")?,
     );
     install_crds(&client, &script).await?;
+    let webhook = super::webhook::DevWebhook::for_dev(sim.is_some(), &client, &script, &values).await?;
     if !args.no_samples {
         apply_samples(&client, &args.dir.join("samples")).await;
     }
@@ -145,6 +146,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
                             if let Err(e) = install_crds(&client, &new).await {
                                 tracing::error!("{e:#}; the previous script keeps running");
                                 continue;
+                            }
+                            if let Some(hook) = &webhook
+                                && let Err(e) = hook.reload(&client, &new).await
+                            {
+                                tracing::error!("{e:#}; the webhooks keep their previous configuration");
                             }
                             if running && hot_swappable(&script, &new) {
                                 tracing::info!("script reloaded; caches kept, every object reconciles again");

@@ -48,6 +48,10 @@ pub struct ManifestsArgs {
     /// Add a NetworkPolicy admitting ingress only to the metrics and health ports.
     #[arg(long)]
     network_policy: bool,
+    /// `failurePolicy` of the admission webhooks of scripts with validate/mutate handlers:
+    /// Fail (writes fail while the operator is unreachable) or Ignore.
+    #[arg(long, default_value = "Fail")]
+    webhook_failure_policy: ctop_webhook::FailurePolicy,
 }
 
 /// The operator's name: `--name`, else the directory's name, else the first resource's plural.
@@ -105,6 +109,7 @@ pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
     options.image = args.image.clone();
     options.replicas = args.replicas;
     options.values_yaml = values_text(args)?;
+    options.webhook_failure_policy = args.webhook_failure_policy;
     options.watch = match (&args.watch_namespace, args.namespace_scoped) {
         (Some(ns), _) => WatchScope::Namespace(ns.clone()),
         (None, true) => WatchScope::Namespace(options.namespace()),

@@ -6,6 +6,7 @@ pub mod init;
 pub mod manifests;
 pub mod run;
 pub mod sim;
+pub mod webhook;
 
 /// Resolves on Ctrl-C or SIGTERM: when a serving command should stop.
 pub async fn shutdown_signal() {

@@ -76,6 +76,16 @@ pub struct RunArgs {
     /// Development mode: no leader election, text logs.
     #[arg(long)]
     pub dev: bool,
+    /// Also serve the script's validate/mutate handlers as an HTTPS admission webhook on
+    /// this port (every replica serves, leader or not).
+    #[arg(long)]
+    webhook_port: Option<u16>,
+    /// With a self-issued certificate: the Validating/MutatingWebhookConfiguration whose
+    /// caBundle the operator keeps set to its CA (both kinds, this name).
+    #[arg(long, requires = "webhook_port")]
+    webhook_configuration: Option<String>,
+    #[command(flatten)]
+    webhook: super::webhook::WebhookFlags,
 }
 
 /// Load the script and run its controllers until Ctrl-C or SIGTERM.
@@ -129,7 +139,26 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         renew_deadline: args.renew_deadline.into(),
         retry_period: args.retry_period.into(),
     };
-    ctop_runtime::controller::run_with_lease(Arc::new(script), options, timing, super::shutdown_signal())
-        .await?;
+    let script = Arc::new(script);
+    let webhook = match args.webhook_port {
+        Some(port) => Some(
+            super::webhook::spawn_for_run(
+                script.clone(),
+                &options,
+                port,
+                &args.webhook,
+                args.webhook_configuration,
+                workers,
+            )
+            .await?,
+        ),
+        None => None,
+    };
+    let result =
+        ctop_runtime::controller::run_with_lease(script, options, timing, super::shutdown_signal()).await;
+    if let Some(task) = webhook {
+        task.abort();
+    }
+    result?;
     Ok(())
 }

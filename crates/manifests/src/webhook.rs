@@ -1,0 +1,117 @@
+//! The admission webhook documents, for scripts that declare `validate` or `mutate`
+//! handlers: a Service in front of the operator's pods, the Validating and/or Mutating
+//! WebhookConfiguration (paths from [`ctop_webhook::routes`], so they match the server), the
+//! Deployment's webhook port and flags, and RBAC that lets the operator set `caBundle` on
+//! exactly those two configurations (`resourceNames`).
+//!
+//! Default TLS mode: the operator issues its own CA and certificate at startup
+//! (`ctop run --webhook-port`) and patches the CA into the configurations, which are
+//! generated without a `caBundle`. Until it has, the API server cannot verify the webhook,
+//! so with `failurePolicy: Fail` writes of the handled kinds fail for the first seconds
+//! after a deploy. Each pod issues its own CA: with more than one replica, use certificate
+//! files (e.g. cert-manager) instead, see the note [`add`] emits.
+
+use ctop_core::OperatorSpec;
+use ctop_webhook::{ConfigurationOptions, Endpoint, configurations, routes};
+use serde_json::{Map, Value, json};
+
+use crate::options::{Options, WEBHOOK_PORT};
+
+/// Port of the webhook Service (the API server calls it; the pod listens on [`WEBHOOK_PORT`]).
+const SERVICE_PORT: u16 = 443;
+
+/// The Service's name: `<name>-webhook`.
+pub(crate) fn service_name(options: &Options) -> String {
+    format!("{}-webhook", options.name)
+}
+
+/// Add the webhook documents for `spec` to `docs` (which already hold the Deployment).
+pub(crate) fn add(
+    spec: &OperatorSpec,
+    options: &Options,
+    labels: &Map<String, Value>,
+    selector: &Map<String, Value>,
+    docs: &mut Vec<Value>,
+    notes: &mut Vec<String>,
+) {
+    let routes = routes(spec);
+    if routes.is_empty() {
+        return;
+    }
+    let namespace = options.namespace();
+    let service = service_name(options);
+    let policy = options.webhook_failure_policy;
+
+    if let Some(deployment) =
+        docs.iter_mut().find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == options.name.as_str())
+    {
+        let container = &mut deployment["spec"]["template"]["spec"]["containers"][0];
+        if let Some(args) = container["args"].as_array_mut() {
+            for a in [
+                "--webhook-port".to_owned(),
+                WEBHOOK_PORT.to_string(),
+                "--webhook-configuration".to_owned(),
+                options.name.clone(),
+                "--tls-host".to_owned(),
+                format!("{service}.{namespace}.svc"),
+                "--tls-host".to_owned(),
+                format!("{service}.{namespace}.svc.cluster.local"),
+                "--failure-policy".to_owned(),
+                policy.as_str().to_owned(),
+            ] {
+                args.push(json!(a));
+            }
+        }
+        if let Some(ports) = container["ports"].as_array_mut() {
+            ports.push(json!({"name": "webhook", "containerPort": WEBHOOK_PORT, "protocol": "TCP"}));
+        }
+    }
+
+    docs.push(json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": service, "namespace": namespace, "labels": labels},
+        "spec": {
+            "selector": selector,
+            "ports": [{"name": "webhook", "port": SERVICE_PORT, "targetPort": "webhook", "protocol": "TCP"}],
+        },
+    }));
+
+    let role = format!("{}-webhook", options.name);
+    docs.push(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": role, "labels": labels},
+        "rules": [{
+            "apiGroups": ["admissionregistration.k8s.io"],
+            "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+            "resourceNames": [options.name],
+            "verbs": ["get", "update"],
+        }],
+    }));
+    docs.push(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": role, "labels": labels},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": options.name, "namespace": namespace}],
+    }));
+
+    let config = ConfigurationOptions {
+        name: options.name.clone(),
+        endpoint: Endpoint::Service { namespace, name: service, port: SERVICE_PORT },
+        ca_bundle: None,
+        failure_policy: policy,
+        timeout_seconds: 10,
+        labels: labels.clone(),
+        annotations: Map::new(),
+    };
+    docs.extend(configurations(&routes, &config));
+    if options.replicas > 1 {
+        notes.push(format!(
+            "with {} replicas each pod issues its own webhook certificate and the last one to start \
+             owns the caBundle; mount a shared certificate (e.g. cert-manager) and pass --tls-cert/--tls-key",
+            options.replicas
+        ));
+    }
+}

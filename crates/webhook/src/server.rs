@@ -1,0 +1,369 @@
+//! The HTTPS server: [`router`] builds the axum routes of a script, [`serve`] runs them
+//! behind TLS until a shutdown future resolves.
+//!
+//! Per request: the body is bounded ([`ServerConfig::max_body`], 413 beyond), the review is
+//! checked (400 with the reason when malformed), then the handler runs on the blocking pool
+//! once one of [`ServerConfig::concurrency`] slots is free, within [`ServerConfig::timeout`]
+//! (waiting for a slot included). A handler that throws, breaks a script limit, or is late
+//! is answered per [`FailurePolicy`]; the server itself never stops over it.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use bytes::Bytes;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+use crate::review::{self, Answer};
+use crate::routes::{HandlerKind, Route};
+use crate::script::{AdmissionScript, HandlerCall, HandlerError};
+use crate::tls::{CertStore, ConnectionLimits, TlsError, TlsListener, TlsSource};
+
+/// What the server answers when a handler fails (throws, breaks a limit, or is late).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// Deny the request with a 500 naming the failure (the safe default, like the API
+    /// server's own default).
+    #[default]
+    Fail,
+    /// Allow the request unchanged, with a warning naming the failure.
+    Ignore,
+}
+
+impl FailurePolicy {
+    /// `Fail` or `Ignore`, as in a webhook configuration's `failurePolicy`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FailurePolicy::Fail => "Fail",
+            FailurePolicy::Ignore => "Ignore",
+        }
+    }
+}
+
+impl std::str::FromStr for FailurePolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "Fail" | "fail" => Ok(Self::Fail),
+            "Ignore" | "ignore" => Ok(Self::Ignore),
+            _ => Err(format!("failure policy {s:?} is neither Fail nor Ignore")),
+        }
+    }
+}
+
+/// Bounds and policy of the server.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Largest request body in bytes (default 3 MiB, the API server's own request limit).
+    pub max_body: usize,
+    /// Handler calls running at once (default 8).
+    pub concurrency: usize,
+    /// Longest a request may wait for a slot plus run its handler (default 10 s, the
+    /// default `timeoutSeconds` of a webhook).
+    pub timeout: Duration,
+    /// What a failed handler answers.
+    pub failure_policy: FailurePolicy,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            max_body: 3 * 1024 * 1024,
+            concurrency: 8,
+            timeout: Duration::from_secs(10),
+            failure_policy: FailurePolicy::Fail,
+        }
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The port could not be bound (in use, or privileged).
+    #[error("cannot listen on {addr}: {source}; pick another port")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The certificate could not be loaded.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The server stopped with an I/O error.
+    #[error("the webhook server failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The admission endpoints of one script: build with [`Admission::new`], serve
+/// [`Admission::router`], and swap in a reloaded script with [`Admission::replace`].
+#[derive(Clone)]
+pub struct Admission {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admission").field("config", &self.shared.config).finish_non_exhaustive()
+    }
+}
+
+struct Shared {
+    current: RwLock<Current>,
+    slots: Arc<Semaphore>,
+    config: ServerConfig,
+}
+
+struct Current {
+    script: Arc<dyn AdmissionScript>,
+    routes: HashMap<String, Arc<Route>>,
+}
+
+impl Admission {
+    /// Serve `routes` with `script`.
+    pub fn new(script: Arc<dyn AdmissionScript>, routes: &[Route], config: ServerConfig) -> Self {
+        let current = Current { script, routes: index(routes) };
+        Self {
+            shared: Arc::new(Shared {
+                current: RwLock::new(current),
+                slots: Arc::new(Semaphore::new(config.concurrency.max(1))),
+                config,
+            }),
+        }
+    }
+
+    /// From the next request on, serve `routes` with `script` (requests in flight finish
+    /// with the previous script).
+    pub fn replace(&self, script: Arc<dyn AdmissionScript>, routes: &[Route]) {
+        let mut current = self.shared.current.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *current = Current { script, routes: index(routes) };
+    }
+
+    /// The axum app: `POST` on each route's path, `GET /healthz`, 404 elsewhere.
+    pub fn router(&self) -> Router {
+        let max_body = self.shared.config.max_body;
+        Router::new()
+            .route("/healthz", get(|| async { "ok" }))
+            .fallback(|State(shared): State<Arc<Shared>>, method: Method, uri: Uri, body: Bytes| async move {
+                let found = {
+                    let current = shared.current.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    current.routes.get(uri.path()).map(|r| (r.clone(), current.script.clone()))
+                };
+                match found {
+                    None => (StatusCode::NOT_FOUND, format!("no admission handler at {}\n", uri.path()))
+                        .into_response(),
+                    Some(_) if method != Method::POST => {
+                        (StatusCode::METHOD_NOT_ALLOWED, "admission reviews are POSTed\n").into_response()
+                    }
+                    Some((route, script)) => admit(&shared, script, &route, &body).await,
+                }
+            })
+            .layer(DefaultBodyLimit::max(max_body))
+            .with_state(self.shared.clone())
+    }
+}
+
+fn index(routes: &[Route]) -> HashMap<String, Arc<Route>> {
+    routes.iter().map(|r| (r.path.clone(), Arc::new(r.clone()))).collect()
+}
+
+/// The axum router serving `routes` with `script` (an [`Admission`] that is never replaced).
+pub fn router(script: Arc<dyn AdmissionScript>, routes: &[Route], config: ServerConfig) -> Router {
+    Admission::new(script, routes, config).router()
+}
+
+async fn admit(shared: &Shared, script: Arc<dyn AdmissionScript>, route: &Route, body: &[u8]) -> Response {
+    let started = Instant::now();
+    let request = match review::parse(body) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::info!(path = route.path, error = %e, "malformed admission review");
+            return (StatusCode::BAD_REQUEST, format!("malformed AdmissionReview: {e}\n")).into_response();
+        }
+    };
+    let answer = if request.object.is_null() {
+        // DELETE and CONNECT carry no object; the handlers speak about objects being written.
+        Answer::allow()
+    } else {
+        match call(shared, script, route, &request).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::warn!(handler = route.handler.as_str(), controller = route.controller_name,
+                    uid = request.uid, error = %e, policy = shared.config.failure_policy.as_str(),
+                    "admission handler failed");
+                let message =
+                    format!("{} handler of {} failed: {e}", route.handler.as_str(), route.controller_name);
+                match shared.config.failure_policy {
+                    FailurePolicy::Fail => Answer::deny(message, 500),
+                    FailurePolicy::Ignore => Answer { warnings: vec![message], ..Answer::allow() },
+                }
+            }
+        }
+    };
+    tracing::debug!(
+        handler = route.handler.as_str(),
+        controller = route.controller_name,
+        uid = request.uid,
+        operation = request.operation,
+        allowed = answer.allowed,
+        patched = answer.patch.is_some(),
+        took_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        "admission answered"
+    );
+    axum::Json(answer.into_review(&request.uid)).into_response()
+}
+
+async fn call(
+    shared: &Shared,
+    script: Arc<dyn AdmissionScript>,
+    route: &Route,
+    request: &review::Request,
+) -> Result<Answer, HandlerError> {
+    let timeout = shared.config.timeout;
+    let deadline = tokio::time::Instant::now() + timeout;
+    let permit = tokio::time::timeout_at(deadline, shared.slots.clone().acquire_owned())
+        .await
+        .map_err(|_| HandlerError::Busy { limit: shared.config.concurrency, after: timeout })?
+        .map_err(|_| HandlerError::Failed("the server is shutting down".into()))?;
+    let (handler, controller) = (route.handler, route.controller);
+    let (object, old_object, raw) = (request.object.clone(), request.old_object.clone(), request.raw.clone());
+    let task = tokio::task::spawn_blocking(move || {
+        // The slot is held until the script returns, even when the client gave up: a late
+        // handler still occupies a runtime.
+        let _permit = permit;
+        script.call(&HandlerCall {
+            handler,
+            controller,
+            object: &object,
+            old_object: old_object.as_ref(),
+            request: &raw,
+        })
+    });
+    let output = match tokio::time::timeout_at(deadline, task).await {
+        Err(_) => return Err(HandlerError::Timeout { handler: handler.as_str(), after: timeout }),
+        Ok(Err(join)) => return Err(HandlerError::Failed(format!("the handler panicked: {join}"))),
+        Ok(Ok(result)) => result?,
+    };
+    match handler {
+        HandlerKind::Validate => validation(&output),
+        HandlerKind::Mutate => mutation(&request.object, &output),
+    }
+}
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().map(|w| w.as_str().map_or_else(|| w.to_string(), str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+fn validation(output: &Value) -> Result<Answer, HandlerError> {
+    let Some(allowed) = output.get("allowed").and_then(Value::as_bool) else {
+        return Err(HandlerError::Failed(format!("validate returned no `allowed`: {}", short(output))));
+    };
+    let warnings = strings(output.get("warnings"));
+    if allowed {
+        return Ok(Answer { warnings, ..Answer::allow() });
+    }
+    let message = output.get("message").and_then(Value::as_str).unwrap_or("denied by the operator");
+    Ok(Answer { warnings, ..Answer::deny(message, 403) })
+}
+
+fn mutation(before: &Value, output: &Value) -> Result<Answer, HandlerError> {
+    let after = match output.get("object") {
+        Some(o @ Value::Object(_)) => o,
+        Some(Value::Null) | None => return Ok(Answer::allow()),
+        Some(other) => {
+            return Err(HandlerError::Failed(format!("mutate returned a non-object: {}", short(other))));
+        }
+    };
+    Ok(Answer {
+        patch: review::patch(before, after),
+        warnings: strings(output.get("warnings")),
+        ..Answer::allow()
+    })
+}
+
+fn short(v: &Value) -> String {
+    let mut s = v.to_string();
+    if s.len() > 200 {
+        let mut end = 200;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push('…');
+    }
+    s
+}
+
+/// A bound webhook server, ready to [`run`](Bound::run).
+#[derive(Debug)]
+pub struct Bound {
+    listener: TlsListener,
+    app: Router,
+}
+
+impl Bound {
+    /// The address it listens on (useful with port 0).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        axum::serve::Listener::local_addr(&self.listener)
+    }
+
+    /// Serve until `shutdown` resolves, then finish in-flight requests.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
+        axum::serve(self.listener, self.app).with_graceful_shutdown(shutdown).await?;
+        Ok(())
+    }
+}
+
+/// Bind `addr` with the certificate of `tls` (file sources start reloading now) and the
+/// default [`ConnectionLimits`]; call [`Bound::run`] to serve. Must be called inside a
+/// tokio runtime.
+pub async fn bind(addr: SocketAddr, tls: &TlsSource, app: Router) -> Result<Bound, ServeError> {
+    bind_with_limits(addr, tls, app, ConnectionLimits::default()).await
+}
+
+/// [`bind`] with explicit connection limits.
+pub async fn bind_with_limits(
+    addr: SocketAddr,
+    tls: &TlsSource,
+    app: Router,
+    limits: ConnectionLimits,
+) -> Result<Bound, ServeError> {
+    let store = CertStore::new(tls)?;
+    let acceptor = store.acceptor()?;
+    let tcp = TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
+    let listener = TlsListener::with_limits(tcp, acceptor, limits)?;
+    tracing::info!(addr = %listener_addr(&listener), "admission webhook server listening");
+    Ok(Bound { listener, app })
+}
+
+fn listener_addr(l: &TlsListener) -> String {
+    axum::serve::Listener::local_addr(l).map_or_else(|_| "?".into(), |a| a.to_string())
+}
+
+/// [`bind`] then [`Bound::run`].
+pub async fn serve(
+    addr: SocketAddr,
+    tls: &TlsSource,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    bind(addr, tls, app).await?.run(shutdown).await
+}
+
+/// A body the tests and benchmark share: an AdmissionReview for `object`.
+#[must_use]
+pub fn review_for(uid: &str, operation: &str, object: &Value, old_object: Option<&Value>) -> Value {
+    json!({"apiVersion": review::API_VERSION, "kind": "AdmissionReview",
+        "request": {"uid": uid, "operation": operation, "object": object, "oldObject": old_object}})
+}
