@@ -87,9 +87,11 @@ fn greeting_greets_families_and_holds_referenced_persons() {
         "{.status.message}|{.status.observedGeneration}",
         "Hello, World|1",
     );
-    for p in ["janed", "johnd", "maxm"] {
+    // The finalizer is on exactly the Persons a Greeting wants: no family greets Max yet.
+    for p in ["janed", "johnd"] {
         eventually_is(&k, "person", p, "{.metadata.finalizers}", r#"["greetings.example.com/in-use"]"#);
     }
+    eventually_is(&k, "person", "maxm", "{.metadata.finalizers}", "");
 
     // A Person changing family moves between Greetings; sorting is by first name.
     apply_yaml(
@@ -100,6 +102,7 @@ fn greeting_greets_families_and_holds_referenced_persons() {
         "must",
     );
     eventually_is(&k, "greeting", "must", "{.status.message}", "Hello to the Mustermann family: Max");
+    eventually_is(&k, "person", "maxm", "{.metadata.finalizers}", r#"["greetings.example.com/in-use"]"#);
     k.ok(&[
         "patch",
         "person",
@@ -527,4 +530,43 @@ fn dev_runs_each_example_with_its_samples() {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         assert!(status.success(), "ctop dev {name} exited with {status}:\n{text}");
     }
+}
+
+/// `ctop dev` serves the examples' `validate` handlers as admission webhooks of its
+/// embedded cluster: kubectl sees the script's message.
+#[test]
+fn dev_enforces_the_examples_validate_handlers() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = dir.path().join("kc");
+    let _dev = Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .arg("dev")
+            .arg(example("greeting"))
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop dev starts"),
+    );
+    common::wait_for(&kubeconfig);
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    k.eventually(&["get", "greeting", "doe-family", "-o", "jsonpath={.status.message}"], |s| !s.is_empty());
+    let file = dir.path().join("both.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: greetings.example.com/v1\nkind: Greeting\nmetadata: {name: both, namespace: default}\nspec: {name: A, surname: Doe}\n",
+    )
+    .expect("write");
+    let out = k.run(&["apply", "-f", file.to_str().expect("utf-8")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a Greeting with both name and surname is refused");
+    assert!(
+        stderr.contains("denied the request")
+            && stderr.contains("exactly one of spec.name and spec.surname must be set"),
+        "{stderr}"
+    );
+    assert_eq!(k.ok(&["get", "greetings", "-o", "name"]).lines().filter(|l| l.ends_with("/both")).count(), 0);
 }
