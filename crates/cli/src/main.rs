@@ -36,7 +36,7 @@ enum Command {
     /// Print the manifests that deploy an operator: CRDs, RBAC, the bundle's ConfigMap, the Deployment.
     Manifests(cmd::manifests::ManifestsArgs),
     /// Run an operator script against a cluster until interrupted.
-    Run(cmd::run::RunArgs),
+    Run(Box<cmd::run::RunArgs>),
     /// Run kubesim, the embedded Kubernetes API server, until interrupted.
     Sim(cmd::sim::SimArgs),
     /// (Re)write the typings of an operator: ctop.d.ts and its own resources' interfaces.
@@ -66,7 +66,7 @@ fn main() -> ExitCode {
             Command::Dev(args) => cmd::dev::run(args).await,
             Command::Init(args) => cmd::init::init(&args),
             Command::Manifests(args) => cmd::manifests::run(&args),
-            Command::Run(args) => cmd::run::run(args).await,
+            Command::Run(args) => cmd::run::run(*args).await,
             Command::Sim(args) => cmd::sim::run(args).await,
             Command::Types(args) => cmd::init::types(&args),
             Command::Webhook(args) => cmd::webhook::run(args).await,
