@@ -258,6 +258,13 @@ async fn load(dir: &Path, entry: &str) -> anyhow::Result<Script> {
 
 /// Every file under `dir` (except `.ctop`, `node_modules` and dot-directories) with its
 /// modification time.
+/// Files whose change reloads the script: sources, JSON and values (not logs, a
+/// kubeconfig or anything else written into the directory).
+fn watched(path: &Path) -> bool {
+    const EXTENSIONS: [&str; 10] = ["ct", "ts", "mts", "cts", "js", "mjs", "cjs", "json", "yaml", "yml"];
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| EXTENSIONS.contains(&e))
+}
+
 fn mtimes(dir: &Path) -> BTreeMap<PathBuf, Option<SystemTime>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_owned()];
@@ -268,7 +275,7 @@ fn mtimes(dir: &Path) -> BTreeMap<PathBuf, Option<SystemTime>> {
             let hidden = e.file_name().to_string_lossy().starts_with('.') || e.file_name() == "node_modules";
             match e.file_type() {
                 Ok(t) if t.is_dir() && !hidden => stack.push(path),
-                Ok(t) if t.is_file() => {
+                Ok(t) if t.is_file() && watched(&path) => {
                     let mtime = e.metadata().ok().and_then(|m| m.modified().ok());
                     out.insert(path, mtime);
                 }
