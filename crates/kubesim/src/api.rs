@@ -59,6 +59,9 @@ pub struct WriteOpts {
     pub force: bool,
     /// Who asks, as admission webhooks see it.
     pub user: admission::UserInfo,
+    /// Who asks, for RBAC checks made while writing (OwnerReferencesPermissionEnforcement);
+    /// `None` when the server does not authorize (no `--authz`).
+    pub authz_user: Option<crate::authz::User>,
 }
 
 impl WriteOpts {
@@ -330,7 +333,77 @@ impl Api {
         }
         self.validate(rt, &mut obj, None, opts, warnings)?;
         self.admit_validate(rt, &req, Some(&obj), warnings).await?;
+        self.owner_references_permitted(rt, ns, name, None, &obj, opts)?;
         Ok(obj)
+    }
+
+    /// The OwnerReferencesPermissionEnforcement admission plugin (run when the server
+    /// authorizes): changing an object's `ownerReferences` on update needs `delete` on the
+    /// object, and a reference that newly sets `blockOwnerDeletion` needs `update` on the
+    /// owner's `finalizers` subresource.
+    fn owner_references_permitted(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        old: Option<&Value>,
+        new: &Value,
+        opts: &WriteOpts,
+    ) -> Result<(), ApiError> {
+        let Some(user) = &opts.authz_user else { return Ok(()) };
+        let refs = |o: Option<&Value>| -> Vec<Value> {
+            o.and_then(|o| o.pointer("/metadata/ownerReferences"))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let (before, after) = (refs(old), refs(Some(new)));
+        if before == after {
+            return Ok(());
+        }
+        let in_ns = |a: crate::authz::Attributes| if rt.namespaced { a.in_namespace(ns) } else { a };
+        let forbidden = |why: String| {
+            ApiError::forbidden(rt.gr(), name, format!("{} \"{name}\" is forbidden: {why}", rt.gr()))
+        };
+        if old.is_some() {
+            let attrs =
+                in_ns(crate::authz::Attributes::resource("delete", &rt.group, &rt.plural).named(name));
+            if !crate::authz::authorize(user, &attrs, self) {
+                return Err(forbidden(format!(
+                    "cannot set an ownerRef on a resource you can't delete: {}",
+                    crate::authz::forbidden_message(user, &attrs)
+                )));
+            }
+        }
+        let blocking = |r: &Value| r["blockOwnerDeletion"] == json!(true);
+        for r in after.iter().filter(|r| blocking(r)) {
+            let was_blocking = before.iter().any(|b| b["uid"] == r["uid"] && blocking(b));
+            if was_blocking {
+                continue;
+            }
+            let (api_version, kind) =
+                (r["apiVersion"].as_str().unwrap_or(""), r["kind"].as_str().unwrap_or(""));
+            let Some(owner) = self.registry.by_kind(api_version, kind) else {
+                return Err(forbidden(format!(
+                    "cannot set blockOwnerDeletion in this case because cannot find RESTMapping for APIVersion {api_version} Kind {kind}"
+                )));
+            };
+            let resource = format!("{}/finalizers", owner.plural);
+            let mut attrs = crate::authz::Attributes::resource("update", &owner.group, &owner.plural)
+                .with_subresource("finalizers")
+                .named(r["name"].as_str().unwrap_or(""));
+            if owner.namespaced {
+                attrs = attrs.in_namespace(ns);
+            }
+            if !crate::authz::authorize(user, &attrs, self) {
+                return Err(forbidden(format!(
+                    "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: {}",
+                    crate::authz::forbidden_message(user, &attrs)
+                )));
+            }
+            tracing::trace!(resource, "blockOwnerDeletion permitted");
+        }
+        Ok(())
     }
 
     /// Run the mutating admission webhooks; returns the (possibly changed) object.
@@ -781,6 +854,7 @@ impl Api {
         }
         self.validate(rt, &mut new, Some(live), opts, &mut warnings)?;
         self.admit_validate(rt, &req, Some(&new), &mut warnings).await?;
+        self.owner_references_permitted(rt, ns, name, Some(live), &new, opts)?;
         if deleting(live) {
             let before = finalizers(live);
             let added: Vec<String> = finalizers(&new).into_iter().filter(|f| !before.contains(f)).collect();
@@ -1427,4 +1501,30 @@ fn validate_crd(crd: &Value) -> Vec<StatusCause> {
         }
     }
     causes
+}
+
+/// The RBAC objects the authorizer reads, straight from the store.
+impl crate::authz::RbacSource for Api {
+    fn cluster_roles(&self) -> Vec<Value> {
+        self.rbac_objects("clusterroles", None)
+    }
+    fn cluster_role_bindings(&self) -> Vec<Value> {
+        self.rbac_objects("clusterrolebindings", None)
+    }
+    fn roles(&self, namespace: &str) -> Vec<Value> {
+        self.rbac_objects("roles", Some(namespace))
+    }
+    fn role_bindings(&self, namespace: &str) -> Vec<Value> {
+        self.rbac_objects("rolebindings", Some(namespace))
+    }
+}
+
+impl Api {
+    fn rbac_objects(&self, plural: &str, ns: Option<&str>) -> Vec<Value> {
+        let Some(rt) = self.registry.get("rbac.authorization.k8s.io", "v1", plural) else {
+            return Vec::new();
+        };
+        let (_, table) = self.store.snapshot(&rt.store, false);
+        table.iter().filter(|((n, _), _)| ns.is_none_or(|ns| n == ns)).map(|(_, v)| (**v).clone()).collect()
+    }
 }

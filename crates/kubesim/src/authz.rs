@@ -442,7 +442,7 @@ fn errors_reason(errors: &[AuthzError]) -> String {
 }
 
 /// The authorizer part of the 403 message (`User "u" cannot ...`).
-fn forbidden_message(user: &User, attrs: &Attributes) -> String {
+pub(crate) fn forbidden_message(user: &User, attrs: &Attributes) -> String {
     let who = go_quote(&user.name);
     if !attrs.resource_request {
         return format!("User {who} cannot {} path {}", attrs.verb, go_quote(&attrs.path));

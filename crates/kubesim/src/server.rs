@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use crate::api::{Api, DeleteOpts, Deleted, FieldValidation, PatchKind, WriteOpts};
-use crate::authz::{self, Attributes, RbacSource, User};
+use crate::authz::{self, Attributes, User};
 use crate::convert;
 use crate::error::ApiError;
 use crate::faults::Faults;
@@ -272,33 +272,6 @@ fn parse_json(bytes: &[u8], content_type: &str) -> Result<Value, ApiError> {
     serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("error decoding JSON: {e}")))
 }
 
-struct Rbac<'a>(&'a Api);
-
-impl Rbac<'_> {
-    fn objects(&self, plural: &str, ns: Option<&str>) -> Vec<Value> {
-        let Some(rt) = self.0.registry.get("rbac.authorization.k8s.io", "v1", plural) else {
-            return Vec::new();
-        };
-        let (_, table) = self.0.store.snapshot(&rt.store, false);
-        table.iter().filter(|((n, _), _)| ns.is_none_or(|ns| n == ns)).map(|(_, v)| (**v).clone()).collect()
-    }
-}
-
-impl RbacSource for Rbac<'_> {
-    fn cluster_roles(&self) -> Vec<Value> {
-        self.objects("clusterroles", None)
-    }
-    fn cluster_role_bindings(&self) -> Vec<Value> {
-        self.objects("clusterrolebindings", None)
-    }
-    fn roles(&self, namespace: &str) -> Vec<Value> {
-        self.objects("roles", Some(namespace))
-    }
-    fn role_bindings(&self, namespace: &str) -> Vec<Value> {
-        self.objects("rolebindings", Some(namespace))
-    }
-}
-
 fn authenticate(srv: &Server, headers: &HeaderMap) -> Result<Option<User>, ApiError> {
     let Some(tokens) = &srv.tokens else { return Ok(None) };
     let auth = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
@@ -310,8 +283,7 @@ fn authenticate(srv: &Server, headers: &HeaderMap) -> Result<Option<User>, ApiEr
 
 fn authorize(srv: &Server, user: Option<&User>, attrs: &Attributes) -> Result<(), ApiError> {
     let Some(user) = user else { return Ok(()) };
-    let rbac = Rbac(&srv.api);
-    let d = authz::decide(user, attrs, &rbac);
+    let d = authz::decide(user, attrs, srv.api.as_ref());
     if d.allowed {
         return Ok(());
     }
@@ -466,6 +438,7 @@ fn write_opts(query: &Query, headers: &HeaderMap, user: Option<&User>) -> Result
         field_validation,
         force: truthy(query, "force"),
         user: user_info(user),
+        authz_user: user.cloned(),
     })
 }
 
@@ -914,7 +887,7 @@ fn review(srv: &Server, rt: &ResourceType, user: Option<&User>, mut body: Value)
         (None, None) => Attributes::non_resource("", ""),
     };
     let decision = if srv.tokens.is_some() {
-        authz::decide(user, &attrs, &Rbac(&srv.api))
+        authz::decide(user, &attrs, srv.api.as_ref())
     } else {
         authz::Decision { allowed: true, reason: String::new() }
     };

@@ -1594,6 +1594,90 @@ async fn authz_service_account_needs_role_binding() {
     assert!(env.get(&["configmap", "c"]).is_some());
 }
 
+/// A Role for `bot` over ConfigMaps with `verbs`, and the binding.
+fn cm_role(verbs: &str) -> String {
+    format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: cm-writer}}\nrules:\n\
+         - apiGroups: [\"\"]\n  resources: [configmaps]\n  verbs: [{verbs}]\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: bot-writes-cms}}\n\
+         roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: cm-writer}}\n\
+         subjects: [{{kind: ServiceAccount, name: bot, namespace: default}}]\n"
+    )
+}
+
+/// OwnerReferencesPermissionEnforcement: `blockOwnerDeletion` needs `update` on the owner's
+/// `finalizers`; changing the references of an existing object needs `delete` on it.
+#[tokio::test(flavor = "multi_thread")]
+async fn authz_owner_references_permission_enforcement() {
+    let env = Env::start_with(Config { authz: true, ..Config::default() }).await;
+    env.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: owner\n", &[]);
+    let uid =
+        env.get(&["configmap", "owner"]).expect("owner")["metadata"]["uid"].as_str().expect("uid").to_owned();
+    let token = service_account_token(&env);
+    let bot = env.kubeconfig_with_token("bot.kubeconfig", &token);
+    env.apply(&cm_role("get, list, create, update, patch"), &[]);
+    let child = |name: &str, block: bool| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  ownerReferences:\n  - \
+             {{apiVersion: v1, kind: ConfigMap, name: owner, uid: {uid}, blockOwnerDeletion: {block}}}\n"
+        )
+    };
+    let out = env.run_as(&bot, &["create", "-f", "-"], Some(&child("blocked", true)));
+    assert!(
+        out.stderr.contains(r#"configmaps "blocked" is forbidden: cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: User "system:serviceaccount:default:bot" cannot update resource "configmaps/finalizers" in API group "" in the namespace "default""#),
+        "{}",
+        out.stderr
+    );
+    // Without blockOwnerDeletion a creator may set references.
+    let out = env.run_as(&bot, &["create", "-f", "-"], Some(&child("plain", false)));
+    assert!(out.ok(), "{}", out.stderr);
+    // Changing them later needs delete on the object.
+    let out = env.run_as(
+        &bot,
+        &[
+            "patch",
+            "configmap",
+            "plain",
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/metadata/ownerReferences"}]"#,
+        ],
+        None,
+    );
+    assert!(
+        out.stderr.contains(
+            r#"configmaps "plain" is forbidden: cannot set an ownerRef on a resource you can't delete"#
+        ),
+        "{}",
+        out.stderr
+    );
+    // Granted both, both work.
+    env.apply(&cm_role("get, list, create, update, patch, delete"), &[]);
+    env.apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: cm-finalizers}\nrules:\n\
+         - apiGroups: [\"\"]\n  resources: [configmaps/finalizers]\n  verbs: [update]\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: bot-cm-finalizers}\n\
+         roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: cm-finalizers}\n\
+         subjects: [{kind: ServiceAccount, name: bot, namespace: default}]\n",
+        &[],
+    );
+    let out = env.run_as(&bot, &["create", "-f", "-"], Some(&child("blocked", true)));
+    assert!(out.ok(), "{}", out.stderr);
+    let out = env.run_as(
+        &bot,
+        &[
+            "patch",
+            "configmap",
+            "plain",
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/metadata/ownerReferences"}]"#,
+        ],
+        None,
+    );
+    assert!(out.ok(), "{}", out.stderr);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn authz_auth_can_i() {
     let env = Env::start_with(Config { authz: true, ..Config::default() }).await;

@@ -29,6 +29,19 @@ pub struct SimArgs {
     /// cannot be combined with --authz).
     #[arg(long, conflicts_with = "authz")]
     plain_http: bool,
+    /// Call admission webhooks that name the Service NAMESPACE/NAME at HOST:PORT (there is
+    /// no cluster network); repeatable.
+    #[arg(long, value_name = "NAMESPACE/NAME=HOST:PORT", value_parser = webhook_service)]
+    webhook_service: Vec<(String, String)>,
+}
+
+fn webhook_service(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((svc, addr)) if svc.contains('/') && addr.contains(':') => Ok((svc.to_owned(), addr.to_owned())),
+        _ => {
+            Err(format!("{s:?}: expected NAMESPACE/NAME=HOST:PORT, e.g. my-system/my-webhook=127.0.0.1:9443"))
+        }
+    }
 }
 
 /// Serve until Ctrl-C or SIGTERM.
@@ -42,6 +55,9 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
         tls: !args.plain_http,
     };
     let sim = KubeSim::start(config).await.context("kubesim could not start")?;
+    if !args.webhook_service.is_empty() {
+        sim.set_webhook_services(args.webhook_service.into_iter().collect());
+    }
     sim.write_kubeconfig(&args.kubeconfig).with_context(|| {
         format!(
             "cannot write the kubeconfig to {}; pass --kubeconfig with a writable path",
