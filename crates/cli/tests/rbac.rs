@@ -118,7 +118,9 @@ fn generated_rbac_is_sufficient_and_every_rule_is_needed_myapp() {
 }
 
 /// Apply `example`'s manifests, run it with them, then drop each rule in turn. `unproven`
-/// lists rules (as JSON) this example is allowed not to need.
+/// lists rules (as JSON) this example is allowed not to need. Each case's outcome is
+/// printed (seen with `--no-capture`).
+#[allow(clippy::print_stderr)]
 fn prove(example: &str, reconciled: fn(&Kubectl, &str) -> bool, unproven: &[&str]) {
     let dir = tempfile::tempdir().expect("temp dir");
     let admin = dir.path().join("kc");
