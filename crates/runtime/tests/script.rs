@@ -176,3 +176,70 @@ fn the_webapp_example_keeps_its_token() {
     assert!(secret.get("stringData").is_none());
     assert_eq!(again["status"], json!({"ready": true, "phase": "Running"}));
 }
+
+/// An [`ctop_runtime::Observer`] over fixed objects that records what was asked.
+struct Fixed {
+    objects: Vec<serde_json::Value>,
+    asked: std::sync::Mutex<Vec<String>>,
+}
+
+impl ctop_runtime::Observer for Fixed {
+    fn list(&self, kind: &str) -> Option<String> {
+        self.asked.lock().expect("lock").push(format!("list {kind}"));
+        (kind == "v1/Secret").then(|| json!(self.objects).to_string())
+    }
+
+    fn get(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<Option<String>> {
+        self.asked.lock().expect("lock").push(format!("get {kind} {} {name}", namespace.unwrap_or("-")));
+        (kind == "v1/Secret").then(|| {
+            self.objects
+                .iter()
+                .find(|o| o["metadata"]["name"] == name && o["metadata"]["namespace"].as_str() == namespace)
+                .map(|o| o.to_string())
+        })
+    }
+}
+
+#[test]
+fn observed_objects_are_served_on_demand_by_the_host() {
+    let src = r#"
+import { resource, z, operator, getObserved, listObserved, setStatus, Result, Secret, ConfigMap } from "ctop";
+const thing = resource("test.example.com/v1", "Thing", { scope: "Namespaced", spec: {} , status: { found: z.string(), missing: z.boolean(), count: z.number(), cms: z.number() } });
+operator(thing).manages(Secret).reconcile((cr) => {
+  setStatus(cr, {
+    found: getObserved(Secret, "a")?.data?.k ?? "none",
+    missing: getObserved(Secret, "zzz") === undefined,
+    count: listObserved(Secret).length,
+    cms: listObserved(ConfigMap).length,
+  });
+  return Result.ok();
+});
+"#;
+    let s = script(&[("operator.ct", src)], Limits::default()).expect("loads");
+    let observer = std::sync::Arc::new(Fixed {
+        objects: vec![
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a", "namespace": "ns"}, "data": {"k": "djE="}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "b", "namespace": "ns"}}),
+        ],
+        asked: std::sync::Mutex::default(),
+    });
+    let input = json!({"object": {"apiVersion": "test.example.com/v1", "kind": "Thing",
+        "metadata": {"name": "t", "namespace": "ns", "uid": "u"}, "spec": {}}})
+    .to_string();
+    let out = s.dispatch_observed("reconcile", 0, &input, observer.clone()).expect("reconcile");
+    assert_eq!(out["status"], json!({"found": "djE=", "missing": true, "count": 2, "cms": 0}));
+    assert_eq!(
+        *observer.asked.lock().expect("lock"),
+        ["get v1/Secret ns a", "get v1/Secret ns zzz", "list v1/Secret", "list v1/ConfigMap"],
+        "one keyed lookup per getObserved; a kind is listed once per call"
+    );
+    // Without an observer the input's `observed` is used, as before.
+    let legacy = s.dispatch("reconcile", 0, &webapp_like(&input)).expect("reconcile");
+    assert_eq!(legacy["status"]["count"], 1);
+}
+
+fn webapp_like(input: &str) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(input).expect("json");
+    v["observed"] = json!({"v1/Secret": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a", "namespace": "ns"}, "data": {"k": "eA=="}}]});
+    v.to_string()
+}
