@@ -3,7 +3,7 @@
  *
  * One plain ES2023 module with no dependencies. It runs inside QuickJS; the only things it
  * needs from outside are the host functions in `globalThis.__ct_host` (randomness, logging,
- * time, fetch). Its two faces, both described in RUNTIME.md:
+ * time, fetch, cached objects). Its two faces, both described in crates/runtime/RUNTIME.md:
  *
  * - at load time, `resource(...)` and `operator(...)` register a plain JSON description of
  *   the CRDs and controllers into `globalThis.__ct_operator`;
@@ -1000,7 +1000,7 @@ function withDefaults(fns, obj) {
 }
 
 /**
- * The one entry point from Rust (see RUNTIME.md). Returns the output JSON, or a Promise of
+ * The one entry point from Rust (see crates/runtime/RUNTIME.md). Returns the output JSON, or a Promise of
  * it when the handler is async: the vm must then run pending jobs until it settles.
  */
 function dispatch(handler, controllerIndex, inputJson) {

@@ -6,8 +6,8 @@
 //! the bundle's modules plus the built-in module `"ctop"` (the sdk source) through a module
 //! loader that needs no file system, and evaluates the entry module, whose top level registers
 //! the operator. Then [`Vm::registry`] reads `globalThis.__ct_operator` and [`Vm::dispatch`]
-//! calls `globalThis.__ct_dispatch(handler, index, inputJson)` (the `dispatch` function at
-//! the end of `sdk/ctop.js` documents the input and output JSON).
+//! calls `globalThis.__ct_dispatch(handler, index, inputJson)` (`RUNTIME.md` in this crate
+//! is the contract between loader, vm and sdk).
 //!
 //! # Limits
 //! Every entry into JavaScript (loading, [`Vm::registry`], [`Vm::dispatch`]) arms a deadline
