@@ -178,6 +178,15 @@ pub struct ControllerSpec {
     /// The primary kind.
     #[serde(rename = "for")]
     pub for_: KindRef,
+    /// Watch the primary kind in this namespace only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Only primary objects matching this label selector (applied by the server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<String>,
+    /// Which updates of a primary object trigger a reconcile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicate: Option<Predicate>,
     /// Periodic resync of every primary object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub every: Option<Duration>,

@@ -440,8 +440,20 @@ export interface OperatorBuilder<CR extends KubeObject> {
   reconcile(fn: (cr: CR) => HandlerReturn): this;
 }
 
+/** Options of `operator(kind, options)`: its name, and the scope of the primary watch. */
+export interface OperatorOptions {
+  /** A unique name (logs, metrics); defaults to the lowercase kind. */
+  name?: string;
+  /** Watch and reconcile the primary kind in this namespace only. */
+  namespace?: string;
+  /** Only primary objects matching this selector (`"app=web"` or `{ app: "web" }`), applied by the server. */
+  labelSelector?: string | { [key: string]: string };
+  /** Which updates of a primary object trigger a reconcile (creations and deletions always do). */
+  predicate?: Predicate;
+}
+
 /** Start a controller for a resource (or any kind). Several may exist in one script. */
-export declare function operator<T extends KubeObject>(res: Kind<T, never>, options?: { name?: string }): OperatorBuilder<T>;
+export declare function operator<T extends KubeObject>(res: Kind<T, never>, options?: OperatorOptions): OperatorBuilder<T>;
 
 // ═══════════════════════════════ inside handlers ═══════════════════════════════
 

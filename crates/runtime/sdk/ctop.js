@@ -639,7 +639,7 @@ class OperatorBuilder {
 }
 
 /** Start a controller for `res` (a `resource(...)` handle or any kind handle). */
-export function operator(res, { name } = {}) {
+export function operator(res, { name, namespace, labelSelector: selector, predicate } = {}) {
   const ref = kindRef(res, "operator");
   const info = knownKinds.get(kindKey(ref)) ?? { ...ref, plural: pluralize(ref.kind), group: "", namespaced: true };
   const taken = (n) => registry.controllers.some((c) => c.name === n);
@@ -648,6 +648,10 @@ export function operator(res, { name } = {}) {
   for (let i = 2; taken(unique); i++) unique = `${ref.kind.toLowerCase()}-${i}`;
   const entry = { index: registry.controllers.length, name: unique, for: ref, every: null, manages: [],
     reads: [], watches: [], permissions: [], finalizer: null, handlers: [] };
+  // Scoping of the primary watch itself (the Δ-controller's source options).
+  if (namespace !== undefined) entry.namespace = String(namespace);
+  if (selector !== undefined) entry.labelSelector = labelSelector(selector);
+  if (predicate !== undefined) entry.predicate = checkPredicate(predicate);
   const fns = { entry, handlers: {}, mappers: [], kind: info, schema: specSchemas.get(kindKey(ref)) };
   registry.controllers.push(entry);
   controllerFns.push(fns);

@@ -514,7 +514,13 @@ async fn start_controller(
         Arc::new(QueueStats { name: name.clone(), metrics: metrics.clone(), pending: Mutex::default() });
     let (primary, namespaced) = resolve(&client, &spec.for_).await?;
     let ns = options.namespace.as_deref();
-    let primary_api = api_for(&client, &primary, namespaced, ns);
+    // The script may scope the primary watch further: a namespace, a label selector (both
+    // applied by the server) and a predicate on updates.
+    let primary_api = api_for(&client, &primary, namespaced, spec.namespace.as_deref().or(ns));
+    let mut primary_config = watcher::Config::default();
+    if let Some(sel) = &spec.label_selector {
+        primary_config = primary_config.labels(sel);
+    }
     // The primary reflector is built here (not by `Controller::new_with`) so that its
     // `InitDone` can be observed: a second task waiting on the controller's own store is
     // never woken in kube-runtime 5 (its readiness keeps one waker; see
@@ -522,14 +528,27 @@ async fn start_controller(
     let primary_writer = reflector::store::Writer::<DynamicObject>::new(primary.clone());
     let primary_store = primary_writer.as_reader();
     let (primary_stream, primary_synced) = tap_init_done(detach(
-        watcher(primary_api, watcher::Config::default())
+        watcher(primary_api, primary_config)
             .default_backoff()
             .modify(strip_managed_fields)
             .reflect(primary_writer),
     ));
     let primary_triggers = {
         let queue = queue.clone();
-        without_errors(primary_stream.applied_objects(), name.clone()).inspect(move |o| {
+        let objects: futures::stream::BoxStream<'static, Result<DynamicObject, watcher::Error>> =
+            match spec.predicate.clone() {
+                // Creations always pass; updates when the predicate holds against the
+                // previous version; deletions are not triggers of the primary.
+                Some(p) => filter_events(
+                    primary_stream
+                        .filter(|e| std::future::ready(!matches!(e, Ok(watcher::Event::Delete(_))))),
+                    Some(p),
+                )
+                .map(Ok)
+                .boxed(),
+                None => without_errors(primary_stream.applied_objects(), name.clone()).boxed(),
+            };
+        objects.inspect(move |o| {
             if let Ok(o) = o {
                 queue.add(object_key(o));
             }

@@ -243,3 +243,21 @@ fn webapp_like(input: &str) -> String {
     v["observed"] = json!({"v1/Secret": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a", "namespace": "ns"}, "data": {"k": "eA=="}}]});
     v.to_string()
 }
+
+#[test]
+fn operator_options_scope_the_primary_watch() {
+    let src = r#"
+import { operator, Result, Pod } from "ctop";
+operator(Pod, { name: "annotator", namespace: "production", labelSelector: { app: "web" },
+  predicate: { or: ["LabelChanged", "AnnotationChanged"] } }).reconcile(() => Result.ok());
+"#;
+    let s = script(&[("operator.ct", src)], Limits::default()).expect("loads");
+    let c = &s.spec().controllers[0];
+    assert_eq!(c.name, "annotator");
+    assert_eq!(c.namespace.as_deref(), Some("production"));
+    assert_eq!(c.label_selector.as_deref(), Some("app=web"));
+    assert_eq!(
+        serde_json::to_value(&c.predicate).expect("json"),
+        json!({"or": ["LabelChanged", "AnnotationChanged"]})
+    );
+}
