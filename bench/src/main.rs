@@ -24,7 +24,9 @@ use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt as _};
 use parking_lot::Mutex;
@@ -120,7 +122,7 @@ pub struct Run {
     pub peak_rss_mb: f64,
     /// (RSS after the create phase − base RSS) / N.
     pub rss_per_cr_kb: f64,
-    /// ctop only: mean time in the script per reconcile call.
+    /// ctop only: mean time in the script per reconcile call (steady state, warm).
     pub script_mean_us: Option<f64>,
     /// ctop only: p50 of the script time (from the histogram buckets).
     pub script_p50_us: Option<f64>,
@@ -153,7 +155,12 @@ async fn main() -> anyhow::Result<()> {
     let failed: Vec<_> = runs.iter().filter(|r| !r.converged).collect();
     if opts.require_convergence && !failed.is_empty() {
         for r in failed {
-            eprintln!("not converged: {} at {}: {}", r.implementation, r.size, r.failure.as_deref().unwrap_or(""));
+            eprintln!(
+                "not converged: {} at {}: {}",
+                r.implementation,
+                r.size,
+                r.failure.as_deref().unwrap_or("")
+            );
         }
         bail!("an implementation did not converge");
     }
@@ -258,7 +265,8 @@ fn set_once(map: &mut HashMap<String, Instant>, key: &str, present: bool) {
 
 async fn client_for(kubeconfig: &Path) -> anyhow::Result<Client> {
     let kc = kube::config::Kubeconfig::read_from(kubeconfig)?;
-    let mut config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?;
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?;
     config.headers.push((http::header::USER_AGENT, http::HeaderValue::from_static(DRIVER_AGENT)));
     Ok(Client::try_from(config)?)
 }
@@ -282,7 +290,9 @@ async fn impl_requests(client: &Client) -> anyhow::Result<HashMap<String, u64>> 
 fn writes(requests: &HashMap<String, u64>) -> u64 {
     requests
         .iter()
-        .filter(|(k, _)| ["apply ", "patch ", "create ", "update ", "delete"].iter().any(|w| k.starts_with(w)))
+        .filter(|(k, _)| {
+            ["apply ", "patch ", "create ", "update ", "delete"].iter().any(|w| k.starts_with(w))
+        })
         .map(|(_, v)| v)
         .sum()
 }
@@ -335,15 +345,18 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// The bench copy of the example: identical but for the `every(...)` period.
-fn example_copy(opts: &Opts, dir: &Path) -> anyhow::Result<PathBuf> {
-    let target = dir.join("webapp");
+fn example_copy(opts: &Opts, dir: &Path, every: &str) -> anyhow::Result<PathBuf> {
+    let target = dir.join(format!("webapp-{every}"));
     std::fs::create_dir_all(&target)?;
     let script = std::fs::read_to_string(opts.example.join("operator.ct"))
         .with_context(|| format!("cannot read {}", opts.example.display()))?;
     if !script.contains(".every(\"5m\")") {
         bail!("{} no longer has .every(\"5m\"); update the bench", opts.example.display());
     }
-    std::fs::write(target.join("operator.ct"), script.replace(".every(\"5m\")", &format!(".every({:?})", opts.every)))?;
+    std::fs::write(
+        target.join("operator.ct"),
+        script.replace(".every(\"5m\")", &format!(".every({every:?})")),
+    )?;
     Ok(target)
 }
 
@@ -355,7 +368,8 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     let kubeconfig = tmp.join("kubeconfig");
     let history = (size * 20).max(10_000).to_string();
     let _sim = spawn(
-        Command::new(&opts.ctop).args(["sim", "--plain-http", "--addr", "127.0.0.1:0", "--watch-history", &history])
+        Command::new(&opts.ctop)
+            .args(["sim", "--plain-http", "--addr", "127.0.0.1:0", "--watch-history", &history])
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .env("CTOP_LOG", "warn"),
@@ -368,7 +382,7 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     let client = client_for(&kubeconfig).await?;
 
     // The CRD, from `ctop manifests` of the example.
-    let example = example_copy(opts, &tmp)?;
+    let example = example_copy(opts, &tmp, "5m")?;
     let out = Command::new(&opts.ctop).arg("manifests").arg(&example).env("CTOP_LOG", "error").output()?;
     if !out.status.success() {
         bail!("ctop manifests failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -391,37 +405,39 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     let webapps: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &ar);
     webapps.create(&PostParams::default(), &webapp("probe", IMAGE_1)).await?;
 
-    let port = free_port()?;
-    let every_s = {
-        let d: ctop_duration::D = opts.every.parse()?;
-        d.0.as_secs_f64()
+    let every_s = opts.every.parse::<ctop_duration::D>()?.0.as_secs_f64();
+    let start = |every: &str, log: &str| -> anyhow::Result<(Proc, u16)> {
+        let port = free_port()?;
+        let every_s = every.parse::<ctop_duration::D>()?.0.as_secs_f64();
+        let mut cmd = match imp {
+            "ctop" => {
+                let mut c = Command::new(&opts.ctop);
+                c.arg("run").arg(example_copy(opts, &tmp, every)?).arg("--kubeconfig").arg(&kubeconfig);
+                c.args(["--leader-elect=false", "--health-port", "0", "--metrics-port", &port.to_string()]);
+                c.env("CTOP_LOG", "warn");
+                c
+            }
+            "native" => {
+                let mut c = Command::new(&opts.native);
+                c.arg("--kubeconfig").arg(&kubeconfig);
+                c.args(["--every", every, "--metrics-port", &port.to_string()]);
+                c
+            }
+            "kopf" => {
+                let mut c = Command::new(&opts.kopf);
+                c.args(["run", "--standalone", "--quiet", "-A"]).arg(&opts.kopf_script);
+                c.env("KUBECONFIG", &kubeconfig);
+                c.env("BENCH_EVERY", every_s.to_string());
+                c.env("BENCH_METRICS_PORT", port.to_string());
+                c
+            }
+            other => bail!("unknown implementation {other:?} (ctop, native, kopf)"),
+        };
+        Ok((spawn(&mut cmd, &tmp.join(format!("{imp}-{log}.log")))?, port))
     };
-    let mut cmd = match imp {
-        "ctop" => {
-            let mut c = Command::new(&opts.ctop);
-            c.arg("run").arg(&example).arg("--kubeconfig").arg(&kubeconfig);
-            c.args(["--leader-elect=false", "--health-port", "0", "--metrics-port", &port.to_string()]);
-            c.env("CTOP_LOG", "warn");
-            c
-        }
-        "native" => {
-            let mut c = Command::new(&opts.native);
-            c.arg("--kubeconfig").arg(&kubeconfig);
-            c.args(["--every", &opts.every, "--metrics-port", &port.to_string()]);
-            c
-        }
-        "kopf" => {
-            let mut c = Command::new(&opts.kopf);
-            c.args(["run", "--standalone", "--quiet", "-A"]).arg(&opts.kopf_script);
-            c.env("KUBECONFIG", &kubeconfig);
-            c.env("BENCH_EVERY", every_s.to_string());
-            c.env("BENCH_METRICS_PORT", port.to_string());
-            c
-        }
-        other => bail!("unknown implementation {other:?} (ctop, native, kopf)"),
-    };
+    // Process A: the example's own period (5m), for cold start, create and update.
     let started = Instant::now();
-    let proc = spawn(&mut cmd, &tmp.join(format!("{imp}.log")))?;
+    let (proc, port) = start("5m", "work")?;
     let pid = proc.child.id();
     let mut run = Run { implementation: imp.into(), size, ..Run::default() };
     let timeout = Duration::from_secs(opts.timeout_secs);
@@ -434,7 +450,7 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
             break;
         }
         if started.elapsed() > Duration::from_secs(60) {
-            bail!("no first reconcile within 60 s (see {})", tmp.join(format!("{imp}.log")).display());
+            bail!("no first reconcile within 60 s (see {})", tmp.join(format!("{imp}-work.log")).display());
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -444,30 +460,42 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
 
     let seen = Arc::new(Mutex::new(Seen::default()));
     let watchers = [
-        watch_into(Api::<Deployment>::namespaced(client.clone(), NAMESPACE), seen.clone(), |s, d: &Deployment, up| {
-            let name = d.name_any();
-            if up {
-                let image = d
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.template.spec.as_ref()?.containers.first()?.image.clone())
-                    .unwrap_or_default();
-                if image == IMAGE_2 {
-                    s.deploy_image2.entry(name.clone()).or_insert_with(Instant::now);
+        watch_into(
+            Api::<Deployment>::namespaced(client.clone(), NAMESPACE),
+            seen.clone(),
+            |s, d: &Deployment, up| {
+                let name = d.name_any();
+                if up {
+                    let image = d
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.template.spec.as_ref()?.containers.first()?.image.clone())
+                        .unwrap_or_default();
+                    if image == IMAGE_2 {
+                        s.deploy_image2.entry(name.clone()).or_insert_with(Instant::now);
+                    }
+                    let e = s.deployments.entry(name).or_insert_with(|| (Instant::now(), String::new()));
+                    e.1 = image;
+                } else {
+                    s.deployments.remove(&name);
                 }
-                let e = s.deployments.entry(name).or_insert_with(|| (Instant::now(), String::new()));
-                e.1 = image;
-            } else {
-                s.deployments.remove(&name);
-            }
-        }),
-        watch_into(Api::<Service>::namespaced(client.clone(), NAMESPACE), seen.clone(), |s, o: &Service, up| {
-            set_once(&mut s.services, &o.name_any(), up);
-        }),
-        watch_into(Api::<Secret>::namespaced(client.clone(), NAMESPACE), seen.clone(), |s, o: &Secret, up| {
-            let name = o.name_any();
-            set_once(&mut s.secrets, name.strip_suffix("-token").unwrap_or(&name), up);
-        }),
+            },
+        ),
+        watch_into(
+            Api::<Service>::namespaced(client.clone(), NAMESPACE),
+            seen.clone(),
+            |s, o: &Service, up| {
+                set_once(&mut s.services, &o.name_any(), up);
+            },
+        ),
+        watch_into(
+            Api::<Secret>::namespaced(client.clone(), NAMESPACE),
+            seen.clone(),
+            |s, o: &Secret, up| {
+                let name = o.name_any();
+                set_once(&mut s.secrets, name.strip_suffix("-token").unwrap_or(&name), up);
+            },
+        ),
         watch_into(webapps.clone(), seen.clone(), |s, o: &DynamicObject, up| {
             let name = o.name_any();
             if up {
@@ -528,20 +556,6 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     run.requests_per_reconcile = run.create_requests as f64 / run.create_reconciles.max(1) as f64;
     run.rss_per_cr_kb = (proc_usage(pid).1 - run.base_rss_mb).max(0.0) * 1024.0 / size as f64;
 
-    // Steady state: let the create burst settle, then count.
-    tokio::time::sleep(Duration::from_secs_f64((every_s * 2.0).max(2.0))).await;
-    let w0 = writes(&impl_requests(&client).await?);
-    let (c0, _, _) = proc_usage(pid);
-    let r0 = reconciles(port).await;
-    let t0 = Instant::now();
-    tokio::time::sleep(Duration::from_secs(opts.steady_secs)).await;
-    let r1 = reconciles(port).await;
-    let (c1, _, _) = proc_usage(pid);
-    let window = t0.elapsed().as_secs_f64();
-    run.steady_writes = writes(&impl_requests(&client).await?).saturating_sub(w0);
-    run.noop_per_s = r1.saturating_sub(r0) as f64 / window;
-    run.noop_per_cpu_s = r1.saturating_sub(r0) as f64 / (c1 - c0).max(0.01);
-
     // A burst of spec updates.
     let t_update = Instant::now();
     futures::stream::iter(names.iter().cloned())
@@ -572,6 +586,37 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
         fail(&mut run, "update");
     }
 
+    // Process B: the same implementation restarted with the short resync period; once it
+    // has been through every CR (all no-ops: everything converged), count its resyncs.
+    let (cpu_a, _, hwm_a) = proc_usage(pid);
+    drop(proc);
+    let (proc, port) = start(&opts.every, "steady")?;
+    let pid = proc.child.id();
+    let n = size as u64 + 1;
+    let t_first = Instant::now();
+    while reconciles(port).await < n && t_first.elapsed() < timeout {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs_f64((every_s * 2.0).max(2.0))).await;
+    let w0 = writes(&impl_requests(&client).await?);
+    let (c0, _, _) = proc_usage(pid);
+    let r0 = reconciles(port).await;
+    let t0 = Instant::now();
+    tokio::time::sleep(Duration::from_secs(opts.steady_secs)).await;
+    let r1 = reconciles(port).await;
+    let (c1, _, _) = proc_usage(pid);
+    let window = t0.elapsed().as_secs_f64();
+    run.steady_writes = writes(&impl_requests(&client).await?).saturating_sub(w0);
+    run.noop_per_s = r1.saturating_sub(r0) as f64 / window;
+    run.noop_per_cpu_s = r1.saturating_sub(r0) as f64 / (c1 - c0).max(0.01);
+    if imp == "ctop"
+        && let Some(text) = scrape(port).await
+    {
+        let (mean, p50) = report::script_times(&text);
+        run.script_mean_us = mean;
+        run.script_p50_us = p50;
+    }
+
     // Delete everything.
     let t_delete = Instant::now();
     futures::stream::iter(names.iter().cloned())
@@ -597,16 +642,9 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
         fail(&mut run, "delete");
     }
 
-    let (cpu, _, hwm) = proc_usage(pid);
-    run.cpu_s = cpu;
-    run.peak_rss_mb = hwm;
-    if imp == "ctop"
-        && let Some(text) = scrape(port).await
-    {
-        let (mean, p50) = report::script_times(&text);
-        run.script_mean_us = mean;
-        run.script_p50_us = p50;
-    }
+    let (_, _, hwm_b) = proc_usage(pid);
+    run.cpu_s = cpu_a;
+    run.peak_rss_mb = hwm_a.max(hwm_b);
     for w in watchers {
         w.abort();
     }

@@ -28,11 +28,13 @@ pub fn summary(r: &Run) -> String {
 
 /// (mean, p50) in µs of `ctop_script_duration_seconds{handler="reconcile"}` from /metrics.
 pub fn script_times(metrics: &str) -> (Option<f64>, Option<f64>) {
-    let reconcile = |l: &&str| l.starts_with("ctop_script_duration_seconds") && l.contains("handler=\"reconcile\"");
+    let reconcile =
+        |l: &&str| l.starts_with("ctop_script_duration_seconds") && l.contains("handler=\"reconcile\"");
     let value = |l: &str| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok());
     let lines: Vec<&str> = metrics.lines().filter(reconcile).collect();
     let sum = lines.iter().find(|l| l.starts_with("ctop_script_duration_seconds_sum")).and_then(|l| value(l));
-    let count = lines.iter().find(|l| l.starts_with("ctop_script_duration_seconds_count")).and_then(|l| value(l));
+    let count =
+        lines.iter().find(|l| l.starts_with("ctop_script_duration_seconds_count")).and_then(|l| value(l));
     let mean = match (sum, count) {
         (Some(s), Some(c)) if c > 0.0 => Some(s / c * 1e6),
         _ => None,
@@ -97,7 +99,11 @@ pub fn markdown(runs: &[Run], every: &str) -> String {
             "| {} | {} | {} | {:.2} | {:.2} | {:.0} | {:.0} | {:.2} | {:.0} | {:.0} | {} | {:.2} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
             r.implementation,
             r.size,
-            if r.converged { "yes".to_owned() } else { format!("NO: {}", r.failure.as_deref().unwrap_or("")) },
+            if r.converged {
+                "yes".to_owned()
+            } else {
+                format!("NO: {}", r.failure.as_deref().unwrap_or(""))
+            },
             r.cold_start_s,
             r.create_converge_s,
             r.latency_p50_ms,

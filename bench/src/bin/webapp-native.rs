@@ -102,7 +102,8 @@ async fn reconcile(cr: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Fail
     // The parent's ApplySet label and annotations, once.
     let annotations = cr.annotations();
     if cr.labels().get("applyset.kubernetes.io/id") != Some(&id)
-        || annotations.get("applyset.kubernetes.io/contains-group-kinds").map(String::as_str) != Some(GROUP_KINDS)
+        || annotations.get("applyset.kubernetes.io/contains-group-kinds").map(String::as_str)
+            != Some(GROUP_KINDS)
         || annotations.get("applyset.kubernetes.io/tooling").map(String::as_str) != Some(TOOLING)
     {
         let patch = json!({"metadata": {
@@ -123,9 +124,7 @@ async fn reconcile(cr: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Fail
         "apiVersion": "apps.example.com/v1", "kind": "WebApp", "name": name, "uid": uid,
         "controller": true, "blockOwnerDeletion": true,
     }]);
-    let meta = |child: &str| {
-        json!({"name": child, "namespace": ns, "labels": child_labels, "ownerReferences": owner})
-    };
+    let meta = |child: &str| json!({"name": child, "namespace": ns, "labels": child_labels, "ownerReferences": owner});
 
     let token_name = format!("{name}-token");
     let existing = ctx
@@ -162,9 +161,11 @@ async fn reconcile(cr: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Fail
     let params = PatchParams::apply(MANAGER).force();
     let exists_secret = existing.is_some();
     let exists_deploy = ctx.deployments.get(&ObjectRef::new(&name).within(&ns)).is_some();
-    for (kind, body, exists) in
-        [("Secret", &secret, exists_secret), ("Deployment", &deployment, exists_deploy), ("Service", &service, true)]
-    {
+    for (kind, body, exists) in [
+        ("Secret", &secret, exists_secret),
+        ("Deployment", &deployment, exists_deploy),
+        ("Service", &service, true),
+    ] {
         let key = format!("{uid}/{kind}");
         let print = fingerprint(body);
         if exists && ctx.sent.lock().map(|m| m.get(&key) == Some(&print)).unwrap_or(false) {
@@ -172,14 +173,18 @@ async fn reconcile(cr: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Fail
         }
         let child = body["metadata"]["name"].as_str().unwrap_or_default();
         match kind {
-            "Secret" => {
-                Api::<Secret>::namespaced(ctx.client.clone(), &ns).patch(child, &params, &Patch::Apply(body)).await.map(drop)
-            }
+            "Secret" => Api::<Secret>::namespaced(ctx.client.clone(), &ns)
+                .patch(child, &params, &Patch::Apply(body))
+                .await
+                .map(drop),
             "Deployment" => Api::<Deployment>::namespaced(ctx.client.clone(), &ns)
                 .patch(child, &params, &Patch::Apply(body))
                 .await
                 .map(drop),
-            _ => Api::<Service>::namespaced(ctx.client.clone(), &ns).patch(child, &params, &Patch::Apply(body)).await.map(drop),
+            _ => Api::<Service>::namespaced(ctx.client.clone(), &ns)
+                .patch(child, &params, &Patch::Apply(body))
+                .await
+                .map(drop),
         }
         .map_err(fail(kind))?;
         if let Ok(mut m) = ctx.sent.lock() {
@@ -260,7 +265,9 @@ async fn main() -> anyhow::Result<()> {
             "--every" => every = args.next().unwrap_or(every),
             "--metrics-port" => port = args.next().and_then(|p| p.parse().ok()).unwrap_or(0),
             "--concurrency" => concurrency = args.next().and_then(|p| p.parse().ok()).unwrap_or(4),
-            other => anyhow::bail!("unknown argument {other}; use --kubeconfig, --every, --metrics-port, --concurrency"),
+            other => anyhow::bail!(
+                "unknown argument {other}; use --kubeconfig, --every, --metrics-port, --concurrency"
+            ),
         }
     }
     let every = parse_duration(&every)?;
@@ -277,9 +284,10 @@ async fn main() -> anyhow::Result<()> {
     let wc = watcher::Config::default();
 
     let (secrets, secret_writer) = reflector::store::<Secret>();
-    let secret_stream = reflector::reflector(secret_writer, watcher(Api::<Secret>::all(client.clone()), wc.clone()))
-        .applied_objects()
-        .boxed();
+    let secret_stream =
+        reflector::reflector(secret_writer, watcher(Api::<Secret>::all(client.clone()), wc.clone()))
+            .applied_objects()
+            .boxed();
     let (deployments, deploy_writer) = reflector::store::<Deployment>();
     let deploy_stream =
         reflector::reflector(deploy_writer, watcher(Api::<Deployment>::all(client.clone()), wc.clone()))
