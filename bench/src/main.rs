@@ -11,6 +11,9 @@
 //! count from its `/metrics`. [`report`] writes `results.md`, `results.json` and
 //! `chart.png`.
 
+// A console tool: progress goes to stderr.
+#![allow(clippy::print_stderr)]
+
 mod report;
 
 use std::collections::{HashMap, HashSet};

@@ -70,7 +70,11 @@ pub fn script_times(metrics: &str) -> (Option<f64>, Option<f64>) {
 }
 
 fn ratio(a: f64, b: f64) -> String {
-    if a > 0.0 && b > 0.0 { format!("{:.2}×", a / b) } else { "–".into() }
+    match a / b {
+        r if a <= 0.0 || b <= 0.0 || !r.is_finite() => "–".into(),
+        r if r < 0.1 => format!("{r:.4}×"),
+        r => format!("{r:.2}×"),
+    }
 }
 
 fn find<'a>(runs: &'a [Run], imp: &str, size: usize) -> Option<&'a Run> {
