@@ -77,13 +77,17 @@ pub struct Opts {
     /// The kopf operator.
     #[arg(long, default_value = "bench/kopf/webapp.py")]
     kopf_script: PathBuf,
+    /// Results (results.json) of an earlier run to show next to this one's (e.g. a slow
+    /// implementation measured once).
+    #[arg(long)]
+    merge: Option<PathBuf>,
     /// Exit non-zero when an implementation does not converge in a phase.
     #[arg(long)]
     require_convergence: bool,
 }
 
 /// Everything measured for one implementation at one size.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Run {
     /// `ctop`, `native` or `kopf`.
     pub implementation: String,
@@ -136,7 +140,10 @@ async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().with_env_filter("warn").with_writer(std::io::stderr).init();
     let opts = <Opts as clap::Parser>::parse();
     std::fs::create_dir_all(&opts.out)?;
-    let mut runs = Vec::new();
+    let mut runs: Vec<Run> = match &opts.merge {
+        Some(path) => serde_json::from_slice(&std::fs::read(path)?)?,
+        None => Vec::new(),
+    };
     for &size in &opts.sizes {
         for imp in &opts.impls {
             eprintln!("==> {imp}: {size} CRs");
@@ -150,12 +157,16 @@ async fn main() -> anyhow::Result<()> {
                 },
             };
             eprintln!("    {}", report::summary(&run));
+            runs.retain(|r| !(r.implementation == run.implementation && r.size == run.size));
             runs.push(run);
+            let order = |r: &Run| ["ctop", "native", "kopf"].iter().position(|i| *i == r.implementation);
+            runs.sort_by_key(|r| (r.size, order(r)));
             report::write(&opts.out, &runs, &opts.every)?;
         }
     }
     eprintln!("results: {}", opts.out.join("results.md").display());
-    let failed: Vec<_> = runs.iter().filter(|r| !r.converged).collect();
+    let failed: Vec<_> =
+        runs.iter().filter(|r| !r.converged && opts.impls.contains(&r.implementation)).collect();
     if opts.require_convergence && !failed.is_empty() {
         for r in failed {
             eprintln!(
@@ -600,7 +611,18 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     while reconciles(port).await < n && t_first.elapsed() < timeout {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tokio::time::sleep(Duration::from_secs_f64((every_s * 2.0).max(2.0))).await;
+    // A restarted implementation may re-apply what it no longer remembers: wait until its
+    // writes stop (two resync periods without one) before counting.
+    let quiet = Duration::from_secs_f64((every_s * 2.0).max(2.0));
+    let mut last = writes(&impl_requests(&client).await?);
+    loop {
+        tokio::time::sleep(quiet).await;
+        let now = writes(&impl_requests(&client).await?);
+        if now == last || t_first.elapsed() > timeout {
+            break;
+        }
+        last = now;
+    }
     let w0 = writes(&impl_requests(&client).await?);
     let (c0, _, _) = proc_usage(pid);
     let r0 = reconciles(port).await;

@@ -126,6 +126,7 @@ pub fn markdown(runs: &[Run], every: &str) -> String {
         );
     }
     let mut sizes: Vec<usize> = runs.iter().map(|r| r.size).collect();
+    sizes.sort_unstable();
     sizes.dedup();
     let _ = writeln!(
         md,
