@@ -83,3 +83,4 @@ for op_dir in "$tmp/op" examples/*/ crates/runtime/tests/golden/*/; do
   fi
   echo "valid: manifests of ${op_dir%/} ($(grep -c '^kind: ' "$out") documents)"
 done
+step "bench: 100 CRs through ctop, native kube-rs and kopf (fails only if one does not converge)"; bench/ci.sh

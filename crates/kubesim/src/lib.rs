@@ -146,6 +146,7 @@ impl KubeSim {
             address: addr.to_string(),
             bookmark_interval: config.bookmark_interval,
             version: KUBERNETES_VERSION,
+            stats: server::RequestStats::default(),
         });
         let app = axum::Router::new().fallback(server::handle).with_state(server.clone());
         let (tx, rx) = oneshot::channel::<()>();

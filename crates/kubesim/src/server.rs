@@ -2,7 +2,7 @@
 //! (JSON, `Table`, `PartialObjectMetadata`), authentication and authorization, fault
 //! injection, and the chunked watch stream.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,6 +44,45 @@ pub struct Server {
     pub bookmark_interval: Duration,
     /// Reported by `/version`.
     pub version: (&'static str, &'static str),
+    /// Resource requests served, by verb and resource (`GET /kubesim/stats`).
+    pub stats: RequestStats,
+}
+
+/// Counts of resource requests by client (`User-Agent`, `-` when absent) and
+/// `"<verb> <resource>[/<subresource>]"` (server-side apply counts as `apply`), served at
+/// `GET /kubesim/stats` and reset by `DELETE /kubesim/stats`; benchmarks read it to report
+/// API requests per reconcile.
+#[derive(Debug, Default)]
+pub struct RequestStats {
+    counts: Mutex<BTreeMap<String, BTreeMap<String, u64>>>,
+}
+
+impl RequestStats {
+    fn record(&self, agent: &str, verb: &str, p: &ResPath) {
+        let key = match &p.sub {
+            Some(sub) => format!("{verb} {}/{sub}", p.resource),
+            None => format!("{verb} {}", p.resource),
+        };
+        *self.counts.lock().entry(agent.to_owned()).or_default().entry(key).or_default() += 1;
+    }
+
+    /// The counts so far: `{"total": n, "clients": {agent: {"total": n, "requests": {..}}}}`.
+    pub fn snapshot(&self) -> Value {
+        let counts = self.counts.lock();
+        let mut clients = serde_json::Map::new();
+        let mut total = 0;
+        for (agent, requests) in counts.iter() {
+            let n = requests.values().sum::<u64>();
+            total += n;
+            clients.insert(agent.clone(), json!({"total": n, "requests": requests}));
+        }
+        json!({"total": total, "clients": clients})
+    }
+
+    /// Forget every count.
+    pub fn reset(&self) {
+        self.counts.lock().clear();
+    }
 }
 
 impl std::fmt::Debug for Server {
@@ -74,6 +113,7 @@ enum Route {
     OpenApiV3,
     OpenApiV3Doc(String),
     Faults(Vec<String>),
+    Stats,
     Resource(ResPath),
 }
 
@@ -92,6 +132,7 @@ fn parse_route(path: &str) -> Option<Route> {
         ["openapi", "v3"] => Route::OpenApiV3,
         ["openapi", "v3", rest @ ..] => Route::OpenApiV3Doc(rest.join("/")),
         ["kubesim", "faults", rest @ ..] => Route::Faults(owned(rest)),
+        ["kubesim", "stats"] => Route::Stats,
         ["api", "v1", rest @ ..] => Route::Resource(parse_rest(String::new(), "v1".into(), rest)?),
         ["apis", g, v, rest @ ..] => Route::Resource(parse_rest((*g).to_owned(), (*v).to_owned(), rest)?),
         _ => return None,
@@ -337,7 +378,26 @@ async fn route(
     let route = parse_route(path).ok_or_else(ApiError::no_route)?;
     let user = authenticate(srv, headers)?;
     let res = match route {
-        Route::Resource(p) => return resource(srv, method, p, query, headers, body, user.as_ref()).await,
+        Route::Resource(p) => {
+            let apply = headers
+                .get(header::CONTENT_TYPE)
+                .is_some_and(|v| v.as_bytes().starts_with(b"application/apply-patch"));
+            let verb = if apply && *method == Method::PATCH { "apply" } else { verb_of(method, &p, query) };
+            let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("-");
+            srv.stats.record(agent, verb, &p);
+            return resource(srv, method, p, query, headers, body, user.as_ref()).await;
+        }
+        Route::Stats => {
+            authorize(srv, user.as_ref(), &Attributes::non_resource(&method.as_str().to_lowercase(), path))?;
+            return match *method {
+                Method::GET => Ok(json_response(200, &srv.stats.snapshot())),
+                Method::DELETE => {
+                    srv.stats.reset();
+                    Ok(json_response(200, &srv.stats.snapshot()))
+                }
+                _ => Err(ApiError::method_not_allowed(method.as_str())),
+            };
+        }
         Route::Faults(rest) => {
             authorize(srv, user.as_ref(), &Attributes::non_resource(&method.as_str().to_lowercase(), path))?;
             return faults(srv, method, &rest, body).await;
@@ -369,7 +429,7 @@ async fn route(
         Route::OpenApiV3Doc(gv) => {
             openapi::document(&srv.api.registry, &gv).ok_or_else(ApiError::no_route)?
         }
-        Route::Resource(_) | Route::Faults(_) => return Err(ApiError::no_route()),
+        Route::Resource(_) | Route::Faults(_) | Route::Stats => return Err(ApiError::no_route()),
     };
     Ok(json_response(200, &doc))
 }

@@ -731,3 +731,36 @@ async fn injected_latency_and_health_endpoints() {
     assert!(t.elapsed() >= Duration::from_millis(300), "{:?}", t.elapsed());
     sim.faults().clear();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn request_stats_count_by_client_and_verb_and_reset() {
+    let (sim, client) = start().await;
+    let stats = |method: &str| {
+        http::Request::builder().method(method).uri("/kubesim/stats").body(Vec::new()).expect("request")
+    };
+    client.request::<serde_json::Value>(stats("DELETE")).await.expect("reset");
+    let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    api.create(&PostParams::default(), &cm("s", &[])).await.expect("create");
+    api.get("s").await.expect("get");
+    api.get("s").await.expect("get again");
+    let apply = Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}}));
+    api.patch("s", &PatchParams::apply("x"), &apply).await.expect("apply");
+    // A second client that names itself is counted apart.
+    let kc = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig()).expect("kubeconfig parses");
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        .await
+        .expect("kubeconfig loads");
+    config.headers.push((http::header::USER_AGENT, http::HeaderValue::from_static("bench-driver")));
+    let named = Client::try_from(config).expect("client");
+    Api::<ConfigMap>::default_namespaced(named).list(&ListParams::default()).await.expect("list");
+    let counted: serde_json::Value = client.request(stats("GET")).await.expect("stats");
+    assert_eq!(
+        counted,
+        json!({"total": 5, "clients": {
+            "-": {"total": 4, "requests": {"create configmaps": 1, "get configmaps": 2, "apply configmaps": 1}},
+            "bench-driver": {"total": 1, "requests": {"list configmaps": 1}},
+        }})
+    );
+    let reset: serde_json::Value = client.request(stats("DELETE")).await.expect("reset");
+    assert_eq!(reset, json!({"total": 0, "clients": {}}));
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The small benchmark CI runs so it cannot rot: 100 WebApp CRs through ctop, the native
+# kube-rs controller and kopf, one after another on kubesim. It fails when an
+# implementation does not converge (or the bench cannot run), never on timing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+KOPF_VERSION=1.45.2
+if ! bench/.venv/bin/kopf --version 2>/dev/null | grep -q "$KOPF_VERSION"; then
+  python3 -m venv bench/.venv || {
+    echo "error: cannot create bench/.venv; the benchmark needs python3 with venv (Debian: python3-venv)." >&2
+    exit 1
+  }
+  bench/.venv/bin/pip install -q --disable-pip-version-check "kopf==$KOPF_VERSION"
+fi
+
+cargo build -q --release --locked -p ctop -p ctop-bench
+target/release/ctop-bench --sizes 100 --steady-secs 3 --timeout-secs 300 \
+  --out target/bench-ci --require-convergence
+cat target/bench-ci/results.md
