@@ -15,6 +15,8 @@ if ! bench/.venv/bin/kopf --version 2>/dev/null | grep -q "$KOPF_VERSION"; then
 fi
 
 cargo build -q --release --locked -p ctop -p ctop-bench
-target/release/ctop-bench --sizes 100 --steady-secs 3 --timeout-secs 300 \
-  --out target/bench-ci --require-convergence
-cat target/bench-ci/results.md
+bin="${CARGO_TARGET_DIR:-target}/release"
+"$bin/ctop-bench" --sizes 100 --steady-secs 3 --timeout-secs 300 \
+  --ctop "$bin/ctop" --native "$bin/webapp-native" \
+  --out "${CARGO_TARGET_DIR:-target}/bench-ci" --require-convergence
+cat "${CARGO_TARGET_DIR:-target}/bench-ci/results.md"
