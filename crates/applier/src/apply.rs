@@ -76,13 +76,35 @@ impl ApplyReport {
     }
 }
 
-/// How the live state of children is read for the unchanged-skip.
+/// A controller's caches of the kinds it applies (e.g. kube-runtime reflector stores), for
+/// [`Applier::apply_cached`]: the unchanged-skip and the search for former children then
+/// read memory instead of the API server.
+pub trait ChildCache: Send + Sync {
+    /// The cached metadata of `child`, or `None` when the cache does not have it (the
+    /// child is then applied).
+    fn get(&self, child: &ChildRef) -> Option<ObjectMeta>;
+    /// The cached objects of `api_version`/`kind` in `namespace` (`None`: cluster-scoped)
+    /// labelled `applyset.kubernetes.io/part-of=<set_id>`, or `None` when this kind is not
+    /// cached (it is then listed from the API server). A cache that lags can only delay a
+    /// prune to a later pass: deletes carry a uid precondition.
+    fn members(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        set_id: &str,
+    ) -> Option<Vec<ObjectMeta>>;
+}
+
+/// How the live state of children is read for the unchanged-skip (and prune candidates).
 #[derive(Clone, Copy)]
 enum Live<'a> {
     /// `GET` the metadata of each child that might be skipped.
     Server,
     /// Ask the caller's cache.
     Cache(&'a (dyn Fn(&ChildRef) -> Option<ObjectMeta> + Send + Sync)),
+    /// Ask the caller's caches, for prune candidates too.
+    Cached(&'a dyn ChildCache),
 }
 
 /// Applies desired sets of children under owners; see the [crate documentation](crate).
@@ -210,6 +232,21 @@ impl Applier {
         self.run(owner, desired.into_iter().collect(), Live::Cache(&observed)).await
     }
 
+    /// [`Applier::apply`] reading both the unchanged-skip and the prune candidates from the
+    /// caller's caches: a pass whose children are unchanged makes no API request at all.
+    pub async fn apply_cached<K>(
+        &self,
+        owner: &K,
+        desired: impl IntoIterator<Item = Value>,
+        cache: &dyn ChildCache,
+    ) -> Result<ApplyReport, ApplyError>
+    where
+        K: Resource + Serialize + Sync,
+    {
+        let owner = owner_info(owner)?;
+        self.run(owner, desired.into_iter().collect(), Live::Cached(cache)).await
+    }
+
     /// Drop what is remembered of an owner (call it when the owner is deleted). Only the
     /// unchanged-skip uses this memory: a forgotten owner's children are applied again on
     /// its next pass.
@@ -301,6 +338,10 @@ impl Applier {
             namespaces: &recorded_namespaces,
             keep: &keep,
             known: &known,
+            cache: match live {
+                Live::Cached(cache) => Some(cache),
+                _ => None,
+            },
         };
         let left = match crate::prune::prune(&self.client, &self.discovery, &scope, &mut report).await {
             Ok(left) => left,
@@ -527,6 +568,7 @@ impl Applier {
         let Some(last) = last else { return false };
         let meta = match live {
             Live::Cache(observed) => observed(&p.child),
+            Live::Cached(cache) => cache.get(&p.child),
             Live::Server => match p
                 .kind
                 .api(&self.client, p.child.namespace.as_deref())

@@ -1,6 +1,7 @@
 //! Finding and deleting former children.
 //!
-//! Candidates are listed, never guessed: for every group-kind recorded on the owner or
+//! Candidates are listed, never guessed (from the caller's caches when it has them, see
+//! [`crate::ChildCache`]): for every group-kind recorded on the owner or
 //! being applied, a label-selected list (`applyset.kubernetes.io/part-of=<id>`) in the
 //! owner's namespace (for a cluster-scoped owner: cluster-wide for cluster-scoped kinds, and
 //! in each recorded namespace for namespaced kinds). A listed object is deleted only when it
@@ -31,6 +32,8 @@ pub(crate) struct Scope<'a> {
     pub(crate) keep: &'a HashSet<Key>,
     /// Kinds already resolved while applying.
     pub(crate) known: &'a HashMap<GroupKind, Resolved>,
+    /// The caller's caches, asked before listing.
+    pub(crate) cache: Option<&'a dyn crate::apply::ChildCache>,
 }
 
 /// Delete the former children in `scope`, adding them to `report.pruned` (and opted-out
@@ -63,17 +66,23 @@ pub(crate) async fn prune(
             (None, false) => vec![None],
         };
         for place in places {
-            let api = resolved.api(client, place);
-            let listed = match api.list_metadata(&selector).await {
-                Ok(list) => list,
-                Err(e) if code(&e) == Some(404) => {
-                    discovery.forget(&resolved.resource);
-                    continue;
-                }
-                Err(e) => return Err((format!("listing {gk} in {}", place.unwrap_or("the cluster")), e)),
+            let cached = scope.cache.and_then(|c| {
+                c.members(&resolved.resource.api_version, &resolved.resource.kind, place, scope.set_id)
+            });
+            let listed: Vec<kube::api::ObjectMeta> = match cached {
+                Some(items) => items,
+                None => match resolved.api(client, place).list_metadata(&selector).await {
+                    Ok(list) => list.items.into_iter().map(|i| i.metadata).collect(),
+                    Err(e) if code(&e) == Some(404) => {
+                        discovery.forget(&resolved.resource);
+                        continue;
+                    }
+                    Err(e) => {
+                        return Err((format!("listing {gk} in {}", place.unwrap_or("the cluster")), e));
+                    }
+                },
             };
-            for item in listed.items {
-                let meta = item.metadata;
+            for meta in listed {
                 let (Some(name), Some(uid)) = (meta.name, meta.uid) else { continue };
                 let labelled = meta.labels.as_ref().and_then(|l| l.get(PART_OF_LABEL)).map(String::as_str)
                     == Some(scope.set_id);

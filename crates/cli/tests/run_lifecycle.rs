@@ -344,3 +344,49 @@ fn scripts_manage_finalizers_and_finalize_can_patch() {
     k.eventually(&["get", "tidies", "-o", "name"], |s| s.is_empty());
     assert_eq!(k.ok(&["get", "configmap", "tidy-log", "-o", "jsonpath={.data.t}"]), "finalized");
 }
+
+/// Each `Set` applies one ConfigMap per name in `spec.names`.
+const PRUNE_SCRIPT: &str = r#"
+import { resource, z, operator, apply, Result, ConfigMap } from "ctop";
+const set = resource("test.example.com/v1", "Set", { scope: "Namespaced", spec: { names: z.array(z.string()) } });
+operator(set).manages(ConfigMap).reconcile((cr) => {
+  for (const n of cr.spec.names) apply(ConfigMap({ metadata: { name: n }, data: { set: cr.metadata.name } }));
+  return Result.ok();
+});
+"#;
+
+#[test]
+fn a_child_dropped_from_the_desired_set_is_pruned_and_nothing_else() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_sim(dir.path());
+    let op = dir.path().join("op");
+    std::fs::create_dir_all(&op).expect("mkdir");
+    std::fs::write(op.join("operator.ct"), PRUNE_SCRIPT).expect("write the script");
+    let _run = run(&op, &kubeconfig, free_port(), &[]);
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    k.eventually(&["get", "crd", "sets.test.example.com", "-o", "name"], |s| !s.is_empty());
+    let file = dir.path().join("sets.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: test.example.com/v1\nkind: Set\nmetadata: {name: a, namespace: default}\nspec: {names: [one, two]}\n---\n\
+         apiVersion: test.example.com/v1\nkind: Set\nmetadata: {name: b, namespace: default}\nspec: {names: [three]}\n---\n\
+         apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bystander, namespace: default}\ndata: {}\n",
+    )
+    .expect("write");
+    k.eventually(&["apply", "-f", file.to_str().expect("utf-8")], |s| s.contains("set"));
+    let uid = |name: &str| {
+        k.eventually(&["get", "configmap", name, "-o", "jsonpath={.metadata.uid}"], |s| !s.is_empty())
+    };
+    let before: Vec<String> = ["one", "two", "three", "bystander"].iter().map(|n| uid(n)).collect();
+
+    k.ok(&["patch", "set", "a", "--type=merge", "-p", r#"{"spec":{"names":["one"]}}"#]);
+    k.eventually(&["get", "configmaps", "-o", "name"], |s| !s.lines().any(|l| l == "configmap/two"));
+    for (name, was) in [("one", &before[0]), ("three", &before[2]), ("bystander", &before[3])] {
+        assert_eq!(&uid(name), was, "{name} is untouched");
+    }
+    // An empty desired set prunes the rest of that owner's children only.
+    k.ok(&["patch", "set", "a", "--type=merge", "-p", r#"{"spec":{"names":[]}}"#]);
+    k.eventually(&["get", "configmaps", "-o", "name"], |s| !s.lines().any(|l| l == "configmap/one"));
+    assert_eq!(uid("three"), before[2]);
+    assert_eq!(uid("bystander"), before[3]);
+}

@@ -41,7 +41,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctop_applier::{Applier, ApplierConfig, ChildRef};
+use ctop_applier::{Applier, ApplierConfig, ChildCache, ChildRef};
 use ctop_core::{ControllerSpec, KindRef, NamedPredicate, Predicate, WatchSpec};
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -1238,18 +1238,9 @@ async fn reconcile_inner(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Acti
     };
     if failure.is_none() {
         let applies = out["applies"].as_array().cloned().unwrap_or_default();
-        let lookup = |c: &ChildRef| {
-            let key = format!("{}/{}", c.api_version, c.kind);
-            let cache = ctx.caches.iter().find(|x| x.key == key)?;
-            let r = ObjectRef::new_with(&c.name, cache.ar.clone());
-            let r = match &c.namespace {
-                Some(ns) if cache.namespaced => r.within(ns),
-                _ => r,
-            };
-            Some(cache.store.get(&r)?.metadata.clone())
-        };
         let span = tracing::info_span!("apply", children = applies.len());
-        match ctx.applier.apply_observed(&owner, applies, lookup).instrument(span).await {
+        let children = Children(&ctx.caches);
+        match ctx.applier.apply_cached(&owner, applies, &children).instrument(span).await {
             Ok(report) => {
                 ctx.metrics.applies(&ctx.spec.name, report.applied.len() as u64);
                 ctx.metrics.applies_skipped(&ctx.spec.name, report.skipped.len() as u64);
@@ -1293,6 +1284,45 @@ async fn reconcile_inner(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Acti
     } else {
         Action::await_change()
     })
+}
+
+/// The caches of the managed kinds as the applier reads them: children by key for the
+/// unchanged-skip, and an ApplySet's members for pruning (no LIST per reconcile).
+struct Children<'a>(&'a [Cached]);
+
+impl ChildCache for Children<'_> {
+    fn get(&self, c: &ChildRef) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
+        let key = format!("{}/{}", c.api_version, c.kind);
+        let cache = self.0.iter().find(|x| x.key == key)?;
+        let r = ObjectRef::new_with(&c.name, cache.ar.clone());
+        let r = match &c.namespace {
+            Some(ns) if cache.namespaced => r.within(ns),
+            _ => r,
+        };
+        Some(cache.store.get(&r)?.metadata.clone())
+    }
+
+    fn members(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        set_id: &str,
+    ) -> Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>> {
+        let key = format!("{api_version}/{kind}");
+        let cache = self.0.iter().find(|x| x.key == key)?;
+        let label = ctop_applier::applyset::PART_OF_LABEL;
+        Some(
+            cache
+                .store
+                .state()
+                .iter()
+                .filter(|o| !cache.namespaced || o.metadata.namespace.as_deref() == namespace)
+                .filter(|o| o.labels().get(label).map(String::as_str) == Some(set_id))
+                .map(|o| o.metadata.clone())
+                .collect(),
+        )
+    }
 }
 
 /// A reconcile of an object being deleted that carries finalizers other than the
