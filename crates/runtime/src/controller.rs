@@ -322,6 +322,54 @@ struct Cached {
     ar: ApiResource,
     namespaced: bool,
     store: Store<DynamicObject>,
+    /// ApplySet members by set id, for managed kinds (see [`SetIndex`]).
+    sets: Option<Arc<SetIndex>>,
+}
+
+/// The objects of one cached kind by their `applyset.kubernetes.io/part-of` label, kept
+/// from the watch events, so that finding an owner's former children costs O(its
+/// children) rather than a scan of the kind. It may hold a few objects already gone (a
+/// relist does not report what disappeared): readers confirm each one in the store.
+#[derive(Default)]
+struct SetIndex {
+    inner: Mutex<SetIndexInner>,
+}
+
+#[derive(Default)]
+struct SetIndexInner {
+    members: HashMap<String, std::collections::HashSet<(String, String)>>,
+    set_of: HashMap<(String, String), String>,
+}
+
+impl SetIndex {
+    fn observe(&self, event: &watcher::Event<DynamicObject>) {
+        let mut idx = self.inner.lock();
+        let mut put = |o: &DynamicObject, present: bool| {
+            let key = (o.namespace().unwrap_or_default(), o.name_any());
+            if let Some(old) = idx.set_of.remove(&key)
+                && let Some(m) = idx.members.get_mut(&old)
+            {
+                m.remove(&key);
+                if m.is_empty() {
+                    idx.members.remove(&old);
+                }
+            }
+            let label = o.labels().get(ctop_applier::applyset::PART_OF_LABEL).cloned();
+            if let (true, Some(set)) = (present, label) {
+                idx.members.entry(set.clone()).or_default().insert(key.clone());
+                idx.set_of.insert(key, set);
+            }
+        };
+        match event {
+            watcher::Event::Apply(o) | watcher::Event::InitApply(o) => put(o, true),
+            watcher::Event::Delete(o) => put(o, false),
+            watcher::Event::Init | watcher::Event::InitDone => {}
+        }
+    }
+
+    fn members(&self, set: &str) -> Vec<(String, String)> {
+        self.inner.lock().members.get(set).map(|m| m.iter().cloned().collect()).unwrap_or_default()
+    }
 }
 
 struct Ctx {
@@ -555,8 +603,13 @@ async fn start_controller(
         })
     };
     // The primary kind is observable too (`getObserved(myKind, ...)`), from the same cache.
-    let primary_cache =
-        Cached { key: kind_key(&spec.for_), ar: primary.clone(), namespaced, store: primary_store.clone() };
+    let primary_cache = Cached {
+        key: kind_key(&spec.for_),
+        ar: primary.clone(),
+        namespaced,
+        store: primary_store.clone(),
+        sets: None,
+    };
     let mut controller = Controller::for_stream_with(primary_triggers, primary_store, primary.clone())
         .with_config(ControllerConfig::default().concurrency(options.concurrency));
     let mut seen = std::collections::BTreeSet::from([primary_cache.key.clone()]);
@@ -569,11 +622,18 @@ async fn start_controller(
         let (ar, child_namespaced) = resolve(&client, k).await?;
         let writer = reflector::store::Writer::<DynamicObject>::new(ar.clone());
         let store = writer.as_reader();
+        let sets = owned.then(|| Arc::new(SetIndex::default()));
+        let index = sets.clone();
         let (stream, rx) = tap_init_done(detach(
             watcher(api_for(&client, &ar, child_namespaced, ns), watcher::Config::default())
                 .default_backoff()
                 .modify(strip_managed_fields)
-                .reflect(writer),
+                .reflect(writer)
+                .inspect(move |e| {
+                    if let (Some(index), Ok(e)) = (&index, e) {
+                        index.observe(e);
+                    }
+                }),
         ));
         synced.push(rx);
         if owned {
@@ -587,7 +647,7 @@ async fn start_controller(
         } else {
             tokio::spawn(stream.for_each(|_| async {}));
         }
-        caches.push(Cached { key: kind_key(k), ar, namespaced: child_namespaced, store });
+        caches.push(Cached { key: kind_key(k), ar, namespaced: child_namespaced, store, sets });
     }
     // `.watches()` kinds: their own watcher (namespace and label selector applied by the
     // server), cached for `observed` unless the kind is cached already.
@@ -607,7 +667,13 @@ async fn start_controller(
         synced.push(rx);
         watch_streams.push((i, w.clone(), ar.clone(), stream));
         if seen.insert(kind_key(&w.kind)) {
-            caches.push(Cached { key: kind_key(&w.kind), ar, namespaced: watched_namespaced, store });
+            caches.push(Cached {
+                key: kind_key(&w.kind),
+                ar,
+                namespaced: watched_namespaced,
+                store,
+                sets: None,
+            });
         }
     }
     if let Some(every) = spec.every {
@@ -1312,6 +1378,21 @@ impl ChildCache for Children<'_> {
         let key = format!("{api_version}/{kind}");
         let cache = self.0.iter().find(|x| x.key == key)?;
         let label = ctop_applier::applyset::PART_OF_LABEL;
+        if let Some(index) = &cache.sets {
+            return Some(
+                index
+                    .members(set_id)
+                    .into_iter()
+                    .filter(|(ns, _)| !cache.namespaced || Some(ns.as_str()) == namespace)
+                    .filter_map(|(ns, name)| {
+                        let r = ObjectRef::new_with(&name, cache.ar.clone());
+                        cache.store.get(&if cache.namespaced { r.within(&ns) } else { r })
+                    })
+                    .filter(|o| o.labels().get(label).map(String::as_str) == Some(set_id))
+                    .map(|o| o.metadata.clone())
+                    .collect(),
+            );
+        }
         Some(
             cache
                 .store
