@@ -321,7 +321,7 @@ fn main() {
         ),
     );
     row(
-        "reconcile: ctop Script::dispatch (caches inline in the input, serde in + out, pool)",
+        "reconcile: ctop Script::dispatch (caches inline in the input, input serialized per call, pool)",
         script_call.n,
         us(script_call.median),
         us(script_call.p99),
@@ -345,7 +345,7 @@ fn main() {
         floor_call.n,
         us(floor_call.median),
         us(floor_call.p99),
-        "input parse, spec defaults, output stringify, serde out".to_owned(),
+        "input parse, spec defaults, output copied to Rust".to_owned(),
     );
 
     // 4. Memory.

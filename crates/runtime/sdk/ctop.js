@@ -9,7 +9,8 @@
  *   the CRDs and controllers into `globalThis.__ct_operator`;
  * - at run time, Rust calls `globalThis.__ct_dispatch(handler, controllerIndex, inputJson)`;
  *   the script's handler runs with `getObserved`, `apply`, `setStatus`, ... writing into
- *   per-call buffers, which come back as one JSON output.
+ *   per-call buffers, which come back as one output (children are handed to the host as
+ *   they are applied, see `checkObject`).
  *
  * Every built-in kind handle is also a global under its lowerCamel name (`secret`,
  * `configMap`, ...), so the plan's `getObserved(secret, ...)` works without an import.
@@ -23,8 +24,54 @@
 /** @param {unknown} v */
 const isPlainObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
 
-/** Deep copy of JSON data (QuickJS has no structuredClone). */
-const clone = (v) => (v === undefined ? undefined : JSON.parse(JSON.stringify(v)));
+/** Marks a value `copyPlain` leaves to the JSON round trip. */
+const NOT_PLAIN = Symbol("not plain");
+
+/**
+ * Deep copy of plain data (objects, arrays, strings, booleans, finite numbers, null), or
+ * `NOT_PLAIN` for anything JSON would change (dates, functions, class instances, NaN, holes).
+ */
+function copyPlain(v, depth) {
+  switch (typeof v) {
+    case "string":
+    case "boolean":
+      return v;
+    case "number":
+      return Number.isFinite(v) ? v : NOT_PLAIN;
+    case "object": {
+      if (v === null) return null;
+      if (depth > 100) return NOT_PLAIN;
+      if (Array.isArray(v)) {
+        const out = new Array(v.length);
+        for (let i = 0; i < v.length; i++) {
+          const x = copyPlain(v[i], depth + 1);
+          if (x === NOT_PLAIN) return NOT_PLAIN;
+          out[i] = x;
+        }
+        return out;
+      }
+      const proto = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null) return NOT_PLAIN;
+      const out = {};
+      for (const k in v) {
+        if (!Object.hasOwn(v, k) || v[k] === undefined) continue;
+        const x = copyPlain(v[k], depth + 1);
+        if (x === NOT_PLAIN || k === "__proto__") return NOT_PLAIN;
+        out[k] = x;
+      }
+      return out;
+    }
+    default:
+      return NOT_PLAIN;
+  }
+}
+
+/** Deep copy with JSON's meaning (QuickJS has no structuredClone): plain data fast, the rest through JSON. */
+function clone(v) {
+  if (v === undefined) return undefined;
+  const copy = copyPlain(v, 0);
+  return copy === NOT_PLAIN ? JSON.parse(JSON.stringify(v)) : copy;
+}
 
 /** JSON merge-patch style merge of `patch` into `base` (objects merge, everything else replaces). */
 function deepMerge(base, patch) {
@@ -124,7 +171,7 @@ class ZodType {
       if (this._def.hasDefault) v = clone(this._def.defaultValue);
       else if (this.isOptional()) return undefined;
       else {
-        issues.push({ code: "invalid_type", path, message: "Required" });
+        issues.push({ code: "invalid_type", path: [...path], message: "Required" });
         return undefined;
       }
     }
@@ -132,7 +179,7 @@ class ZodType {
     return this._check(v, path, issues);
   }
   _typeIssue(expected, v, path, issues) {
-    issues.push({ code: "invalid_type", path, expected, received: typeOf(v),
+    issues.push({ code: "invalid_type", path: [...path], expected, received: typeOf(v),
       message: `Expected ${expected}, received ${typeOf(v)}` });
   }
   _check(v) { return v; }
@@ -151,16 +198,17 @@ class ZodType {
 /** Bounds shared by numbers (value), strings (length) and arrays (item count); zod's messages. */
 function boundsCheck(n, def, path, issues, what) {
   const { min, max, exclusiveMin } = def;
+  if (min === undefined && max === undefined) return;
   const unit = what === "String" ? " character(s)" : what === "Array" ? " element(s)" : "";
   const say = (rel, bound) => what === "Number" ? `Number must be ${rel} ${bound}`
     : `${what} must contain ${min === max ? "exactly" : rel} ${bound}${unit}`;
   if (min !== undefined && (exclusiveMin ? n <= min : n < min)) {
     const rel = what !== "Number" ? "at least" : exclusiveMin ? "greater than" : "greater than or equal to";
-    issues.push({ code: "too_small", path, minimum: min, message: def.minMessage ?? say(rel, min) });
+    issues.push({ code: "too_small", path: [...path], minimum: min, message: def.minMessage ?? say(rel, min) });
   }
   if (max !== undefined && n > max) {
     const rel = what === "Number" ? "less than or equal to" : "at most";
-    issues.push({ code: "too_big", path, maximum: max, message: def.maxMessage ?? say(rel, max) });
+    issues.push({ code: "too_big", path: [...path], maximum: max, message: def.maxMessage ?? say(rel, max) });
   }
 }
 
@@ -175,7 +223,7 @@ class ZodString extends ZodType {
     if (typeof v !== "string") return this._typeIssue("string", v, path, issues), undefined;
     boundsCheck(v.length, this._def, path, issues, "String");
     if (this._def.pattern && !this._def.pattern.test(v)) {
-      issues.push({ code: "invalid_string", validation: "regex", path,
+      issues.push({ code: "invalid_string", validation: "regex", path: [...path],
         message: this._def.patternMessage ?? "Invalid" });
     }
     return v;
@@ -199,7 +247,7 @@ class ZodNumber extends ZodType {
   _check(v, path, issues) {
     if (typeof v !== "number" || Number.isNaN(v)) return this._typeIssue("number", v, path, issues), undefined;
     if (this._def.int && !Number.isInteger(v)) {
-      issues.push({ code: "invalid_type", path, expected: "integer", received: "float",
+      issues.push({ code: "invalid_type", path: [...path], expected: "integer", received: "float",
         message: "Expected integer, received float" });
       return v;
     }
@@ -228,7 +276,7 @@ class ZodEnum extends ZodType {
   _check(v, path, issues) {
     if (!this._def.values.includes(v)) {
       const want = this._def.values.map((x) => `'${x}'`).join(" | ");
-      issues.push({ code: "invalid_enum_value", path, options: this.options,
+      issues.push({ code: "invalid_enum_value", path: [...path], options: this.options,
         message: `Invalid enum value. Expected ${want}, received ${typeof v === "string" ? `'${v}'` : typeOf(v)}` });
     }
     return v;
@@ -240,7 +288,7 @@ class ZodLiteral extends ZodType {
   get value() { return this._def.value; }
   _check(v, path, issues) {
     if (v !== this._def.value) {
-      issues.push({ code: "invalid_literal", path, expected: this._def.value,
+      issues.push({ code: "invalid_literal", path: [...path], expected: this._def.value,
         message: `Invalid literal value, expected ${JSON.stringify(this._def.value)}` });
     }
     return v;
@@ -267,7 +315,15 @@ class ZodArray extends ZodType {
   _check(v, path, issues) {
     if (!Array.isArray(v)) return this._typeIssue("array", v, path, issues), undefined;
     boundsCheck(v.length, this._def, path, issues, "Array");
-    return v.map((x, i) => this._def.element._run(x, [...path, i], issues));
+    // `path` is one array pushed and popped on the way down; issues copy it.
+    const el = this._def.element;
+    const out = new Array(v.length);
+    for (let i = 0; i < v.length; i++) {
+      path.push(i);
+      out[i] = el._run(v[i], path, issues);
+      path.pop();
+    }
+    return out;
   }
   _schema() {
     const d = this._def;
@@ -289,10 +345,14 @@ class ZodObject extends ZodType {
   _check(v, path, issues) {
     if (!isPlainObject(v)) return this._typeIssue("object", v, path, issues), undefined;
     const out = this._def.passthrough ? { ...v } : {};
-    for (const [k, s] of Object.entries(this._def.shape)) {
-      const r = s._run(v[k], [...path, k], issues);
+    const entries = (this._entries ??= Object.entries(this._def.shape));
+    for (let i = 0; i < entries.length; i++) {
+      const [k, s] = entries[i];
+      path.push(k);
+      const r = s._run(v[k], path, issues);
+      path.pop();
       if (r !== undefined) out[k] = r;
-      else delete out[k];
+      else if (this._def.passthrough) delete out[k];
     }
     return out;
   }
@@ -313,8 +373,10 @@ class ZodRecord extends ZodType {
     if (!isPlainObject(v)) return this._typeIssue("object", v, path, issues), undefined;
     const out = {};
     for (const [k, x] of Object.entries(v)) {
-      this._def.key?._run(k, [...path, k], issues);
-      const r = this._def.value._run(x, [...path, k], issues);
+      path.push(k);
+      this._def.key?._run(k, path, issues);
+      const r = this._def.value._run(x, path, issues);
+      path.pop();
       if (r !== undefined) out[k] = r;
     }
     return out;
@@ -382,8 +444,11 @@ function makeKind({ apiVersion, kind, plural, namespaced }) {
     version: apiVersion.slice(slash + 1), plural: plural ?? pluralize(kind), namespaced };
   const handle = function (obj = {}) {
     if (!isPlainObject(obj)) throw new TypeError(`${kind}(...): expected an object`);
-    const { apiVersion: _a, kind: _k, metadata, ...rest } = obj;
-    return { apiVersion, kind, metadata: { ...(metadata ?? {}) }, ...rest };
+    const out = { apiVersion, kind, metadata: Object.assign({}, obj.metadata) };
+    for (const k in obj) {
+      if (k !== "apiVersion" && k !== "kind" && k !== "metadata" && Object.hasOwn(obj, k)) out[k] = obj[k];
+    }
+    return out;
   };
   for (const [k, v] of Object.entries(info)) Object.defineProperty(handle, k, { value: v, enumerable: true });
   Object.defineProperty(handle, "toJSON", { value: () => ({ apiVersion, kind }) });
@@ -675,8 +740,6 @@ function active(what) {
   return ctx;
 }
 
-const objKey = (o) => `${o.apiVersion}/${o.kind}/${o.metadata?.namespace ?? ""}/${o.metadata?.name}`;
-
 function isCurrent(obj) {
   const cr = ctx?.cr;
   if (!cr || !obj) return false;
@@ -692,12 +755,15 @@ function checkObject(obj, what) {
     throw new TypeError(`${what}: expected an object with apiVersion, kind and metadata.name (build it with a kind handle, e.g. Secret({...}))`);
   }
   const ns = ctx?.cr?.metadata?.namespace;
-  // The snapshot is taken once, as JSON text: it is spliced into the output as is, so a
-  // child is serialized once per reconcile (stringify is most of a reconcile's cost).
-  const filled = obj.metadata.namespace == null && ns && isNamespaced(obj)
-    ? { ...obj, metadata: { ...obj.metadata, namespace: ns } }
-    : obj;
-  return { key: objKey(filled), text: JSON.stringify(filled) };
+  const fill = obj.metadata.namespace == null && ns && isNamespaced(obj) ? ns : undefined;
+  const key = `${obj.apiVersion}/${obj.kind}/${fill ?? obj.metadata.namespace ?? ""}/${obj.metadata.name}`;
+  // The snapshot is taken now, so later changes to `obj` are not sent. Inside ctop the host
+  // copies the object into Rust (`__ct_host.snap`, filling in the namespace) and the output
+  // carries its index; elsewhere (node tests) it is JSON text spliced into the output.
+  const snap = globalThis.__ct_host?.snap;
+  if (typeof snap === "function") return { key, id: snap(obj, fill) };
+  const filled = fill ? { ...obj, metadata: { ...obj.metadata, namespace: fill } } : obj;
+  return { key, text: JSON.stringify(filled) };
 }
 
 /** Insert or replace the snapshot with the same key. */
@@ -734,8 +800,18 @@ export function patch(obj) {
   return obj;
 }
 
-/** The output JSON: children are spliced in from their snapshots. */
-function outputJson(o) {
+/**
+ * The output: an object whose `applies`/`patches` are snapshot indices when the host took
+ * the snapshots (the runtime copies it and splices them in), else JSON text with the
+ * snapshots spliced in.
+ */
+function output(o) {
+  if (typeof globalThis.__ct_host?.snap === "function") {
+    // `o` is the fresh object `finish` built.
+    o.applies = o.applies.map((x) => x.id);
+    o.patches = o.patches.map((x) => x.id);
+    return o;
+  }
   const { applies, patches, ...rest } = o;
   const tail = JSON.stringify(rest);
   const list = (snaps) => `[${snaps.map((x) => x.text).join(",")}]`;
@@ -1004,8 +1080,9 @@ function withDefaults(fns, obj) {
 }
 
 /**
- * The one entry point from Rust (see crates/runtime/RUNTIME.md). Returns the output JSON, or a Promise of
- * it when the handler is async: the vm must then run pending jobs until it settles.
+ * The one entry point from Rust (see crates/runtime/RUNTIME.md). Returns the output (see
+ * `output`), or a Promise of it when the handler is async: the vm must then run pending jobs
+ * until it settles.
  */
 function dispatch(handler, controllerIndex, inputJson) {
   const fns = controllerFns[controllerIndex];
@@ -1060,7 +1137,7 @@ function dispatch(handler, controllerIndex, inputJson) {
   // `ctx` lives exactly as long as the handler: cleared when it returns, throws or settles.
   const done = (r) => {
     try {
-      return outputJson(finish(r));
+      return output(finish(r));
     } finally {
       ctx = null;
     }

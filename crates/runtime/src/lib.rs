@@ -24,6 +24,7 @@ pub mod load;
 pub mod scaffold;
 pub mod script;
 pub mod sdk;
+mod snapshot;
 pub mod typegen;
 pub mod vm;
 

@@ -14,8 +14,8 @@
 //! that the runtime's interrupt handler checks; past it the script is stopped with an
 //! uncatchable error and the call fails with [`VmError::Timeout`]. The runtime's allocations are
 //! capped ([`VmError::OutOfMemory`]), its stack is capped (deep recursion throws a catchable
-//! `RangeError`, reported as [`VmError::Exception`]), and the output JSON is measured before it
-//! is copied out of the runtime ([`VmError::OutputTooLarge`]). A call that hits the deadline or
+//! `RangeError`, reported as [`VmError::Exception`]), and the output is measured as it is
+//! copied out of the runtime ([`VmError::OutputTooLarge`]). A call that hits the deadline or
 //! the memory limit marks its `Vm` broken ([`Vm::is_broken`]); the [`Pool`] replaces broken
 //! `Vm`s with fresh ones before anyone else gets them.
 //!
@@ -39,7 +39,9 @@
 //! the deadline fails the call with [`VmError::Timeout`] once the script returns.
 //! `observed(op, kindKey, namespace, name)` serves `getObserved`/`listObserved` from the
 //! [`Observer`] given to [`Vm::dispatch_observed`] (`undefined` when the call has none or
-//! the kind is not observed, else JSON text: `null` for a missing object).
+//! the kind is not observed, else JSON text: `null` for a missing object). `snap(obj,
+//! namespace?)` copies a child into the call's output store and returns its index (see
+//! `RUNTIME.md`: this is how `apply()` and `patch()` hand their children over).
 //!
 //! # Threads
 //! rquickjs is built with its `parallel` feature so a `Vm` is [`Send`] and may move between
@@ -65,6 +67,7 @@ use rquickjs::{Coerced, Context, Ctx, Exception, Function, Object, Runtime, Type
 use crate::bundle::Bundle;
 pub use crate::fetch::FetchLimits;
 use crate::fetch::Fetcher;
+use crate::snapshot::Snapshots;
 
 /// Name of the built-in module that serves the sdk source.
 pub const SDK_MODULE: &str = "ctop";
@@ -84,7 +87,7 @@ pub struct Limits {
     pub memory: usize,
     /// Wall-clock deadline of one call into the script (default 30 s, `--reconcile-timeout`).
     pub timeout: Duration,
-    /// Largest output JSON in bytes (default 4 MiB).
+    /// Largest output in bytes of JSON, children included (default 4 MiB).
     pub max_output: usize,
     /// Stack bytes the interpreter may use (default 1 MiB); the calling thread needs more.
     pub max_stack: usize,
@@ -166,7 +169,7 @@ pub enum VmError {
         /// The memory limit in bytes.
         limit: usize,
     },
-    /// The handler's output JSON is larger than [`Limits::max_output`].
+    /// The handler's output, as JSON, is larger than [`Limits::max_output`].
     #[error(
         "the handler returned {size} bytes of JSON, more than the {limit}-byte limit; return \
          fewer or smaller objects"
@@ -327,9 +330,13 @@ pub trait Observer: Send + Sync {
 /// The [`Observer`] of the call in progress, read by the `observed` host function.
 type ObserverSlot = Arc<Mutex<Option<Arc<dyn Observer>>>>;
 
+/// The children `apply()`/`patch()` copied out during the call in progress.
+type SnapshotSlot = Arc<Mutex<Snapshots>>;
+
 /// One QuickJS runtime and context running one operator script.
 pub struct Vm {
     observer: ObserverSlot,
+    snapshots: SnapshotSlot,
     context: Context,
     bundle: Arc<Bundle>,
     options: VmOptions,
@@ -381,10 +388,12 @@ impl Vm {
         };
         let observer = ObserverSlot::default();
         let slot = Arc::clone(&observer);
-        let mut vm = Vm { observer, context, bundle, options, deadline, broken: false };
+        let snapshots = SnapshotSlot::default();
+        let snapshot_slot = Arc::clone(&snapshots);
+        let mut vm = Vm { observer, snapshots, context, bundle, options, deadline, broken: false };
         let bundle = Arc::clone(&vm.bundle);
         vm.call(|ctx, env| {
-            install_host(ctx, fetch, slot).map_err(|e| env.error(ctx, e))?;
+            install_host(ctx, fetch, slot, snapshot_slot).map_err(|e| env.error(ctx, e))?;
             let js = bundle.modules.get(&bundle.entry).map_or("", |m| m.js.as_str());
             let (_, promise) = rquickjs::Module::declare(ctx.clone(), bundle.entry.as_str(), js)
                 .and_then(|module| module.eval())
@@ -424,14 +433,28 @@ impl Vm {
     }
 
     /// Calls `__ct_dispatch(handler, index, input)` with the deadline armed and returns the
-    /// parsed output JSON. A returned promise is driven to completion.
+    /// output: copied from the returned object (children from the call's snapshots) or
+    /// parsed from returned JSON text. A returned promise is driven to completion.
     pub fn dispatch(&mut self, handler: &str, index: u32, input: &str) -> Result<serde_json::Value, VmError> {
-        self.call(|ctx, env| {
+        let limit = self.options.limits.max_output;
+        self.snapshots.lock().reset(limit);
+        let snapshots = Arc::clone(&self.snapshots);
+        let out = self.call(|ctx, env| {
             let dispatch: Function<'_> = ctx.globals().get(DISPATCH_GLOBAL).map_err(|e| env.error(ctx, e))?;
             let output: Value<'_> = dispatch.call((handler, index, input)).map_err(|e| env.error(ctx, e))?;
             let output = env.settle(ctx, output, "the handler")?;
-            env.parse_output(ctx, output)
-        })
+            if output.is_string() {
+                return env.parse_output(ctx, output);
+            }
+            env.copy_output(ctx, &output, &snapshots)
+        });
+        let mut snapshots = self.snapshots.lock();
+        let overflow = snapshots.overflow();
+        snapshots.reset(0);
+        match overflow {
+            Some(size) => Err(VmError::OutputTooLarge { size, limit }),
+            None => out,
+        }
     }
 
     /// [`Vm::dispatch`] with `observer` serving the handler's `getObserved` and
@@ -580,6 +603,38 @@ impl Env<'_> {
         Ok(())
     }
 
+    /// The output object of a dispatch that snapshotted its children through
+    /// `__ct_host.snap`: copied from the runtime, with the snapshot indices in `applies` and
+    /// `patches` replaced by the snapshots.
+    fn copy_output<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        value: &Value<'js>,
+        snapshots: &SnapshotSlot,
+    ) -> Result<serde_json::Value, VmError> {
+        let mut snapshots = snapshots.lock();
+        let mut output = snapshots.copy(ctx, value).map_err(|e| self.error(ctx, e))?;
+        if !output.is_object() {
+            return Err(VmError::BadOutput(format!(
+                "{DISPATCH_GLOBAL} returned {}, not an object or a JSON string",
+                value.type_name()
+            )));
+        }
+        for list in ["applies", "patches"] {
+            let Some(items) = output.get_mut(list).and_then(serde_json::Value::as_array_mut) else {
+                continue;
+            };
+            for item in items.iter_mut() {
+                let taken =
+                    item.as_u64().and_then(|i| usize::try_from(i).ok()).and_then(|i| snapshots.take(i));
+                *item = taken.ok_or_else(|| {
+                    VmError::BadOutput(format!("{list} holds {item}, which is not a snapshot of this call"))
+                })?;
+            }
+        }
+        Ok(output)
+    }
+
     /// Checks that `value` is a JSON string within [`Limits::max_output`] and parses it.
     fn parse_output<'js>(&self, ctx: &Ctx<'js>, value: Value<'js>) -> Result<serde_json::Value, VmError> {
         let Some(text) = value.as_string() else {
@@ -665,8 +720,25 @@ fn pick_frame<'a>(stack: &'a str, bundle: &Bundle) -> Option<Frame<'a>> {
     first
 }
 
-fn install_host(ctx: &Ctx<'_>, fetch: HostFetch, observer: ObserverSlot) -> rquickjs::Result<()> {
+fn install_host<'js>(
+    ctx: &Ctx<'js>,
+    fetch: HostFetch,
+    observer: ObserverSlot,
+    snapshots: SnapshotSlot,
+) -> rquickjs::Result<()> {
     let host = Object::new(ctx.clone())?;
+    let snap = move |ctx: Ctx<'js>, value: Value<'js>, namespace: Opt<Value<'js>>| {
+        // A getter or toJSON that calls apply() while a copy is running finds the store taken.
+        let Some(mut store) = snapshots.try_lock() else {
+            return Err(Exception::throw_type(
+                &ctx,
+                "apply/patch cannot be called while an object is being copied",
+            ));
+        };
+        let namespace = namespace.0.and_then(|n| n.as_string().and_then(|s| s.to_string().ok()));
+        store.push(&ctx, &value, namespace)
+    };
+    host.set("snap", Function::new(ctx.clone(), snap)?.with_name("snap")?)?;
     let observed = move |ctx: Ctx<'_>,
                          op: Coerced<String>,
                          kind: Coerced<String>,

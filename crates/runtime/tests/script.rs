@@ -261,3 +261,109 @@ operator(Pod, { name: "annotator", namespace: "production", labelSelector: { app
         json!({"or": ["LabelChanged", "AnnotationChanged"]})
     );
 }
+
+/// An operator on a `Thing` kind whose reconcile body is `body` (`cr` in scope).
+fn thing_operator(body: &str) -> String {
+    format!(
+        "import {{ resource, z, operator, apply, patch, setStatus, Result, ConfigMap, Secret }} from \"ctop\";\n\
+         const thing = resource(\"things.example.com/v1\", \"Thing\", {{ spec: {{ n: z.number().default(1) }} }});\n\
+         operator(thing).manages(ConfigMap, Secret).reconcile((cr) => {{ {body} }});\n"
+    )
+}
+
+fn thing_input() -> String {
+    json!({"object": {"apiVersion": "things.example.com/v1", "kind": "Thing",
+                      "metadata": {"name": "a", "namespace": "ns", "uid": "u-1", "generation": 1}, "spec": {}},
+           "env": {}, "values": {}})
+    .to_string()
+}
+
+#[test]
+fn children_are_copied_with_json_rules_when_applied() {
+    let body = r#"
+      const when = new Date(Date.UTC(2026, 0, 2, 3, 4, 5));
+      const cm = ConfigMap({ metadata: { name: "c", labels: { keep: "yes", drop: undefined } },
+        data: { when, half: 0.5, whole: 2.0 * 3, big: 2 ** 60, nan: NaN, inf: -Infinity, fn: () => 1,
+                list: [1, undefined, () => 2, "x", null, true], nested: { deep: [{ a: [] }] } } });
+      apply(cm);
+      cm.data.half = "changed after apply";              // the snapshot is taken at apply()
+      apply(Secret({ metadata: { name: "s", namespace: "other" }, stringData: { k: "v" } }));
+      apply(ConfigMap({ metadata: { name: "c", labels: { replaced: "yes" } } })); // same key: replaces
+      patch(ConfigMap({ metadata: { name: "p", namespace: null }, data: { x: "1" } }));
+      setStatus(cr, { seen: { at: when } });
+      return Result.ok();
+    "#;
+    let s = script(&[("operator.ct", &thing_operator(body))], Limits::default()).expect("loads");
+    let out = s.dispatch("reconcile", 0, &thing_input()).expect("reconcile");
+    assert_eq!(
+        out["applies"],
+        json!([
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns",
+             "labels": {"replaced": "yes"}}},
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "other"},
+             "stringData": {"k": "v"}},
+        ]),
+        "the second ConfigMap c replaced the first; a given namespace is kept",
+    );
+    assert_eq!(
+        out["patches"],
+        json!([{"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "p", "namespace": "ns"}, "data": {"x": "1"}}]),
+        "a null namespace is filled"
+    );
+    assert_eq!(out["status"], json!({"seen": {"at": "2026-01-02T03:04:05.000Z"}}));
+
+    // The same body with the first apply only, to see the copied values one by one.
+    let first = body.replace("apply(Secret", "0 && apply(Secret").replace(
+        "apply(ConfigMap({ metadata: { name: \"c\"",
+        "0 && apply(ConfigMap({ metadata: { name: \"c\"",
+    );
+    let s = script(&[("operator.ct", &thing_operator(&first))], Limits::default()).expect("loads");
+    let out = s.dispatch("reconcile", 0, &thing_input()).expect("reconcile");
+    let cm = &out["applies"][0];
+    assert_eq!(cm["metadata"]["labels"], json!({"keep": "yes"}), "undefined properties are left out");
+    assert_eq!(
+        cm["data"],
+        json!({"when": "2026-01-02T03:04:05.000Z", "half": 0.5, "whole": 6, "big": 1_152_921_504_606_846_976_u64,
+               "nan": null, "inf": null, "list": [1, null, null, "x", null, true], "nested": {"deep": [{"a": []}]}}),
+    );
+    assert!(cm["data"]["whole"].is_i64(), "a whole float is an integer, as JSON.parse would give it");
+}
+
+#[test]
+fn children_that_json_cannot_hold_fail_the_call_and_the_output_is_bounded() {
+    let cases = [
+        (
+            "const o = { name: \"x\" }; o.self = o; apply(ConfigMap({ metadata: { name: \"c\" }, data: o }));",
+            "cyclic",
+        ),
+        ("apply(ConfigMap({ metadata: { name: \"c\" }, data: { n: 10n } }));", "BigInt"),
+        (
+            "const o = { get x() { apply(Secret({ metadata: { name: \"s\" } })); return 1; } };\n\
+             apply(ConfigMap({ metadata: { name: \"c\" }, data: o }));",
+            "while an object is being copied",
+        ),
+    ];
+    for (body, says) in cases {
+        let s = script(&[("operator.ct", &thing_operator(body))], Limits::default()).expect("loads");
+        let err = s.dispatch("reconcile", 0, &thing_input()).expect_err(says);
+        assert!(
+            matches!(&err, VmError::Exception { message, .. } if message.contains(says)),
+            "{says}: {err}"
+        );
+    }
+    // Many children, each small, past the output limit: refused even if the script catches.
+    let body = "for (let i = 0; i < 1000; i++) { try { apply(ConfigMap({ metadata: { name: `c${i}` }, \
+                data: { v: \"x\".repeat(100) } })); } catch (e) {} } return Result.ok();";
+    let limits = Limits { max_output: 16 * 1024, ..Limits::default() };
+    let s = script(&[("operator.ct", &thing_operator(body))], limits).expect("loads");
+    let err = s.dispatch("reconcile", 0, &thing_input()).expect_err("too large");
+    assert!(matches!(err, VmError::OutputTooLarge { limit: 16_384, .. }), "{err}");
+    // The next call of the same runtime starts with a fresh budget.
+    let small = thing_operator("apply(ConfigMap({ metadata: { name: \"c\" } }));");
+    let s = script(&[("operator.ct", &small)], limits).expect("loads");
+    for _ in 0..3 {
+        let out = s.dispatch("reconcile", 0, &thing_input()).expect("small output");
+        assert_eq!(out["applies"].as_array().map(Vec::len), Some(1));
+    }
+}
