@@ -76,13 +76,27 @@ impl ApplyReport {
     }
 }
 
+/// An object a cache holds, read in place: `Arc<DynamicObject>` from a kube-runtime
+/// reflector store (or the `Arc` of any typed store) coerces to `Arc<dyn CachedMeta>`, so a
+/// [`ChildCache`] hands out its objects without copying them.
+pub trait CachedMeta: Send + Sync {
+    /// The object's metadata.
+    fn object_meta(&self) -> &ObjectMeta;
+}
+
+impl<K: Resource + Send + Sync> CachedMeta for K {
+    fn object_meta(&self) -> &ObjectMeta {
+        Resource::meta(self)
+    }
+}
+
 /// A controller's caches of the kinds it applies (e.g. kube-runtime reflector stores), for
 /// [`Applier::apply_cached`]: the unchanged-skip and the search for former children then
 /// read memory instead of the API server.
 pub trait ChildCache: Send + Sync {
-    /// The cached metadata of `child`, or `None` when the cache does not have it (the
-    /// child is then applied).
-    fn get(&self, child: &ChildRef) -> Option<ObjectMeta>;
+    /// The cached `child`, or `None` when the cache does not have it (the child is then
+    /// applied).
+    fn get(&self, child: &ChildRef) -> Option<Arc<dyn CachedMeta>>;
     /// The cached objects of `api_version`/`kind` in `namespace` (`None`: cluster-scoped)
     /// labelled `applyset.kubernetes.io/part-of=<set_id>`, or `None` when this kind is not
     /// cached (it is then listed from the API server). A cache that lags can only delay a
@@ -93,7 +107,7 @@ pub trait ChildCache: Send + Sync {
         kind: &str,
         namespace: Option<&str>,
         set_id: &str,
-    ) -> Option<Vec<ObjectMeta>>;
+    ) -> Option<Vec<Arc<dyn CachedMeta>>>;
 }
 
 /// How the live state of children is read for the unchanged-skip (and prune candidates).
@@ -566,23 +580,23 @@ impl Applier {
             memory.get(owner_uid).and_then(|m| m.applied.get(&p.key)).filter(|a| a.hash == p.hash).cloned()
         };
         let Some(last) = last else { return false };
-        let meta = match live {
-            Live::Cache(observed) => observed(&p.child),
-            Live::Cached(cache) => cache.get(&p.child),
+        let ours = |meta: &ObjectMeta| still_ours(&last, meta, p, owner_uid);
+        match live {
+            Live::Cache(observed) => observed(&p.child).is_some_and(|meta| ours(&meta)),
+            Live::Cached(cache) => cache.get(&p.child).is_some_and(|o| ours(o.object_meta())),
             Live::Server => match p
                 .kind
                 .api(&self.client, p.child.namespace.as_deref())
                 .get_metadata_opt(&p.child.name)
                 .await
             {
-                Ok(found) => found.map(|o| o.metadata),
+                Ok(found) => found.is_some_and(|o| ours(&o.metadata)),
                 Err(error) => {
                     tracing::debug!(child = %p.child, %error, "cannot read the live object; applying");
-                    None
+                    false
                 }
             },
-        };
-        meta.is_some_and(|meta| still_ours(&last, &meta, p, owner_uid))
+        }
     }
 
     async fn send(&self, p: &Prepared) -> Result<DynamicObject, kube::Error> {

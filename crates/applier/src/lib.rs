@@ -77,7 +77,7 @@ mod object;
 mod prune;
 mod status;
 
-pub use apply::{Applier, ApplierConfig, ApplyReport, ChildCache};
+pub use apply::{Applier, ApplierConfig, ApplyReport, CachedMeta, ChildCache};
 pub use error::{ApplyError, ChildFailure, StatusError};
 pub use object::ChildRef;
 pub use status::{StatusWrite, StatusWriter};

@@ -11,11 +11,13 @@
 //! and use background propagation, so the object's own dependents are garbage-collected.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use kube::Client;
 use kube::api::{DeleteParams, ListParams, Preconditions, PropagationPolicy};
 
 use crate::ApplyReport;
+use crate::apply::CachedMeta;
 use crate::applyset::{GroupKind, PART_OF_LABEL, PRUNE_ANNOTATION};
 use crate::discovery::{Discovery, Resolved, code};
 use crate::object::{ChildRef, Key, ObjectInfo};
@@ -69,10 +71,10 @@ pub(crate) async fn prune(
             let cached = scope.cache.and_then(|c| {
                 c.members(&resolved.resource.api_version, &resolved.resource.kind, place, scope.set_id)
             });
-            let listed: Vec<kube::api::ObjectMeta> = match cached {
+            let listed: Vec<Arc<dyn CachedMeta>> = match cached {
                 Some(items) => items,
                 None => match resolved.api(client, place).list_metadata(&selector).await {
-                    Ok(list) => list.items.into_iter().map(|i| i.metadata).collect(),
+                    Ok(list) => list.items.into_iter().map(|i| Arc::new(i) as Arc<dyn CachedMeta>).collect(),
                     Err(e) if code(&e) == Some(404) => {
                         discovery.forget(&resolved.resource);
                         continue;
@@ -82,8 +84,9 @@ pub(crate) async fn prune(
                     }
                 },
             };
-            for meta in listed {
-                let (Some(name), Some(uid)) = (meta.name, meta.uid) else { continue };
+            for object in listed {
+                let meta = object.object_meta();
+                let (Some(name), Some(uid)) = (meta.name.clone(), meta.uid.clone()) else { continue };
                 let labelled = meta.labels.as_ref().and_then(|l| l.get(PART_OF_LABEL)).map(String::as_str)
                     == Some(scope.set_id);
                 let owned = meta

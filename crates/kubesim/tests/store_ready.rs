@@ -94,7 +94,10 @@ async fn typed_store_ready_empty_and_non_empty() {
     let (_sim, client) = start().await;
     let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let (empty, writer) = reflector::store();
-    let t1 = drive(watcher(api.clone(), watcher::Config::default()).reflect(writer));
+    // Every watcher here backs off: one without backoff retries a failing request at once,
+    // never yields, and so cannot be aborted, which hung the runtime's shutdown at the end of
+    // the test once its client had already been dropped.
+    let t1 = drive(watcher(api.clone(), watcher::Config::default()).default_backoff().reflect(writer));
     assert_ready("typed, empty", &empty).await;
     assert!(empty.state().is_empty());
 

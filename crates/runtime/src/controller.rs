@@ -41,7 +41,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctop_applier::{Applier, ApplierConfig, ChildCache, ChildRef};
+use ctop_applier::{Applier, ApplierConfig, CachedMeta, ChildCache, ChildRef};
 use ctop_core::{ControllerSpec, KindRef, NamedPredicate, Predicate, WatchSpec};
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -1121,27 +1121,68 @@ impl CacheView {
         Self { caches: ctx.caches.clone(), namespace }
     }
 
-    fn json(c: &Cached, o: &DynamicObject) -> Value {
-        let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
-        if let Some((api_version, kind)) = c.key.rsplit_once('/') {
-            v["apiVersion"] = api_version.into();
-            v["kind"] = kind.into();
-        }
-        v
+    /// `o` as JSON text with the cache's apiVersion and kind.
+    fn json(c: &Cached, o: &DynamicObject) -> String {
+        let (api_version, kind) = c.key.rsplit_once('/').unwrap_or(("", c.key.as_str()));
+        Typed::new(o, api_version, kind).to_json()
     }
+}
+
+/// A cached object serialized straight from its typed parts, with `apiVersion` and `kind`
+/// given (a cache's objects may lack them). No intermediate `serde_json::Value`: handing
+/// objects to the script is on every reconcile's path.
+#[derive(serde::Serialize)]
+struct Typed<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'a str,
+    kind: &'a str,
+    metadata: &'a kube::api::ObjectMeta,
+    #[serde(flatten)]
+    data: &'a Value,
+}
+
+impl<'a> Typed<'a> {
+    fn new(o: &'a DynamicObject, api_version: &'a str, kind: &'a str) -> Self {
+        Typed { api_version, kind, metadata: &o.metadata, data: &o.data }
+    }
+
+    /// The primary object, typed from its own `TypeMeta` or else from `ar`.
+    fn primary(o: &'a DynamicObject, ar: &'a ApiResource) -> Self {
+        let (api_version, kind) = o.types.as_ref().map_or((ar.api_version.as_str(), ar.kind.as_str()), |t| {
+            (t.api_version.as_str(), t.kind.as_str())
+        });
+        Self::new(o, api_version, kind)
+    }
+
+    fn to_json(&self) -> String {
+        // Serializing borrowed JSON values into a string cannot fail unless `data` is not an
+        // object (never from the API server); then it is left out.
+        serde_json::to_string(self).unwrap_or_else(|_| {
+            serde_json::to_string(&Typed { data: &Value::Null, ..*self })
+                .unwrap_or_else(|_| "null".to_owned())
+        })
+    }
+}
+
+/// The dispatch input, serialized in one pass.
+#[derive(serde::Serialize)]
+struct Input<'a> {
+    object: Option<Typed<'a>>,
+    env: &'a Value,
+    values: &'a Value,
 }
 
 impl crate::vm::Observer for CacheView {
     fn list(&self, kind: &str) -> Option<String> {
         let c = self.caches.iter().find(|c| c.key == kind)?;
-        let items: Vec<Value> = c
+        let items: Vec<String> = c
             .store
             .state()
             .iter()
             .filter(|o| !c.namespaced || self.namespace.is_none() || o.namespace() == self.namespace)
             .map(|o| Self::json(c, o))
             .collect();
-        Some(Value::Array(items).to_string())
+        Some(format!("[{}]", items.join(",")))
     }
 
     fn get(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<Option<String>> {
@@ -1157,7 +1198,7 @@ impl crate::vm::Observer for CacheView {
             (true, None) => return Some(None),
             (false, _) => key,
         };
-        Some(c.store.get(&key).map(|o| Self::json(c, &o).to_string()))
+        Some(c.store.get(&key).map(|o| Self::json(c, &o)))
     }
 }
 
@@ -1166,12 +1207,13 @@ async fn dispatch(
     handler: &str,
     object: Option<&DynamicObject>,
 ) -> Result<Value, ReconcileError> {
-    let input = json!({
-        "object": object,
-        "env": ctx.options.env,
-        "values": ctx.options.values,
-    })
-    .to_string();
+    let input = Input {
+        object: object.map(|o| Typed::primary(o, &ctx.primary)),
+        env: &ctx.options.env,
+        values: &ctx.options.values,
+    };
+    let input = serde_json::to_string(&input)
+        .map_err(|e| ReconcileError(format!("cannot serialize the {handler} input: {e}")))?;
     let observer: Arc<dyn crate::vm::Observer> = Arc::new(CacheView::new(ctx, object));
     let script = ctx.script.borrow().clone();
     let index = ctx.spec.index;
@@ -1357,15 +1399,14 @@ async fn reconcile_inner(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Acti
 struct Children<'a>(&'a [Cached]);
 
 impl ChildCache for Children<'_> {
-    fn get(&self, c: &ChildRef) -> Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
-        let key = format!("{}/{}", c.api_version, c.kind);
-        let cache = self.0.iter().find(|x| x.key == key)?;
+    fn get(&self, c: &ChildRef) -> Option<Arc<dyn CachedMeta>> {
+        let cache = self.find(&c.api_version, &c.kind)?;
         let r = ObjectRef::new_with(&c.name, cache.ar.clone());
         let r = match &c.namespace {
             Some(ns) if cache.namespaced => r.within(ns),
             _ => r,
         };
-        Some(cache.store.get(&r)?.metadata.clone())
+        Some(cache.store.get(&r)?)
     }
 
     fn members(
@@ -1374,10 +1415,10 @@ impl ChildCache for Children<'_> {
         kind: &str,
         namespace: Option<&str>,
         set_id: &str,
-    ) -> Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>> {
-        let key = format!("{api_version}/{kind}");
-        let cache = self.0.iter().find(|x| x.key == key)?;
+    ) -> Option<Vec<Arc<dyn CachedMeta>>> {
+        let cache = self.find(api_version, kind)?;
         let label = ctop_applier::applyset::PART_OF_LABEL;
+        let labelled = |o: &DynamicObject| o.labels().get(label).map(String::as_str) == Some(set_id);
         if let Some(index) = &cache.sets {
             return Some(
                 index
@@ -1388,8 +1429,8 @@ impl ChildCache for Children<'_> {
                         let r = ObjectRef::new_with(&name, cache.ar.clone());
                         cache.store.get(&if cache.namespaced { r.within(&ns) } else { r })
                     })
-                    .filter(|o| o.labels().get(label).map(String::as_str) == Some(set_id))
-                    .map(|o| o.metadata.clone())
+                    .filter(|o| labelled(o))
+                    .map(|o| o as Arc<dyn CachedMeta>)
                     .collect(),
             );
         }
@@ -1397,12 +1438,24 @@ impl ChildCache for Children<'_> {
             cache
                 .store
                 .state()
-                .iter()
+                .into_iter()
                 .filter(|o| !cache.namespaced || o.metadata.namespace.as_deref() == namespace)
-                .filter(|o| o.labels().get(label).map(String::as_str) == Some(set_id))
-                .map(|o| o.metadata.clone())
+                .filter(|o| labelled(o))
+                .map(|o| o as Arc<dyn CachedMeta>)
                 .collect(),
         )
+    }
+}
+
+impl Children<'_> {
+    /// The cache of `api_version`/`kind`, found without building its key.
+    fn find(&self, api_version: &str, kind: &str) -> Option<&Cached> {
+        self.0.iter().find(|x| {
+            x.key.len() == api_version.len() + 1 + kind.len()
+                && x.key.starts_with(api_version)
+                && x.key.ends_with(kind)
+                && x.key.as_bytes().get(api_version.len()) == Some(&b'/')
+        })
     }
 }
 
@@ -1501,6 +1554,38 @@ async fn publish_events(ctx: &Ctx, owner: Option<&DynamicObject>, out: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn objects_reach_the_script_as_the_api_serves_them() {
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apps", "v1", "Deployment"),
+            "deployments",
+        );
+        let mut o = DynamicObject::new("web", &ar).within("prod").data(json!({"spec": {"replicas": 2}}));
+        o.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
+        let want = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "prod", "labels": {"app": "web"}}, "spec": {"replicas": 2}});
+        let text = Typed::new(&o, "apps/v1", "Deployment").to_json();
+        assert_eq!(serde_json::from_str::<Value>(&text).ok(), Some(want.clone()));
+        // A cached object without its TypeMeta takes the cache's kind; the primary its own.
+        o.types = None;
+        assert_eq!(
+            serde_json::from_str::<Value>(&Typed::primary(&o, &ar).to_json()).ok(),
+            Some(want.clone())
+        );
+        o.data = Value::Null;
+        let bare: Value = serde_json::from_str(&Typed::primary(&o, &ar).to_json()).unwrap_or_default();
+        assert_eq!(bare["metadata"]["name"], "web", "{bare}");
+        assert!(bare.get("spec").is_none());
+        let input =
+            Input { object: Some(Typed::primary(&o, &ar)), env: &json!({"A": "1"}), values: &json!({}) };
+        let input: Value =
+            serde_json::from_str(&serde_json::to_string(&input).unwrap_or_default()).unwrap_or_default();
+        assert_eq!(
+            (input["object"]["kind"].as_str(), &input["env"]),
+            (Some("Deployment"), &json!({"A": "1"}))
+        );
+    }
 
     #[test]
     fn the_retry_bucket_spends_its_burst_then_paces() {
