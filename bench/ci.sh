@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 
 KOPF_VERSION=1.45.2
 if ! bench/.venv/bin/kopf --version 2>/dev/null | grep -q "$KOPF_VERSION"; then
+  # Start over: a venv that was moved or copied keeps scripts pointing at its old path.
+  rm -rf bench/.venv
   python3 -m venv bench/.venv || {
     echo "error: cannot create bench/.venv; the benchmark needs python3 with venv (Debian: python3-venv)." >&2
     exit 1

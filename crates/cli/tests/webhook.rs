@@ -344,6 +344,63 @@ fn manifests_deploy_path_patches_the_ca_with_the_generated_rbac() {
     );
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(!text.to_ascii_lowercase().contains("forbidden"), "the operator was denied:\n{text}");
+
+    // A second replica serves the same certificate, read from the Secret the first one
+    // stored, so the caBundle both keep setting is one CA.
+    let port2 = free_port();
+    let args2: Vec<String> =
+        args.iter().map(|a| if *a == port.to_string() { port2.to_string() } else { a.clone() }).collect();
+    let log2 = dir.path().join("run2.log");
+    let _run2 = Proc(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .args(&args2)
+            .arg("--kubeconfig")
+            .arg(&sa_kc)
+            .args(["--health-port", "0", "--metrics-port", "0"])
+            .env("POD_NAMESPACE", &ns)
+            .env("POD_NAME", "operator-1")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log2).expect("log"))
+            .spawn()
+            .expect("the second replica starts"),
+    );
+    let served = |port: u16| {
+        let out = Command::new("openssl")
+            .args(["s_client", "-connect", &format!("127.0.0.1:{port}")])
+            .stdin(Stdio::null())
+            .output()
+            .expect("openssl runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let begin = text.find("-----BEGIN CERTIFICATE-----")?;
+        let end = text[begin..].find("-----END CERTIFICATE-----")? + begin;
+        Some(text[begin..end].to_owned())
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let second = loop {
+        if let Some(cert) = served(port2) {
+            break cert;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second replica never served:\n{}",
+            std::fs::read_to_string(&log2).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(served(port).as_deref(), Some(second.as_str()), "both replicas serve one certificate");
+    let secret =
+        args.iter().position(|a| a == "--tls-secret").and_then(|i| args.get(i + 1)).expect("--tls-secret");
+    let stored_ca = k.ok(&["get", "secret", secret, "-n", &ns, "-o", r"jsonpath={.data.ca\.crt}"]);
+    let bundle = k.ok(&[
+        "get",
+        "validatingwebhookconfiguration",
+        "widgets",
+        "-o",
+        "jsonpath={.webhooks[0].clientConfig.caBundle}",
+    ]);
+    assert_eq!(bundle, stored_ca, "the caBundle is the shared CA");
+    let text = std::fs::read_to_string(&log2).unwrap_or_default();
+    assert!(text.contains("using the shared webhook certificate"), "{text}");
 }
 
 /// `ctop webhook serve` on its own, with certificate files as cert-manager mounts them

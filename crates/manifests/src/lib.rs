@@ -200,7 +200,7 @@ pub fn generate(
     docs.push(workload::config_map(options, bundle, &labels));
     docs.push(workload::deployment(options, bundle, &labels, &selector));
 
-    webhook::add(spec, options, &labels, &selector, &mut docs, &mut notes);
+    webhook::add(spec, options, &labels, &selector, &mut docs);
     if bundle.gz.len() * 4 / 3 > CLIENT_SIDE_APPLY_LIMIT {
         notes.push(format!(
             "the bundle is {} bytes: apply with `kubectl apply --server-side`, client-side apply cannot \

@@ -323,7 +323,15 @@ fn admission_handlers_get_a_service_configurations_and_ca_bundle_rbac() {
     assert_eq!(svc["spec"]["selector"]["app.kubernetes.io/component"], "operator");
     let container = &find(&m, "Deployment")["spec"]["template"]["spec"]["containers"][0];
     let args: Vec<&str> = container["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
-    for flag in ["--webhook-port", "9443", "--webhook-configuration", "op-webhook.op-system.svc", "Ignore"] {
+    for flag in [
+        "--webhook-port",
+        "9443",
+        "--webhook-configuration",
+        "op-webhook.op-system.svc",
+        "Ignore",
+        "--tls-secret",
+        "op-webhook-tls",
+    ] {
         assert!(args.contains(&flag), "{args:?} lacks {flag}");
     }
     assert!(container["ports"].as_array().unwrap().iter().any(|p| p["name"] == "webhook"));
@@ -337,7 +345,28 @@ fn admission_handlers_get_a_service_configurations_and_ca_bundle_rbac() {
     let policy = find(&m, "NetworkPolicy");
     assert!(policy["spec"]["ingress"][0]["ports"].as_array().unwrap().iter().any(|p| p["port"] == 9443));
 
+    // The replicas share one certificate through a Secret they may read, create and update.
+    let secret_role = m
+        .documents
+        .iter()
+        .find(|d| d["kind"] == "Role" && d["metadata"]["name"] == "op-webhook-tls")
+        .expect("the shared certificate's role");
+    assert_eq!(secret_role["metadata"]["namespace"], "op-system");
+    assert_eq!(
+        secret_role["rules"],
+        json!([
+            {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["op-webhook-tls"], "verbs": ["get", "update"]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        ])
+    );
+    let binding = find(&m, "RoleBinding");
+    assert!(
+        m.documents.iter().any(|d| d["kind"] == "RoleBinding"
+            && d["roleRef"]["name"] == "op-webhook-tls"
+            && d["subjects"][0]["name"] == "op"),
+        "{binding}"
+    );
     options.replicas = 2;
     let m = generate(&s, &bundle(1), &options, &[]).unwrap();
-    assert!(m.notes.iter().any(|n| n.contains("cert-manager")), "{:?}", m.notes);
+    assert!(m.notes.is_empty(), "several replicas need no note any more: {:?}", m.notes);
 }

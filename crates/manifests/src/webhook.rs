@@ -4,12 +4,12 @@
 //! Deployment's webhook port and flags, and RBAC that lets the operator set `caBundle` on
 //! exactly those two configurations (`resourceNames`).
 //!
-//! Default TLS mode: the operator issues its own CA and certificate at startup
-//! (`ctop run --webhook-port`) and patches the CA into the configurations, which are
-//! generated without a `caBundle`. Until it has, the API server cannot verify the webhook,
-//! so with `failurePolicy: Fail` writes of the handled kinds fail for the first seconds
-//! after a deploy. Each pod issues its own CA: with more than one replica, use certificate
-//! files (e.g. cert-manager) instead, see the note [`add`] emits.
+//! Default TLS mode: the first pod issues a CA and certificate and keeps them in the Secret
+//! `<name>-webhook-tls` (`ctop run --tls-secret`), every replica serves that one, and each
+//! patches the CA into the configurations, which are generated without a `caBundle`. Until
+//! one has, the API server cannot verify the webhook, so with `failurePolicy: Fail` writes
+//! of the handled kinds fail for the first seconds after a deploy. The operator gets `get`
+//! and `update` on that Secret by name and `create` on Secrets in its namespace (a Role).
 
 use ctop_core::OperatorSpec;
 use ctop_webhook::{ConfigurationOptions, Endpoint, configurations, routes};
@@ -25,6 +25,11 @@ pub(crate) fn service_name(options: &Options) -> String {
     format!("{}-webhook", options.name)
 }
 
+/// The Secret the replicas share their self-issued certificate through: `<name>-webhook-tls`.
+pub(crate) fn tls_secret_name(options: &Options) -> String {
+    format!("{}-webhook-tls", options.name)
+}
+
 /// Add the webhook documents for `spec` to `docs` (which already hold the Deployment).
 pub(crate) fn add(
     spec: &OperatorSpec,
@@ -32,7 +37,6 @@ pub(crate) fn add(
     labels: &Map<String, Value>,
     selector: &Map<String, Value>,
     docs: &mut Vec<Value>,
-    notes: &mut Vec<String>,
 ) {
     let routes = routes(spec);
     if routes.is_empty() {
@@ -58,6 +62,8 @@ pub(crate) fn add(
                 format!("{service}.{namespace}.svc.cluster.local"),
                 "--failure-policy".to_owned(),
                 policy.as_str().to_owned(),
+                "--tls-secret".to_owned(),
+                tls_secret_name(options),
             ] {
                 args.push(json!(a));
             }
@@ -99,19 +105,31 @@ pub(crate) fn add(
 
     let config = ConfigurationOptions {
         name: options.name.clone(),
-        endpoint: Endpoint::Service { namespace, name: service, port: SERVICE_PORT },
+        endpoint: Endpoint::Service { namespace: namespace.clone(), name: service, port: SERVICE_PORT },
         ca_bundle: None,
         failure_policy: policy,
         timeout_seconds: 10,
         labels: labels.clone(),
         annotations: Map::new(),
     };
+    // The shared certificate's Secret, in the operator's namespace. `create` cannot be
+    // limited by name (the object does not exist yet), so it covers Secrets of this namespace.
+    let secret = tls_secret_name(options);
+    docs.push(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": secret, "namespace": namespace, "labels": labels},
+        "rules": [
+            {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [secret], "verbs": ["get", "update"]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        ],
+    }));
+    docs.push(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": secret, "namespace": namespace, "labels": labels},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": secret},
+        "subjects": [{"kind": "ServiceAccount", "name": options.name, "namespace": namespace}],
+    }));
     docs.extend(configurations(&routes, &config));
-    if options.replicas > 1 {
-        notes.push(format!(
-            "with {} replicas each pod issues its own webhook certificate and the last one to start \
-             owns the caBundle; mount a shared certificate (e.g. cert-manager) and pass --tls-cert/--tls-key",
-            options.replicas
-        ));
-    }
 }

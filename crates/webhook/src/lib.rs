@@ -23,8 +23,10 @@
 //! - [`configurations()`] writes the Validating/MutatingWebhookConfigurations for the routes
 //!   (Service endpoint for `ctop manifests`, loopback URL for `ctop dev`).
 //! - [`cabundle::patch_ca_bundle`] writes a self-issued CA into the operator's own
-//!   Validating/MutatingWebhookConfigurations. It is the only part that talks to the
-//!   cluster, hence the `kube` dependency next to `ctop-core`.
+//!   Validating/MutatingWebhookConfigurations, and [`shared::shared_self_issued`] keeps one
+//!   self-issued certificate in a Secret so that every replica serves the same one. They are
+//!   the only parts that talk to the cluster, hence the `kube` dependency next to
+//!   `ctop-core`.
 //!
 //! Connections are bounded too ([`ConnectionLimits`]: how many at once, idle time, handshake
 //! time), since hyper as axum runs it has no idle or header timeout of its own.
@@ -39,6 +41,7 @@ pub mod review;
 mod routes;
 mod script;
 mod server;
+pub mod shared;
 pub mod tls;
 
 pub use configuration::{ConfigurationOptions, Endpoint, configurations};

@@ -124,7 +124,7 @@ impl ResolvesServerCert for CertStore {
     }
 }
 
-fn certified_key(cert_pem: &[u8], key_pem: &[u8], what: &str) -> Result<CertifiedKey, TlsError> {
+pub(crate) fn certified_key(cert_pem: &[u8], key_pem: &[u8], what: &str) -> Result<CertifiedKey, TlsError> {
     let certs: Vec<CertificateDer<'static>> =
         CertificateDer::pem_slice_iter(cert_pem).collect::<Result<_, _>>().map_err(|e| TlsError::Pem {
             what: what.to_owned(),

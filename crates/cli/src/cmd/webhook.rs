@@ -77,6 +77,12 @@ pub struct WebhookFlags {
     /// Write the self-issued CA (the caBundle to trust) to this file.
     #[arg(long)]
     pub ca_bundle_out: Option<PathBuf>,
+    /// Keep the self-issued certificate in this Secret (in $POD_NAMESPACE, else the
+    /// kubeconfig context's namespace), so that every replica serves the same one: the first
+    /// issues it, the others read it. Needs get, create and update on it; `ctop manifests`
+    /// passes this flag and grants those.
+    #[arg(long, conflicts_with = "tls_cert")]
+    pub tls_secret: Option<String>,
     /// What a handler that throws or is late answers: Fail (deny) or Ignore (allow with a
     /// warning).
     #[arg(long, default_value = "Fail")]
@@ -99,8 +105,12 @@ impl WebhookFlags {
         }
     }
 
-    /// The TLS source: the files, or a freshly issued certificate (returned too, for its CA).
-    fn tls(&self) -> anyhow::Result<(TlsSource, Option<SelfIssued>)> {
+    /// The TLS source: the files, the certificate shared through `--tls-secret`, or a freshly
+    /// issued one (returned too, for its CA).
+    async fn tls(
+        &self,
+        kubeconfig: Option<&std::path::Path>,
+    ) -> anyhow::Result<(TlsSource, Option<SelfIssued>)> {
         if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
             let source = TlsSource::Files {
                 cert: cert.clone(),
@@ -111,12 +121,28 @@ impl WebhookFlags {
         }
         let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
         hosts.extend(self.tls_hosts.iter().filter(|h| !h.is_empty()).cloned());
-        let issued = SelfIssued::issue(&hosts).context("cannot issue the webhook certificate")?;
+        let issued = match &self.tls_secret {
+            Some(name) => {
+                let client = kube_client(kubeconfig).await?;
+                let namespace = std::env::var("POD_NAMESPACE")
+                    .ok()
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or_else(|| client.default_namespace().to_owned());
+                ctop_webhook::shared::shared_self_issued(&client, &namespace, name, &hosts).await?
+            }
+            None => {
+                let issued = SelfIssued::issue(&hosts).context("cannot issue the webhook certificate")?;
+                tracing::info!(
+                    hosts = hosts.join(","),
+                    "issued a CA and serving certificate for the webhook"
+                );
+                issued
+            }
+        };
         if let Some(path) = &self.ca_bundle_out {
             std::fs::write(path, &issued.ca_pem)
                 .with_context(|| format!("cannot write the CA to {}", path.display()))?;
         }
-        tracing::info!(hosts = hosts.join(","), "issued a CA and serving certificate for the webhook");
         Ok((TlsSource::SelfIssued(issued.clone()), Some(issued)))
     }
 }
@@ -169,6 +195,7 @@ pub async fn start(
     addr: SocketAddr,
     flags: &WebhookFlags,
     concurrency: usize,
+    kubeconfig: Option<&std::path::Path>,
 ) -> anyhow::Result<Started> {
     let routes = ctop_webhook::routes(script.spec());
     if routes.is_empty() {
@@ -184,7 +211,7 @@ pub async fn start(
         &routes,
         flags.server_config(concurrency),
     );
-    let (tls, issued) = flags.tls()?;
+    let (tls, issued) = flags.tls(kubeconfig).await?;
     let bound = ctop_webhook::bind(addr, &tls, admission.router()).await?;
     Ok(Started { bound, admission, issued })
 }
@@ -216,6 +243,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         SocketAddr::new(args.address, args.port),
         &args.flags,
         workers,
+        None,
     )
     .await?;
     let addr = started.bound.local_addr()?;
@@ -242,6 +270,7 @@ pub async fn spawn_for_run(
         SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)),
         flags,
         concurrency,
+        options.kubeconfig.as_deref(),
     )
     .await?;
     let patcher = match (&started.issued, configuration) {
@@ -332,13 +361,14 @@ impl DevWebhook {
             tls_reload: ctop_core::Duration::from_secs(10),
             tls_hosts: Vec::new(),
             ca_bundle_out: None,
+            tls_secret: None,
             failure_policy: FailurePolicy::Fail,
             webhook_timeout: ctop_core::Duration::from_secs(10),
             webhook_max_body: 3 * 1024 * 1024,
         };
         let env = script_env();
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-        let started = start(script.clone(), env.clone(), values.clone(), addr, &flags, 2).await?;
+        let started = start(script.clone(), env.clone(), values.clone(), addr, &flags, 2, None).await?;
         let ca_pem = started.issued.as_ref().map(|i| i.ca_pem.clone()).unwrap_or_default();
         let base_url = format!("https://127.0.0.1:{}", started.bound.local_addr()?.port());
         let bound = started.bound;
