@@ -293,20 +293,24 @@ fn manifests_deploy_path_patches_the_ca_with_the_generated_rbac() {
     let sak = Kubectl { kubeconfig: sa_kc.clone(), cache: dir.path().join("sa-cache") };
     sak.ok(&["config", "set-credentials", "operator-sa", "--token", token.trim()]);
     sak.ok(&["config", "set-context", "--current", "--user", "operator-sa"]);
+    // One replica as the Deployment's pod `pod` runs it, logging to `log`.
+    let replica = |args: &[String], pod: &str, log: &Path| {
+        Proc(
+            Command::new(env!("CARGO_BIN_EXE_ctop"))
+                .args(args)
+                .arg("--kubeconfig")
+                .arg(&sa_kc)
+                .args(["--health-port", "0", "--metrics-port", "0"])
+                .env("POD_NAMESPACE", &ns)
+                .env("POD_NAME", pod)
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(log).expect("log"))
+                .spawn()
+                .expect("ctop run starts"),
+        )
+    };
     let log = dir.path().join("run.log");
-    let _run = Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
-            .args(&args)
-            .arg("--kubeconfig")
-            .arg(&sa_kc)
-            .args(["--health-port", "0", "--metrics-port", "0"])
-            .env("POD_NAMESPACE", &ns)
-            .env("POD_NAME", "operator-0")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log"))
-            .spawn()
-            .expect("ctop run starts"),
-    );
+    let _run = replica(&args, "operator-0", &log);
     for kind in ["validatingwebhookconfiguration", "mutatingwebhookconfiguration"] {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
         loop {
@@ -351,19 +355,7 @@ fn manifests_deploy_path_patches_the_ca_with_the_generated_rbac() {
     let args2: Vec<String> =
         args.iter().map(|a| if *a == port.to_string() { port2.to_string() } else { a.clone() }).collect();
     let log2 = dir.path().join("run2.log");
-    let _run2 = Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
-            .args(&args2)
-            .arg("--kubeconfig")
-            .arg(&sa_kc)
-            .args(["--health-port", "0", "--metrics-port", "0"])
-            .env("POD_NAMESPACE", &ns)
-            .env("POD_NAME", "operator-1")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log2).expect("log"))
-            .spawn()
-            .expect("the second replica starts"),
-    );
+    let _run2 = replica(&args2, "operator-1", &log2);
     let served = |port: u16| {
         let out = Command::new("openssl")
             .args(["s_client", "-connect", &format!("127.0.0.1:{port}")])
