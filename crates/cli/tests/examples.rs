@@ -11,39 +11,28 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Kubectl, Proc, start_sim};
+use common::{Kubectl, Logged, Proc, ctop_run, start_sim};
 
 fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)
 }
 
 /// `ctop run examples/<name>` against the sim, its CRDs installed.
-fn run_example(name: &str, k: &Kubectl) -> Proc {
+fn run_example(name: &str, k: &Kubectl) -> Logged {
     run_example_with(name, k, &[])
 }
 
 /// `ctop run examples/<name> <extra...>`.
-fn run_example_with(name: &str, k: &Kubectl, extra: &[&str]) -> Proc {
-    Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
-            .arg("run")
-            .arg(example(name))
-            .arg("--kubeconfig")
-            .arg(&k.kubeconfig)
-            .args(["--install-crds", "--leader-elect=false", "--health-port", "0", "--metrics-port", "0"])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ctop run starts"),
-    )
+/// Its log (debug for ctop's own crates) is printed if the test fails.
+fn run_example_with(name: &str, k: &Kubectl, extra: &[&str]) -> Logged {
+    ctop_run(&example(name), &k.kubeconfig, extra, &format!("ctop-run-{name}.log"))
 }
 
 /// Stop `ctop run` with SIGTERM; it must exit cleanly.
-fn stop(mut run: Proc) {
-    let term = Command::new("kill").args(["-TERM", &run.0.id().to_string()]).status().expect("kill");
+fn stop(mut run: Logged) {
+    let term = Command::new("kill").args(["-TERM", &run.proc.0.id().to_string()]).status().expect("kill");
     assert!(term.success());
-    let status = run.0.wait().expect("ctop run exits");
+    let status = run.proc.0.wait().expect("ctop run exits");
     assert!(status.success(), "ctop run exits cleanly on SIGTERM: {status:?}");
 }
 

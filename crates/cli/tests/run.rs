@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Kubectl, Proc, start_sim};
+use common::{Kubectl, Proc, ctop_run, start_sim};
 
 #[test]
 fn run_reconciles_the_webapp_example() {
@@ -112,18 +112,7 @@ fn run_maps_watched_objects_and_patches_unowned_ones() {
     std::fs::write(op.join("operator.ct"), WATCHES_SCRIPT).expect("write the script");
     let k = Kubectl { kubeconfig: kubeconfig.clone(), cache: dir.path().join("cache") };
     k.ok(&["create", "configmap", "external", "--from-literal=keep=me"]);
-    let _run = Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
-            .arg("run")
-            .arg(&op)
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["--install-crds", "--leader-elect=false", "--health-port", "0", "--metrics-port", "0"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ctop run starts"),
-    );
+    let _run = ctop_run(&op, &kubeconfig, &[], "ctop-run.log");
     let thing = dir.path().join("thing.yaml");
     std::fs::write(&thing, "apiVersion: test.example.com/v1\nkind: Thing\nmetadata:\n  name: t1\n  namespace: default\nspec: {}\n")
         .expect("write");
@@ -178,4 +167,95 @@ fn run_maps_watched_objects_and_patches_unowned_ones() {
     k.eventually(&["get", "thing", "t1", "-o", "jsonpath={.status.owned}"], |s| s == "s=x");
     write_secret("y");
     k.eventually(&["get", "thing", "t1", "-o", "jsonpath={.status.owned}"], |s| s == "s=y");
+}
+
+/// `.watches()` of kinds the operator already watches: ConfigMaps (read) labelled
+/// `watched=yes` map to the Thing their `thing` label names; a Thing maps to the Things
+/// whose `spec.after` names it, and those read its note from the cache.
+const SHARED_WATCH_SCRIPT: &str = r#"
+import { resource, z, operator, setStatus, getObserved, listObserved, Result, ConfigMap } from "ctop";
+
+const thing = resource("test.example.com/v1", "Thing", {
+  scope: "Namespaced",
+  spec: { note: z.string().default(""), after: z.string().default("") },
+  status: { seen: z.string(), after: z.string() },
+});
+
+operator(thing)
+  .reads(ConfigMap)
+  .watches(ConfigMap, (cm) => [cm.metadata.labels?.thing ?? ""].filter((n) => n !== ""), {
+    labelSelector: { watched: "yes" },
+  })
+  .watches(thing, (t) => listObserved(thing, { namespace: t.metadata.namespace })
+    .filter((x) => x.spec.after === t.metadata.name))
+  .reconcile((cr) => {
+    const name = cr.metadata.name;
+    const seen = listObserved(ConfigMap, { labels: { thing: name, watched: "yes" } })
+      .map((cm) => `${cm.metadata.name}=${cm.data?.v ?? ""}`)
+      .sort()
+      .join(",");
+    const after = cr.spec.after ? getObserved(thing, cr.spec.after)?.spec.note ?? "-" : "";
+    setStatus(cr, { seen, after });
+    return Result.ok();
+  });
+"#;
+
+/// The sum of `key` (e.g. `watch configmaps`) over the clients that are not kubectl.
+fn requests_by_ctop(k: &Kubectl, key: &str) -> u64 {
+    let stats: serde_json::Value =
+        serde_json::from_str(&k.ok(&["get", "--raw", "/kubesim/stats"])).expect("stats are JSON");
+    stats["clients"]
+        .as_object()
+        .expect("clients")
+        .iter()
+        .filter(|(agent, _)| !agent.starts_with("kubectl"))
+        .map(|(_, c)| c["requests"][key].as_u64().unwrap_or(0))
+        .sum()
+}
+
+#[test]
+fn watches_of_cached_kinds_share_their_watch_and_see_what_triggered_them() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_sim(dir.path());
+    let op = dir.path().join("op");
+    std::fs::create_dir(&op).expect("mkdir");
+    std::fs::write(op.join("operator.ct"), SHARED_WATCH_SCRIPT).expect("write the script");
+    let k = Kubectl { kubeconfig: kubeconfig.clone(), cache: dir.path().join("cache") };
+    let _run = ctop_run(&op, &kubeconfig, &[], "ctop-run.log");
+    let things = dir.path().join("things.yaml");
+    let write_things = |note: &str| {
+        std::fs::write(
+            &things,
+            format!(
+                "apiVersion: test.example.com/v1\nkind: Thing\nmetadata: {{name: t1, namespace: default}}\nspec: {{note: \"{note}\"}}\n---\n\
+                 apiVersion: test.example.com/v1\nkind: Thing\nmetadata: {{name: t2, namespace: default}}\nspec: {{after: t1}}\n"
+            ),
+        )
+        .expect("write");
+        k.eventually(&["apply", "-f", things.to_str().expect("utf-8")], |s| s.contains("t2"));
+    };
+    write_things("one");
+    let after = || ["get", "thing", "t2", "-o", "jsonpath={.status.after}"];
+    k.eventually(&after(), |s| s == "one");
+    // Each change of t1 reaches t2, whose reconcile reads t1 from the cache: the mapper
+    // runs on the primary watch's events after the cache has them, so never a stale note.
+    for note in ["two", "three", "four", "five"] {
+        write_things(note);
+        k.eventually(&after(), |s| s == note);
+    }
+
+    // A ConfigMap labelled into the scope triggers its Thing; a data change does too.
+    let seen = || ["get", "thing", "t1", "-o", "jsonpath={.status.seen}"];
+    k.ok(&["create", "configmap", "a", "--from-literal=v=1"]);
+    k.ok(&["label", "configmap", "a", "watched=yes", "thing=t1"]);
+    k.eventually(&seen(), |s| s == "a=1");
+    k.ok(&["patch", "configmap", "a", "--type=merge", "-p", r#"{"data":{"v":"2"}}"#]);
+    k.eventually(&seen(), |s| s == "a=2");
+    // Leaving the scope is reported as a deletion, as a server-filtered watch does.
+    k.ok(&["label", "configmap", "a", "watched-"]);
+    k.eventually(&seen(), |s| s.is_empty());
+
+    // One watch per kind: the `.watches()` took the events of the primary and read watches.
+    assert_eq!(requests_by_ctop(&k, "watch things"), 1, "one watch of Things");
+    assert_eq!(requests_by_ctop(&k, "watch configmaps"), 1, "one watch of ConfigMaps");
 }

@@ -9,9 +9,11 @@
 //! `"5m"`/`"1h30m"`/`"250ms"` strings that scripts and the CLI use for periods and timeouts.
 
 mod duration;
+mod labels;
 mod spec;
 
 pub use duration::{Duration, DurationError};
+pub use labels::{LabelSelector, LabelSelectorError};
 pub use spec::{
     ControllerSpec, KindRef, NamedPredicate, OperatorSpec, PolicyRule, Predicate, PrinterColumn,
     ResourceSpec, Scope, WatchSpec,

@@ -3,9 +3,13 @@
 //! For each [`ControllerSpec`]: the primary kind is watched through a `DynamicObject`
 //! controller; each `.manages()` kind is watched through a reflector store and fed to
 //! [`Controller::owns_stream_with`] (child changes map to the controlling owner); each
-//! `.reads()` kind gets a reflector store only. Each `.watches()` kind gets its own watcher
-//! (its namespace and label selector applied by the server, cached for `observed` unless
-//! the kind already is); its events pass the watch's predicate (creations and deletions
+//! `.reads()` kind gets a reflector store only. A kind is watched once per scope and the
+//! watch is shared: a `.watches()` of a kind already watched in a scope that covers its
+//! own (same or all namespaces, same or no label selector) takes that watch's events
+//! after its cache has them, narrowed client-side, so its reconciles never read a cache
+//! older than their trigger; otherwise it gets its own watcher (namespace and label
+//! selector applied by the server, cached for `observed` unless the kind already is).
+//! The events pass the watch's predicate (creations and deletions
 //! always; updates compared with the previous version of the object, kept per object) and
 //! are mapped to primaries by the script's `map:<i>` handler or, without a mapper, by owner
 //! reference, then fed to [`Controller::reconcile_on`]. A reconcile:
@@ -326,6 +330,168 @@ struct Cached {
     sets: Option<Arc<SetIndex>>,
 }
 
+/// What a shared watch of one kind is for, besides filling its cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// The controller's kind: its events are the primary triggers.
+    Primary,
+    /// A `.manages()` kind: its events trigger the controlling owner.
+    Owned,
+    /// A `.reads()` kind: cached only.
+    Read,
+    /// A `.watches()` kind that no other watch covers: its events go to that mapper.
+    Watch,
+}
+
+/// One watch of a kind in one scope (namespace, label selector), planned before any
+/// starts so that every consumer is known: the cache `getObserved` reads and every
+/// `.watches()` mapper of the kind are fed by the same stream, each event reaching the
+/// mappers only after the cache holds it (as controller-runtime's shared informers do).
+/// Two watches of one kind would race: a mapper could run, and its reconcile read the
+/// cache, before the cache had the change that triggered it.
+struct InformerPlan {
+    key: String,
+    ar: ApiResource,
+    namespaced: bool,
+    /// `None`: all namespaces (or a cluster-scoped kind).
+    namespace: Option<String>,
+    labels: Option<String>,
+    role: Role,
+    /// `.watches()` fed from this watch, each through its own channel.
+    subscribers: Vec<tokio::sync::mpsc::UnboundedSender<watcher::Event<DynamicObject>>>,
+}
+
+/// A started [`InformerPlan`].
+struct Informer {
+    store: Store<DynamicObject>,
+    sets: Option<Arc<SetIndex>>,
+    stream: futures::stream::BoxStream<'static, Result<watcher::Event<DynamicObject>, watcher::Error>>,
+    synced: watch::Receiver<bool>,
+}
+
+impl InformerPlan {
+    fn new(
+        key: String,
+        ar: ApiResource,
+        namespaced: bool,
+        namespace: Option<String>,
+        labels: Option<String>,
+        role: Role,
+    ) -> Self {
+        Self { key, ar, namespaced, namespace, labels, role, subscribers: Vec::new() }
+    }
+
+    /// Whether this watch sees every object a watch of `key` in `namespace` with
+    /// `labels` would.
+    fn covers(&self, key: &str, namespace: Option<&str>, labels: Option<&str>) -> bool {
+        self.key == key
+            && (self.namespace.is_none() || self.namespace.as_deref() == namespace)
+            && (self.labels.is_none() || self.labels.as_deref() == labels)
+    }
+
+    /// Start the watch in a task of its own: the reflector first, then the ApplySet index
+    /// (managed kinds), then the subscribers.
+    fn start(self, client: &Client) -> Informer {
+        let writer = reflector::store::Writer::<DynamicObject>::new(self.ar.clone());
+        let store = writer.as_reader();
+        let sets = (self.role == Role::Owned).then(|| Arc::new(SetIndex::default()));
+        let index = sets.clone();
+        let subscribers = self.subscribers;
+        let mut config = watcher::Config::default();
+        if let Some(sel) = &self.labels {
+            config = config.labels(sel);
+        }
+        let api = api_for(client, &self.ar, self.namespaced, self.namespace.as_deref());
+        // Readiness is tapped here (not taken from `Controller::new_with`): a second task
+        // waiting on a kube-runtime 5 store is never woken (its readiness keeps one
+        // waker; see crates/kubesim/tests/store_ready.rs).
+        let (stream, synced) = tap_init_done(detach(
+            watcher(api, config).default_backoff().modify(strip_managed_fields).reflect(writer).inspect(
+                move |e| {
+                    if let Ok(e) = e {
+                        if let Some(index) = &index {
+                            index.observe(e);
+                        }
+                        for tx in &subscribers {
+                            // A closed channel is a controller shutting down.
+                            let _ = tx.send(e.clone());
+                        }
+                    }
+                },
+            ),
+        ));
+        Informer { store, sets, stream: stream.boxed(), synced }
+    }
+}
+
+/// Where a `.watches()` gets its events.
+enum WatchSource {
+    /// From a shared watch of wider scope, narrowed client-side.
+    Shared(tokio::sync::mpsc::UnboundedReceiver<watcher::Event<DynamicObject>>, EventScope),
+    /// From its own watch (the index of its plan).
+    Own(usize),
+}
+
+/// The client-side part of a `.watches()` scope fed by a wider shared watch: what the
+/// server would have filtered. An object that leaves the scope (its labels change) is
+/// passed on as a deletion, as a server-side filtered watch reports it.
+#[derive(Default)]
+struct EventScope {
+    namespace: Option<String>,
+    labels: Option<ctop_core::LabelSelector>,
+}
+
+impl EventScope {
+    /// What a watch in `namespace` with `labels` must filter from `wider`'s events.
+    fn narrowing(
+        wider: &InformerPlan,
+        namespace: Option<String>,
+        labels: Option<&str>,
+    ) -> Result<Self, ctop_core::LabelSelectorError> {
+        Ok(Self {
+            namespace: namespace.filter(|_| wider.namespace.is_none()),
+            labels: match (&wider.labels, labels) {
+                (None, Some(sel)) => Some(ctop_core::LabelSelector::parse(sel)?),
+                _ => None,
+            },
+        })
+    }
+
+    fn admits(&self, o: &DynamicObject) -> bool {
+        self.namespace.as_ref().is_none_or(|ns| o.metadata.namespace.as_ref() == Some(ns))
+            && self.labels.as_ref().is_none_or(|sel| {
+                let labels = o.labels();
+                sel.matches_with(|k| labels.get(k).map(String::as_str))
+            })
+    }
+
+    fn apply(
+        self,
+        rx: tokio::sync::mpsc::UnboundedReceiver<watcher::Event<DynamicObject>>,
+    ) -> impl futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static
+    {
+        let events = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) });
+        let mut inside = std::collections::HashSet::new();
+        events.filter_map(move |e| {
+            let out = match e {
+                _ if self.namespace.is_none() && self.labels.is_none() => Some(e),
+                watcher::Event::Apply(o) | watcher::Event::InitApply(o) if !self.admits(&o) => {
+                    inside.remove(&object_key(&o)).then_some(watcher::Event::Delete(o))
+                }
+                watcher::Event::Apply(ref o) | watcher::Event::InitApply(ref o) => {
+                    inside.insert(object_key(o));
+                    Some(e)
+                }
+                watcher::Event::Delete(o) => {
+                    inside.remove(&object_key(&o)).then_some(watcher::Event::Delete(o))
+                }
+                watcher::Event::Init | watcher::Event::InitDone => Some(e),
+            };
+            std::future::ready(out.map(Ok))
+        })
+    }
+}
+
 /// The objects of one cached kind by their `applyset.kubernetes.io/part-of` label, kept
 /// from the watch events, so that finding an owner's former children costs O(its
 /// children) rather than a scan of the kind. It may hold a few objects already gone (a
@@ -562,25 +728,67 @@ async fn start_controller(
         Arc::new(QueueStats { name: name.clone(), metrics: metrics.clone(), pending: Mutex::default() });
     let (primary, namespaced) = resolve(&client, &spec.for_).await?;
     let ns = options.namespace.as_deref();
-    // The script may scope the primary watch further: a namespace, a label selector (both
-    // applied by the server) and a predicate on updates.
-    let primary_api = api_for(&client, &primary, namespaced, spec.namespace.as_deref().or(ns));
-    let mut primary_config = watcher::Config::default();
-    if let Some(sel) = &spec.label_selector {
-        primary_config = primary_config.labels(sel);
+    let scope = |namespaced: bool, ns: Option<&str>| ns.filter(|_| namespaced).map(str::to_owned);
+    // One watch per kind and scope, shared by everything that reads or is triggered by
+    // that kind (see `InformerPlan`): the primary kind's (the script may scope it by a
+    // namespace and a label selector, both applied by the server), each managed or read
+    // kind's, and one per `.watches()` that none of these covers.
+    let mut plans = vec![InformerPlan::new(
+        kind_key(&spec.for_),
+        primary.clone(),
+        namespaced,
+        scope(namespaced, spec.namespace.as_deref().or(ns)),
+        spec.label_selector.clone(),
+        Role::Primary,
+    )];
+    for (k, owned) in spec.manages.iter().map(|k| (k, true)).chain(spec.reads.iter().map(|k| (k, false))) {
+        if plans.iter().any(|p| p.key == kind_key(k)) {
+            continue;
+        }
+        let (ar, child_namespaced) = resolve(&client, k).await?;
+        let role = if owned { Role::Owned } else { Role::Read };
+        plans.push(InformerPlan::new(
+            kind_key(k),
+            ar,
+            child_namespaced,
+            scope(child_namespaced, ns),
+            None,
+            role,
+        ));
     }
-    // The primary reflector is built here (not by `Controller::new_with`) so that its
-    // `InitDone` can be observed: a second task waiting on the controller's own store is
-    // never woken in kube-runtime 5 (its readiness keeps one waker; see
-    // crates/kubesim/tests/store_ready.rs).
-    let primary_writer = reflector::store::Writer::<DynamicObject>::new(primary.clone());
-    let primary_store = primary_writer.as_reader();
-    let (primary_stream, primary_synced) = tap_init_done(detach(
-        watcher(primary_api, primary_config)
-            .default_backoff()
-            .modify(strip_managed_fields)
-            .reflect(primary_writer),
-    ));
+    let mut watch_sources = Vec::new();
+    for (i, w) in spec.watches.iter().enumerate() {
+        let (ar, watched_namespaced) = resolve(&client, &w.kind).await?;
+        let key = kind_key(&w.kind);
+        let w_ns = scope(watched_namespaced, w.namespace.as_deref().or(ns));
+        let source =
+            match plans.iter().position(|p| p.covers(&key, w_ns.as_deref(), w.label_selector.as_deref())) {
+                Some(j) => {
+                    let filter = EventScope::narrowing(&plans[j], w_ns, w.label_selector.as_deref())
+                        .map_err(|e| RunError::Start(format!(".watches({key}): {e}")))?;
+                    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                    plans[j].subscribers.push(tx);
+                    WatchSource::Shared(rx, filter)
+                }
+                None => {
+                    plans.push(InformerPlan::new(
+                        key,
+                        ar.clone(),
+                        watched_namespaced,
+                        w_ns,
+                        w.label_selector.clone(),
+                        Role::Watch,
+                    ));
+                    WatchSource::Own(plans.len() - 1)
+                }
+            };
+        watch_sources.push((i, w.clone(), ar, source));
+    }
+    let mut plans = plans.into_iter();
+    let primary_plan = plans.next().ok_or_else(|| RunError::Start("no primary watch".into()))?;
+    let primary_informer = primary_plan.start(&client);
+    let primary_store = primary_informer.store.clone();
+    let primary_stream = primary_informer.stream;
     let primary_triggers = {
         let queue = queue.clone();
         let objects: futures::stream::BoxStream<'static, Result<DynamicObject, watcher::Error>> =
@@ -602,78 +810,52 @@ async fn start_controller(
             }
         })
     };
+    let mut controller =
+        Controller::for_stream_with(primary_triggers, primary_store.clone(), primary.clone())
+            .with_config(ControllerConfig::default().concurrency(options.concurrency));
     // The primary kind is observable too (`getObserved(myKind, ...)`), from the same cache.
-    let primary_cache = Cached {
+    let mut caches = vec![Cached {
         key: kind_key(&spec.for_),
         ar: primary.clone(),
         namespaced,
-        store: primary_store.clone(),
+        store: primary_store,
         sets: None,
-    };
-    let mut controller = Controller::for_stream_with(primary_triggers, primary_store, primary.clone())
-        .with_config(ControllerConfig::default().concurrency(options.concurrency));
-    let mut seen = std::collections::BTreeSet::from([primary_cache.key.clone()]);
-    let mut caches = vec![primary_cache];
-    let mut synced = vec![primary_synced];
-    for (k, owned) in spec.manages.iter().map(|k| (k, true)).chain(spec.reads.iter().map(|k| (k, false))) {
-        if !seen.insert(kind_key(k)) {
-            continue;
-        }
-        let (ar, child_namespaced) = resolve(&client, k).await?;
-        let writer = reflector::store::Writer::<DynamicObject>::new(ar.clone());
-        let store = writer.as_reader();
-        let sets = owned.then(|| Arc::new(SetIndex::default()));
-        let index = sets.clone();
-        let (stream, rx) = tap_init_done(detach(
-            watcher(api_for(&client, &ar, child_namespaced, ns), watcher::Config::default())
-                .default_backoff()
-                .modify(strip_managed_fields)
-                .reflect(writer)
-                .inspect(move |e| {
-                    if let (Some(index), Ok(e)) = (&index, e) {
-                        index.observe(e);
-                    }
-                }),
-        ));
-        synced.push(rx);
-        if owned {
-            let (queue, primary, namespaced) = (queue.clone(), primary.clone(), namespaced);
-            let triggers = without_errors(stream.touched_objects(), name.clone()).inspect(move |o| {
-                if let Ok(o) = o {
-                    owner_keys(o, &primary, namespaced).into_iter().for_each(|k| queue.add(k));
-                }
-            });
-            controller = controller.owns_stream_with(triggers, ar.clone());
-        } else {
-            tokio::spawn(stream.for_each(|_| async {}));
-        }
-        caches.push(Cached { key: kind_key(k), ar, namespaced: child_namespaced, store, sets });
-    }
-    // `.watches()` kinds: their own watcher (namespace and label selector applied by the
-    // server), cached for `observed` unless the kind is cached already.
-    let mut watch_streams = Vec::new();
-    for (i, w) in spec.watches.iter().enumerate() {
-        let (ar, watched_namespaced) = resolve(&client, &w.kind).await?;
-        let writer = reflector::store::Writer::<DynamicObject>::new(ar.clone());
-        let store = writer.as_reader();
-        let mut config = watcher::Config::default();
-        if let Some(sel) = &w.label_selector {
-            config = config.labels(sel);
-        }
-        let api = api_for(&client, &ar, watched_namespaced, w.namespace.as_deref().or(ns));
-        let (stream, rx) = tap_init_done(detach(
-            watcher(api, config).default_backoff().modify(strip_managed_fields).reflect(writer),
-        ));
-        synced.push(rx);
-        watch_streams.push((i, w.clone(), ar.clone(), stream));
-        if seen.insert(kind_key(&w.kind)) {
+    }];
+    let mut synced = vec![primary_informer.synced];
+    let mut own_watch_streams = HashMap::new();
+    for (j, plan) in plans.enumerate() {
+        let (key, role) = (plan.key.clone(), plan.role);
+        let (ar, plan_namespaced) = (plan.ar.clone(), plan.namespaced);
+        let informer = plan.start(&client);
+        synced.push(informer.synced);
+        // `getObserved` reads the first cache of a kind (a second one exists only for a
+        // `.watches()` scoped beyond it).
+        if !caches.iter().any(|c| c.key == key) {
             caches.push(Cached {
-                key: kind_key(&w.kind),
-                ar,
-                namespaced: watched_namespaced,
-                store,
-                sets: None,
+                key,
+                ar: ar.clone(),
+                namespaced: plan_namespaced,
+                store: informer.store,
+                sets: informer.sets,
             });
+        }
+        match role {
+            Role::Owned => {
+                let (queue, primary, namespaced) = (queue.clone(), primary.clone(), namespaced);
+                let triggers =
+                    without_errors(informer.stream.touched_objects(), name.clone()).inspect(move |o| {
+                        if let Ok(o) = o {
+                            owner_keys(o, &primary, namespaced).into_iter().for_each(|k| queue.add(k));
+                        }
+                    });
+                controller = controller.owns_stream_with(triggers, ar);
+            }
+            Role::Watch => {
+                own_watch_streams.insert(j + 1, informer.stream);
+            }
+            Role::Primary | Role::Read => {
+                tokio::spawn(informer.stream.for_each(|_| async {}));
+            }
         }
     }
     if let Some(every) = spec.every {
@@ -719,8 +901,15 @@ async fn start_controller(
             }
         });
     }
-    for (i, w, ar, stream) in watch_streams {
-        controller = controller.reconcile_on(watch_triggers(ctx.clone(), i, w, ar, stream));
+    for (i, w, ar, source) in watch_sources {
+        let events = match source {
+            WatchSource::Shared(rx, filter) => filter.apply(rx).boxed(),
+            WatchSource::Own(j) => match own_watch_streams.remove(&j) {
+                Some(stream) => stream.boxed(),
+                None => continue,
+            },
+        };
+        controller = controller.reconcile_on(watch_triggers(ctx.clone(), i, w, ar, events));
     }
     controller = controller.reconcile_all_on(reloads);
     let mut stop = stop;
@@ -1554,6 +1743,57 @@ async fn publish_events(ctx: &Ctx, owner: Option<&DynamicObject>, out: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shared_watch_is_narrowed_as_the_server_would() {
+        let ar =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "ConfigMap"), "configmaps");
+        let wide = InformerPlan::new("v1/ConfigMap".into(), ar.clone(), true, None, None, Role::Read);
+        assert!(wide.covers("v1/ConfigMap", Some("a"), Some("watched=yes")));
+        assert!(!wide.covers("v1/Secret", None, None));
+        let narrow =
+            InformerPlan::new("v1/ConfigMap".into(), ar.clone(), true, Some("a".into()), None, Role::Read);
+        assert!(!narrow.covers("v1/ConfigMap", None, None), "one namespace does not cover all");
+        assert!(EventScope::narrowing(&wide, None, Some("in (")).is_err());
+
+        let scope = EventScope::narrowing(&wide, Some("a".into()), Some("watched=yes")).expect("valid");
+        let cm = |ns: &str, name: &str, watched: bool| {
+            let mut o = DynamicObject::new(name, &ar).within(ns);
+            if watched {
+                o.metadata.labels = Some([("watched".to_owned(), "yes".to_owned())].into());
+            }
+            o
+        };
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        for e in [
+            watcher::Event::Init,
+            watcher::Event::InitApply(cm("a", "in", true)),
+            watcher::Event::InitApply(cm("b", "elsewhere", true)),
+            watcher::Event::InitApply(cm("a", "unlabelled", false)),
+            watcher::Event::InitDone,
+            watcher::Event::Apply(cm("a", "in", false)),
+            watcher::Event::Apply(cm("a", "unlabelled", true)),
+            watcher::Event::Delete(cm("a", "in", false)),
+            watcher::Event::Delete(cm("a", "unlabelled", true)),
+        ] {
+            tx.send(e).expect("send");
+        }
+        drop(tx);
+        let got: Vec<String> = futures::executor::block_on(scope.apply(rx).collect::<Vec<_>>())
+            .into_iter()
+            .map(|e| match e {
+                Ok(watcher::Event::Init) => "init".to_owned(),
+                Ok(watcher::Event::InitDone) => "done".to_owned(),
+                Ok(watcher::Event::InitApply(o)) => format!("list {}", o.name_any()),
+                Ok(watcher::Event::Apply(o)) => format!("apply {}", o.name_any()),
+                Ok(watcher::Event::Delete(o)) => format!("delete {}", o.name_any()),
+                Err(e) => format!("error {e}"),
+            })
+            .collect();
+        // `in` leaves the scope (a deletion), `unlabelled` enters it; the second deletion
+        // of `in` is not reported again.
+        assert_eq!(got, ["init", "list in", "done", "delete in", "apply unlabelled", "delete unlabelled"]);
+    }
 
     #[test]
     fn objects_reach_the_script_as_the_api_serves_them() {

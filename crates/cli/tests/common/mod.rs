@@ -16,6 +16,38 @@ impl Drop for Proc {
     }
 }
 
+/// A child process whose stderr goes to a file, printed (its last 200 lines) when the
+/// test fails while the process is still held, so a CI failure shows what it logged.
+pub struct Logged {
+    /// The process.
+    pub proc: Proc,
+    /// Its stderr.
+    pub log: PathBuf,
+}
+
+impl Logged {
+    /// Spawn `cmd` with stdout discarded and stderr written to `log`.
+    pub fn spawn(cmd: &mut Command, log: PathBuf) -> Self {
+        let file = std::fs::File::create(&log).expect("create the log file");
+        let child = cmd.stdout(Stdio::null()).stderr(file).spawn().expect("the process starts");
+        Self { proc: Proc(child), log }
+    }
+}
+
+impl Drop for Logged {
+    #[expect(clippy::print_stderr, reason = "nextest shows a failed test's stderr: the log goes there")]
+    fn drop(&mut self) {
+        let _ = self.proc.0.kill();
+        let _ = self.proc.0.wait();
+        if std::thread::panicking() {
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(200)..];
+            eprintln!("── last {} lines of {} ──\n{}", tail.len(), self.log.display(), tail.join("\n"));
+        }
+    }
+}
+
 /// Wait until `path` exists (e.g. the kubeconfig `ctop sim` writes once ready).
 pub fn wait_for(path: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -39,6 +71,23 @@ pub fn start_sim(dir: &Path) -> (Proc, PathBuf) {
     );
     wait_for(&kubeconfig);
     (sim, kubeconfig)
+}
+
+/// `ctop run <dir> --install-crds` against `kubeconfig` (no leader election, ports picked
+/// by the system) with `extra` flags; its debug log goes to `<kubeconfig dir>/<log>` and
+/// is printed if the test fails.
+pub fn ctop_run(dir: &Path, kubeconfig: &Path, extra: &[&str], log: &str) -> Logged {
+    Logged::spawn(
+        Command::new(env!("CARGO_BIN_EXE_ctop"))
+            .arg("run")
+            .arg(dir)
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["--install-crds", "--leader-elect=false", "--health-port", "0", "--metrics-port", "0"])
+            .args(extra)
+            .env("CTOP_LOG", "info,ctop=debug,ctop_runtime=debug,ctop_applier=debug"),
+        kubeconfig.with_file_name(log),
+    )
 }
 
 /// kubectl with a kubeconfig and a per-test discovery cache.
