@@ -390,3 +390,86 @@ fn a_child_dropped_from_the_desired_set_is_pruned_and_nothing_else() {
     assert_eq!(uid("three"), before[2]);
     assert_eq!(uid("bystander"), before[3]);
 }
+
+/// A `Tick` CR resynced every second: its status copies the spec's note and keeps the
+/// value `first` that its first reconcile chose, read back from the stored status after.
+const TICK_SCRIPT: &str = r#"
+import { resource, z, operator, setStatus, Result } from "ctop";
+const tick = resource("test.example.com/v1", "Tick", {
+  scope: "Namespaced",
+  spec: { note: z.string().default("") },
+  status: { note: z.string(), first: z.string() },
+});
+operator(tick).every("1s").reconcile((cr) => {
+  setStatus(cr, { note: cr.spec.note, first: cr.status?.first ?? `${cr.metadata.name}@${Date.now()}` });
+  return Result.ok();
+});
+"#;
+
+/// The writes (`create`, `update`, `patch`, `delete…`) of clients other than kubectl.
+fn writes_by_ctop(k: &Kubectl) -> u64 {
+    let stats: serde_json::Value =
+        serde_json::from_str(&k.ok(&["get", "--raw", "/kubesim/stats"])).expect("stats are JSON");
+    let clients = stats["clients"].as_object().expect("clients");
+    clients
+        .iter()
+        .filter(|(agent, _)| !agent.starts_with("kubectl"))
+        .flat_map(|(_, c)| c["requests"].as_object().into_iter().flatten())
+        .filter(|(key, _)| ["create ", "update ", "patch ", "delete"].iter().any(|v| key.starts_with(v)))
+        .map(|(_, n)| n.as_u64().unwrap_or(0))
+        .sum()
+}
+
+#[test]
+fn periodic_ticks_reconcile_and_status_persists_through_the_subresource() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_sim(dir.path());
+    let op = dir.path().join("op");
+    std::fs::create_dir_all(&op).expect("mkdir");
+    std::fs::write(op.join("operator.ct"), TICK_SCRIPT).expect("write the script");
+    let port = free_port();
+    let mut first_run = run(&op, &kubeconfig, port, &[]);
+    let k = Kubectl { kubeconfig: kubeconfig.clone(), cache: dir.path().join("cache") };
+    k.eventually(&["get", "crd", "ticks.test.example.com", "-o", "name"], |s| !s.is_empty());
+    let file = dir.path().join("tick.yaml");
+    std::fs::write(&file, "apiVersion: test.example.com/v1\nkind: Tick\nmetadata: {name: t1, namespace: default}\nspec: {note: a}\n")
+        .expect("write");
+    k.eventually(&["apply", "-f", file.to_str().expect("utf-8")], |s| s.contains("t1"));
+    let status = || ["get", "tick", "t1", "-o", "jsonpath={.status.note}|{.status.first}"];
+    let first = k.eventually(&status(), |s| s.starts_with("a|t1@"));
+    let first = first.trim_start_matches("a|").to_owned();
+
+    // With nothing changing, `every("1s")` still reconciles, and a no-op tick writes nothing.
+    let reconciles = || metric(port, "controller_runtime_reconcile_total{").expect("metrics");
+    let (before, writes) = (reconciles(), writes_by_ctop(&k));
+    std::thread::sleep(Duration::from_millis(3500));
+    let ticks = reconciles() - before;
+    assert!(ticks >= 2.0, "periodic ticks reconcile: {ticks} reconciles in 3.5 s");
+    assert_eq!(writes_by_ctop(&k), writes, "the ticks found nothing to change and wrote nothing");
+
+    // A spec write cannot touch the status: the object it stores keeps the operator's status.
+    let stored = k.ok(&[
+        "patch",
+        "tick",
+        "t1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"note":"b"},"status":{"note":"forged","first":"forged"}}"#,
+        "-o",
+        "jsonpath={.spec.note}|{.status.note}|{.status.first}",
+    ]);
+    assert_eq!(stored, format!("b|a|{first}"), "the status in a spec write is ignored");
+    k.eventually(&status(), |s| s == format!("b|{first}"));
+
+    // A new process reads the status back from the API: `first` is never chosen again.
+    first_run.0.kill().expect("kill ctop run");
+    first_run.0.wait().expect("ctop run exits");
+    let port = free_port();
+    let _second_run = run(&op, &kubeconfig, port, &[]);
+    let start = Instant::now();
+    while metric(port, "controller_runtime_reconcile_total{").unwrap_or(0.0) < 2.0 {
+        assert!(start.elapsed() < Duration::from_secs(30), "the restarted operator reconciles");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(k.ok(&status()), format!("b|{first}"), "the stored status survived the restart");
+}

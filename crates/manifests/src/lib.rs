@@ -125,7 +125,7 @@ pub enum Error {
 pub struct Manifests {
     /// One Kubernetes object each.
     pub documents: Vec<Value>,
-    /// Things the user should know, such as guessed plurals or unwired webhook handlers.
+    /// Things the user should know, such as guessed plurals or a bundle near a size limit.
     pub notes: Vec<String>,
 }
 
