@@ -408,15 +408,11 @@ operator(tick).every("1s").reconcile((cr) => {
 
 /// The writes (`create`, `update`, `patch`, `delete…`) of clients other than kubectl.
 fn writes_by_ctop(k: &Kubectl) -> u64 {
-    let stats: serde_json::Value =
-        serde_json::from_str(&k.ok(&["get", "--raw", "/kubesim/stats"])).expect("stats are JSON");
-    let clients = stats["clients"].as_object().expect("clients");
-    clients
+    let writes = ["create ", "update ", "patch ", "delete"];
+    k.requests_by_ctop()
         .iter()
-        .filter(|(agent, _)| !agent.starts_with("kubectl"))
-        .flat_map(|(_, c)| c["requests"].as_object().into_iter().flatten())
-        .filter(|(key, _)| ["create ", "update ", "patch ", "delete"].iter().any(|v| key.starts_with(v)))
-        .map(|(_, n)| n.as_u64().unwrap_or(0))
+        .filter(|(key, _)| writes.iter().any(|w| key.starts_with(w)))
+        .map(|(_, n)| n)
         .sum()
 }
 

@@ -136,6 +136,21 @@ impl Kubectl {
         }
     }
 
+    /// kubesim's request counts (`GET /kubesim/stats`) of every client but kubectl, summed
+    /// per key (`watch configmaps`, `patch deployments`, …): what the operator asked.
+    pub fn requests_by_ctop(&self) -> std::collections::BTreeMap<String, u64> {
+        let stats: serde_json::Value =
+            serde_json::from_str(&self.ok(&["get", "--raw", "/kubesim/stats"])).expect("stats are JSON");
+        let mut sums = std::collections::BTreeMap::new();
+        let clients = stats["clients"].as_object().expect("clients");
+        for (_, client) in clients.iter().filter(|(agent, _)| !agent.starts_with("kubectl")) {
+            for (key, n) in client["requests"].as_object().into_iter().flatten() {
+                *sums.entry(key.clone()).or_default() += n.as_u64().unwrap_or(0);
+            }
+        }
+        sums
+    }
+
     /// `POST path` with `body` (JSON) to the cluster, authenticated as the kubeconfig says
     /// (kubesim's `/kubesim/faults` control API).
     pub fn post(&self, dir: &Path, path: &str, body: &str) {
