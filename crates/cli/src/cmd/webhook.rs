@@ -198,11 +198,6 @@ pub async fn start(
     kubeconfig: Option<&std::path::Path>,
 ) -> anyhow::Result<Started> {
     let routes = ctop_webhook::routes(script.spec());
-    if routes.is_empty() {
-        tracing::warn!(
-            "the script declares no validate or mutate handler: the webhook server answers only /healthz"
-        );
-    }
     for r in &routes {
         tracing::info!(path = r.path, controller = r.controller_name, "admission route");
     }
@@ -223,6 +218,16 @@ pub async fn run(args: WebhookArgs) -> anyhow::Result<()> {
     }
 }
 
+/// `webhook serve` and `run --webhook-port` were asked for a server with nothing to serve.
+/// (`ctop dev` starts one anyway, for a later save to fill, and does not warn.)
+fn warn_without_handlers(script: &Script) {
+    if ctop_webhook::routes(script.spec()).is_empty() {
+        tracing::warn!(
+            "the script declares no validate or mutate handler: the webhook server answers only /healthz"
+        );
+    }
+}
+
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let workers = usize::from(args.concurrency.max(1));
     let limits = Limits { timeout: args.flags.webhook_timeout.into(), ..Limits::default() };
@@ -234,6 +239,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         None => Script::from_dir(&args.dir, &args.entry, workers, limits),
     }
     .context("the script could not be loaded; fix the error above and run ctop webhook serve again")?;
+    warn_without_handlers(&script);
     let values = values_from_yaml(&super::values_text(&args.dir, args.values.as_deref())?)
         .context("the values file is not valid YAML")?;
     let started = start(
@@ -263,6 +269,7 @@ pub async fn spawn_for_run(
     configuration: Option<String>,
     concurrency: usize,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    warn_without_handlers(&script);
     let started = start(
         script,
         options.env.clone(),
