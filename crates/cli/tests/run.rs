@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{Kubectl, Proc, ctop_run, start_sim};
+use common::{Kubectl, Proc, ctop_run, operator_dir, start_sim};
 
 #[test]
 fn run_reconciles_the_webapp_example() {
@@ -107,9 +107,7 @@ operator(thing)
 fn run_maps_watched_objects_and_patches_unowned_ones() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (_sim, kubeconfig) = start_sim(dir.path());
-    let op = dir.path().join("op");
-    std::fs::create_dir(&op).expect("mkdir");
-    std::fs::write(op.join("operator.ct"), WATCHES_SCRIPT).expect("write the script");
+    let op = operator_dir(dir.path(), WATCHES_SCRIPT);
     let k = Kubectl { kubeconfig: kubeconfig.clone(), cache: dir.path().join("cache") };
     k.ok(&["create", "configmap", "external", "--from-literal=keep=me"]);
     let _run = ctop_run(&op, &kubeconfig, &[], "ctop-run.log");
@@ -204,9 +202,7 @@ operator(thing)
 fn watches_of_cached_kinds_share_their_watch_and_see_what_triggered_them() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (_sim, kubeconfig) = start_sim(dir.path());
-    let op = dir.path().join("op");
-    std::fs::create_dir(&op).expect("mkdir");
-    std::fs::write(op.join("operator.ct"), SHARED_WATCH_SCRIPT).expect("write the script");
+    let op = operator_dir(dir.path(), SHARED_WATCH_SCRIPT);
     let k = Kubectl { kubeconfig: kubeconfig.clone(), cache: dir.path().join("cache") };
     let _run = ctop_run(&op, &kubeconfig, &[], "ctop-run.log");
     let things = dir.path().join("things.yaml");

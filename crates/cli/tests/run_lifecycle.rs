@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Kubectl, Proc, start_sim};
+use common::{Kubectl, Proc, operator_dir, start_sim};
 
 /// A `Slow` CR: its reconcile spins for `spec.ms`, then applies a ConfigMap and sets
 /// `status.done`. `onStart` applies an unowned ConfigMap once.
@@ -302,9 +302,7 @@ operator(tidy)
 fn scripts_manage_finalizers_and_finalize_can_patch() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (_sim, kubeconfig) = start_sim(dir.path());
-    let op = dir.path().join("op");
-    std::fs::create_dir_all(&op).expect("mkdir");
-    std::fs::write(op.join("operator.ct"), FINALIZERS_SCRIPT).expect("write the script");
+    let op = operator_dir(dir.path(), FINALIZERS_SCRIPT);
     let _run = run(&op, &kubeconfig, free_port(), &[]);
     let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
     for crd in ["holds.test.example.com", "tidies.test.example.com"] {
@@ -359,9 +357,7 @@ operator(set).manages(ConfigMap).reconcile((cr) => {
 fn a_child_dropped_from_the_desired_set_is_pruned_and_nothing_else() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (_sim, kubeconfig) = start_sim(dir.path());
-    let op = dir.path().join("op");
-    std::fs::create_dir_all(&op).expect("mkdir");
-    std::fs::write(op.join("operator.ct"), PRUNE_SCRIPT).expect("write the script");
+    let op = operator_dir(dir.path(), PRUNE_SCRIPT);
     let _run = run(&op, &kubeconfig, free_port(), &[]);
     let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
     k.eventually(&["get", "crd", "sets.test.example.com", "-o", "name"], |s| !s.is_empty());
@@ -420,9 +416,7 @@ fn writes_by_ctop(k: &Kubectl) -> u64 {
 fn periodic_ticks_reconcile_and_status_persists_through_the_subresource() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (_sim, kubeconfig) = start_sim(dir.path());
-    let op = dir.path().join("op");
-    std::fs::create_dir_all(&op).expect("mkdir");
-    std::fs::write(op.join("operator.ct"), TICK_SCRIPT).expect("write the script");
+    let op = operator_dir(dir.path(), TICK_SCRIPT);
     let port = free_port();
     let mut first_run = run(&op, &kubeconfig, port, &[]);
     let k = Kubectl { kubeconfig: kubeconfig.clone(), cache: dir.path().join("cache") };

@@ -73,6 +73,14 @@ pub fn start_sim(dir: &Path) -> (Proc, PathBuf) {
     (sim, kubeconfig)
 }
 
+/// An operator directory `dir/op` holding `script` as its `operator.ct`.
+pub fn operator_dir(dir: &Path, script: &str) -> PathBuf {
+    let op = dir.join("op");
+    std::fs::create_dir_all(&op).expect("mkdir");
+    std::fs::write(op.join("operator.ct"), script).expect("write the script");
+    op
+}
+
 /// `ctop run <dir> --install-crds` against `kubeconfig` (no leader election, ports picked
 /// by the system) with `extra` flags; its debug log goes to `<kubeconfig dir>/<log>` and
 /// is printed if the test fails.
