@@ -17,8 +17,22 @@ use serde_json::Value;
 
 /// The operator's stderr mentions a denied request.
 fn denied(log: &str) -> bool {
-    let log = log.to_ascii_lowercase();
-    log.contains("forbidden") || log.contains("403")
+    let lower = log.to_ascii_lowercase();
+    // A 403 on its own, not digits of a timestamp or a port (`…45.634039Z`).
+    let status_403 = log.match_indices("403").any(|(i, _)| {
+        let before = log[..i].chars().next_back();
+        let after = log[i + 3..].chars().next();
+        !before.is_some_and(|c| c.is_ascii_digit() || c == '.') && !after.is_some_and(|c| c.is_ascii_digit())
+    });
+    lower.contains("forbidden") || status_403
+}
+
+#[test]
+fn denied_spots_403s_and_not_timestamps() {
+    assert!(denied(r#"{"error":"ApiError: deployments.apps is forbidden: User cannot list"}"#));
+    assert!(denied(r#"{"status":403,"message":"no"}"#));
+    assert!(denied("code: 403 (Forbidden)"));
+    assert!(!denied(r#"{"timestamp":"2026-11-25T04:34:45.634039Z","addr":"0.0.0.0:4403"}"#));
 }
 
 /// `ctop run` exactly as the Deployment runs it, but with the ConfigMap's files in `files`,
