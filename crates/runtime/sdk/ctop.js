@@ -766,11 +766,26 @@ function checkObject(obj, what) {
   return { key, text: JSON.stringify(filled) };
 }
 
-/** Insert or replace the snapshot with the same key. */
-function pushUnique(list, snap) {
-  const i = list.findIndex((x) => x.key === snap.key);
-  if (i >= 0) list[i] = snap;
-  else list.push(snap);
+/**
+ * Insert or replace the snapshot with the same key in `c.out[name]`, through the call's
+ * key → position index (a scan per call made a loop of n applies take n² steps). A new child
+ * past the host's `maxChildren` makes the host mark the call failed (catching the error
+ * changes nothing) and throw.
+ */
+function pushUnique(c, name, snap) {
+  const list = c.out[name];
+  const index = c.index[name];
+  const i = index.get(snap.key);
+  if (i !== undefined) {
+    list[i] = snap;
+    return;
+  }
+  index.set(snap.key, list.length);
+  list.push(snap);
+  const host = globalThis.__ct_host;
+  if (typeof host?.maxChildren === "number" && c.out.applies.length + c.out.patches.length > host.maxChildren) {
+    host.tooManyChildren();
+  }
 }
 
 /**
@@ -780,7 +795,7 @@ function pushUnique(list, snap) {
  * later changes to `obj` are not sent.
  */
 export function apply(obj) {
-  const out = active("apply").out;
+  const c = active("apply");
   const snap = checkObject(obj, "apply");
   const spec = specSchemas.get(kindKey(obj));
   if (spec && obj.spec !== undefined) {
@@ -788,15 +803,15 @@ export function apply(obj) {
     spec._run(obj.spec, ["spec"], issues);
     if (issues.length) throw new ZodError(issues);
   }
-  pushUnique(out.applies, snap);
+  pushUnique(c, "applies", snap);
   return obj;
 }
 
 /** A partial object to merge into an existing object the operator does not own (no owner ref, never pruned). */
 export function patch(obj) {
-  const out = active("patch").out;
+  const c = active("patch");
   const snap = checkObject(obj, "patch");
-  pushUnique(out.patches, snap);
+  pushUnique(c, "patches", snap);
   return obj;
 }
 
@@ -1099,7 +1114,8 @@ function dispatch(handler, controllerIndex, inputJson) {
   const old = input.oldObject ?? undefined;
   const out = newOutput();
   ctx = { cr: isMap || handler === "onStart" ? null : object, namespace: object?.metadata?.namespace,
-    observed: input.observed ?? null, observedInput: input.observed != null, out, fns };
+    observed: input.observed ?? null, observedInput: input.observed != null, out, fns,
+    index: { applies: new Map(), patches: new Map() } };
 
   /** Turns the handler's return value into the output for this kind of handler. */
   let finish;

@@ -12,8 +12,15 @@
 //! keys, `toJSON()` honoured (dates become strings), `undefined`, functions and symbols left
 //! out of objects and `null` in arrays, non-finite numbers `null`, whole numbers as integers.
 //! A cycle or nesting deeper than [`MAX_DEPTH`] and `BigInt` values are `TypeError`s, as in
-//! `JSON.stringify`. Every walk counts the JSON bytes it would have produced against one
-//! budget per call ([`Limits::max_output`](crate::vm::Limits::max_output)).
+//! `JSON.stringify`.
+//!
+//! # The budget
+//! Every walk counts the Rust heap the copy takes against one budget per call
+//! ([`Limits::max_output`](crate::vm::Limits::max_output)), so that what a call leaves outside
+//! the script's memory limit is bounded too. The heap of a `serde_json::Value` is far larger
+//! than its JSON (`{"a":1}` is 7 bytes of JSON and a 640-byte B-tree node; a ConfigMap child
+//! is ~18× its JSON, a Deployment ~24×), so counting JSON bytes let a call hold tens of times
+//! its budget. [`cost`] is measured against the allocator (see its docs).
 
 use rquickjs::function::This;
 use rquickjs::{Ctx, Exception, Type, Value};
@@ -31,16 +38,50 @@ const DIGITS_BELOW: f64 = 1e21;
 const I64_END: f64 = 9_223_372_036_854_775_808.0;
 const U64_END: f64 = 18_446_744_073_709_551_616.0;
 
+/// Heap bytes of the parts of a copied value, as `serde_json` 1 (without `preserve_order`)
+/// allocates them on 64-bit targets; each is at least the allocator's count (checked with
+/// dhat for ConfigMaps, Deployments, maps of 100 numbers, arrays of 1,000 numbers and deep
+/// nesting: within 10% above).
+pub(crate) mod cost {
+    /// A `Value` itself (the root; the others live inside their parent's allocation).
+    pub(crate) const VALUE: usize = 32;
+    /// One B-tree node of a `Map` (11 entries of a 24-byte key and a 32-byte value, plus
+    /// links), rounded up.
+    pub(crate) const MAP_NODE: usize = 640;
+    /// An array's buffer: one `Value` per element plus the allocator's header.
+    pub(crate) const fn array(len: usize) -> usize {
+        VALUE * len + 16
+    }
+    /// A string's buffer (empty strings allocate nothing), rounded to 8 plus a header.
+    pub(crate) const fn string(len: usize) -> usize {
+        if len == 0 { 0 } else { len.div_ceil(8) * 8 + 8 }
+    }
+    /// The nodes of a map of `len` entries: one up to 11, then about one per 6 (B-tree nodes
+    /// are half full after splits).
+    pub(crate) const fn map(len: usize) -> usize {
+        let nodes = if len == 0 {
+            0
+        } else if len <= 11 {
+            1
+        } else {
+            len.div_ceil(6)
+        };
+        nodes * MAP_NODE
+    }
+}
+
 /// The snapshots of one call and the output budget they share.
 #[derive(Debug, Default)]
 pub(crate) struct Snapshots {
     values: Vec<Json>,
-    /// Estimated JSON bytes copied so far in this call.
+    /// Heap bytes copied so far in this call ([`cost`]).
     bytes: usize,
     /// The byte limit, [`Limits::max_output`](crate::vm::Limits::max_output).
     limit: usize,
     /// Set when the budget ran out: the call fails even if the script caught the error.
     overflow: Option<usize>,
+    /// Set when the SDK found more children than the limit: the call fails, caught or not.
+    too_many: bool,
 }
 
 impl Snapshots {
@@ -50,9 +91,20 @@ impl Snapshots {
         self.bytes = 0;
         self.limit = limit;
         self.overflow = None;
+        self.too_many = false;
     }
 
-    /// The estimated size that went over the budget in this call, if one did.
+    /// Marks this call as over the children limit.
+    pub(crate) fn mark_too_many(&mut self) {
+        self.too_many = true;
+    }
+
+    /// Whether this call went over the children limit.
+    pub(crate) fn too_many(&self) -> bool {
+        self.too_many
+    }
+
+    /// The heap bytes that went over the budget in this call, if they did.
     pub(crate) fn overflow(&self) -> Option<usize> {
         self.overflow
     }
@@ -70,7 +122,7 @@ impl Snapshots {
             && let Some(metadata) = json.get_mut("metadata").and_then(Json::as_object_mut)
             && metadata.get("namespace").is_none_or(Json::is_null)
         {
-            self.bytes += namespace.len() + 14;
+            self.bytes += cost::string(namespace.len()) + cost::string("namespace".len());
             metadata.insert("namespace".to_owned(), Json::String(namespace));
         }
         let index = u32::try_from(self.values.len())
@@ -86,7 +138,7 @@ impl Snapshots {
 
     /// Copies `value` against this call's budget.
     pub(crate) fn copy<'js>(&mut self, ctx: &Ctx<'js>, value: &Value<'js>) -> rquickjs::Result<Json> {
-        let mut walk = Walk { ctx, bytes: self.bytes, limit: self.limit };
+        let mut walk = Walk { ctx, bytes: self.bytes + cost::VALUE, limit: self.limit };
         let result = walk.value(value, "", 0).map(|v| v.unwrap_or(Json::Null));
         self.bytes = walk.bytes;
         if walk.bytes > walk.limit {
@@ -109,7 +161,7 @@ impl<'js> Walk<'_, 'js> {
         if self.bytes > self.limit {
             return Err(Exception::throw_range(
                 self.ctx,
-                &format!("the handler's output is larger than the {}-byte limit", self.limit),
+                &format!("the handler's output takes more than its {}-byte memory budget", self.limit),
             ));
         }
         Ok(())
@@ -140,26 +192,15 @@ impl<'js> Walk<'_, 'js> {
 
     /// [`Walk::value`] after `toJSON`.
     fn serialize(&mut self, value: &Value<'js>, depth: usize) -> rquickjs::Result<Option<Json>> {
+        // Scalars live inside their parent's allocation (counted there).
         let json = match value.type_of() {
-            Type::Null => {
-                self.count(4)?;
-                Json::Null
-            }
-            Type::Bool => {
-                self.count(5)?;
-                Json::Bool(value.as_bool().unwrap_or_default())
-            }
-            Type::Int => {
-                self.count(11)?;
-                Json::from(value.as_int().unwrap_or_default())
-            }
-            Type::Float => {
-                self.count(24)?;
-                number(value.as_float().unwrap_or(f64::NAN))
-            }
+            Type::Null => Json::Null,
+            Type::Bool => Json::Bool(value.as_bool().unwrap_or_default()),
+            Type::Int => Json::from(value.as_int().unwrap_or_default()),
+            Type::Float => number(value.as_float().unwrap_or(f64::NAN)),
             Type::String => {
                 let text = value.as_string().map(|s| s.to_string()).transpose()?.unwrap_or_default();
-                self.count(text.len() + 2)?;
+                self.count(cost::string(text.len()))?;
                 Json::String(text)
             }
             Type::BigInt => {
@@ -177,11 +218,10 @@ impl<'js> Walk<'_, 'js> {
     /// An array or object, element by element.
     fn plain(&mut self, value: &Value<'js>, depth: usize) -> rquickjs::Result<Option<Json>> {
         if let Some(array) = value.as_array() {
-            self.count(2)?;
+            self.count(cost::array(array.len()))?;
             let mut items = Vec::with_capacity(array.len());
             for (i, item) in array.iter::<Value<'js>>().enumerate() {
                 let item = item?;
-                self.count(1)?;
                 items.push(self.value(&item, &i.to_string(), depth + 1)?.unwrap_or(Json::Null));
             }
             return Ok(Some(Json::Array(items)));
@@ -189,12 +229,12 @@ impl<'js> Walk<'_, 'js> {
         let Some(object) = value.as_object() else {
             return Ok(None);
         };
-        self.count(2)?;
         let mut map = Map::new();
         for prop in object.props::<String, Value<'js>>() {
             let (key, item) = prop?;
             if let Some(json) = self.value(&item, &key, depth + 1)? {
-                self.count(key.len() + 4)?;
+                // One more node every time the entry count crosses a node boundary.
+                self.count(cost::map(map.len() + 1) - cost::map(map.len()) + cost::string(key.len()))?;
                 map.insert(key, json);
             }
         }

@@ -14,10 +14,15 @@
 //! that the runtime's interrupt handler checks; past it the script is stopped with an
 //! uncatchable error and the call fails with [`VmError::Timeout`]. The runtime's allocations are
 //! capped ([`VmError::OutOfMemory`]), its stack is capped (deep recursion throws a catchable
-//! `RangeError`, reported as [`VmError::Exception`]), and the output is measured as it is
-//! copied out of the runtime ([`VmError::OutputTooLarge`]). A call that hits the deadline or
-//! the memory limit marks its `Vm` broken ([`Vm::is_broken`]); the [`Pool`] replaces broken
-//! `Vm`s with fresh ones before anyone else gets them.
+//! `RangeError`, reported as [`VmError::Exception`]), the Rust heap its output takes is
+//! counted as it is copied out of the runtime ([`VmError::OutputTooLarge`]), and its number of
+//! children is capped ([`VmError::TooManyChildren`]). A call that hits the deadline or the
+//! memory limit marks its `Vm` broken ([`Vm::is_broken`]); the [`Pool`] replaces broken `Vm`s
+//! with fresh ones before anyone else gets them.
+//!
+//! Promise jobs a call queues run before it returns, and they are part of the call: a job
+//! that throws, a promise rejected with no handler, or a limit hit inside a job fails the
+//! call like the same failure in the handler's own code would.
 //!
 //! # State between calls
 //! A `Vm` is reused for many calls, so what the script keeps alive survives between them:
@@ -27,7 +32,7 @@
 //! modules are strict so a stray assignment cannot create a global. Kept state is per `Vm`,
 //! i.e. per worker, and is lost whenever a `Vm` is rebuilt, so scripts may use it only as a
 //! cache, never as the source of truth. The sdk clears its own output buffers at the start of
-//! every dispatch. Promise jobs left queued by a call are run before the call returns.
+//! every dispatch.
 //!
 //! # Host functions
 //! `__ct_host.randomString(n)` ([a-zA-Z0-9], OS randomness, `n` ≤ 1 MiB), `log(level, message,
@@ -62,7 +67,7 @@ use rand::rngs::SysRng;
 use rquickjs::function::Opt;
 use rquickjs::loader::{ImportAttributes, Loader, Resolver};
 use rquickjs::module::Declared;
-use rquickjs::{Coerced, Context, Ctx, Exception, Function, Object, Runtime, Type, Value};
+use rquickjs::{Coerced, Context, Ctx, Exception, Function, Object, Persistent, Runtime, Type, Value};
 
 use crate::bundle::Bundle;
 pub use crate::fetch::FetchLimits;
@@ -87,8 +92,13 @@ pub struct Limits {
     pub memory: usize,
     /// Wall-clock deadline of one call into the script (default 30 s, `--reconcile-timeout`).
     pub timeout: Duration,
-    /// Largest output in bytes of JSON, children included (default 4 MiB).
+    /// Rust heap bytes the output of one call may take, children included (default 16 MiB);
+    /// what a call holds outside [`Limits::memory`]. The heap of a copied object is 10–25×
+    /// its JSON, so 16 MiB holds about 8,000 small ConfigMaps or 1,600 Deployments.
     pub max_output: usize,
+    /// Most children (`apply()` plus `patch()` targets) one call may return (default
+    /// 10,000, `--max-children`).
+    pub max_children: usize,
     /// Stack bytes the interpreter may use (default 1 MiB); the calling thread needs more.
     pub max_stack: usize,
     /// Bounds of `__ct_host.fetch` (time, body sizes, redirects).
@@ -100,7 +110,8 @@ impl Default for Limits {
         Limits {
             memory: 64 * MIB,
             timeout: Duration::from_secs(30),
-            max_output: 4 * MIB,
+            max_output: 16 * MIB,
+            max_children: 10_000,
             max_stack: MIB,
             fetch: FetchLimits::default(),
         }
@@ -161,23 +172,33 @@ pub enum VmError {
     },
     /// The runtime hit its memory limit.
     #[error(
-        "the script ran out of memory (limit {} MiB); keep less data alive in the script, or \
-         raise the script memory limit",
-        .limit / MIB
+        "the script ran out of memory (limit {}); keep less data alive in the script, or raise \
+         --script-memory",
+        bytes(*.limit)
     )]
     OutOfMemory {
         /// The memory limit in bytes.
         limit: usize,
     },
-    /// The handler's output, as JSON, is larger than [`Limits::max_output`].
+    /// The handler's output takes more memory than [`Limits::max_output`].
     #[error(
-        "the handler returned {size} bytes of JSON, more than the {limit}-byte limit; return \
-         fewer or smaller objects"
+        "the handler's output takes more than its {} memory budget (children included); \
+         return fewer or smaller objects, or raise --max-output",
+        bytes(*.limit)
     )]
     OutputTooLarge {
-        /// Size of the output in bytes.
+        /// Heap bytes counted when the budget ran out.
         size: usize,
         /// The limit in bytes.
+        limit: usize,
+    },
+    /// The handler applied or patched more children than [`Limits::max_children`].
+    #[error(
+        "the handler returned more than {limit} children (apply and patch) in one call; split \
+         the work across objects, or raise --max-children"
+    )]
+    TooManyChildren {
+        /// The limit.
         limit: usize,
     },
     /// The script's output was not what the runtime protocol expects (not a JSON string, or
@@ -203,6 +224,11 @@ pub enum VmError {
     /// QuickJS failed in a way the script did not cause (e.g. creating the runtime).
     #[error("script engine error: {0}")]
     Engine(String),
+}
+
+/// `n` bytes as the flags take them: `64Mi` when a whole number of MiB, else `1000 bytes`.
+fn bytes(n: usize) -> String {
+    if n >= MIB && n % MIB == 0 { format!("{}Mi", n / MIB) } else { format!("{n} bytes") }
 }
 
 fn at(file: &Option<String>, line: &Option<u32>, column: &Option<u32>) -> String {
@@ -337,6 +363,7 @@ type SnapshotSlot = Arc<Mutex<Snapshots>>;
 pub struct Vm {
     observer: ObserverSlot,
     snapshots: SnapshotSlot,
+    rejections: RejectionSlot,
     context: Context,
     bundle: Arc<Bundle>,
     options: VmOptions,
@@ -390,46 +417,69 @@ impl Vm {
         let slot = Arc::clone(&observer);
         let snapshots = SnapshotSlot::default();
         let snapshot_slot = Arc::clone(&snapshots);
-        let mut vm = Vm { observer, snapshots, context, bundle, options, deadline, broken: false };
+        let rejections = RejectionSlot::default();
+        let tracker = Tracker {
+            rejections: Arc::clone(&rejections),
+            deadline: Arc::clone(&deadline),
+            options: options.clone(),
+            bundle: Arc::clone(&bundle),
+        };
+        runtime.set_host_promise_rejection_tracker(Some(Box::new(move |ctx, _promise, reason, handled| {
+            tracker.track(&ctx, reason, handled);
+        })));
+        let mut vm =
+            Vm { observer, snapshots, rejections, context, bundle, options, deadline, broken: false };
         let bundle = Arc::clone(&vm.bundle);
-        vm.call(|ctx, env| {
-            install_host(ctx, fetch, slot, snapshot_slot).map_err(|e| env.error(ctx, e))?;
-            let js = bundle.modules.get(&bundle.entry).map_or("", |m| m.js.as_str());
-            let (_, promise) = rquickjs::Module::declare(ctx.clone(), bundle.entry.as_str(), js)
-                .and_then(|module| module.eval())
-                .map_err(|e| env.error(ctx, e))?;
-            env.settle(ctx, promise.into_value(), "the entry module")?;
-            let dispatch: Value<'_> = ctx.globals().get(DISPATCH_GLOBAL).map_err(|e| env.error(ctx, e))?;
-            if !dispatch.is_function() {
-                return Err(VmError::Load {
-                    message: format!(
-                        "globalThis.{DISPATCH_GLOBAL} is not a function after evaluating {:?}; \
-                         the script must import \"{SDK_MODULE}\"",
-                        bundle.entry
-                    ),
-                });
-            }
-            Ok(())
-        })?;
+        vm.call(
+            "the entry module",
+            |ctx, env| {
+                install_host(ctx, fetch, slot, snapshot_slot, &env.options.limits)
+                    .map_err(|e| env.error(ctx, e))?;
+                let js = bundle.modules.get(&bundle.entry).map_or("", |m| m.js.as_str());
+                let (_, promise) = rquickjs::Module::declare(ctx.clone(), bundle.entry.as_str(), js)
+                    .and_then(|module| module.eval())
+                    .map_err(|e| env.error(ctx, e))?;
+                Ok(promise.into_value())
+            },
+            |ctx, env, _| {
+                let dispatch: Value<'_> =
+                    ctx.globals().get(DISPATCH_GLOBAL).map_err(|e| env.error(ctx, e))?;
+                if !dispatch.is_function() {
+                    return Err(VmError::Load {
+                        message: format!(
+                            "globalThis.{DISPATCH_GLOBAL} is not a function after evaluating {:?}; \
+                             the script must import \"{SDK_MODULE}\"",
+                            env.bundle.entry
+                        ),
+                    });
+                }
+                Ok(())
+            },
+        )?;
         Ok(vm)
     }
 
     /// `JSON.stringify(globalThis.__ct_operator)`, parsed: what the script's top level
     /// registered.
     pub fn registry(&mut self) -> Result<serde_json::Value, VmError> {
-        self.call(|ctx, env| {
-            let registry: Value<'_> = ctx.globals().get(REGISTRY_GLOBAL).map_err(|e| env.error(ctx, e))?;
-            if registry.is_undefined() {
-                return Err(VmError::BadOutput(format!(
-                    "globalThis.{REGISTRY_GLOBAL} is not set; the script registered nothing"
-                )));
-            }
-            let json = ctx
-                .json_stringify(registry)
-                .map_err(|e| env.error(ctx, e))?
-                .ok_or_else(|| VmError::BadOutput(format!("globalThis.{REGISTRY_GLOBAL} is not JSON")))?;
-            env.parse_output(ctx, json.into_value())
-        })
+        self.call(
+            "the registry",
+            |ctx, env| {
+                let registry: Value<'_> =
+                    ctx.globals().get(REGISTRY_GLOBAL).map_err(|e| env.error(ctx, e))?;
+                if registry.is_undefined() {
+                    return Err(VmError::BadOutput(format!(
+                        "globalThis.{REGISTRY_GLOBAL} is not set; the script registered nothing"
+                    )));
+                }
+                let json = ctx
+                    .json_stringify(registry)
+                    .map_err(|e| env.error(ctx, e))?
+                    .ok_or_else(|| VmError::BadOutput(format!("globalThis.{REGISTRY_GLOBAL} is not JSON")))?;
+                Ok(json.into_value())
+            },
+            |ctx, env, json| env.parse_output(ctx, json),
+        )
     }
 
     /// Calls `__ct_dispatch(handler, index, input)` with the deadline armed and returns the
@@ -439,22 +489,41 @@ impl Vm {
         let limit = self.options.limits.max_output;
         self.snapshots.lock().reset(limit);
         let snapshots = Arc::clone(&self.snapshots);
-        let out = self.call(|ctx, env| {
-            let dispatch: Function<'_> = ctx.globals().get(DISPATCH_GLOBAL).map_err(|e| env.error(ctx, e))?;
-            let output: Value<'_> = dispatch.call((handler, index, input)).map_err(|e| env.error(ctx, e))?;
-            let output = env.settle(ctx, output, "the handler")?;
-            if output.is_string() {
-                return env.parse_output(ctx, output);
-            }
-            env.copy_output(ctx, &output, &snapshots)
-        });
+        let out = self.call(
+            "the handler",
+            |ctx, env| {
+                let dispatch: Function<'_> =
+                    ctx.globals().get(DISPATCH_GLOBAL).map_err(|e| env.error(ctx, e))?;
+                dispatch.call((handler, index, input)).map_err(|e| env.error(ctx, e))
+            },
+            |ctx, env, output| {
+                if output.is_string() {
+                    return env.parse_output(ctx, output);
+                }
+                env.copy_output(ctx, &output, &snapshots)
+            },
+        );
         let mut snapshots = self.snapshots.lock();
         let overflow = snapshots.overflow();
+        let too_many = snapshots.too_many();
         snapshots.reset(0);
-        match overflow {
-            Some(size) => Err(VmError::OutputTooLarge { size, limit }),
-            None => out,
+        drop(snapshots);
+        if too_many {
+            return Err(VmError::TooManyChildren { limit: self.options.limits.max_children });
         }
+        if let Some(size) = overflow {
+            return Err(VmError::OutputTooLarge { size, limit });
+        }
+        let out = out?;
+        let max = self.options.limits.max_children;
+        let children: usize = ["applies", "patches"]
+            .iter()
+            .filter_map(|list| out.get(*list).and_then(serde_json::Value::as_array).map(Vec::len))
+            .sum();
+        if children > max {
+            return Err(VmError::TooManyChildren { limit: max });
+        }
+        Ok(out)
     }
 
     /// [`Vm::dispatch`] with `observer` serving the handler's `getObserved` and
@@ -483,18 +552,52 @@ impl Vm {
         &self.options.limits
     }
 
-    /// Runs `f` inside the context with the deadline armed, then runs leftover promise jobs.
+    /// One entry into JavaScript with the deadline armed: `start` runs inside the context and
+    /// returns a value. A value that is not a promise goes to `finish` at once; then every
+    /// queued promise job runs (outside the context, so a job that fails is seen: its
+    /// exception fails the call); then a promise returned by `start` must have settled, and
+    /// its value goes to `finish`. A promise rejected with no handler by the time the jobs
+    /// are done fails the call too (an exception thrown in a `.then` callback, or a limit hit
+    /// there, would otherwise vanish). `what` names the promise in
+    /// [`VmError::NeverSettled`].
     fn call<T>(
         &mut self,
-        f: impl for<'js> FnOnce(&Ctx<'js>, &Env<'_>) -> Result<T, VmError>,
+        what: &str,
+        start: impl for<'js> FnOnce(&Ctx<'js>, &Env<'_>) -> Result<Value<'js>, VmError>,
+        finish: impl for<'js> FnOnce(&Ctx<'js>, &Env<'_>, Value<'js>) -> Result<T, VmError>,
     ) -> Result<T, VmError> {
         let env = Env { deadline: &self.deadline, options: &self.options, bundle: &self.bundle };
+        self.rejections.lock().clear();
         self.deadline.arm(self.options.limits.timeout);
-        let result: Result<T, VmError> = self.context.with(|ctx| {
-            let value = f(&ctx, &env)?;
-            env.drain(&ctx)?;
-            Ok(value)
-        });
+        let result = (|| {
+            let mut finish = Some(finish);
+            let first = self.context.with(|ctx| -> Result<Step<T>, VmError> {
+                let value = start(&ctx, &env)?;
+                if value.is_promise() {
+                    return Ok(Step::Settle(Persistent::save(&ctx, value)));
+                }
+                match finish.take() {
+                    Some(finish) => finish(&ctx, &env, value).map(Step::Done),
+                    None => Err(VmError::Engine("a call finished twice".to_owned())),
+                }
+            })?;
+            env.drain(self.context.runtime())?;
+            let value = match first {
+                Step::Done(value) => value,
+                Step::Settle(promise) => self.context.with(|ctx| {
+                    let promise = promise.restore(&ctx).map_err(|e| env.error(&ctx, e))?;
+                    let settled = env.settled(&ctx, promise, what)?;
+                    match finish.take() {
+                        Some(finish) => finish(&ctx, &env, settled),
+                        None => Err(VmError::Engine("a call finished twice".to_owned())),
+                    }
+                })?,
+            };
+            match self.rejections.lock().take() {
+                Some(error) => Err(error),
+                None => Ok(value),
+            }
+        })();
         self.deadline.disarm();
         if let Err(e) = &result
             && e.breaks_runtime()
@@ -502,6 +605,74 @@ impl Vm {
             self.broken = true;
         }
         result
+    }
+}
+
+/// The first part of a call: its result, or the promise to settle once the jobs ran.
+enum Step<T> {
+    Done(T),
+    Settle(Persistent<Value<'static>>),
+}
+
+/// The first promise rejection of the call in progress that no handler took (yet).
+#[derive(Default)]
+struct Rejections {
+    /// Rejected promises without a handler; a handler attached later takes one off.
+    unhandled: usize,
+    /// The error of the first of them.
+    first: Option<VmError>,
+}
+
+impl Rejections {
+    fn clear(&mut self) {
+        self.unhandled = 0;
+        self.first = None;
+    }
+
+    /// The error to fail the call with, when a rejection is still unhandled.
+    fn take(&mut self) -> Option<VmError> {
+        let error = self.first.take().filter(|_| self.unhandled > 0);
+        self.clear();
+        error
+    }
+}
+
+type RejectionSlot = Arc<Mutex<Rejections>>;
+
+/// The runtime's promise rejection tracker: what it needs to classify a rejection reason.
+struct Tracker {
+    rejections: RejectionSlot,
+    deadline: Arc<Deadline>,
+    options: VmOptions,
+    bundle: Arc<Bundle>,
+}
+
+impl Tracker {
+    fn track<'js>(&self, ctx: &Ctx<'js>, reason: Value<'js>, handled: bool) {
+        let mut rejections = self.rejections.lock();
+        if handled {
+            rejections.unhandled = rejections.unhandled.saturating_sub(1);
+            if rejections.unhandled == 0 {
+                rejections.first = None;
+            }
+            return;
+        }
+        rejections.unhandled += 1;
+        if rejections.first.is_none() {
+            let env = Env { deadline: &self.deadline, options: &self.options, bundle: &self.bundle };
+            let error = if self.deadline.fired() { env.timeout() } else { env.exception(ctx, reason) };
+            rejections.first = Some(match error {
+                VmError::Exception { name, message, stack, file, line, column } => VmError::Exception {
+                    name,
+                    message: format!("{message} (a promise rejected with no handler)"),
+                    stack,
+                    file,
+                    line,
+                    column,
+                },
+                other => other,
+            });
+        }
     }
 }
 
@@ -570,29 +741,33 @@ impl Env<'_> {
         }
     }
 
-    /// Drives a returned promise to completion through the job queue; other values pass.
-    fn settle<'js>(&self, ctx: &Ctx<'js>, value: Value<'js>, what: &str) -> Result<Value<'js>, VmError> {
+    /// The value of a promise once the jobs ran: its result, its rejection as an error, or
+    /// [`VmError::NeverSettled`].
+    fn settled<'js>(&self, ctx: &Ctx<'js>, value: Value<'js>, what: &str) -> Result<Value<'js>, VmError> {
         let Some(promise) = value.as_promise() else {
             return Ok(value);
         };
-        loop {
-            match promise.result::<Value<'_>>() {
-                Some(Ok(value)) => return Ok(value),
-                Some(Err(e)) => return Err(self.error(ctx, e)),
-                None => {}
-            }
-            if self.deadline.expired() {
-                return Err(self.timeout());
-            }
-            if !ctx.execute_pending_job() {
-                return Err(VmError::NeverSettled { what: what.to_owned() });
-            }
+        match promise.result::<Value<'_>>() {
+            Some(Ok(value)) => Ok(value),
+            Some(Err(e)) => Err(self.error(ctx, e)),
+            None => Err(VmError::NeverSettled { what: what.to_owned() }),
         }
     }
 
-    /// Runs queued promise jobs so none is left for the next call.
-    fn drain(&self, ctx: &Ctx<'_>) -> Result<(), VmError> {
-        while ctx.execute_pending_job() {
+    /// Runs every queued promise job, outside the context so that a job's failure is seen;
+    /// fails on the first job that throws, or once the deadline has passed.
+    fn drain(&self, runtime: &Runtime) -> Result<(), VmError> {
+        loop {
+            match runtime.execute_pending_job() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(job) => {
+                    return Err(job.0.with(|ctx| {
+                        let thrown = ctx.catch();
+                        if self.deadline.fired() { self.timeout() } else { self.exception(&ctx, thrown) }
+                    }));
+                }
+            }
             if self.deadline.expired() {
                 return Err(self.timeout());
             }
@@ -725,8 +900,20 @@ fn install_host<'js>(
     fetch: HostFetch,
     observer: ObserverSlot,
     snapshots: SnapshotSlot,
+    limits: &Limits,
 ) -> rquickjs::Result<()> {
     let host = Object::new(ctx.clone())?;
+    // The SDK's apply()/patch() stop a runaway loop at the limit: `tooManyChildren` marks the
+    // call failed (so catching the error changes nothing) and throws. The vm also counts the
+    // output's children, in case the SDK's count was got around.
+    host.set("maxChildren", limits.max_children as f64)?;
+    let marker = Arc::clone(&snapshots);
+    let limit = limits.max_children;
+    let too_many = move |ctx: Ctx<'js>| -> rquickjs::Result<()> {
+        marker.lock().mark_too_many();
+        Err(Exception::throw_range(&ctx, &format!("more than {limit} children in one call")))
+    };
+    host.set("tooManyChildren", Function::new(ctx.clone(), too_many)?.with_name("tooManyChildren")?)?;
     let snap = move |ctx: Ctx<'js>, value: Value<'js>, namespace: Opt<Value<'js>>| {
         // A getter or toJSON that calls apply() while a copy is running finds the store taken.
         let Some(mut store) = snapshots.try_lock() else {
@@ -753,7 +940,12 @@ fn install_host<'js>(
     let fetch =
         move |url: Coerced<String>, init: Opt<Coerced<String>>| fetch.call(&url.0, init.0.map(|i| i.0));
     host.set("fetch", Function::new(ctx.clone(), fetch)?.with_name("fetch")?)?;
-    ctx.globals().set(HOST_GLOBAL, host)
+    ctx.globals().set(HOST_GLOBAL, host)?;
+    // A script must not replace the host functions (e.g. lift `maxChildren`).
+    ctx.eval::<(), _>(format!(
+        "Object.freeze(globalThis.{HOST_GLOBAL}); \
+         Object.defineProperty(globalThis, \"{HOST_GLOBAL}\", {{ writable: false, configurable: false }});"
+    ))
 }
 
 /// `__ct_host.observed(op, kind, namespace, name)`: `op` is `list` or `get` (see the
@@ -1245,14 +1437,15 @@ globalThis.__ct_dispatch = (handler, index, inputJson) => {
         assert_eq!(call(json!({})).unwrap(), json!(0));
         let err = call(json!({ "bomb": true })).unwrap_err();
         assert!(matches!(err, VmError::OutOfMemory { limit } if limit == 32 * MIB), "{err:?}");
-        assert!(err.to_string().contains("32 MiB"));
+        assert!(err.to_string().contains("limit 32Mi") && err.to_string().contains("--script-memory"));
         assert_eq!(call(json!({})).unwrap(), json!(0));
         assert_eq!(call(json!({})).unwrap(), json!(1));
     }
 
     #[test]
     fn huge_output_is_rejected_before_copying() {
-        let mut vm = vm(COUNTER, SPIN_OR_COUNT);
+        let limits = Limits { max_output: 4 * MIB, ..Limits::default() };
+        let mut vm = Vm::new(reconciler(COUNTER, SPIN_OR_COUNT), SDK, limits).unwrap();
         let err = vm.dispatch("reconcile", 0, "{\"huge\":true}").unwrap_err();
         assert!(
             matches!(err, VmError::OutputTooLarge { size: 10_000_002, limit } if limit == 4 * MIB),

@@ -3,6 +3,8 @@
 //! Every case is a directory `tests/golden/<case>/`:
 //!
 //! - `operator.ct` and any files it imports: the script, loaded with [`Script::from_dir`];
+//! - `limits.yaml` (optional): the [`Limits`] the case runs under instead of the defaults,
+//!   `{timeout: "2s", memory: <bytes>, maxOutput: <bytes>, maxChildren: <n>}` (any subset);
 //! - `spec.json`: the [`OperatorSpec`] the script declares, compared exactly (as JSON, and as
 //!   an `OperatorSpec` after a serde round trip);
 //! - `calls/<n>-<handler>.yaml` (zero or more, run in the order of `n`): one handler call each,
@@ -49,7 +51,33 @@ macro_rules! golden {
     };
 }
 
-golden!(plan, scaffold, every_function, imports, validation);
+golden!(plan, scaffold, every_function, imports, validation, hostile);
+
+/// A case's `limits.yaml`: the limits that differ from [`Limits::default`].
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CaseLimits {
+    timeout: Option<ctop_core::Duration>,
+    memory: Option<usize>,
+    max_output: Option<usize>,
+    max_children: Option<usize>,
+}
+
+fn case_limits(dir: &Path) -> Limits {
+    let Ok(text) = std::fs::read_to_string(dir.join("limits.yaml")) else {
+        return Limits::default();
+    };
+    let case: CaseLimits = serde_yaml_ng::from_str(&text)
+        .unwrap_or_else(|e| panic!("{}: not a limits file: {e}", dir.join("limits.yaml").display()));
+    let d = Limits::default();
+    Limits {
+        timeout: case.timeout.map_or(d.timeout, Into::into),
+        memory: case.memory.unwrap_or(d.memory),
+        max_output: case.max_output.unwrap_or(d.max_output),
+        max_children: case.max_children.unwrap_or(d.max_children),
+        ..d
+    }
+}
 
 /// Files a case copies from elsewhere in the repository: `(case, file, current source)`.
 fn copied_files() -> Vec<(&'static str, &'static str, String)> {
@@ -152,7 +180,7 @@ fn run_case(case: &str) {
         }
     }
 
-    let script = match Script::from_dir(&dir, "operator.ct", 1, Limits::default()) {
+    let script = match Script::from_dir(&dir, "operator.ct", 1, case_limits(&dir)) {
         Ok(s) => s,
         Err(e) => panic!("case {case}: the script does not load: {e}"),
     };

@@ -113,7 +113,12 @@ fn thing(n: u32) -> String {
 
 #[test]
 fn failures_are_precise_and_the_pool_stays_usable() {
-    let limits = Limits { timeout: Duration::from_millis(500), memory: 32 << 20, ..Limits::default() };
+    let limits = Limits {
+        timeout: Duration::from_millis(500),
+        memory: 32 << 20,
+        max_output: 4 << 20,
+        ..Limits::default()
+    };
     let s = script(&[("operator.ct", THROWER)], limits).expect("loads");
     match s.dispatch("reconcile", 0, &thing(1)) {
         Err(VmError::Exception { message, file, line, .. }) => {
