@@ -228,7 +228,7 @@ pub enum VmError {
 
 /// `n` bytes as the flags take them: `64Mi` when a whole number of MiB, else `1000 bytes`.
 fn bytes(n: usize) -> String {
-    if n >= MIB && n % MIB == 0 { format!("{}Mi", n / MIB) } else { format!("{n} bytes") }
+    if n >= MIB && n.is_multiple_of(MIB) { format!("{}Mi", n / MIB) } else { format!("{n} bytes") }
 }
 
 fn at(file: &Option<String>, line: &Option<u32>, column: &Option<u32>) -> String {
