@@ -8,10 +8,12 @@
 //! Start with [`OperatorSpec`], what one script declares, and [`Duration`], the
 //! `"5m"`/`"1h30m"`/`"250ms"` strings that scripts and the CLI use for periods and timeouts.
 
+mod bytes;
 mod duration;
 mod labels;
 mod spec;
 
+pub use bytes::{ByteSize, ByteSizeError};
 pub use duration::{Duration, DurationError};
 pub use labels::{LabelSelector, LabelSelectorError};
 pub use spec::{

@@ -79,8 +79,6 @@ pub struct RunOptions {
     pub context: Option<String>,
     /// Watch only this namespace; `None` watches all.
     pub namespace: Option<String>,
-    /// Longest a handler may run before the reconcile fails.
-    pub reconcile_timeout: Duration,
     /// Reconciles running at once per controller.
     pub concurrency: u16,
     /// Where `/healthz`, `/readyz` and `/status` are served (port 0 picks one).
@@ -160,12 +158,37 @@ pub fn script_env() -> Value {
 }
 
 /// Parse a values YAML document (empty means `{}`).
-pub fn values_from_yaml(text: &str) -> Result<Value, serde_yaml_ng::Error> {
+pub fn values_from_yaml(text: &str) -> Result<Value, ValuesError> {
     if text.trim().is_empty() {
         return Ok(json!({}));
     }
     let v: Value = serde_yaml_ng::from_str(text)?;
-    Ok(if v.is_null() { json!({}) } else { v })
+    match v {
+        Value::Null => Ok(json!({})),
+        Value::Object(_) => Ok(v),
+        other => Err(ValuesError::NotAMapping {
+            found: match other {
+                Value::Array(_) => "a list",
+                Value::String(_) => "a string",
+                Value::Number(_) => "a number",
+                _ => "a boolean",
+            },
+        }),
+    }
+}
+
+/// Why a values file was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ValuesError {
+    /// The file is not YAML.
+    #[error(transparent)]
+    Yaml(#[from] serde_yaml_ng::Error),
+    /// The file is YAML but not a mapping (scripts read `Values.key`).
+    #[error("the values file holds {found}, not a mapping of keys to values (scripts read Values.<key>)")]
+    NotAMapping {
+        /// What the document is.
+        found: &'static str,
+    },
 }
 
 /// The timing of leader election (see [`LeaseConfig`]).
@@ -1405,22 +1428,15 @@ async fn dispatch(
         .map_err(|e| ReconcileError(format!("cannot serialize the {handler} input: {e}")))?;
     let observer: Arc<dyn crate::vm::Observer> = Arc::new(CacheView::new(ctx, object));
     let script = ctx.script.borrow().clone();
-    let index = ctx.spec.index;
     let started = Instant::now();
-    let name = handler.to_owned();
-    let call = tokio::task::spawn_blocking(move || script.dispatch_observed(&name, index, &input, observer));
-    let out = tokio::time::timeout(ctx.options.reconcile_timeout, call)
+    // The script's own deadline (`--reconcile-timeout`) bounds the call; waiting for a free
+    // runtime does not count, and a call stuck in a host call is abandoned (Pool::run).
+    let out = script
+        .dispatch_async(handler, ctx.spec.index, input, Some(observer))
         .instrument(tracing::info_span!("script", handler))
         .await;
     ctx.metrics.observe_script(&ctx.spec.name, handler, started.elapsed());
-    match out {
-        Err(_) => {
-            Err(ReconcileError(format!("{handler} took longer than {:?}", ctx.options.reconcile_timeout)))
-        }
-        Ok(Err(e)) => Err(ReconcileError(format!("{handler} panicked: {e}"))),
-        Ok(Ok(Err(e))) => Err(ReconcileError(format!("{handler} failed: {e}"))),
-        Ok(Ok(Ok(v))) => Ok(v),
-    }
+    out.map_err(|e| ReconcileError(format!("{handler} failed: {e}")))
 }
 
 async fn patch_finalizers(
@@ -1743,6 +1759,20 @@ async fn publish_events(ctx: &Ctx, owner: Option<&DynamicObject>, out: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_must_be_a_mapping() {
+        assert_eq!(values_from_yaml("").ok(), Some(json!({})));
+        assert_eq!(values_from_yaml("~\n").ok(), Some(json!({})));
+        assert_eq!(values_from_yaml("tier: gold\n").ok(), Some(json!({"tier": "gold"})));
+        let list = values_from_yaml("- tier: gold\n").map_err(|e| e.to_string());
+        assert_eq!(
+            list,
+            Err("the values file holds a list, not a mapping of keys to values (scripts read Values.<key>)"
+                .into())
+        );
+        assert!(matches!(values_from_yaml("a: [\n"), Err(ValuesError::Yaml(_))));
+    }
 
     #[test]
     fn a_shared_watch_is_narrowed_as_the_server_would() {

@@ -21,6 +21,7 @@ mod fetch;
 pub mod health;
 pub mod leader;
 pub mod load;
+pub mod pool;
 pub mod scaffold;
 pub mod script;
 pub mod sdk;
@@ -30,5 +31,6 @@ pub mod vm;
 
 pub use bundle::{Bundle, BundleError, Module};
 pub use load::{LoadError, load_dir};
+pub use pool::Pool;
 pub use script::{Script, ScriptError};
-pub use vm::{Limits, Observer, Pool, Vm, VmError};
+pub use vm::{Limits, Observer, Vm, VmError};

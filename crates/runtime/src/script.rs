@@ -8,8 +8,9 @@ use ctop_core::OperatorSpec;
 
 use crate::bundle::{Bundle, BundleError};
 use crate::load::{LoadError, load_dir};
+use crate::pool::Pool;
 use crate::sdk::SDK_JS;
-use crate::vm::{Limits, Observer, Pool, Vm, VmError, VmOptions};
+use crate::vm::{Limits, Observer, Vm, VmError, VmOptions};
 
 /// Why a script could not be made ready.
 #[derive(Debug, thiserror::Error)]
@@ -33,7 +34,8 @@ pub enum ScriptError {
 pub struct Script {
     bundle: Arc<Bundle>,
     spec: OperatorSpec,
-    pool: Pool,
+    pool: Arc<Pool>,
+    limits: Limits,
 }
 
 impl std::fmt::Debug for Script {
@@ -66,7 +68,12 @@ impl Script {
         let pool = Pool::new(workers.max(1), factory)?;
         let registry = pool.with(|vm| vm.registry())?;
         let spec = serde_json::from_value(registry).map_err(ScriptError::Registry)?;
-        Ok(Self { bundle, spec, pool })
+        Ok(Self { bundle, spec, pool: Arc::new(pool), limits })
+    }
+
+    /// The limits its runtimes run under.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// What the script declares.
@@ -84,6 +91,26 @@ impl Script {
         self.pool.with(|vm| vm.dispatch(handler, index, input))
     }
 
+    /// [`Script::dispatch_observed`] from async code: waits for a free runtime without
+    /// blocking the async runtime, and answers [`VmError::Timeout`] at the deadline plus
+    /// [`OVERRUN_GRACE`] even when the script is stuck in a host call (its runtime is then
+    /// abandoned and replaced; see [`Pool::run`]).
+    pub async fn dispatch_async(
+        &self,
+        handler: &str,
+        index: u32,
+        input: String,
+        observer: Option<Arc<dyn Observer>>,
+    ) -> Result<serde_json::Value, VmError> {
+        let handler = handler.to_owned();
+        self.pool
+            .run(OVERRUN_GRACE, move |vm| match observer {
+                Some(observer) => vm.dispatch_observed(&handler, index, &input, observer),
+                None => vm.dispatch(&handler, index, &input),
+            })
+            .await
+    }
+
     /// [`Script::dispatch`] with `observer` serving `getObserved` / `listObserved`.
     pub fn dispatch_observed(
         &self,
@@ -95,6 +122,12 @@ impl Script {
         self.pool.with(|vm| vm.dispatch_observed(handler, index, input, observer))
     }
 }
+
+/// How long past its deadline a call of [`Script::dispatch_async`] may stay blocked in a host
+/// call before it is abandoned. The deadline stops JavaScript itself within milliseconds;
+/// host calls bound themselves by what is left of it (fetch), so this only catches a host
+/// call that hangs.
+pub const OVERRUN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Runtime options whose position mapper translates generated-JS positions back to the
 /// TypeScript sources of `bundle`.

@@ -1,5 +1,5 @@
-//! The QuickJS side of the script runtime: a [`Vm`] runs one operator script, a [`Pool`] keeps
-//! one `Vm` per worker.
+//! The QuickJS side of the script runtime: a [`Vm`] runs one operator script (a
+//! [`Pool`](crate::pool::Pool) keeps one per worker).
 //!
 //! Start with [`Vm::new`] (or [`Vm::with_options`] to pass a source-map [`PositionMapper`]):
 //! it creates an rquickjs runtime with the [`Limits`], installs `globalThis.__ct_host`, serves
@@ -17,7 +17,7 @@
 //! `RangeError`, reported as [`VmError::Exception`]), the Rust heap its output takes is
 //! counted as it is copied out of the runtime ([`VmError::OutputTooLarge`]), and its number of
 //! children is capped ([`VmError::TooManyChildren`]). A call that hits the deadline or the
-//! memory limit marks its `Vm` broken ([`Vm::is_broken`]); the [`Pool`] replaces broken `Vm`s
+//! memory limit marks its `Vm` broken ([`Vm::is_broken`]); the [`Pool`](crate::pool::Pool) replaces broken `Vm`s
 //! with fresh ones before anyone else gets them.
 //!
 //! Promise jobs a call queues run before it returns, and they are part of the call: a job
@@ -61,7 +61,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use rand::TryRng;
 use rand::rngs::SysRng;
 use rquickjs::function::Opt;
@@ -447,8 +447,10 @@ impl Vm {
                 if !dispatch.is_function() {
                     return Err(VmError::Load {
                         message: format!(
-                            "globalThis.{DISPATCH_GLOBAL} is not a function after evaluating {:?}; \
-                             the script must import \"{SDK_MODULE}\"",
+                            "{:?} declares no operator: the \"{SDK_MODULE}\" module never ran \
+                             (globalThis.{DISPATCH_GLOBAL} is not set). Call operator(...) imported \
+                             from \"{SDK_MODULE}\"; an import that nothing uses is dropped when the \
+                             TypeScript is compiled",
                             env.bundle.entry
                         ),
                     });
@@ -542,7 +544,7 @@ impl Vm {
     }
 
     /// Whether a call hit the deadline or the memory limit, so this `Vm` may be broken and
-    /// should be replaced (the [`Pool`] does so).
+    /// should be replaced (the [`Pool`](crate::pool::Pool) does so).
     pub fn is_broken(&self) -> bool {
         self.broken
     }
@@ -1062,139 +1064,15 @@ impl HostFetch {
     }
 }
 
-/// Builds a fresh [`Vm`] for a [`Pool`] slot.
-pub type VmFactory = Arc<dyn Fn() -> Result<Vm, VmError> + Send + Sync>;
-
-/// `n` [`Vm`]s, one per worker. [`Pool::with`] lends one out; broken ones (a call hit the
-/// deadline or the memory limit) are replaced with fresh ones before they are lent again.
-pub struct Pool {
-    factory: VmFactory,
-    size: usize,
-    state: Mutex<PoolState>,
-    returned: Condvar,
-}
-
-struct PoolState {
-    idle: Vec<Vm>,
-    /// Slots without a `Vm` (its rebuild failed); the next checkout builds one.
-    empty: usize,
-}
-
-impl fmt::Debug for Pool {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = self.state.lock();
-        f.debug_struct("Pool")
-            .field("size", &self.size)
-            .field("idle", &state.idle.len())
-            .field("empty", &state.empty)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Pool {
-    /// Builds `n` (at least 1) `Vm`s with `factory` now, so load errors surface at start.
-    pub fn new<F>(n: usize, factory: F) -> Result<Self, VmError>
-    where
-        F: Fn() -> Result<Vm, VmError> + Send + Sync + 'static,
-    {
-        let size = n.max(1);
-        let idle = (0..size).map(|_| factory()).collect::<Result<Vec<_>, _>>()?;
-        Ok(Pool {
-            factory: Arc::new(factory),
-            size,
-            state: Mutex::new(PoolState { idle, empty: 0 }),
-            returned: Condvar::new(),
-        })
-    }
-
-    /// Number of slots.
-    pub fn size(&self) -> usize {
-        self.size
-    }
-
-    /// Runs `f` on a free `Vm` (blocking until one is free) and returns it to the pool.
-    pub fn with<R>(&self, f: impl FnOnce(&mut Vm) -> Result<R, VmError>) -> Result<R, VmError> {
-        let mut vm = self.checkout()?;
-        // If `f` panics, `vm` is dropped while unwinding; this frees its slot.
-        let mut lease = Lease { pool: self, armed: true };
-        let result = f(&mut vm);
-        lease.armed = false;
-        self.checkin(vm);
-        result
-    }
-
-    /// Takes a free `Vm`, blocking until one is free; give it back with [`Pool::checkin`].
-    /// Fails only when the slot's `Vm` has to be built and the factory fails.
-    pub fn checkout(&self) -> Result<Vm, VmError> {
-        let mut state = self.state.lock();
-        loop {
-            if let Some(vm) = state.idle.pop() {
-                return Ok(vm);
-            }
-            if state.empty > 0 {
-                state.empty -= 1;
-                drop(state);
-                return (self.factory)().inspect_err(|_| self.free_slot());
-            }
-            self.returned.wait(&mut state);
-        }
-    }
-
-    /// Returns a `Vm` taken with [`Pool::checkout`]; a broken one is replaced first.
-    pub fn checkin(&self, vm: Vm) {
-        let vm = if vm.is_broken() {
-            drop(vm);
-            match (self.factory)() {
-                Ok(fresh) => fresh,
-                Err(error) => {
-                    tracing::warn!(%error, "rebuilding a script runtime failed; retrying on next use");
-                    return self.free_slot();
-                }
-            }
-        } else {
-            vm
-        };
-        let mut state = self.state.lock();
-        if state.idle.len() + state.empty < self.size {
-            state.idle.push(vm);
-        }
-        drop(state);
-        self.returned.notify_one();
-    }
-
-    fn free_slot(&self) {
-        let mut state = self.state.lock();
-        if state.idle.len() + state.empty < self.size {
-            state.empty += 1;
-        }
-        drop(state);
-        self.returned.notify_one();
-    }
-}
-
-/// Frees a slot if [`Pool::with`] unwinds.
-struct Lease<'a> {
-    pool: &'a Pool,
-    armed: bool,
-}
-
-impl Drop for Lease<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.pool.free_slot();
-        }
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::bundle::Module;
     use serde_json::json;
 
     /// A tiny stand-in for the real sdk: registers controllers and dispatches to them.
-    const SDK: &str = r#"
+    pub(crate) const SDK: &str = r#"
 const specs = [];
 globalThis.__ct_operator = { resources: [], controllers: [] };
 export function operator(name, spec) {
@@ -1228,7 +1106,7 @@ globalThis.__ct_dispatch = (handler, index, inputJson) => {
     }
 
     /// An operator with one controller whose `reconcile` is `body` (with `input` in scope).
-    fn reconciler(prelude: &str, body: &str) -> Arc<Bundle> {
+    pub(crate) fn reconciler(prelude: &str, body: &str) -> Arc<Bundle> {
         let entry = format!(
             "import {{ operator, host }} from \"ctop\";\nimport {{ greet }} from \"lib/util.ts\";\n{prelude}\n\
              operator(\"web\", {{ for: {{ apiVersion: \"v1\", kind: \"Web\" }}, reconcile(input) {{ {body} }} }});\n"
@@ -1240,7 +1118,7 @@ globalThis.__ct_dispatch = (handler, index, inputJson) => {
         Vm::new(reconciler(prelude, body), SDK, Limits::default()).unwrap()
     }
 
-    fn short(timeout_ms: u64) -> Limits {
+    pub(crate) fn short(timeout_ms: u64) -> Limits {
         Limits { timeout: Duration::from_millis(timeout_ms), ..Limits::default() }
     }
 
@@ -1402,13 +1280,14 @@ globalThis.__ct_dispatch = (handler, index, inputJson) => {
         assert!(started.elapsed() < Duration::from_secs(3));
     }
 
-    fn pool(prelude: &'static str, body: &'static str, limits: Limits) -> Pool {
+    fn pool(prelude: &'static str, body: &'static str, limits: Limits) -> crate::pool::Pool {
         let b = reconciler(prelude, body);
-        Pool::new(1, move || Vm::new(Arc::clone(&b), SDK, limits)).unwrap()
+        crate::pool::Pool::new(1, move || Vm::new(Arc::clone(&b), SDK, limits)).unwrap()
     }
 
-    const COUNTER: &str = "let calls = 0;";
-    const SPIN_OR_COUNT: &str = "if (input.spin) { try { while (true) {} } catch (e) { return \"caught\"; } }
+    pub(crate) const COUNTER: &str = "let calls = 0;";
+    pub(crate) const SPIN_OR_COUNT: &str =
+        "if (input.spin) { try { while (true) {} } catch (e) { return \"caught\"; } }
         if (input.bomb) { let a = []; for (;;) a.push(new Array(1e6).fill(1)); }
         if (input.huge) return \"x\".repeat(10000000);
         return calls++;";
@@ -1688,67 +1567,11 @@ globalThis.__ct_dispatch = (handler, index, inputJson) => {
     }
 
     #[test]
-    fn pool_serves_threads_and_survives_panics() {
-        let b = reconciler(COUNTER, "return input.n * 2;");
-        let pool = Arc::new(Pool::new(2, move || Vm::new(Arc::clone(&b), SDK, Limits::default())).unwrap());
-        assert_eq!(pool.size(), 2);
-        let workers: Vec<_> = (0..4)
-            .map(|t| {
-                let pool = Arc::clone(&pool);
-                std::thread::spawn(move || {
-                    for i in 0..25 {
-                        let n = t * 100 + i;
-                        let out = pool
-                            .with(|vm| vm.dispatch("reconcile", 0, &json!({ "n": n }).to_string()))
-                            .unwrap();
-                        assert_eq!(out, json!(n * 2));
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            w.join().unwrap();
-        }
-        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let _: Result<(), VmError> = pool.with(|_| panic!("worker bug"));
-        }));
-        assert!(caught.is_err());
-        // Both slots still work (the panicked one is rebuilt on demand).
-        let a = pool.checkout().unwrap();
-        let mut b = pool.checkout().unwrap();
-        assert_eq!(b.dispatch("reconcile", 0, "{\"n\":4}").unwrap(), json!(8));
-        pool.checkin(a);
-        pool.checkin(b);
-    }
-
-    #[test]
-    fn pool_retries_a_failed_rebuild_on_next_checkout() {
-        use std::sync::atomic::AtomicUsize;
-        let builds = Arc::new(AtomicUsize::new(0));
-        let b = reconciler(COUNTER, SPIN_OR_COUNT);
-        let counted = Arc::clone(&builds);
-        let pool = Pool::new(1, move || {
-            if counted.fetch_add(1, Ordering::SeqCst) == 1 {
-                return Err(VmError::Engine("flaky".to_owned()));
-            }
-            Vm::new(Arc::clone(&b), SDK, short(100))
-        })
-        .unwrap();
-        let err = pool.with(|vm| vm.dispatch("reconcile", 0, "{\"spin\":true}"));
-        assert!(matches!(err, Err(VmError::Timeout { .. })));
-        // The rebuild after the timeout failed; the next checkout builds again.
-        assert_eq!(builds.load(Ordering::SeqCst), 2);
-        let out = pool.with(|vm| vm.dispatch("reconcile", 0, "{}")).unwrap();
-        assert_eq!(out, json!(0));
-        assert_eq!(builds.load(Ordering::SeqCst), 3);
-    }
-
-    #[test]
     fn vm_and_pool_can_cross_threads() {
         fn send<T: Send>() {}
         fn sync<T: Send + Sync>() {}
         send::<Vm>();
-        sync::<Pool>();
+        sync::<crate::pool::Pool>();
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub struct BundleArgs {
 pub fn run(args: &BundleArgs) -> anyhow::Result<()> {
     let bundle = ctop_runtime::load_dir(&args.dir, &args.entry).with_context(|| {
         format!(
-            "cannot bundle {}; fix the error above and run ctop bundle again",
+            "cannot bundle {} (fix the error that follows and run ctop bundle again)",
             args.dir.join(&args.entry).display()
         )
     })?;

@@ -63,11 +63,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     };
     let client = client(&kubeconfig).await?;
     let values = values_from_yaml(&super::values_text(&args.dir, args.values.as_deref())?)
-        .context("the values file is not valid YAML")?;
+        .context("the values file is not a YAML mapping")?;
     let mut script = Arc::new(
         load(&args.dir, &args.entry)
             .await
-            .context("the script could not be loaded; fix the error above and run ctop dev again")?,
+            .context("the script could not be loaded (fix the error that follows and run ctop dev again)")?,
     );
     install_crds(&client, &script).await?;
     let webhook = super::webhook::DevWebhook::for_dev(sim.is_some(), &client, &script, &values).await?;
@@ -85,7 +85,6 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         kubeconfig: Some(kubeconfig.clone()),
         context: None,
         namespace: None,
-        reconcile_timeout: Duration::from_secs(30),
         concurrency: 2,
         health_addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         metrics_addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),

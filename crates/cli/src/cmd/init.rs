@@ -66,7 +66,7 @@ pub fn init(args: &InitArgs) -> anyhow::Result<()> {
 /// Rewrite `ctop.d.ts` and the script's own resource interfaces.
 pub fn types(args: &TypesArgs) -> anyhow::Result<()> {
     let script = Script::from_dir(&args.dir, &args.entry, 1, Limits::default())
-        .context("cannot load the script; fix the error above and run ctop types again")?;
+        .context("cannot load the script (fix the error that follows and run ctop types again)")?;
     write(&args.dir, "ctop.d.ts", ctop_runtime::sdk::SDK_DTS)?;
     write(&args.dir, "ctop-resources.d.ts", &ctop_runtime::typegen::resource_typings(script.spec()))?;
     tracing::info!(dir = %args.dir.display(), resources = script.spec().resources.len(), "typings written: ctop.d.ts, ctop-resources.d.ts");

@@ -95,7 +95,7 @@ fn write_output(path: Option<&Path>, yaml: &str) -> anyhow::Result<()> {
 pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
     let bundle = ctop_runtime::load_dir(&args.dir, &args.entry).with_context(|| {
         format!(
-            "cannot load {}; fix the error above and run ctop manifests again",
+            "cannot load {} (fix the error that follows and run ctop manifests again)",
             args.dir.join(&args.entry).display()
         )
     })?;

@@ -8,6 +8,35 @@ pub mod run;
 pub mod sim;
 pub mod webhook;
 
+/// The limits of the script runtimes that every serving command takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ScriptFlags {
+    /// Memory one script runtime may allocate (there is one per concurrent call); a call
+    /// past it fails with an out-of-memory error and its runtime is replaced.
+    #[arg(long, default_value = "64Mi")]
+    pub script_memory: ctop_core::ByteSize,
+    /// Memory the output of one call may take once copied out of the script (children,
+    /// status, events); the heap of an object is 10–25× its JSON.
+    #[arg(long, default_value = "16Mi")]
+    pub max_output: ctop_core::ByteSize,
+    /// Most children (apply and patch) one reconcile may return.
+    #[arg(long, default_value_t = 10_000)]
+    pub max_children: usize,
+}
+
+impl ScriptFlags {
+    /// The runtime limits with these flags and a per-call `deadline`.
+    pub fn limits(&self, deadline: std::time::Duration) -> ctop_runtime::Limits {
+        ctop_runtime::Limits {
+            memory: self.script_memory.as_usize(),
+            timeout: deadline,
+            max_output: self.max_output.as_usize(),
+            max_children: self.max_children,
+            ..ctop_runtime::Limits::default()
+        }
+    }
+}
+
 /// Resolves on Ctrl-C or SIGTERM: when a serving command should stop.
 pub async fn shutdown_signal() {
     let ctrl_c = async {

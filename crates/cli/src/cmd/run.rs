@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use ctop_runtime::controller::{LeaseTiming, RetryLimit, RunOptions, script_env, values_from_yaml};
-use ctop_runtime::{Limits, Script};
+use ctop_runtime::{Bundle, Script, ScriptError, load_dir};
 
 /// Arguments of `ctop run`.
 #[derive(Debug, clap::Args)]
@@ -32,9 +32,12 @@ pub struct RunArgs {
     /// Watch only this namespace [default: all namespaces].
     #[arg(long)]
     namespace: Option<String>,
-    /// Longest one handler call may take.
+    /// Longest one handler call may run: the script is stopped there and the call fails
+    /// (waiting for a free script runtime does not count).
     #[arg(long, default_value = "30s")]
     reconcile_timeout: ctop_core::Duration,
+    #[command(flatten)]
+    script_limits: super::ScriptFlags,
     /// Reconciles running at once per controller (also the number of script runtimes).
     #[arg(long, default_value_t = 4)]
     concurrency: u16,
@@ -84,6 +87,10 @@ pub struct RunArgs {
     /// caBundle the operator keeps set to its CA (both kinds, this name).
     #[arg(long, requires = "webhook_port")]
     webhook_configuration: Option<String>,
+    /// Admission handler calls running at once (script runtimes of the webhook server,
+    /// separate from the reconciles').
+    #[arg(long, default_value_t = 4, requires = "webhook_port")]
+    webhook_concurrency: u16,
     #[command(flatten)]
     webhook: super::webhook::WebhookFlags,
 }
@@ -91,16 +98,28 @@ pub struct RunArgs {
 /// Load the script and run its controllers until Ctrl-C or SIGTERM.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let workers = usize::from(args.concurrency.max(1));
-    let script = match &args.bundle {
+    let load_error = "the script could not be loaded (fix the error that follows and run ctop run again)";
+    let bundle = match &args.bundle {
         Some(path) => {
             let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-            Script::from_bundle_gz(&bytes, workers, Limits::default())
+            Bundle::from_gz(&bytes).map_err(ScriptError::from)
         }
-        None => Script::from_dir(&args.dir, &args.entry, workers, Limits::default()),
+        None => load_dir(&args.dir, &args.entry).map_err(ScriptError::from),
     }
-    .context("the script could not be loaded; fix the error above and run ctop run again")?;
+    .context(load_error)?;
+    if args.webhook_port.is_some() {
+        args.webhook.check()?;
+    }
+    let limits = args.script_limits.limits(args.reconcile_timeout.into());
+    let script = Script::from_bundle(bundle.clone(), workers, limits).context(load_error)?;
+    if script.spec().controllers.is_empty() {
+        anyhow::bail!(
+            "the script declares no operator(...), so there is nothing to run; add one (ctop init writes an \
+             example) and run ctop run again"
+        );
+    }
     let values = values_from_yaml(&super::values_text(&args.dir, args.values.as_deref())?)
-        .context("the values file is not valid YAML")?;
+        .context("the values file is not a YAML mapping")?;
     let install_crds = if args.install_crds {
         let labels = Default::default();
         script
@@ -119,7 +138,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         kubeconfig: args.kubeconfig,
         context: args.context,
         namespace: args.namespace,
-        reconcile_timeout: args.reconcile_timeout.into(),
         concurrency: args.concurrency.max(1),
         health_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.health_port)),
         metrics_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.metrics_port)),
@@ -141,17 +159,24 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let script = Arc::new(script);
     let webhook = match args.webhook_port {
-        Some(port) => Some(
-            super::webhook::spawn_for_run(
-                script.clone(),
-                &options,
-                port,
-                &args.webhook,
-                args.webhook_configuration,
-                workers,
+        Some(port) => {
+            // Admission calls get runtimes of their own, with their own deadline: looping
+            // validate handlers cannot hold the reconciles' runtimes, nor the reverse.
+            let admission_limits = args.script_limits.limits(args.webhook.webhook_handler_timeout.into());
+            let admission = Script::from_bundle(bundle, args.webhook_concurrency.into(), admission_limits)
+                .context("the script could not be loaded for the webhook server")?;
+            Some(
+                super::webhook::spawn_for_run(
+                    Arc::new(admission),
+                    &options,
+                    port,
+                    &args.webhook,
+                    args.webhook_configuration,
+                    usize::from(args.webhook_concurrency),
+                )
+                .await?,
             )
-            .await?,
-        ),
+        }
         None => None,
     };
     let result =

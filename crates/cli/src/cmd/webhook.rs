@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use ctop_runtime::Script;
 use ctop_runtime::controller::{script_env, values_from_yaml};
-use ctop_runtime::{Limits, Script};
 use ctop_webhook::{
     Admission, AdmissionScript, Bound, FailurePolicy, HandlerCall, HandlerError, SelfIssued, ServerConfig,
     TlsSource,
@@ -55,6 +55,8 @@ pub struct ServeArgs {
     concurrency: u16,
     #[command(flatten)]
     flags: WebhookFlags,
+    #[command(flatten)]
+    script_limits: super::ScriptFlags,
 }
 
 /// TLS, limits and failure policy of the webhook server (shared by `webhook serve` and `run`).
@@ -90,12 +92,30 @@ pub struct WebhookFlags {
     /// Longest one admission request may wait for a free runtime plus run its handler.
     #[arg(long, default_value = "10s")]
     pub webhook_timeout: ctop_core::Duration,
+    /// Longest one validate/mutate handler may run: the script is stopped there (and its
+    /// runtime replaced). Keep it well under --webhook-timeout, so that looping handlers
+    /// delay valid reviews queued behind them by at most this much.
+    #[arg(long, default_value = "2s")]
+    pub webhook_handler_timeout: ctop_core::Duration,
     /// Largest AdmissionReview body in bytes.
     #[arg(long, default_value_t = 3 * 1024 * 1024)]
     pub webhook_max_body: usize,
 }
 
 impl WebhookFlags {
+    /// Refuses a handler deadline that the request deadline would cut short.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.webhook_handler_timeout >= self.webhook_timeout {
+            anyhow::bail!(
+                "--webhook-handler-timeout ({}) must be shorter than --webhook-timeout ({}); lower the first \
+                 or raise the second",
+                self.webhook_handler_timeout,
+                self.webhook_timeout
+            );
+        }
+        Ok(())
+    }
+
     fn server_config(&self, concurrency: usize) -> ServerConfig {
         ServerConfig {
             max_body: self.webhook_max_body,
@@ -230,7 +250,8 @@ fn warn_without_handlers(script: &Script) {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let workers = usize::from(args.concurrency.max(1));
-    let limits = Limits { timeout: args.flags.webhook_timeout.into(), ..Limits::default() };
+    args.flags.check()?;
+    let limits = args.script_limits.limits(args.flags.webhook_handler_timeout.into());
     let script = match &args.bundle {
         Some(path) => {
             let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -238,10 +259,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => Script::from_dir(&args.dir, &args.entry, workers, limits),
     }
-    .context("the script could not be loaded; fix the error above and run ctop webhook serve again")?;
+    .context(
+        "the script could not be loaded (fix the error that follows and run ctop webhook serve again)",
+    )?;
     warn_without_handlers(&script);
     let values = values_from_yaml(&super::values_text(&args.dir, args.values.as_deref())?)
-        .context("the values file is not valid YAML")?;
+        .context("the values file is not a YAML mapping")?;
     let started = start(
         Arc::new(script),
         script_env(),
@@ -371,6 +394,7 @@ impl DevWebhook {
             tls_secret: None,
             failure_policy: FailurePolicy::Fail,
             webhook_timeout: ctop_core::Duration::from_secs(10),
+            webhook_handler_timeout: ctop_core::Duration::from_secs(2),
             webhook_max_body: 3 * 1024 * 1024,
         };
         let env = script_env();
