@@ -17,7 +17,7 @@ use crate::meta::{self, deleting, finalizers};
 use crate::registry::{Registry, ResourceType, StoreKey, crd_types};
 use crate::schema;
 use crate::ssa;
-use crate::store::{Change, CommitError, EventKind, ObjKey, Store, object_rv, uid_of};
+use crate::store::{Change, CommitError, EventKind, HistoryLimits, ObjKey, Store, object_rv, uid_of};
 
 /// How unknown fields in custom resources are treated (`fieldValidation`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -224,9 +224,9 @@ fn ssa_error(rt: &ResourceType, name: &str, e: ssa::SsaError) -> ApiError {
 }
 
 impl Api {
-    /// The API over a fresh store with the built-in kinds; [`Api::bootstrap`] adds the
-    /// default namespaces.
-    pub fn new(history: usize, gc: mpsc::UnboundedSender<Work>) -> Self {
+    /// The API over a fresh store with the built-in kinds, keeping a watch history within
+    /// `history`; [`Api::bootstrap`] adds the default namespaces.
+    pub fn new(history: HistoryLimits, gc: mpsc::UnboundedSender<Work>) -> Self {
         Self {
             store: Store::new(history),
             registry: Registry::with_builtins(),

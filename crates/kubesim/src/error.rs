@@ -231,6 +231,12 @@ impl ApiError {
         Self::new(410, "Expired", message)
     }
 
+    /// 413 RequestEntityTooLarge for a request body over `limit` bytes, worded like the
+    /// real server's: `Request entity too large: limit is 3145728`.
+    pub fn request_entity_too_large(limit: usize) -> Self {
+        Self::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {limit}"))
+    }
+
     /// 415 UnsupportedMediaType for a PATCH.
     pub fn unsupported_patch_type() -> Self {
         Self::new(
@@ -279,6 +285,7 @@ impl ApiError {
             404 => "NotFound",
             409 => "Conflict",
             410 => "Expired",
+            413 => "RequestEntityTooLarge",
             422 => "Invalid",
             429 => return Self::too_many_requests(),
             503 => "ServiceUnavailable",

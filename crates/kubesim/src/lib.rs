@@ -64,6 +64,11 @@ pub struct Config {
     pub admin_token: Option<String>,
     /// How many changes are kept for watches to resume from before they get `410 Expired`.
     pub watch_history: usize,
+    /// About how many bytes of replaced and deleted object versions the watch history may
+    /// keep alive (live objects do not count); older changes are dropped beyond it, so
+    /// watches resuming from before them get `410 Expired`. The newest change is always
+    /// kept.
+    pub watch_history_bytes: usize,
     /// How often watches that allow bookmarks get one.
     pub bookmark_interval: Duration,
     /// Serve HTTPS with a self-issued CA (the kubeconfig carries the CA). Off serves plain
@@ -77,7 +82,8 @@ impl Default for Config {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             authz: false,
             admin_token: None,
-            watch_history: 10_000,
+            watch_history: store::HistoryLimits::default().events,
+            watch_history_bytes: store::HistoryLimits::default().bytes,
             bookmark_interval: Duration::from_secs(10),
             tls: true,
         }
@@ -123,7 +129,9 @@ impl KubeSim {
             .map_err(|source| StartError::Bind { addr: config.addr, source })?;
         let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.addr, source })?;
         let (gc_tx, gc_rx) = mpsc::unbounded_channel();
-        let api = Arc::new(Api::new(config.watch_history, gc_tx.clone()));
+        let history =
+            store::HistoryLimits { events: config.watch_history, bytes: config.watch_history_bytes };
+        let api = Arc::new(Api::new(history, gc_tx.clone()));
         tokio::spawn(gc::run(Arc::downgrade(&api), gc_rx, gc_tx));
         api.bootstrap().await.map_err(StartError::Seed)?;
         for obj in authz::bootstrap_objects() {

@@ -27,8 +27,11 @@ use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::{Change, EventKind};
 use crate::table::{self, Include};
 
-/// The largest request body accepted (the real server's limit is 3 MiB for most writes).
+/// The largest request body accepted: the real server's `MaxRequestBodyBytes`, 3 MiB.
 const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// How many changes a watcher reads from the history at a time.
+const WATCH_BATCH: usize = 64;
 
 /// Shared state of the HTTP server.
 pub struct Server {
@@ -279,15 +282,17 @@ pub async fn handle(State(srv): State<Arc<Server>>, req: Request) -> Response {
     response
 }
 
+/// The whole request body, or 413 when it is over [`MAX_BODY`].
 async fn read_body(body: Body) -> Result<Bytes, ApiError> {
     let limited = http_body_util::Limited::new(body, MAX_BODY);
     match limited.collect().await {
         Ok(c) => Ok(c.to_bytes()),
-        Err(_) => {
-            let mut e = ApiError::bad_request("the request body is larger than the server accepts");
-            e.code = 413;
-            e.reason = "RequestEntityTooLarge";
-            Err(e)
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(ApiError::request_entity_too_large(MAX_BODY))
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "reading a request body failed");
+            Err(ApiError::bad_request(format!("error reading the request body: {e}")))
         }
     }
 }
@@ -1049,6 +1054,8 @@ async fn watch(
     let interval = srv.bookmark_interval;
     let kind_name = rt.kind.clone();
     let api_version = rt.api_version();
+    // Weak: an open watch must not keep a stopped server's objects alive.
+    let api = Arc::downgrade(&srv.api);
     tokio::spawn(async move {
         let bookmark = |rv: u64, initial_end: bool| {
             let mut meta = json!({"resourceVersion": rv.to_string()});
@@ -1057,7 +1064,6 @@ async fn watch(
             }
             event_line("BOOKMARK", &json!({"kind": kind_name, "apiVersion": api_version, "metadata": meta}))
         };
-        let mut last_rv = start.rv;
         for o in &start.initial {
             if matches(o) && tx.send(event_line("ADDED", &render(o))).await.is_err() {
                 return;
@@ -1082,32 +1088,49 @@ async fn watch(
                 None => true,
             }
         };
-        for c in &start.replay {
-            if !send_change(c, &tx).await {
-                return;
-            }
-            last_rv = last_rv.max(c.rv);
-        }
+        // Everything up to `seen` has been sent. Changes are read from the history, a
+        // batch at a time, whenever the store commits one.
+        let mut seen = start.from;
         let mut live = start.rx;
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
         let mut ticker = tokio::time::interval(interval);
         ticker.tick().await;
         loop {
+            loop {
+                let batch = match api
+                    .upgrade()
+                    .map(|api| api.store.changes_after(&rt.store, seen, WATCH_BATCH))
+                {
+                    None => return,
+                    Some(Ok(b)) => b,
+                    Some(Err(oldest)) => {
+                        // Too slow: close, as the real watch cache does; the client resumes
+                        // (and gets 410 Expired if it must relist).
+                        tracing::debug!(resource = %rt.plural, seen, oldest, "watcher fell behind the history: closed");
+                        return;
+                    }
+                };
+                for c in &batch.changes {
+                    if !send_change(c, &tx).await {
+                        return;
+                    }
+                }
+                seen = batch.next;
+                if !batch.more {
+                    break;
+                }
+                if epoch.has_changed().unwrap_or(true) {
+                    return;
+                }
+            }
             tokio::select! {
                 () = &mut deadline => return,
                 _ = epoch.changed() => return,
                 _ = ticker.tick(), if bookmarks => {
-                    if tx.send(bookmark(last_rv, false)).await.is_err() { return; }
+                    if tx.send(bookmark(seen, false)).await.is_err() { return; }
                 }
-                msg = live.recv() => match msg {
-                    Ok(c) => {
-                        last_rv = c.rv;
-                        if *c.store == *rt.store && !send_change(&c, &tx).await { return; }
-                    }
-                    // Too slow: close, as the real watch cache does; the client resumes.
-                    Err(_) => return,
-                },
+                changed = live.changed() => if changed.is_err() { return },
                 () = tx.closed() => return,
             }
         }
@@ -1161,6 +1184,23 @@ mod tests {
         assert_eq!((p.resource.as_str(), p.namespace.as_deref()), ("configmaps", Some("ns")));
         assert!(matches!(parse_route("/apis/apps"), Some(Route::Group(g)) if g == "apps"));
         assert!(parse_route("/nope").is_none());
+    }
+
+    #[tokio::test]
+    async fn an_oversized_body_gets_413_stating_the_limit() {
+        let exact = read_body(Body::from(vec![b'x'; MAX_BODY])).await.expect("the limit itself is accepted");
+        assert_eq!(exact.len(), MAX_BODY);
+        let err = read_body(Body::from(vec![b'x'; MAX_BODY + 1])).await.expect_err("one byte over");
+        let response = error_response(&err);
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let body = response.into_body().collect().await.expect("body").to_bytes();
+        let status: Value = serde_json::from_slice(&body).expect("a Status");
+        assert_eq!(
+            status,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                   "message": "Request entity too large: limit is 3145728",
+                   "reason": "RequestEntityTooLarge", "code": 413})
+        );
     }
 
     #[test]

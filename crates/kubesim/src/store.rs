@@ -3,17 +3,24 @@
 //! consistent paging.
 //!
 //! Everything here runs under one short lock and never awaits; the request logic that
-//! computes new objects lives in [`crate::api`].
+//! computes new objects lives in [`crate::api`]. The history and what it may cost are in
+//! [`history`].
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use imbl::OrdMap;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::watch;
 
 use crate::registry::StoreKey;
+
+mod history;
+
+use history::History;
+pub(crate) use history::footprint;
+pub use history::{Batch, HistoryLimits};
 
 /// `(namespace, name)`; the namespace is empty for cluster-scoped objects.
 pub type ObjKey = (String, String);
@@ -83,15 +90,16 @@ struct State {
     tables: HashMap<StoreKey, Table>,
     uids: HashMap<String, Location>,
     dependents: HashMap<String, BTreeSet<Location>>,
-    history: VecDeque<Arc<Change>>,
+    history: History,
     snapshots: VecDeque<(StoreKey, u64, Table)>,
 }
 
 /// The store. Cheap to share behind an `Arc`.
 pub struct Store {
     state: Mutex<State>,
-    events: broadcast::Sender<Arc<Change>>,
-    history_cap: usize,
+    /// The resourceVersion of the latest change: watchers wait on it, then read the
+    /// history (so that the history is the only buffer of changes).
+    latest: watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Store {
@@ -101,15 +109,18 @@ impl std::fmt::Debug for Store {
 }
 
 /// What a new watch starts from.
+#[derive(Debug)]
 pub struct WatchStart {
     /// Objects to send as synthetic ADDED events (initial state), already filtered by store.
     pub initial: Vec<Arc<Value>>,
-    /// Recorded changes after the requested resourceVersion, oldest first.
-    pub replay: Vec<Arc<Change>>,
+    /// The resourceVersion after which changes are to be sent: the requested one when
+    /// resuming (at most the current one), else the current one. Read them with
+    /// [`Store::changes_after`].
+    pub from: u64,
     /// The store's resourceVersion when the watch started.
     pub rv: u64,
-    /// Live changes from now on.
-    pub rx: broadcast::Receiver<Arc<Change>>,
+    /// Changes when a new change was committed; the value is its resourceVersion.
+    pub rx: watch::Receiver<u64>,
 }
 
 /// How many list snapshots are kept for `continue` tokens.
@@ -132,20 +143,18 @@ pub fn uid_of(obj: &Value) -> Option<&str> {
 }
 
 impl Store {
-    /// A store that keeps the last `history_cap` changes for resuming watches.
-    pub fn new(history_cap: usize) -> Self {
-        let (events, _) = broadcast::channel(history_cap.max(16));
+    /// A store that keeps a history of changes within `limits` for watches.
+    pub fn new(limits: HistoryLimits) -> Self {
         Self {
             state: Mutex::new(State {
                 rv: 1,
                 tables: HashMap::new(),
                 uids: HashMap::new(),
                 dependents: HashMap::new(),
-                history: VecDeque::new(),
+                history: History::new(limits),
                 snapshots: VecDeque::new(),
             }),
-            events,
-            history_cap: history_cap.max(1),
+            latest: watch::Sender::new(1),
         }
     }
 
@@ -218,15 +227,30 @@ impl Store {
         out
     }
 
-    fn record(&self, st: &mut State, change: Change) -> Arc<Change> {
+    /// Append a change whose object has footprint `object_bytes` to the history, release
+    /// the lock and wake the watchers. What the history dropped is freed after the lock
+    /// is released: freeing a large object is not free.
+    fn record(&self, mut st: MutexGuard<'_, State>, change: Change, object_bytes: usize) -> Arc<Change> {
         let change = Arc::new(change);
-        if st.history.len() >= self.history_cap {
-            st.history.pop_front();
+        let evicted = st.history.push(change.clone(), object_bytes);
+        if evicted.by_bytes {
+            tracing::trace!(
+                evicted = evicted.changes.len(),
+                kept = st.history.len(),
+                bytes = st.history.bytes(),
+                "watch history trimmed to its byte limit"
+            );
         }
-        st.history.push_back(change.clone());
-        // No receivers is fine: nobody watches yet.
-        let _ = self.events.send(change.clone());
+        self.latest.send_replace(change.rv);
+        drop(st);
+        drop(evicted);
         change
+    }
+
+    /// The number of changes the history keeps and the bytes they are charged for.
+    pub fn history_usage(&self) -> (usize, usize) {
+        let st = self.state.lock();
+        (st.history.len(), st.history.bytes())
     }
 
     fn index(st: &mut State, loc: &Location, old: Option<&Value>, new: Option<&Value>) {
@@ -257,6 +281,7 @@ impl Store {
 
     /// Store a new object, giving it the next resourceVersion.
     pub fn create(&self, store: &StoreKey, key: ObjKey, mut obj: Value) -> Result<Arc<Change>, CommitError> {
+        let bytes = footprint(&obj);
         let mut st = self.state.lock();
         if st.tables.get(store).is_some_and(|t| t.contains_key(&key)) {
             return Err(CommitError::Exists);
@@ -269,8 +294,9 @@ impl Store {
         Self::index(&mut st, &loc, None, Some(&obj));
         st.tables.entry(store.clone()).or_default().insert(key, obj.clone());
         Ok(self.record(
-            &mut st,
+            st,
             Change { rv, store: store.clone(), kind: EventKind::Added, object: obj, old: None },
+            bytes,
         ))
     }
 
@@ -282,6 +308,7 @@ impl Store {
         expected: u64,
         mut obj: Value,
     ) -> Result<Arc<Change>, CommitError> {
+        let bytes = footprint(&obj);
         let mut st = self.state.lock();
         let old = st.tables.get(store).and_then(|t| t.get(key)).cloned().ok_or(CommitError::Missing)?;
         if rv_of(&old) != expected {
@@ -295,8 +322,9 @@ impl Store {
         Self::index(&mut st, &loc, Some(&old), Some(&obj));
         st.tables.entry(store.clone()).or_default().insert(key.clone(), obj.clone());
         Ok(self.record(
-            &mut st,
+            st,
             Change { rv, store: store.clone(), kind: EventKind::Modified, object: obj, old: Some(old) },
+            bytes,
         ))
     }
 
@@ -311,13 +339,15 @@ impl Store {
         let rv = st.rv;
         let mut gone = (*old).clone();
         set_rv(&mut gone, rv);
+        // The tombstone is the old object but for its resourceVersion.
+        let bytes = st.history.footprint_of(&old);
         let loc = Location { store: store.clone(), key: key.clone() };
         Self::index(&mut st, &loc, Some(&old), None);
         if let Some(t) = st.tables.get_mut(store) {
             t.remove(key);
         }
         Ok(self.record(
-            &mut st,
+            st,
             Change {
                 rv,
                 store: store.clone(),
@@ -325,6 +355,7 @@ impl Store {
                 object: Arc::new(gone),
                 old: Some(old),
             },
+            bytes,
         ))
     }
 
@@ -340,22 +371,28 @@ impl Store {
     /// Returns `Err(oldest)` when `from` is older than the history kept.
     pub fn watch(&self, store: &StoreKey, from: Option<u64>) -> Result<WatchStart, u64> {
         let st = self.state.lock();
-        let rx = self.events.subscribe();
+        let rx = self.latest.subscribe();
         match from {
             None => {
                 let initial = st.tables.get(store).map(|t| t.values().cloned().collect()).unwrap_or_default();
-                Ok(WatchStart { initial, replay: Vec::new(), rv: st.rv, rx })
+                Ok(WatchStart { initial, from: st.rv, rv: st.rv, rx })
             }
             Some(from) => {
-                let oldest = st.history.front().map_or(st.rv + 1, |c| c.rv);
+                let oldest = st.history.oldest().unwrap_or(st.rv + 1);
                 if from + 1 < oldest && from < st.rv {
                     return Err(oldest);
                 }
-                let replay =
-                    st.history.iter().filter(|c| c.rv > from && &c.store == store).cloned().collect();
-                Ok(WatchStart { initial: Vec::new(), replay, rv: st.rv, rx })
+                Ok(WatchStart { initial: Vec::new(), from: from.min(st.rv), rv: st.rv, rx })
             }
         }
+    }
+
+    /// The changes of `store` after resourceVersion `after`, at most `max`, for a
+    /// watcher to send. `Err(oldest)` when some of them have left the history: the
+    /// watcher fell too far behind.
+    pub fn changes_after(&self, store: &StoreKey, after: u64, max: usize) -> Result<Batch, u64> {
+        let st = self.state.lock();
+        st.history.after(store, after, max, st.rv)
     }
 }
 
@@ -380,9 +417,39 @@ mod tests {
         ("default".into(), n.into())
     }
 
+    fn limits(events: usize, bytes: usize) -> HistoryLimits {
+        HistoryLimits { events, bytes }
+    }
+
+    fn events(limit: usize) -> HistoryLimits {
+        limits(limit, usize::MAX)
+    }
+
+    /// A ConfigMap of about 100 KB (100 keys of 1 KiB) whose `data.i` is `i`.
+    fn big(name: &str, i: usize) -> Value {
+        let mut data: serde_json::Map<String, Value> =
+            (0..100).map(|k| (format!("k{k:03}"), json!("x".repeat(1024)))).collect();
+        data.insert("i".into(), json!(i.to_string()));
+        json!({"metadata": {"name": name, "namespace": "default"}, "data": data})
+    }
+
+    /// Every change of `store` after `from`, read in small batches as a watcher does.
+    fn replay(s: &Store, store: &StoreKey, from: u64) -> Vec<Arc<Change>> {
+        let mut out = Vec::new();
+        let mut seen = from;
+        loop {
+            let batch = s.changes_after(store, seen, 7).expect("in history");
+            out.extend(batch.changes);
+            seen = batch.next;
+            if !batch.more {
+                return out;
+            }
+        }
+    }
+
     #[test]
     fn global_rv_and_conflicts() {
-        let s = Store::new(100);
+        let s = Store::new(events(100));
         let st: StoreKey = Arc::from("/configmaps");
         let a = s.create(&st, key("a"), json!({"metadata": {"name": "a", "uid": "u1"}})).expect("create");
         assert_eq!(a.rv, 2);
@@ -397,22 +464,96 @@ mod tests {
 
     #[test]
     fn watch_resume_and_expiry() {
-        let s = Store::new(2);
+        let s = Store::new(events(2));
         let st: StoreKey = Arc::from("/configmaps");
         for n in ["a", "b", "c"] {
             s.create(&st, key(n), json!({"metadata": {"name": n}})).expect("create");
         }
         // rv is 4, history holds rv 3 and 4.
-        assert!(s.watch(&st, Some(1)).is_err());
+        assert_eq!(s.watch(&st, Some(1)).err(), Some(3));
         let w = s.watch(&st, Some(2)).expect("in history");
-        assert_eq!(w.replay.len(), 2);
+        assert_eq!(w.from, 2);
+        assert_eq!(replay(&s, &st, w.from).len(), 2);
         let w = s.watch(&st, None).expect("fresh");
         assert_eq!(w.initial.len(), 3);
+        assert!(replay(&s, &st, w.from).is_empty());
+        // A watcher that has not read rv 3 yet fell behind once it leaves the history.
+        s.create(&st, key("d"), json!({"metadata": {"name": "d"}})).expect("create");
+        assert_eq!(s.changes_after(&st, 2, 10).err(), Some(4));
+    }
+
+    #[test]
+    fn history_is_bounded_by_bytes_and_expires_what_it_dropped() {
+        const BOUND: usize = 2 * 1024 * 1024;
+        let s = Store::new(limits(10_000, BOUND));
+        let st: StoreKey = Arc::from("/configmaps");
+        let size = footprint(&big("big", 0));
+        assert!(size > 100_000, "{size}");
+        let first = s.create(&st, key("big"), big("big", 0)).expect("create").rv;
+        let mut rv = first;
+        let mut max_bytes = 0;
+        for i in 1..=300 {
+            rv = s.update(&st, &key("big"), rv, big("big", i)).expect("update").rv;
+            let (_, bytes) = s.history_usage();
+            max_bytes = max_bytes.max(bytes);
+        }
+        let (kept, bytes) = s.history_usage();
+        assert!(max_bytes <= BOUND, "history grew to {max_bytes} bytes, over its bound of {BOUND}");
+        // Each kept update holds the version it replaced: about 20 fit in 2 MiB.
+        assert!((BOUND / size / 2..=BOUND / size + 1).contains(&kept), "{kept} changes kept");
+        assert!(bytes >= (kept - 1) * size, "{kept} changes charged only {bytes} bytes");
+
+        // A watch from before the kept changes gets 410 (the caller's Expired)...
+        let oldest = rv - kept as u64 + 1;
+        assert_eq!(s.watch(&st, Some(first)).err(), Some(oldest));
+        assert_eq!(s.watch(&st, Some(oldest - 2)).err(), Some(oldest));
+        // ...and one from a kept version replays every change after it, in order.
+        let from = oldest - 1;
+        let w = s.watch(&st, Some(from)).expect("kept");
+        let changes = replay(&s, &st, w.from);
+        let rvs: Vec<u64> = changes.iter().map(|c| c.rv).collect();
+        assert_eq!(rvs, (from + 1..=rv).collect::<Vec<_>>());
+        for c in &changes {
+            assert_eq!(c.kind, EventKind::Modified);
+            assert_eq!(object_rv(&c.object), c.rv);
+            let i: u64 = c.object["data"]["i"].as_str().and_then(|i| i.parse().ok()).expect("data.i");
+            assert_eq!(i, 300 - (rv - c.rv), "the object as of rv {}", c.rv);
+            let old = c.old.as_deref().expect("an update keeps the replaced version");
+            assert_eq!(object_rv(old), c.rv - 1);
+        }
+        // The live object and the newest change share one allocation.
+        let live = s.get(&st, &key("big")).expect("live");
+        assert!(changes.last().is_some_and(|c| Arc::ptr_eq(&c.object, &live)));
+    }
+
+    #[test]
+    fn live_objects_cost_the_history_nothing_and_deletions_do() {
+        let s = Store::new(limits(10_000, 1024 * 1024));
+        let st: StoreKey = Arc::from("/configmaps");
+        let size = footprint(&big("x", 0));
+        for n in 0..30 {
+            s.create(&st, key(&format!("o{n}")), big(&format!("o{n}"), 0)).expect("create");
+        }
+        // 3 MB of objects, all live: every creation is still there to resume from.
+        let (kept, bytes) = s.history_usage();
+        assert_eq!(kept, 30);
+        assert!(bytes < size, "{bytes}");
+        assert_eq!(replay(&s, &st, 1).len(), 30);
+        // Deleting them leaves old versions and tombstones to the history alone.
+        for n in 0..30 {
+            let k = key(&format!("o{n}"));
+            let rv = s.get(&st, &k).map(|o| object_rv(&o)).expect("live");
+            s.remove(&st, &k, rv).expect("remove");
+            assert!(s.history_usage().1 <= 1024 * 1024);
+        }
+        let (kept, _) = s.history_usage();
+        assert!(kept < 30, "{kept}");
+        assert!(s.watch(&st, Some(1)).is_err());
     }
 
     #[test]
     fn dependents_index_follows_owner_refs() {
-        let s = Store::new(10);
+        let s = Store::new(events(10));
         let st: StoreKey = Arc::from("/configmaps");
         s.create(
             &st,

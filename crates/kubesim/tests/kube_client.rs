@@ -195,6 +195,57 @@ async fn raw_watch_from_a_compacted_version_gets_expired() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn raw_watch_from_a_version_dropped_for_bytes_gets_expired() {
+    // Room for about three replaced versions of a 100 KB object.
+    let config = Config { watch_history_bytes: 350 * 1024, ..Config::default() };
+    let (sim, client) = start_with(config).await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let payload = "x".repeat(100 * 1024);
+    let created = api.create(&PostParams::default(), &cm("big", &[("p", &payload)])).await.expect("create");
+    let mut rvs = vec![created.resource_version().expect("rv")];
+    for i in 0..10 {
+        let patch = Patch::Merge(json!({"data": {"i": i.to_string()}}));
+        let o = api.patch("big", &PatchParams::default(), &patch).await.expect("patch");
+        rvs.push(o.resource_version().expect("rv"));
+    }
+    let (kept, bytes) = sim.api().store.history_usage();
+    assert!(bytes <= 350 * 1024, "{bytes} bytes kept");
+    assert!((2..=4).contains(&kept), "{kept} changes kept");
+    // From the creation: those updates were dropped, so 410 Expired.
+    let mut stream = api.watch(&kube::api::WatchParams::default(), &rvs[0]).await.expect("watch").boxed();
+    match stream.try_next().await {
+        Ok(Some(kube::api::WatchEvent::Error(e))) => {
+            assert_eq!((e.code, e.reason.as_str()), (410, "Expired"));
+            assert!(e.message.starts_with("too old resource version: "), "{}", e.message);
+        }
+        other => panic!("expected an Expired error event, got {other:?}"),
+    }
+    // From the version before the last update: that update, in full.
+    let wp = kube::api::WatchParams::default().timeout(1);
+    let mut stream = api.watch(&wp, &rvs[9]).await.expect("watch").boxed();
+    match stream.try_next().await {
+        Ok(Some(kube::api::WatchEvent::Modified(o))) => {
+            assert_eq!(o.resource_version().as_ref(), rvs.last());
+            let data = o.data.expect("data");
+            assert_eq!((data["i"].as_str(), data["p"].len()), ("9", payload.len()));
+        }
+        other => panic!("expected the last update, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_body_over_the_limit_gets_413_stating_it() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(client);
+    let payload = "x".repeat(3 * 1024 * 1024);
+    let err = api_err(api.create(&PostParams::default(), &cm("huge", &[("p", &payload)])).await);
+    assert_eq!(
+        (err.code, err.reason.as_str(), err.message.as_str()),
+        (413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn streaming_list_watcher_gets_initial_events_end_bookmark() {
     let (_sim, client) = start().await;
     let api: Api<ConfigMap> = Api::default_namespaced(client);

@@ -28,23 +28,37 @@
 //!   the only parts that talk to the cluster, hence the `kube` dependency next to
 //!   `ctop-core`.
 //!
-//! Connections are bounded too ([`ConnectionLimits`]: how many at once, idle time, handshake
-//! time), since hyper as axum runs it has no idle or header timeout of its own.
+//! Connections are bounded too ([`ConnectionLimits`]), against slow clients (slowloris) as
+//! much as against many: the TLS handshake, the request head and the whole request each have
+//! a deadline counted from their start and not moved by trickling bytes (like Go's
+//! `ReadHeaderTimeout` and `ReadTimeout`, which kube-apiserver and controller-runtime's
+//! webhook server use), keep-alive connections an idle time; and when every slot is taken a
+//! new client is let in by shedding the connection that has gone longest without sending a
+//! request (never one whose request is being handled), those of a client address holding
+//! many such connections first, at a bounded rate. The connection side lives in `listener`
+//! (accepting, TLS handshakes), `slots` (the table and what to shed), `conn` (phases,
+//! deadlines) and `serving` (hyper, telling each connection where its request is).
 //!
-//! Malformed reviews get a 400 with the reason, bodies over the limit a 413, plain HTTP on
+//! Malformed reviews get a 400 with the reason, bodies over the limit a 413 stating the limit
+//! (`Request entity too large: limit is 3145728`, as the API server words it), plain HTTP on
 //! the TLS port a 400 (like Go servers answer), unknown paths a 404. Handlers see CREATE and
 //! UPDATE; requests without an object (DELETE, CONNECT) are allowed without calling them.
 
 pub mod cabundle;
 mod configuration;
+mod conn;
+mod listener;
 pub mod review;
 mod routes;
 mod script;
 mod server;
+mod serving;
 pub mod shared;
+mod slots;
 pub mod tls;
 
 pub use configuration::{ConfigurationOptions, Endpoint, configurations};
+pub use conn::ConnectionLimits;
 pub use ctop_core as core;
 pub use routes::{HandlerKind, Route, routes};
 pub use script::{AdmissionScript, HandlerCall, HandlerError};
@@ -52,4 +66,4 @@ pub use server::{
     Admission, Bound, FailurePolicy, ServeError, ServerConfig, bind, bind_with_limits, review_for, router,
     serve,
 };
-pub use tls::{ConnectionLimits, SelfIssued, TlsError, TlsSource};
+pub use tls::{SelfIssued, TlsError, TlsSource};

@@ -1,7 +1,8 @@
 //! The HTTPS server: [`router`] builds the axum routes of a script, [`serve`] runs them
 //! behind TLS until a shutdown future resolves.
 //!
-//! Per request: the body is bounded ([`ServerConfig::max_body`], 413 beyond), the review is
+//! Per request: the body is bounded ([`ServerConfig::max_body`], a 413 stating the limit
+//! beyond, worded like the API server's), the review is
 //! checked (400 with the reason when malformed), then the handler runs on the blocking pool
 //! once one of [`ServerConfig::concurrency`] slots is free, within [`ServerConfig::timeout`]
 //! (waiting for a slot included). A handler that throws, breaks a script limit, or is late
@@ -13,19 +14,22 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use bytes::Bytes;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::Semaphore;
 
+use crate::conn::ConnectionLimits;
+use crate::listener::TlsListener;
 use crate::review::{self, Answer};
 use crate::routes::{HandlerKind, Route};
 use crate::script::{AdmissionScript, HandlerCall, HandlerError};
-use crate::tls::{CertStore, ConnectionLimits, TlsError, TlsListener, TlsSource};
+use crate::tls::{CertStore, TlsError, TlsSource};
 
 /// What the server answers when a handler fails (throws, breaks a limit, or is late).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -153,23 +157,43 @@ impl Admission {
         let max_body = self.shared.config.max_body;
         Router::new()
             .route("/healthz", get(|| async { "ok" }))
-            .fallback(|State(shared): State<Arc<Shared>>, method: Method, uri: Uri, body: Bytes| async move {
-                let found = {
-                    let current = shared.current.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-                    current.routes.get(uri.path()).map(|r| (r.clone(), current.script.clone()))
-                };
-                match found {
-                    None => (StatusCode::NOT_FOUND, format!("no admission handler at {}\n", uri.path()))
-                        .into_response(),
-                    Some(_) if method != Method::POST => {
-                        (StatusCode::METHOD_NOT_ALLOWED, "admission reviews are POSTed\n").into_response()
+            .fallback(
+                move |State(shared): State<Arc<Shared>>,
+                      method: Method,
+                      uri: Uri,
+                      body: Result<Bytes, BytesRejection>| async move {
+                    let found = {
+                        let current =
+                            shared.current.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+                        current.routes.get(uri.path()).map(|r| (r.clone(), current.script.clone()))
+                    };
+                    match found {
+                        None => (StatusCode::NOT_FOUND, format!("no admission handler at {}\n", uri.path()))
+                            .into_response(),
+                        Some(_) if method != Method::POST => {
+                            (StatusCode::METHOD_NOT_ALLOWED, "admission reviews are POSTed\n").into_response()
+                        }
+                        Some((route, script)) => match body {
+                            Ok(body) => admit(&shared, script, &route, &body).await,
+                            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                                too_large(max_body, &route)
+                            }
+                            Err(e) => e.into_response(),
+                        },
                     }
-                    Some((route, script)) => admit(&shared, script, &route, &body).await,
-                }
-            })
+                },
+            )
             .layer(DefaultBodyLimit::max(max_body))
             .with_state(self.shared.clone())
     }
+}
+
+/// The API server's words for a body over the limit (`Request entity too large: limit is
+/// 3145728`), so that the caller learns the limit.
+fn too_large(max_body: usize, route: &Route) -> Response {
+    tracing::info!(path = route.path, limit = max_body, "admission review body over the limit");
+    (StatusCode::PAYLOAD_TOO_LARGE, format!("Request entity too large: limit is {max_body}\n"))
+        .into_response()
 }
 
 fn index(routes: &[Route]) -> HashMap<String, Arc<Route>> {
@@ -315,12 +339,12 @@ pub struct Bound {
 impl Bound {
     /// The address it listens on (useful with port 0).
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        axum::serve::Listener::local_addr(&self.listener)
+        Ok(self.listener.local_addr())
     }
 
     /// Serve until `shutdown` resolves, then finish in-flight requests.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), ServeError> {
-        axum::serve(self.listener, self.app).with_graceful_shutdown(shutdown).await?;
+        crate::serving::serve(self.listener, self.app, shutdown).await;
         Ok(())
     }
 }
@@ -341,14 +365,29 @@ pub async fn bind_with_limits(
 ) -> Result<Bound, ServeError> {
     let store = CertStore::new(tls)?;
     let acceptor = store.acceptor()?;
-    let tcp = TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
+    let tcp = listen(addr).map_err(|source| ServeError::Bind { addr, source })?;
     let listener = TlsListener::with_limits(tcp, acceptor, limits)?;
-    tracing::info!(addr = %listener_addr(&listener), "admission webhook server listening");
+    tracing::info!(addr = %listener.local_addr(), max_connections = limits.max_connections,
+        header_read_timeout_ms = millis(limits.header_read_timeout),
+        request_read_timeout_ms = millis(limits.request_read_timeout), "admission webhook server listening");
     Ok(Bound { listener, app })
 }
 
-fn listener_addr(l: &TlsListener) -> String {
-    axum::serve::Listener::local_addr(l).map_or_else(|_| "?".into(), |a| a.to_string())
+/// Clients beyond the connection limit wait in the listen backlog, so it is as long as the
+/// kernel allows (`net.core.somaxconn` caps it, as for Go's servers), not std's 128: a full
+/// backlog drops the handshakes of new clients, who then retry only a second or more later.
+const BACKLOG: u32 = 65_535;
+
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// [`bind`] then [`Bound::run`].

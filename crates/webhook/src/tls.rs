@@ -3,16 +3,12 @@
 //! whose CA the operator then patches into its webhook configurations ([`crate::cabundle`]).
 //!
 //! [`CertStore`] holds the current certificate and answers rustls' certificate lookups, so
-//! a reload takes effect on the next handshake without restarting the server.
-//! [`TlsListener`] accepts TCP connections, answers plain HTTP with a 400 the way Go's
-//! servers do, and hands finished TLS connections to axum.
+//! a reload takes effect on the next handshake without restarting the server. Accepting
+//! connections and bounding them is the listener's and the connection's business, not this
+//! module's.
 
-use std::future::Future as _;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::{Arc, RwLock};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
@@ -21,11 +17,7 @@ use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::{Digest as _, Sha256};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_rustls::TlsAcceptor;
-use tokio_rustls::server::TlsStream;
 
 /// Why TLS could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -225,198 +217,4 @@ fn digest(cert: &[u8], key: &[u8]) -> [u8; 32] {
     h.update([0]);
     h.update(key);
     h.finalize().into()
-}
-
-/// The first byte of a TLS handshake record.
-const TLS_HANDSHAKE: u8 = 0x16;
-const PLAIN_HTTP_ANSWER: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\
-Connection: close\r\nContent-Length: 48\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
-
-/// Bounds on the connections a [`TlsListener`] keeps.
-#[derive(Clone, Copy, Debug)]
-pub struct ConnectionLimits {
-    /// Connections open at once; further clients wait in the kernel's backlog (default 1024).
-    pub max_connections: usize,
-    /// A connection that sends nothing for this long is closed (default 90 s, longer than
-    /// any webhook deadline, so only idle keep-alive and silent clients are affected).
-    pub idle_timeout: Duration,
-    /// Longest a TLS handshake may take (default 10 s).
-    pub handshake_timeout: Duration,
-}
-
-impl Default for ConnectionLimits {
-    fn default() -> Self {
-        Self {
-            max_connections: 1024,
-            idle_timeout: Duration::from_secs(90),
-            handshake_timeout: Duration::from_secs(10),
-        }
-    }
-}
-
-/// A served connection: TLS, closed when idle too long, holding one connection slot.
-pub struct Conn {
-    io: TlsStream<TcpStream>,
-    idle: Pin<Box<tokio::time::Sleep>>,
-    idle_for: Duration,
-    _slot: OwnedSemaphorePermit,
-}
-
-impl std::fmt::Debug for Conn {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Conn").field("idle_for", &self.idle_for).finish_non_exhaustive()
-    }
-}
-
-impl AsyncRead for Conn {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let this = &mut *self;
-        let before = buf.filled().len();
-        match Pin::new(&mut this.io).poll_read(cx, buf) {
-            Poll::Ready(r) => {
-                if buf.filled().len() > before {
-                    let next = tokio::time::Instant::now() + this.idle_for;
-                    this.idle.as_mut().reset(next);
-                }
-                Poll::Ready(r)
-            }
-            Poll::Pending => match this.idle.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "the connection was idle too long",
-                ))),
-                Poll::Pending => Poll::Pending,
-            },
-        }
-    }
-}
-
-impl AsyncWrite for Conn {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
-    }
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-}
-
-/// A listener whose connections have finished their TLS handshake. Each handshake runs in
-/// its own task with a deadline, so a slow or silent client holds up nobody; open
-/// connections and their idle time are bounded by [`ConnectionLimits`].
-pub struct TlsListener {
-    rx: mpsc::Receiver<(Conn, SocketAddr)>,
-    addr: SocketAddr,
-}
-
-impl std::fmt::Debug for TlsListener {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TlsListener").field("addr", &self.addr).finish_non_exhaustive()
-    }
-}
-
-impl TlsListener {
-    /// Start accepting on `listener` with the default [`ConnectionLimits`].
-    pub fn new(listener: TcpListener, acceptor: TlsAcceptor) -> std::io::Result<Self> {
-        Self::with_limits(listener, acceptor, ConnectionLimits::default())
-    }
-
-    /// Start accepting on `listener` within `limits`.
-    pub fn with_limits(
-        listener: TcpListener,
-        acceptor: TlsAcceptor,
-        limits: ConnectionLimits,
-    ) -> std::io::Result<Self> {
-        let addr = listener.local_addr()?;
-        let (tx, rx) = mpsc::channel(128);
-        let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-        tokio::spawn(async move {
-            loop {
-                let slot = tokio::select! {
-                    () = tx.closed() => break,
-                    s = slots.clone().acquire_owned() => match s {
-                        Ok(s) => s,
-                        Err(_) => break,
-                    },
-                };
-                let accepted = tokio::select! {
-                    () = tx.closed() => break,
-                    a = listener.accept() => a,
-                };
-                let (tcp, peer) = match accepted {
-                    Ok(c) => c,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let _ = tcp.set_nodelay(true);
-                let acceptor = acceptor.clone();
-                let tx = tx.clone();
-                tokio::spawn(async move {
-                    let handshake = async {
-                        let mut first = [0u8; 1];
-                        if tcp.peek(&mut first).await? == 1 && first[0] != TLS_HANDSHAKE {
-                            let mut tcp = tcp;
-                            tcp.write_all(PLAIN_HTTP_ANSWER).await?;
-                            tcp.shutdown().await?;
-                            return Ok(None);
-                        }
-                        acceptor.accept(tcp).await.map(Some)
-                    };
-                    match tokio::time::timeout(limits.handshake_timeout, handshake).await {
-                        Ok(Ok(Some(io))) => {
-                            let idle = Box::pin(tokio::time::sleep(limits.idle_timeout));
-                            let conn = Conn { io, idle, idle_for: limits.idle_timeout, _slot: slot };
-                            let _ = tx.send((conn, peer)).await;
-                        }
-                        Ok(Ok(None)) => {
-                            tracing::debug!(%peer, "plain HTTP on the TLS port answered with 400")
-                        }
-                        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
-                    }
-                });
-            }
-        });
-        Ok(Self { rx, addr })
-    }
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = Conn;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        match self.rx.recv().await {
-            Some(conn) => conn,
-            // The accept task ends only after this listener is dropped.
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        Ok(self.addr)
-    }
 }

@@ -127,17 +127,40 @@ async fn malformed_reviews_get_400_with_the_reason() {
 }
 
 #[tokio::test]
-async fn a_10_mb_body_is_refused_with_413() {
+async fn a_10_mb_body_is_refused_with_413_stating_the_limit() {
     let (addr, ca) = start(handlers, &widget_routes(), config(FailurePolicy::Fail)).await;
     let mut c = connect(addr, client_config(&ca)).await.unwrap();
     let mut big = widget("blue");
     big["spec"]["padding"] = json!("x".repeat(10 * 1024 * 1024));
-    let (status, _) = post(&mut c, VALIDATE, body(&review_for("u", "CREATE", &big, None))).await;
+    let (status, answer) = post(&mut c, VALIDATE, body(&review_for("u", "CREATE", &big, None))).await;
     assert_eq!(status, 413);
+    // The API server's words for its own limit.
+    assert_eq!(String::from_utf8_lossy(&answer), "Request entity too large: limit is 3145728\n");
     // The server is still there.
     let mut c = connect(addr, client_config(&ca)).await.unwrap();
     let (status, _) = post(&mut c, VALIDATE, body(&review_for("u", "CREATE", &widget("blue"), None))).await;
     assert_eq!(status, 200);
+}
+
+/// A chunked body (no Content-Length to refuse up front) is cut off at the limit with the
+/// same answer.
+#[tokio::test]
+async fn a_chunked_body_over_the_limit_gets_413_stating_the_limit() {
+    let cfg = ServerConfig { max_body: 1000, ..config(FailurePolicy::Fail) };
+    let (addr, ca) = start(handlers, &widget_routes(), cfg).await;
+    let mut tls = support::connect_tls(addr, client_config(&ca)).await.unwrap();
+    let chunk = "x".repeat(600);
+    let request = format!(
+        "POST {VALIDATE} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n{len:x}\r\n{chunk}\r\n{len:x}\r\n{chunk}\r\n0\r\n\r\n",
+        len = chunk.len()
+    );
+    tls.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tls.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.ends_with("\r\n\r\nRequest entity too large: limit is 1000\n"), "{answer}");
 }
 
 #[tokio::test]
@@ -314,7 +337,8 @@ async fn kubesim_calls_the_generated_configurations() {
 }
 
 /// Idle connections are closed, and no more than `max_connections` are served at once: a
-/// further client waits until a slot frees.
+/// further client waits until a slot frees (here the idle time frees it before the shed
+/// grace would let the idle connection be shed).
 #[tokio::test]
 async fn connections_are_bounded_in_number_and_idle_time() {
     use ctop_webhook::{Admission, ConnectionLimits, SelfIssued};
@@ -326,6 +350,8 @@ async fn connections_are_bounded_in_number_and_idle_time() {
         max_connections: 1,
         idle_timeout: Duration::from_millis(300),
         handshake_timeout: Duration::from_secs(5),
+        shed_grace: Duration::from_secs(5),
+        ..ConnectionLimits::default()
     };
     let bound = ctop_webhook::bind_with_limits(
         "127.0.0.1:0".parse().unwrap(),
@@ -357,4 +383,55 @@ async fn connections_are_bounded_in_number_and_idle_time() {
     let (status, _) =
         post(&mut second, VALIDATE, body(&review_for("b", "CREATE", &widget("blue"), None))).await;
     assert_eq!(status, 200);
+}
+
+/// On shutdown the server stops accepting, closes idle keep-alive connections, lets the
+/// request in flight finish, and then returns.
+#[tokio::test]
+async fn shutdown_finishes_requests_in_flight() {
+    use ctop_webhook::{Admission, SelfIssued};
+    let issued = SelfIssued::issue(&["127.0.0.1".to_owned()]).unwrap();
+    let ca = issued.ca_pem.clone();
+    let called = std::sync::Arc::new(tokio::sync::Notify::new());
+    let script = {
+        let called = called.clone();
+        move |call: &HandlerCall<'_>| {
+            if call.object["spec"]["color"] == "slow" {
+                called.notify_one();
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            handlers(call)
+        }
+    };
+    let cfg = ServerConfig { timeout: Duration::from_secs(5), ..config(FailurePolicy::Fail) };
+    let app = Admission::new(std::sync::Arc::new(script), &widget_routes(), cfg).router();
+    let bound = ctop_webhook::bind("127.0.0.1:0".parse().unwrap(), &TlsSource::SelfIssued(issued), app)
+        .await
+        .unwrap();
+    let addr = bound.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(bound.run(async {
+        let _ = stopped.await;
+    }));
+    let tls = client_config(&ca);
+    let mut idle = connect(addr, tls.clone()).await.unwrap();
+    let (status, _) =
+        post(&mut idle, VALIDATE, body(&review_for("a", "CREATE", &widget("blue"), None))).await;
+    assert_eq!(status, 200);
+    let mut busy = connect(addr, tls.clone()).await.unwrap();
+    let in_flight = tokio::spawn(async move {
+        post(&mut busy, VALIDATE, body(&review_for("b", "CREATE", &widget("slow"), None))).await
+    });
+    called.notified().await;
+    stop.send(()).unwrap();
+    let (status, bytes) = in_flight.await.unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(response(&bytes)["uid"], "b");
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("the server did not stop")
+        .unwrap()
+        .unwrap();
+    assert!(idle.ready().await.is_err(), "the idle connection is still open");
+    assert!(connect(addr, tls).await.is_err(), "the server still accepts connections");
 }

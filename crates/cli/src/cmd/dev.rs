@@ -184,9 +184,9 @@ async fn start_sim(kubeconfig: Option<PathBuf>) -> anyhow::Result<(KubeSim, Path
         addr,
         authz: false,
         admin_token: None,
-        watch_history: 10_000,
         bookmark_interval: Duration::from_secs(10),
         tls: true,
+        ..Config::default()
     };
     let sim = match KubeSim::start(config(SocketAddr::from(DEFAULT_ADDR))).await {
         Ok(sim) => sim,

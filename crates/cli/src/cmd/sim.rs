@@ -22,6 +22,10 @@ pub struct SimArgs {
     /// Changes kept for watches to resume from before they get 410 Expired.
     #[arg(long, default_value_t = 10_000)]
     watch_history: usize,
+    /// Bytes of replaced and deleted object versions the watch history may keep alive (live
+    /// objects do not count) before older changes get 410 Expired.
+    #[arg(long, default_value_t = 64 * 1024 * 1024)]
+    watch_history_bytes: usize,
     /// Seconds between watch bookmarks.
     #[arg(long, default_value_t = 10)]
     bookmark_seconds: u64,
@@ -51,6 +55,7 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
         authz: args.authz,
         admin_token: None,
         watch_history: args.watch_history,
+        watch_history_bytes: args.watch_history_bytes,
         bookmark_interval: Duration::from_secs(args.bookmark_seconds.max(1)),
         tls: !args.plain_http,
     };

@@ -6,7 +6,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use ctop_webhook::{Admission, AdmissionScript, Route, SelfIssued, ServerConfig, TlsSource};
+use ctop_webhook::{
+    Admission, AdmissionScript, ConnectionLimits, Route, SelfIssued, ServerConfig, TlsSource,
+};
 use http_body_util::{BodyExt as _, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
@@ -28,15 +30,23 @@ pub fn client_config(ca_pem: &str) -> Arc<rustls::ClientConfig> {
     )
 }
 
+/// A TLS connection to `addr` (verified as 127.0.0.1), for speaking HTTP by hand.
+pub async fn connect_tls(
+    addr: SocketAddr,
+    config: Arc<rustls::ClientConfig>,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+    let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+    let name = ServerName::try_from("127.0.0.1").unwrap();
+    tokio_rustls::TlsConnector::from(config).connect(name, tcp).await.map_err(|e| e.to_string())
+}
+
 /// An HTTP/1.1 connection over TLS to `addr` (verified as 127.0.0.1).
 pub async fn connect(
     addr: SocketAddr,
     config: Arc<rustls::ClientConfig>,
 ) -> Result<SendRequest<Full<Bytes>>, String> {
-    let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
-    tcp.set_nodelay(true).map_err(|e| e.to_string())?;
-    let name = ServerName::try_from("127.0.0.1").unwrap();
-    let tls = tokio_rustls::TlsConnector::from(config).connect(name, tcp).await.map_err(|e| e.to_string())?;
+    let tls = connect_tls(addr, config).await?;
     let (sender, conn) =
         hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(|e| e.to_string())?;
     tokio::spawn(async move {
@@ -86,6 +96,29 @@ pub async fn start_with(
     addr
 }
 
+/// [`start`] within `limits`.
+pub async fn start_with_limits(
+    script: impl AdmissionScript,
+    routes: &[Route],
+    config: ServerConfig,
+    limits: ConnectionLimits,
+) -> (SocketAddr, String) {
+    let issued = SelfIssued::issue(&["127.0.0.1".to_owned()]).unwrap();
+    let ca = issued.ca_pem.clone();
+    let app = Admission::new(Arc::new(script), routes, config).router();
+    let bound = ctop_webhook::bind_with_limits(
+        "127.0.0.1:0".parse().unwrap(),
+        &TlsSource::SelfIssued(issued),
+        app,
+        limits,
+    )
+    .await
+    .unwrap();
+    let addr = bound.local_addr().unwrap();
+    tokio::spawn(bound.run(std::future::pending()));
+    (addr, ca)
+}
+
 /// The routes of an operator with one `Widget` controller that validates and mutates.
 pub fn widget_routes() -> Vec<Route> {
     let spec: ctop_webhook::core::OperatorSpec = serde_json::from_value(serde_json::json!({
@@ -103,4 +136,126 @@ pub fn widget_routes() -> Vec<Route> {
 pub fn widget(color: &str) -> serde_json::Value {
     serde_json::json!({"apiVersion": "demo.ctop.dev/v1", "kind": "Widget",
         "metadata": {"name": "w", "namespace": "default"}, "spec": {"color": color}})
+}
+
+/// How a slow client holds a connection.
+#[derive(Clone, Copy, Debug)]
+pub enum Slow {
+    /// TLS connected, sending one byte of a request head (that never ends) every period.
+    Trickle(std::time::Duration),
+    /// TCP connected, sending the first byte of a TLS record and no more (a client that
+    /// sends nothing at all is not even seen when the listen backlog overflows: the kernel
+    /// drops it and the client does not know).
+    Silent,
+}
+
+/// What the slow clients of [`SlowClients::spawn`] have seen so far.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SlowCounts {
+    /// Connections open now (TLS finished for [`Slow::Trickle`], TCP for [`Slow::Silent`]).
+    pub open: usize,
+    /// Clients that have had a connection open at least once.
+    pub ever: usize,
+    /// Connections the server closed.
+    pub closed: usize,
+}
+
+/// Clients holding connections as slowly as [`Slow`] says; each opens a new connection as
+/// soon as the server closes its last one, so that `n` are always open or opening.
+pub struct SlowClients {
+    counts: tokio::sync::watch::Receiver<SlowCounts>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for SlowClients {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl SlowClients {
+    pub fn spawn(addr: SocketAddr, config: Arc<rustls::ClientConfig>, n: usize, how: Slow) -> Self {
+        let (tx, counts) = tokio::sync::watch::channel(SlowCounts::default());
+        let tx = Arc::new(tx);
+        let tasks = (0..n)
+            .map(|_| {
+                let (tx, config) = (tx.clone(), config.clone());
+                tokio::spawn(async move {
+                    let mut first = true;
+                    loop {
+                        let opened = match how {
+                            Slow::Trickle(every) => match connect_tls(addr, config.clone()).await {
+                                Ok(tls) => Some(Held::Tls(Box::new(tls), every)),
+                                Err(_) => None,
+                            },
+                            Slow::Silent => tokio::net::TcpStream::connect(addr).await.ok().map(Held::Tcp),
+                        };
+                        let Some(held) = opened else {
+                            // The server refused the handshake (a shed during it): try again.
+                            tx.send_modify(|c| c.closed += 1);
+                            continue;
+                        };
+                        tx.send_modify(|c| {
+                            c.open += 1;
+                            c.ever += usize::from(first);
+                        });
+                        first = false;
+                        held.hold().await;
+                        tx.send_modify(|c| {
+                            c.open -= 1;
+                            c.closed += 1;
+                        });
+                    }
+                })
+            })
+            .collect();
+        Self { counts, tasks }
+    }
+
+    pub fn counts(&self) -> SlowCounts {
+        *self.counts.borrow()
+    }
+
+    /// Wait until the counts satisfy `f`.
+    pub async fn wait_for(&self, f: impl FnMut(&SlowCounts) -> bool) -> SlowCounts {
+        *self.counts.clone().wait_for(f).await.unwrap()
+    }
+}
+
+enum Held {
+    Tls(Box<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>, std::time::Duration),
+    Tcp(tokio::net::TcpStream),
+}
+
+impl Held {
+    /// Hold the connection until the server closes it.
+    async fn hold(self) {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let mut buf = [0u8; 512];
+        match self {
+            Held::Tcp(mut tcp) => {
+                // A TLS handshake record starts; the read ends when the server closes.
+                if tcp.write_all(&[0x16]).await.is_ok() {
+                    let _ = tcp.read(&mut buf).await;
+                }
+            }
+            Held::Tls(tls, every) => {
+                let head = format!(
+                    "POST /validate/demo.ctop.dev/v1/widgets HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: {}\r\n\r\n",
+                    "a".repeat(4096)
+                );
+                let (mut rd, mut wr) = tokio::io::split(*tls);
+                let mut tick = tokio::time::interval(every);
+                for byte in head.as_bytes().chunks(1) {
+                    tokio::select! {
+                        _ = rd.read(&mut buf) => return,
+                        _ = tick.tick() => if wr.write_all(byte).await.is_err() { return },
+                    }
+                }
+                let _ = rd.read(&mut buf).await;
+            }
+        }
+    }
 }
