@@ -10,11 +10,13 @@
 
 mod bytes;
 mod duration;
+mod egress;
 mod labels;
 mod spec;
 
 pub use bytes::{ByteSize, ByteSizeError};
 pub use duration::{Duration, DurationError};
+pub use egress::{EgressError, EgressHost, EgressPort, EgressRule, EgressScheme};
 pub use labels::{LabelSelector, LabelSelectorError};
 pub use spec::{
     ControllerSpec, KindRef, NamedPredicate, OperatorSpec, PolicyRule, Predicate, PrinterColumn,

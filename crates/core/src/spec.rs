@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Duration;
+use crate::{Duration, EgressRule};
 
 /// Everything one script declares.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -193,6 +193,12 @@ pub struct ControllerSpec {
     /// Owned children: watched, fully permitted, pruned.
     #[serde(default)]
     pub manages: Vec<KindRef>,
+    /// Managed kinds whose cache holds only objects that are children of some operator
+    /// (they carry the ApplySet `applyset.kubernetes.io/part-of` label ctop puts on every
+    /// child), from `.manages(kind, { childrenOnly: true })`: the watch asks the server for
+    /// those alone, so unrelated objects of the kind cost no memory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children_only: Vec<KindRef>,
     /// Watched read-only kinds.
     #[serde(default)]
     pub reads: Vec<KindRef>,
@@ -202,6 +208,11 @@ pub struct ControllerSpec {
     /// Extra RBAC rules.
     #[serde(default)]
     pub permissions: Vec<PolicyRule>,
+    /// Where the script's `fetch` may go, from `.egress(url, ...)`: URL prefixes
+    /// `scheme://host[:port][/path]` (host may be `*.example.com`, port `*`). Nothing else is
+    /// reachable; the generated NetworkPolicy allows the same.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress: Vec<EgressRule>,
     /// The finalizer name, when `.finalize(fn)` was declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finalizer: Option<String>,
