@@ -404,6 +404,12 @@ export type ValidationReturn = Awaitable<
   boolean | string | void | undefined | { allowed: boolean; message?: string; warnings?: string[] }
 >;
 
+/** Options of `.manages(...kinds, options)`. */
+export interface ManagesOptions {
+  /** Cache only objects that are children of this or another ctop operator (default false). */
+  childrenOnly?: boolean;
+}
+
 /** Options of `.mutate(fn, options)`. */
 export interface MutateOptions {
   /** Fill in the schema's defaults before the handler runs (default false). */
@@ -416,12 +422,24 @@ export interface OperatorBuilder<CR extends KubeObject> {
   every(period: Duration): this;
   /** Owned children: watched, mapped to their owner, full RBAC, pruned when no longer applied. */
   manages(...kinds: (AnyKind | AnyKind[])[]): this;
+  /**
+   * `.manages(Secret, { childrenOnly: true })`: cache only the objects of these kinds that are
+   * children (they carry the ApplySet part-of label ctop sets on every child), so unrelated
+   * objects of the kind cost no memory; `getObserved` then sees children only.
+   */
+  manages(...kindsAndOptions: [...(AnyKind | AnyKind[])[], ManagesOptions]): this;
   /** Read-only kinds: watched (so `getObserved` sees them), RBAC get/list/watch. */
   reads(...kinds: (AnyKind | AnyKind[])[]): this;
   /** Watch another kind; `mapper` names the CRs to reconcile (without one: by owner reference). */
   watches<T extends KubeObject>(kind: Kind<T, never>, mapper?: Mapper<T> | null, options?: WatchOptions): this;
   watches<T extends KubeObject>(kind: Kind<T, never>, options: WatchOptions): this;
   watches(kind: KindRef | string, mapper?: Mapper<GenericObject> | null, options?: WatchOptions): this;
+  /**
+   * Where `fetch` may go: URL prefixes `scheme://host[:port][/path]` (`*.example.com` for
+   * subdomains, port `*` for any). Nothing else is reachable (link-local addresses and the
+   * operator's own ports never are); the generated NetworkPolicy allows the same.
+   */
+  egress(...urls: (string | string[])[]): this;
   /** Extra RBAC rules. */
   permission(...rules: (PolicyRule | PolicyRule[])[]): this;
   /** Cleanup before a CR goes away; the finalizer defaults to `<plural>.<group>/finalizer`. */

@@ -644,8 +644,28 @@ class OperatorBuilder {
   }
   /** Periodic resync of every CR. */
   every(d) { this.#entry.every = duration(d, "every"); return this; }
-  /** Owned children: watched, mapped to their owner, full RBAC, pruned when no longer applied. */
-  manages(...kinds) { return this.#addKinds("manages", kinds); }
+  /**
+   * Owned children: watched, mapped to their owner, full RBAC, pruned when no longer applied.
+   * A last argument `{ childrenOnly: true }` caches only objects of these kinds that are
+   * children (they carry the ApplySet part-of label ctop sets on every child), so unrelated
+   * objects of the kind in the cluster cost no memory; `getObserved` then sees children only.
+   */
+  manages(...kinds) {
+    const last = kinds[kinds.length - 1];
+    const opts = isPlainObject(last) && !("kind" in last) ? kinds.pop() : {};
+    for (const key of Object.keys(opts)) {
+      if (key !== "childrenOnly") throw new TypeError(`manages: unknown option ${key} (only childrenOnly)`);
+    }
+    this.#addKinds("manages", kinds);
+    if (opts.childrenOnly === true) {
+      this.#entry.childrenOnly ??= [];
+      for (const k of kinds.flat()) {
+        const ref = kindRef(k, "manages");
+        if (!this.#entry.childrenOnly.some((x) => kindKey(x) === kindKey(ref))) this.#entry.childrenOnly.push(ref);
+      }
+    }
+    return this;
+  }
   /** Read-only kinds: watched (so `getObserved` sees them), RBAC get/list/watch. */
   reads(...kinds) { return this.#addKinds("reads", kinds); }
   #addKinds(field, kinds) {
@@ -668,6 +688,22 @@ class OperatorBuilder {
     if (opts.predicate !== undefined) w.predicate = checkPredicate(opts.predicate);
     this.#fns.mappers.push(mapper ?? null);
     this.#entry.watches.push(w);
+    return this;
+  }
+  /**
+   * Where `fetch` may go: URL prefixes `scheme://host[:port][/path]` (host `*.example.com`
+   * for subdomains, port `*` for any). Nothing else is reachable, and never link-local
+   * addresses (cloud metadata) or the operator's own ports; the generated NetworkPolicy
+   * allows the same destinations.
+   */
+  egress(...urls) {
+    this.#entry.egress ??= [];
+    for (const u of urls.flat()) {
+      if (typeof u !== "string" || !/^https?:\/\/[^/\s]+/i.test(u)) {
+        throw new TypeError(`egress: expected URL prefixes like "https://api.example.com", got ${JSON.stringify(u)}`);
+      }
+      if (!this.#entry.egress.includes(u)) this.#entry.egress.push(u);
+    }
     return this;
   }
   /** Extra RBAC rules beyond what manages/reads imply. */

@@ -770,12 +770,16 @@ async fn start_controller(
         }
         let (ar, child_namespaced) = resolve(&client, k).await?;
         let role = if owned { Role::Owned } else { Role::Read };
+        // `.manages(kind, { childrenOnly: true })`: the server sends children only (every
+        // child carries the ApplySet part-of label), unless the kind is also read in full.
+        let selector = (owned && spec.children_only.contains(k) && !spec.reads.contains(k))
+            .then(|| ctop_applier::applyset::PART_OF_LABEL.to_owned());
         plans.push(InformerPlan::new(
             kind_key(k),
             ar,
             child_namespaced,
             scope(child_namespaced, ns),
-            None,
+            selector,
             role,
         ));
     }

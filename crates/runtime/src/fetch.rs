@@ -18,12 +18,16 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use ureq::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use ureq::http::{Method, Request, Response, Uri};
+use ureq::unversioned::resolver::DefaultResolver;
+use ureq::unversioned::transport::DefaultConnector;
+
+use crate::egress::{EgressSlot, GuardedResolver};
 
 const MIB: usize = 1024 * 1024;
 const USER_AGENT: &str = concat!("ctop/", env!("CARGO_PKG_VERSION"));
@@ -86,6 +90,9 @@ pub(crate) enum FetchError {
     /// Network, TLS or protocol failure.
     #[error("{0}")]
     Transport(String),
+    /// The egress policy refuses the destination (see [`crate::egress`]).
+    #[error("{0}")]
+    Denied(String),
 }
 
 /// What the script sends as `initJson`.
@@ -115,13 +122,14 @@ pub(crate) struct Reply {
 /// The fetch client of one [`crate::Vm`]: limits plus a lazily built connection pool.
 pub(crate) struct Fetcher {
     limits: FetchLimits,
+    policy: EgressSlot,
     proxy_from_env: bool,
     agent: OnceLock<ureq::Agent>,
 }
 
 impl Fetcher {
-    pub(crate) fn new(limits: FetchLimits) -> Self {
-        Fetcher { limits, proxy_from_env: true, agent: OnceLock::new() }
+    pub(crate) fn new(limits: FetchLimits, policy: EgressSlot) -> Self {
+        Fetcher { limits, policy, proxy_from_env: true, agent: OnceLock::new() }
     }
 
     fn agent(&self) -> &ureq::Agent {
@@ -133,7 +141,9 @@ impl Fetcher {
                 .max_idle_connections(4)
                 .max_idle_connections_per_host(2);
             let config = if self.proxy_from_env { config } else { config.proxy(None) };
-            config.build().new_agent()
+            let resolver =
+                GuardedResolver { policy: Arc::clone(&self.policy), inner: DefaultResolver::default() };
+            ureq::Agent::with_parts(config.build(), DefaultConnector::new(), resolver)
         })
     }
 
@@ -199,6 +209,7 @@ impl Fetcher {
 
         let mut redirects = 0;
         loop {
+            self.policy.read().check(&uri).map_err(|denied| FetchError::Denied(denied.to_string()))?;
             let left = end.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(timeout());
@@ -310,6 +321,9 @@ fn transport(error: ureq::Error, timeout: impl Fn() -> FetchError) -> FetchError
         ureq::Error::Timeout(_) => timeout(),
         ureq::Error::HostNotFound => FetchError::Transport("host not found".to_owned()),
         ureq::Error::Io(e) if e.kind() == std::io::ErrorKind::TimedOut => timeout(),
+        ureq::Error::Io(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            FetchError::Denied(e.to_string())
+        }
         ureq::Error::Io(e) => FetchError::Transport(format!("connection failed: {e}")),
         ureq::Error::Rustls(e) => FetchError::Transport(format!("TLS: {e}")),
         e => FetchError::Transport(e.to_string()),
@@ -468,6 +482,7 @@ fn parse_duration(text: &str) -> Option<Duration> {
 #[allow(clippy::unwrap_used)]
 pub(crate) mod tests {
     use super::*;
+    use crate::egress::EgressPolicy;
     use std::io::Write;
     use std::net::{SocketAddr, TcpListener, TcpStream};
     use std::sync::mpsc;
@@ -555,8 +570,43 @@ pub(crate) mod tests {
         (format!("http://{addr}"), stop)
     }
 
+    /// A fetcher allowed to reach the test servers on loopback (and nothing else).
     fn fetcher(limits: FetchLimits) -> Fetcher {
-        Fetcher { limits, proxy_from_env: false, agent: OnceLock::new() }
+        let rules = ["http://127.0.0.1:*", "https://127.0.0.1:*"].map(|r| r.parse().unwrap()).to_vec();
+        let policy = Arc::new(parking_lot::RwLock::new(EgressPolicy { rules, own_ports: vec![] }));
+        Fetcher { limits, policy, proxy_from_env: false, agent: OnceLock::new() }
+    }
+
+    #[test]
+    fn fetch_refuses_undeclared_destinations_and_redirects_to_them() {
+        let f = fetcher(FetchLimits::default());
+        let err = f.fetch("http://169.254.169.254/latest/meta-data/", Init::default(), None).unwrap_err();
+        assert!(
+            matches!(err, FetchError::Denied(ref m) if m.contains("not an allowed destination")),
+            "{err}"
+        );
+        // An allowed server that redirects to the metadata address: the hop is refused.
+        let (base, _seen) = serve(1, |_, _| {
+            response("302 Found", &[("location", "http://169.254.169.254/latest/meta-data/")], "")
+        });
+        let err = f.fetch(&format!("{base}/go"), Init::default(), None).unwrap_err();
+        assert!(
+            matches!(err, FetchError::Denied(ref m) if m.starts_with("http://169.254.169.254/")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn fetch_never_connects_to_the_operators_own_ports() {
+        let (base, _seen) = serve(1, |_, _| response("200 OK", &[], "metrics"));
+        let port: u16 = base.rsplit(':').next().unwrap().parse().unwrap();
+        let f = fetcher(FetchLimits::default());
+        f.policy.write().own_ports = vec![port];
+        let err = f.fetch(&format!("{base}/metrics"), Init::default(), None).unwrap_err();
+        assert!(
+            matches!(err, FetchError::Denied(ref m) if m.contains("one of the operator's own ports")),
+            "{err}"
+        );
     }
 
     fn init(json: serde_json::Value) -> Init {

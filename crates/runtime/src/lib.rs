@@ -17,6 +17,7 @@
 
 pub mod bundle;
 pub mod controller;
+pub mod egress;
 mod fetch;
 pub mod health;
 pub mod leader;

@@ -4,9 +4,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use ctop_core::OperatorSpec;
+use ctop_core::{EgressRule, OperatorSpec};
+use parking_lot::RwLock;
 
 use crate::bundle::{Bundle, BundleError};
+use crate::egress::EgressPolicy;
 use crate::load::{LoadError, load_dir};
 use crate::pool::Pool;
 use crate::sdk::SDK_JS;
@@ -36,6 +38,7 @@ pub struct Script {
     spec: OperatorSpec,
     pool: Arc<Pool>,
     limits: Limits,
+    egress: Arc<RwLock<EgressPolicy>>,
 }
 
 impl std::fmt::Debug for Script {
@@ -61,14 +64,36 @@ impl Script {
     /// Run `bundle` in `workers` runtimes and extract what it declares.
     pub fn from_bundle(bundle: Bundle, workers: usize, limits: Limits) -> Result<Self, ScriptError> {
         let bundle = Arc::new(bundle);
+        let egress = Arc::new(RwLock::new(EgressPolicy::default()));
         let factory = {
             let bundle = bundle.clone();
-            move || Vm::with_options(bundle.clone(), SDK_JS, vm_options(&bundle, limits))
+            let egress = egress.clone();
+            move || Vm::with_options(bundle.clone(), SDK_JS, vm_options(&bundle, limits, &egress))
         };
         let pool = Pool::new(workers.max(1), factory)?;
         let registry = pool.with(|vm| vm.registry())?;
-        let spec = serde_json::from_value(registry).map_err(ScriptError::Registry)?;
-        Ok(Self { bundle, spec, pool: Arc::new(pool), limits })
+        let spec: OperatorSpec = serde_json::from_value(registry).map_err(ScriptError::Registry)?;
+        egress.write().rules = declared_egress(&spec);
+        Ok(Self { bundle, spec, pool: Arc::new(pool), limits, egress })
+    }
+
+    /// Lets `fetch` also reach `rules` (the deployer's `--egress`), and keeps `own_ports` on
+    /// loopback closed to it (the operator's health, metrics and webhook servers). See
+    /// [`crate::egress`].
+    pub fn configure_egress(&self, rules: &[EgressRule], own_ports: &[u16]) {
+        let mut policy = self.egress.write();
+        policy.rules = declared_egress(&self.spec);
+        for rule in rules {
+            if !policy.rules.contains(rule) {
+                policy.rules.push(rule.clone());
+            }
+        }
+        policy.own_ports = own_ports.to_vec();
+    }
+
+    /// Where `fetch` may go now.
+    pub fn egress(&self) -> EgressPolicy {
+        self.egress.read().clone()
     }
 
     /// The limits its runtimes run under.
@@ -123,6 +148,17 @@ impl Script {
     }
 }
 
+/// Every controller's `.egress(...)` rules, each once.
+fn declared_egress(spec: &OperatorSpec) -> Vec<EgressRule> {
+    let mut rules: Vec<EgressRule> = Vec::new();
+    for rule in spec.controllers.iter().flat_map(|c| &c.egress) {
+        if !rules.contains(rule) {
+            rules.push(rule.clone());
+        }
+    }
+    rules
+}
+
 /// How long past its deadline a call of [`Script::dispatch_async`] may stay blocked in a host
 /// call before it is abandoned. The deadline stops JavaScript itself within milliseconds;
 /// host calls bound themselves by what is left of it (fetch), so this only catches a host
@@ -131,10 +167,11 @@ pub const OVERRUN_GRACE: std::time::Duration = std::time::Duration::from_secs(2)
 
 /// Runtime options whose position mapper translates generated-JS positions back to the
 /// TypeScript sources of `bundle`.
-fn vm_options(bundle: &Arc<Bundle>, limits: Limits) -> VmOptions {
+fn vm_options(bundle: &Arc<Bundle>, limits: Limits, egress: &Arc<RwLock<EgressPolicy>>) -> VmOptions {
     let maps = bundle.clone();
     VmOptions {
         limits,
+        egress: Arc::clone(egress),
         position_mapper: Some(Arc::new(move |module: &str, line: u32, column: u32| {
             maps.original_position(module, line, column)
         })),

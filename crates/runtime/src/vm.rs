@@ -70,6 +70,7 @@ use rquickjs::module::Declared;
 use rquickjs::{Coerced, Context, Ctx, Exception, Function, Object, Persistent, Runtime, Type, Value};
 
 use crate::bundle::Bundle;
+pub use crate::egress::EgressPolicy;
 pub use crate::fetch::FetchLimits;
 use crate::fetch::Fetcher;
 use crate::snapshot::Snapshots;
@@ -130,6 +131,8 @@ pub struct VmOptions {
     pub limits: Limits,
     /// Maps exception positions back to the TypeScript source; `None` keeps JS positions.
     pub position_mapper: Option<PositionMapper>,
+    /// Where `fetch` may go, shared by every runtime of a script (empty: nowhere).
+    pub egress: Arc<parking_lot::RwLock<EgressPolicy>>,
 }
 
 impl fmt::Debug for VmOptions {
@@ -385,7 +388,7 @@ impl Vm {
     /// Creates a runtime with `limits`, installs `__ct_host` and the module loader (the
     /// bundle's modules plus `"ctop"` from `sdk_js`), and evaluates the entry module.
     pub fn new(bundle: Arc<Bundle>, sdk_js: &str, limits: Limits) -> Result<Self, VmError> {
-        let options = VmOptions { limits, position_mapper: None };
+        let options = VmOptions { limits, ..VmOptions::default() };
         Self::with_options(bundle, sdk_js, options)
     }
 
@@ -410,7 +413,7 @@ impl Vm {
         runtime.set_loader(loader.clone(), loader);
         let context = Context::full(&runtime).map_err(engine)?;
         let fetch = HostFetch {
-            fetcher: Arc::new(Fetcher::new(options.limits.fetch)),
+            fetcher: Arc::new(Fetcher::new(options.limits.fetch, Arc::clone(&options.egress))),
             deadline: Arc::clone(&deadline),
         };
         let observer = ObserverSlot::default();
@@ -1206,7 +1209,7 @@ globalThis.__ct_dispatch = (handler, index, inputJson) => {
             Err(VmError::Exception { column, .. }) => column.unwrap(),
             other => panic!("{other:?}"),
         };
-        let options = VmOptions { limits: Limits::default(), position_mapper: Some(mapper) };
+        let options = VmOptions { position_mapper: Some(mapper), ..VmOptions::default() };
         let b = reconciler("", "return greet(\"bad\");");
         let mut vm = Vm::with_options(b, SDK, options).unwrap();
         match vm.dispatch("reconcile", 0, "{}").unwrap_err() {
@@ -1455,6 +1458,14 @@ globalThis.__ct_dispatch = (handler, index, inputJson) => {
         const reply = JSON.parse(host.fetch(input.url, JSON.stringify(init)));
         return reply;";
 
+    /// A `Vm` whose fetch may reach the test servers on loopback.
+    fn loopback_vm(body: &str, limits: Limits) -> Vm {
+        let rules = vec!["http://127.0.0.1:*".parse().unwrap()];
+        let egress = Arc::new(parking_lot::RwLock::new(EgressPolicy { rules, own_ports: vec![] }));
+        Vm::with_options(reconciler("", body), SDK, VmOptions { limits, egress, position_mapper: None })
+            .unwrap()
+    }
+
     #[test]
     fn fetch_from_a_script() {
         use crate::fetch::tests::{response, serve};
@@ -1463,7 +1474,7 @@ globalThis.__ct_dispatch = (handler, index, inputJson) => {
             let status = if req.request_line().contains("/gone") { "404 Not Found" } else { "200 OK" };
             response(status, &[("x-b", "2")], &body)
         });
-        let mut vm = vm("", FETCH);
+        let mut vm = loopback_vm(FETCH, Limits::default());
         let inp = json!({ "url": format!("{base}/hook"), "method": "POST", "body": "ping" });
         let out = vm.dispatch("reconcile", 0, &inp.to_string()).unwrap();
         assert_eq!(out["status"], json!(200));
@@ -1482,7 +1493,7 @@ globalThis.__ct_dispatch = (handler, index, inputJson) => {
     #[test]
     fn fetch_stops_at_the_call_deadline() {
         let (base, _hold) = crate::fetch::tests::silent();
-        let mut vm = Vm::new(reconciler("", FETCH), SDK, short(400)).unwrap();
+        let mut vm = loopback_vm(FETCH, short(400));
         let started = Instant::now();
         let err = vm.dispatch("reconcile", 0, &json!({ "url": base }).to_string()).unwrap_err();
         let took = started.elapsed();

@@ -50,6 +50,8 @@ pub struct DevArgs {
     /// Do not apply DIR/samples/*.yaml.
     #[arg(long)]
     no_samples: bool,
+    #[command(flatten)]
+    script_limits: super::ScriptFlags,
 }
 
 /// Run the dev loop until Ctrl-C or SIGTERM.
@@ -65,7 +67,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let values = values_from_yaml(&super::values_text(&args.dir, args.values.as_deref())?)
         .context("the values file is not a YAML mapping")?;
     let mut script = Arc::new(
-        load(&args.dir, &args.entry)
+        load(&args.dir, &args.entry, &args.script_limits)
             .await
             .context("the script could not be loaded (fix the error that follows and run ctop dev again)")?,
     );
@@ -139,7 +141,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
                         continue;
                     }
                     stamp = now;
-                    match load(&args.dir, &args.entry).await {
+                    match load(&args.dir, &args.entry, &args.script_limits).await {
                         Ok(new) => {
                             let new = Arc::new(new);
                             if let Err(e) = install_crds(&client, &new).await {
@@ -246,12 +248,13 @@ async fn client(kubeconfig: &Path) -> anyhow::Result<Client> {
     Ok(Client::try_from(config)?)
 }
 
-async fn load(dir: &Path, entry: &str) -> anyhow::Result<Script> {
+async fn load(dir: &Path, entry: &str, flags: &super::ScriptFlags) -> anyhow::Result<Script> {
     let (dir, entry) = (dir.to_owned(), entry.to_owned());
-    let script =
-        tokio::task::spawn_blocking(move || Script::from_dir(&dir, &entry, WORKERS, Limits::default()))
-            .await
-            .context("the script loader crashed")??;
+    let limits = flags.limits(Limits::default().timeout);
+    let script = tokio::task::spawn_blocking(move || Script::from_dir(&dir, &entry, WORKERS, limits))
+        .await
+        .context("the script loader crashed")??;
+    script.configure_egress(&flags.egress, &[]);
     Ok(script)
 }
 

@@ -22,6 +22,10 @@ pub struct ScriptFlags {
     /// Most children (apply and patch) one reconcile may return.
     #[arg(long, default_value_t = 10_000)]
     pub max_children: usize,
+    /// Another destination the script's fetch may reach, on top of its .egress(...): a URL
+    /// prefix like https://api.example.com or http://svc.ns.svc:8080/v1 (repeatable).
+    #[arg(long = "egress", value_name = "URL")]
+    pub egress: Vec<ctop_core::EgressRule>,
 }
 
 impl ScriptFlags {

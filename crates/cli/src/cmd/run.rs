@@ -112,6 +112,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     let limits = args.script_limits.limits(args.reconcile_timeout.into());
     let script = Script::from_bundle(bundle.clone(), workers, limits).context(load_error)?;
+    // The operator's own servers stay closed to the script's fetch.
+    let own_ports: Vec<u16> =
+        [Some(args.health_port), Some(args.metrics_port), args.webhook_port].into_iter().flatten().collect();
+    script.configure_egress(&args.script_limits.egress, &own_ports);
     if script.spec().controllers.is_empty() {
         anyhow::bail!(
             "the script declares no operator(...), so there is nothing to run; add one (ctop init writes an \
@@ -165,6 +169,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             let admission_limits = args.script_limits.limits(args.webhook.webhook_handler_timeout.into());
             let admission = Script::from_bundle(bundle, args.webhook_concurrency.into(), admission_limits)
                 .context("the script could not be loaded for the webhook server")?;
+            admission.configure_egress(&args.script_limits.egress, &own_ports);
             Some(
                 super::webhook::spawn_for_run(
                     Arc::new(admission),

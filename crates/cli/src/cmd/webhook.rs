@@ -262,6 +262,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     .context(
         "the script could not be loaded (fix the error that follows and run ctop webhook serve again)",
     )?;
+    script.configure_egress(&args.script_limits.egress, &[args.port]);
     warn_without_handlers(&script);
     let values = values_from_yaml(&super::values_text(&args.dir, args.values.as_deref())?)
         .context("the values file is not a YAML mapping")?;
