@@ -228,6 +228,40 @@ fn a_standby_takes_over_within_one_lease_duration() {
     assert!(reconciles(port_b).is_some_and(|n| n > 0), "the new leader reconciles");
 }
 
+/// A leader stopped with SIGTERM hands its Lease over; the standby that wins it reconciles
+/// every object at once, not when the requeue it gave each object while standing by (5 s)
+/// comes due.
+#[test]
+fn a_standby_that_wins_the_lease_reconciles_at_once() {
+    let sim = sim();
+    let k = &sim.k;
+    let holder = || ["get", "lease", "ctop-leader", "-n", "default", "-o", "jsonpath={.spec.holderIdentity}"];
+    let (port_a, port_b) = (free_port(), free_port());
+    let mut a = replica(&sim, "replica-a", port_a);
+    k.eventually(&holder(), |s| s == "replica-a");
+    let _b = replica(&sim, "replica-b", port_b);
+    apply_sample(&sim);
+    replicas_become(k, "2");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while reconciles(port_b).is_none() {
+        assert!(Instant::now() < deadline, "the standby never served /metrics");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = Command::new("kill").args(["-TERM", &a.0.id().to_string()]).status().expect("kill runs");
+    assert!(status.success());
+    let stopped = Instant::now();
+    let _ = a.0.wait();
+    let deadline = stopped + Duration::from_secs(10);
+    while !reconciles(port_b).is_some_and(|n| n > 0) {
+        assert!(Instant::now() < deadline, "the new leader never reconciled");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = stopped.elapsed();
+    assert_eq!(k.ok(&holder()), "replica-b");
+    // The hand-over itself takes a retry period (250 ms here); the 5 s requeue is not waited for.
+    assert!(took < Duration::from_millis(2500), "the new leader first reconciled {took:?} after the SIGTERM");
+}
+
 /// `GET path` on `port`: the status code, if something answers.
 fn status_of(port: u16, path: &str) -> Option<u16> {
     use std::io::{Read as _, Write as _};

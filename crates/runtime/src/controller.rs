@@ -939,6 +939,14 @@ async fn start_controller(
         controller = controller.reconcile_on(watch_triggers(ctx.clone(), i, w, ar, events));
     }
     controller = controller.reconcile_all_on(reloads);
+    if let Some(leader) = ctx.leader.clone() {
+        // A replica that wins the Lease reconciles everything at once, instead of waiting
+        // for the requeue each object got while it was standing by.
+        let won = tokio_stream::wrappers::WatchStream::new(leader)
+            .filter(|leading| std::future::ready(*leading))
+            .map(|_| ());
+        controller = controller.reconcile_all_on(won);
+    }
     let mut stop = stop;
     let shutdown = async move {
         let _ = stop.wait_for(|s| *s).await;
@@ -1476,6 +1484,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Rec
     ctx.queue.started(&key);
     ctx.metrics.add_active_workers(&ctx.spec.name, 1);
     let started = Instant::now();
+    let reference = obj.object_ref(&ctx.primary);
     let result = reconcile_inner(obj, &ctx).instrument(span.clone()).await;
     let took = started.elapsed();
     ctx.metrics.add_active_workers(&ctx.spec.name, -1);
@@ -1492,9 +1501,32 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Rec
         Err(e) => {
             ctx.health.record_error(&ctx.spec.name, e.to_string());
             ctx.metrics.record_reconcile(&ctx.spec.name, ReconcileResult::Error, took);
+            // The failure on the object itself, for `kubectl describe` (the recorder turns
+            // repeats of the same failure into one event with a count).
+            let event = Event {
+                type_: EventType::Warning,
+                reason: "ReconcileError".into(),
+                note: Some(event_note(&e.to_string())),
+                action: "Reconcile".into(),
+                secondary: None,
+            };
+            if let Err(err) = ctx.recorder.publish(&event, &reference).await {
+                tracing::warn!(error = %err, "cannot publish the failure as an event");
+            }
         }
     }
     result
+}
+
+/// An event's note: at most 1 kB, as the API server allows.
+fn event_note(text: &str) -> String {
+    const MAX: usize = 1024;
+    if text.len() <= MAX {
+        return text.to_owned();
+    }
+    let mut cut = text[..text.floor_char_boundary(MAX - 3)].to_owned();
+    cut.push('…');
+    cut
 }
 
 async fn reconcile_inner(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Action, ReconcileError> {
