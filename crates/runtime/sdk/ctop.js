@@ -813,6 +813,8 @@ function pushUnique(c, name, snap) {
   const index = c.index[name];
   const i = index.get(snap.key);
   if (i !== undefined) {
+    // The replaced copy is freed in the host and no longer counts against the output budget.
+    if (list[i].id !== undefined) globalThis.__ct_host?.release?.(list[i].id);
     list[i] = snap;
     return;
   }

@@ -73,7 +73,8 @@ pub(crate) mod cost {
 /// The snapshots of one call and the output budget they share.
 #[derive(Debug, Default)]
 pub(crate) struct Snapshots {
-    values: Vec<Json>,
+    /// Each snapshot and the heap bytes it was counted for.
+    values: Vec<(Json, usize)>,
     /// Heap bytes copied so far in this call ([`cost`]).
     bytes: usize,
     /// The byte limit, [`Limits::max_output`](crate::vm::Limits::max_output).
@@ -117,6 +118,7 @@ impl Snapshots {
         value: &Value<'js>,
         namespace: Option<String>,
     ) -> rquickjs::Result<u32> {
+        let before = self.bytes;
         let mut json = self.copy(ctx, value)?;
         if let Some(namespace) = namespace
             && let Some(metadata) = json.get_mut("metadata").and_then(Json::as_object_mut)
@@ -127,13 +129,22 @@ impl Snapshots {
         }
         let index = u32::try_from(self.values.len())
             .map_err(|_| Exception::throw_range(ctx, "snapshot: too many objects in one call"))?;
-        self.values.push(json);
+        self.values.push((json, self.bytes - before));
         Ok(index)
     }
 
     /// Takes snapshot `index` out of the store (a second take gives `None`).
     pub(crate) fn take(&mut self, index: usize) -> Option<Json> {
-        self.values.get_mut(index).map(std::mem::take).filter(|v| !v.is_null())
+        self.values.get_mut(index).map(|(v, _)| std::mem::take(v)).filter(|v| !v.is_null())
+    }
+
+    /// Frees snapshot `index` (a later `apply()` of the same child replaced it) and gives
+    /// its bytes back to the budget.
+    pub(crate) fn release(&mut self, index: usize) {
+        if let Some((value, bytes)) = self.values.get_mut(index) {
+            *value = Json::Null;
+            self.bytes = self.bytes.saturating_sub(std::mem::take(bytes));
+        }
     }
 
     /// Copies `value` against this call's budget.

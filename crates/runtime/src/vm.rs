@@ -711,8 +711,10 @@ impl Env<'_> {
     }
 
     fn exception<'js>(&self, ctx: &Ctx<'js>, value: Value<'js>) -> VmError {
-        // QuickJS throws nothing at all when it cannot even allocate the error object.
-        if value.type_of() == Type::Uninitialized {
+        // QuickJS throws nothing at all, or `null`, when it cannot even allocate the error
+        // object (`JS_ThrowError2`). A script that throws `null` itself is reported the same
+        // way: the two cannot be told apart.
+        if matches!(value.type_of(), Type::Uninitialized | Type::Null) {
             return self.oom();
         }
         let Some(error) = value.as_object().and_then(|o| Exception::from_object(o.clone())) else {
@@ -915,10 +917,14 @@ fn install_host<'js>(
     let marker = Arc::clone(&snapshots);
     let limit = limits.max_children;
     let too_many = move |ctx: Ctx<'js>| -> rquickjs::Result<()> {
-        marker.lock().mark_too_many();
+        // `try_lock`: a getter run by a copy in progress holds the store (never wait on it).
+        if let Some(mut store) = marker.try_lock() {
+            store.mark_too_many();
+        }
         Err(Exception::throw_range(&ctx, &format!("more than {limit} children in one call")))
     };
     host.set("tooManyChildren", Function::new(ctx.clone(), too_many)?.with_name("tooManyChildren")?)?;
+    let released = Arc::clone(&snapshots);
     let snap = move |ctx: Ctx<'js>, value: Value<'js>, namespace: Opt<Value<'js>>| {
         // A getter or toJSON that calls apply() while a copy is running finds the store taken.
         let Some(mut store) = snapshots.try_lock() else {
@@ -931,6 +937,16 @@ fn install_host<'js>(
         store.push(&ctx, &value, namespace)
     };
     host.set("snap", Function::new(ctx.clone(), snap)?.with_name("snap")?)?;
+    let release = move |index: f64| {
+        if let Some(mut store) = released.try_lock()
+            && index >= 0.0
+            && index.fract() == 0.0
+        {
+            // A whole, non-negative number: the index `snap` returned.
+            store.release(index as usize);
+        }
+    };
+    host.set("release", Function::new(ctx.clone(), release)?.with_name("release")?)?;
     let observed = move |ctx: Ctx<'_>,
                          op: Coerced<String>,
                          kind: Coerced<String>,
