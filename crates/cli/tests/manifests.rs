@@ -100,8 +100,10 @@ fn manifests_are_deterministic_and_name_everything_after_the_directory() {
         "kind: ClusterRole\n",
         "kind: PodDisruptionBudget",
         "kind: NetworkPolicy",
-        "image: ghcr.io/cloudticon/ct-operator:latest",
+        concat!("image: ghcr.io/cloudticon/ct-operator:", env!("CARGO_PKG_VERSION"), "\n"),
         "bundle.js.gz: H4sI",
+        "memory: 416Mi",
+        "- Egress\n",
     ] {
         assert!(a.contains(needle), "{needle:?} in:\n{a}");
     }
@@ -135,6 +137,51 @@ fn kubectl_installs_the_manifests_and_the_crd_validates_and_defaults() {
     let scoped = manifests(&op, &["--watch-namespace", "apps"]);
     assert!(scoped.contains("kind: Role\n") && !scoped.contains("kind: ClusterRoleBinding"), "{scoped}");
     ok(&sim.kubectl(&["apply", "--server-side", "--dry-run=server", "-f", "-"], &scoped), "scoped dry run");
+
+    // Fetch destinations of every kind and a sized pool: the NetworkPolicy's egress and the
+    // Deployment's flags dry-run too.
+    let egress = manifests(
+        &op,
+        &[
+            "--network-policy",
+            "--egress",
+            "https://hooks.example.com/v1",
+            "--egress",
+            "http://*.example.org:*",
+            "--egress",
+            "http://10.0.0.7:9000",
+            "--egress",
+            "http://[fd00::7]:8080",
+            "--egress",
+            "http://cache.infra.svc:6379",
+            "--concurrency",
+            "2",
+            "--script-memory",
+            "128Mi",
+        ],
+    );
+    for needle in [
+        "- --egress\n        - https://hooks.example.com/v1\n",
+        "- --concurrency\n        - '2'\n",
+        "memory: 368Mi", // 64 + 2 × (128 + 16 + 8)
+        "cidr: 10.0.0.7/32",
+        "cidr: fd00::7/128",
+        "kubernetes.io/metadata.name: infra",
+        "- 169.254.0.0/16",
+    ] {
+        assert!(egress.contains(needle), "{needle:?} in:\n{egress}");
+    }
+    let out = ok(
+        &sim.kubectl(&["apply", "--server-side", "--dry-run=server", "-f", "-"], &egress),
+        "egress dry run",
+    );
+    assert!(
+        out.contains("networkpolicy.networking.k8s.io/hello serverside-applied (server dry run)"),
+        "{out}"
+    );
+    let bad = ctop(&["manifests", op.to_str().expect("utf-8"), "--egress", "ftp://x.io"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("the scheme must be http or https"));
 
     // For real.
     ok(&sim.kubectl(&["apply", "--server-side", "-f", "-"], &yaml), "kubectl apply");

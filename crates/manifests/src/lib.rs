@@ -10,11 +10,14 @@
 //! 4. a `ConfigMap` carrying `bundle.js.gz` (binaryData) and `values.yaml` (data);
 //! 5. a `Deployment` running `ctop run --bundle …` with the bundle's SHA-256 in a
 //!    pod-template annotation ([`BUNDLE_HASH_ANNOTATION`]): a changed script rolls the
-//!    pods, an unchanged one does not, and no image is rebuilt either way;
+//!    pods, an unchanged one does not, and no image is rebuilt either way; its memory is
+//!    sized from the runtime's pool and limits ([`memory()`]), which it passes to `ctop run`;
 //! 6. for scripts with `validate`/`mutate` handlers, the webhook Service, the
 //!    Validating/MutatingWebhookConfigurations and the RBAC to patch their `caBundle`
 //!    (see `webhook.rs`: the operator issues its certificate and patches the CA in);
-//! 7. whatever the [`Plugin`]s add or change ([`PodDisruptionBudget`], [`NetworkPolicy`]).
+//! 7. whatever the [`Plugin`]s add or change ([`PodDisruptionBudget`], [`NetworkPolicy`]:
+//!    ingress to the served ports, egress to DNS, the API server and the script's fetch
+//!    destinations).
 //!
 //! Start with [`generate`]; [`Manifests::to_yaml`] prints the result. The same inputs
 //! always give the same bytes: documents come in a fixed order, object keys sorted, RBAC
@@ -22,9 +25,11 @@
 
 mod crd;
 mod kinds;
+pub mod netpol;
 mod options;
 mod plugin;
 pub mod rbac;
+pub mod sizing;
 mod webhook;
 mod workload;
 
@@ -32,13 +37,16 @@ use ctop_core::OperatorSpec;
 use serde_json::{Map, Value, json};
 
 pub use crd::{APPLYSET_PARENT_TYPE_LABEL, crd};
+pub use netpol::NetworkPolicy;
 pub use options::{
-    BUNDLE_FILE, BUNDLE_HASH_ANNOTATION, ContainerResources, DEFAULT_IMAGE, HEALTH_PORT, METRICS_PORT,
+    BUNDLE_FILE, BUNDLE_HASH_ANNOTATION, ContainerResources, DEFAULT_CONCURRENCY, DEFAULT_IMAGE,
+    DEFAULT_MAX_OUTPUT, DEFAULT_SCRIPT_MEMORY, DEFAULT_WEBHOOK_CONCURRENCY, HEALTH_PORT, METRICS_PORT,
     MOUNT_DIR, Options, ScriptBundle, VALUES_FILE, VALUES_HASH_ANNOTATION, WEBHOOK_PORT, WatchScope,
     is_dns_label, name_from,
 };
-pub use plugin::{Context, NetworkPolicy, Plugin, PluginError, PodDisruptionBudget, ServedPort};
+pub use plugin::{Context, Plugin, PluginError, PodDisruptionBudget, ServedPort};
 pub use rbac::{Permissions, permissions};
+pub use sizing::{BASE_MEMORY, CALL_SLACK, Memory, memory};
 
 /// Data a ConfigMap may hold (the API server's limit).
 const CONFIG_MAP_LIMIT: usize = 1024 * 1024;
@@ -71,6 +79,29 @@ pub enum Error {
     /// Zero replicas would deploy an operator that never runs.
     #[error("replicas must be at least 1")]
     NoReplicas,
+    /// Zero script runtimes would run no call.
+    #[error("{flag} must be at least 1")]
+    NoRuntimes {
+        /// Which option.
+        flag: &'static str,
+    },
+    /// The memory formula does not fit in 64 bits: the script memory or output limit is absurd.
+    #[error(
+        "the memory of {runtimes} script runtimes does not fit in 64 bits; lower the script memory, max output or concurrency"
+    )]
+    MemoryOverflow {
+        /// Script runtimes counted.
+        runtimes: u32,
+    },
+    /// A memory request and limit both given, the request the larger: the API server
+    /// refuses such a container.
+    #[error("the memory request {request} is above the memory limit {limit}")]
+    RequestAboveLimit {
+        /// `requests.memory`.
+        request: ctop_core::ByteSize,
+        /// `limits.memory`.
+        limit: ctop_core::ByteSize,
+    },
     /// The values file is not YAML; `ctop run` would fail on it at start.
     #[error("the values file is not valid YAML: {message}")]
     BadValues {
@@ -198,7 +229,8 @@ pub fn generate(
     notes.extend(perms.notes.iter().cloned());
     docs.extend(rbac::documents(&perms, options, &labels));
     docs.push(workload::config_map(options, bundle, &labels));
-    docs.push(workload::deployment(options, bundle, &labels, &selector));
+    let memory = memory(spec, options)?;
+    docs.push(workload::deployment(options, bundle, &memory, &labels, &selector));
 
     webhook::add(spec, options, &labels, &selector, &mut docs);
     if bundle.gz.len() * 4 / 3 > CLIENT_SIDE_APPLY_LIMIT {

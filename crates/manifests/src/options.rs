@@ -1,10 +1,25 @@
 //! What the generator is given besides the operator description: the bundle, the values
-//! and the choices of the person deploying (names, image, scope, replicas, resources).
+//! and the choices of the person deploying (names, image, scope, replicas, resources, the
+//! runtime's pool and limits, extra fetch destinations).
+
+use ctop_core::{ByteSize, EgressRule};
 
 use crate::Error;
 
-/// The operator image `ctop manifests` puts in the Deployment unless told otherwise.
-pub const DEFAULT_IMAGE: &str = "ghcr.io/cloudticon/ct-operator:latest";
+/// The operator image `ctop manifests` puts in the Deployment unless told otherwise: the
+/// release of this very ctop, tagged with its version without a `v` (`…/ct-operator:0.1.0`),
+/// so the manifests run the runtime they were generated for and never move under a
+/// floating `latest`.
+pub const DEFAULT_IMAGE: &str = concat!("ghcr.io/cloudticon/ct-operator:", env!("CARGO_PKG_VERSION"));
+
+/// Script runtimes for reconciles, as `ctop run --concurrency` defaults to.
+pub const DEFAULT_CONCURRENCY: u16 = 4;
+/// Script runtimes for admission calls, as `ctop run --webhook-concurrency` defaults to.
+pub const DEFAULT_WEBHOOK_CONCURRENCY: u16 = 4;
+/// QuickJS memory of one script runtime, as `ctop run --script-memory` defaults to.
+pub const DEFAULT_SCRIPT_MEMORY: ByteSize = ByteSize::mib(64);
+/// Rust heap the output of one call may take, as `ctop run --max-output` defaults to.
+pub const DEFAULT_MAX_OUTPUT: ByteSize = ByteSize::mib(16);
 
 /// Port of the `/metrics` endpoint of `ctop run`.
 pub const METRICS_PORT: u16 = 8080;
@@ -50,26 +65,28 @@ pub enum WatchScope {
     Namespace(String),
 }
 
-/// CPU and memory of the operator's container, as Kubernetes quantities.
+/// CPU and memory of the operator's container. CPU is a Kubernetes quantity; memory is
+/// sized by the formula of [`crate::memory()`] from the pool and limits in [`Options`] unless
+/// given here, and a value given here wins.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ContainerResources {
     /// `requests.cpu`.
     pub cpu_request: String,
-    /// `requests.memory`.
-    pub memory_request: String,
+    /// `requests.memory`; `None`: base + one runtime (see [`crate::memory()`]).
+    pub memory_request: Option<ByteSize>,
     /// `limits.cpu`; `None` leaves the container unthrottled.
     pub cpu_limit: Option<String>,
-    /// `limits.memory`.
-    pub memory_limit: String,
+    /// `limits.memory`; `None`: base + every runtime (see [`crate::memory()`]).
+    pub memory_limit: Option<ByteSize>,
 }
 
 impl Default for ContainerResources {
     fn default() -> Self {
         Self {
             cpu_request: "50m".into(),
-            memory_request: "64Mi".into(),
+            memory_request: None,
             cpu_limit: Some("500m".into()),
-            memory_limit: "256Mi".into(),
+            memory_limit: None,
         }
     }
 }
@@ -96,11 +113,25 @@ pub struct Options {
     /// `failurePolicy` of the generated admission webhooks (and of the operator's answer
     /// when a handler fails).
     pub webhook_failure_policy: ctop_webhook::FailurePolicy,
+    /// Script runtimes for reconciles (`ctop run --concurrency`); at least 1.
+    pub concurrency: u16,
+    /// Script runtimes for admission calls (`ctop run --webhook-concurrency`), for scripts
+    /// with `validate`/`mutate` handlers; at least 1.
+    pub webhook_concurrency: u16,
+    /// QuickJS memory of one script runtime (`ctop run --script-memory`).
+    pub script_memory: ByteSize,
+    /// Rust heap the output of one call may take (`ctop run --max-output`).
+    pub max_output: ByteSize,
+    /// Fetch destinations the deployer allows on top of the script's `.egress(...)`
+    /// (`ctop run --egress`, e.g. a URL that comes from the values); the NetworkPolicy
+    /// plugin opens them too.
+    pub egress: Vec<EgressRule>,
 }
 
 impl Options {
     /// Defaults for an operator called `name`: namespace `<name>-system`, the default image,
-    /// one replica, cluster-wide, empty values.
+    /// one replica, cluster-wide, empty values, the runtime's default pool and limits, no
+    /// extra egress.
     #[must_use]
     pub fn new(name: impl Into<String>) -> Self {
         Self {
@@ -112,6 +143,11 @@ impl Options {
             values_yaml: "{}\n".into(),
             resources: ContainerResources::default(),
             webhook_failure_policy: ctop_webhook::FailurePolicy::Fail,
+            concurrency: DEFAULT_CONCURRENCY,
+            webhook_concurrency: DEFAULT_WEBHOOK_CONCURRENCY,
+            script_memory: DEFAULT_SCRIPT_MEMORY,
+            max_output: DEFAULT_MAX_OUTPUT,
+            egress: Vec::new(),
         }
     }
 
@@ -152,6 +188,13 @@ impl Options {
         }
         if self.replicas == 0 {
             return Err(Error::NoReplicas);
+        }
+        for (flag, n) in
+            [("concurrency", self.concurrency), ("webhook concurrency", self.webhook_concurrency)]
+        {
+            if n == 0 {
+                return Err(Error::NoRuntimes { flag });
+            }
         }
         serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&self.values_yaml)
             .map_err(|e| Error::BadValues { message: e.to_string() })?;
@@ -214,6 +257,12 @@ mod tests {
         let mut o = Options::new("ok");
         o.replicas = 0;
         assert!(matches!(o.check(), Err(Error::NoReplicas)));
+        let mut o = Options::new("ok");
+        o.webhook_concurrency = 0;
+        assert_eq!(
+            o.check().map_err(|e| e.to_string()),
+            Err("webhook concurrency must be at least 1".into())
+        );
         assert_eq!(Options::new("ok").namespace(), "ok-system");
     }
 }

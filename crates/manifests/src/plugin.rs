@@ -2,9 +2,10 @@
 //! document and may add, change or remove documents. Plugins run in the order given, after
 //! the built-in documents exist, so they can adjust anything ctop generates.
 //!
-//! Two plugins ship: [`PodDisruptionBudget`] and [`NetworkPolicy`].
+//! Two plugins ship: [`PodDisruptionBudget`] (here) and [`NetworkPolicy`](crate::NetworkPolicy)
+//! (in `netpol.rs`).
 
-use ctop_core::OperatorSpec;
+use ctop_core::{EgressRule, OperatorSpec};
 use serde_json::{Map, Value, json};
 
 use crate::options::{HEALTH_PORT, METRICS_PORT, Options};
@@ -117,10 +118,23 @@ impl Context<'_> {
             ServedPort { name: "metrics", port: METRICS_PORT },
             ServedPort { name: "health", port: HEALTH_PORT },
         ];
-        if !ctop_webhook::routes(self.spec).is_empty() {
+        if crate::webhook::served(self.spec) {
             ports.push(ServedPort { name: "webhook", port: crate::options::WEBHOOK_PORT });
         }
         ports
+    }
+
+    /// Every destination the operator's `fetch` may reach: each controller's `.egress(...)`
+    /// and then the deployer's ([`Options::egress`]), in that order, without repeats.
+    #[must_use]
+    pub fn egress(&self) -> Vec<&EgressRule> {
+        let mut out: Vec<&EgressRule> = Vec::new();
+        for rule in self.spec.controllers.iter().flat_map(|c| &c.egress).chain(&self.options.egress) {
+            if !out.contains(&rule) {
+                out.push(rule);
+            }
+        }
+        out
     }
 
     /// Metadata for a new namespaced document of the operator called `name`.
@@ -168,34 +182,6 @@ impl Plugin for PodDisruptionBudget {
             "kind": "PodDisruptionBudget",
             "metadata": ctx.metadata(ctx.name()),
             "spec": spec,
-        }));
-        Ok(())
-    }
-}
-
-/// Adds a NetworkPolicy that admits ingress to the operator's pods only on the ports they
-/// serve ([`Context::ports`]: metrics, health, and webhooks once generated). Egress is left
-/// open: the operator must reach the API server, whose address differs per cluster.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NetworkPolicy;
-
-impl Plugin for NetworkPolicy {
-    fn name(&self) -> &str {
-        "network-policy"
-    }
-
-    fn apply(&self, ctx: &Context<'_>, docs: &mut Vec<Value>) -> Result<(), PluginError> {
-        let ports: Vec<Value> =
-            ctx.ports().iter().map(|p| json!({"port": p.port, "protocol": "TCP"})).collect();
-        docs.push(json!({
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "NetworkPolicy",
-            "metadata": ctx.metadata(ctx.name()),
-            "spec": {
-                "podSelector": {"matchLabels": ctx.selector()},
-                "policyTypes": ["Ingress"],
-                "ingress": [{"ports": ports}],
-            },
         }));
         Ok(())
     }

@@ -128,8 +128,8 @@ fn deployment_runs_the_bundle_safely() {
     assert_eq!(c["readinessProbe"]["httpGet"], json!({"path": "/readyz", "port": "health"}));
     assert_eq!(c["ports"][0]["containerPort"], 8080);
     assert_eq!(c["ports"][1], json!({"name": "health", "containerPort": 8081, "protocol": "TCP"}));
-    assert_eq!(c["resources"]["requests"], json!({"cpu": "50m", "memory": "64Mi"}));
-    assert_eq!(c["resources"]["limits"]["memory"], "256Mi");
+    assert_eq!(c["resources"]["requests"], json!({"cpu": "50m", "memory": "152Mi"}));
+    assert_eq!(c["resources"]["limits"], json!({"cpu": "500m", "memory": "416Mi"}));
     let sc = &c["securityContext"];
     assert_eq!(sc["runAsNonRoot"], true);
     assert_eq!(sc["readOnlyRootFilesystem"], true);
@@ -226,13 +226,13 @@ fn pdb_and_network_policy_plugins() {
     assert_eq!(pdb["spec"]["maxUnavailable"], 1, "one replica: never blocks a drain");
     assert_eq!(pdb["spec"]["selector"], find(&m, "Deployment")["spec"]["selector"]);
     let np = find(&m, "NetworkPolicy");
-    assert_eq!(np["spec"]["policyTypes"], json!(["Ingress"]));
+    assert_eq!(np["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
     assert_eq!(np["spec"]["podSelector"], find(&m, "Deployment")["spec"]["selector"]);
     assert_eq!(
         np["spec"]["ingress"],
         json!([{"ports": [{"port": 8080, "protocol": "TCP"}, {"port": 8081, "protocol": "TCP"}]}])
     );
-    assert!(np["spec"].get("egress").is_none());
+    assert_eq!(np["spec"]["egress"].as_array().map(Vec::len), Some(2), "DNS and the API server only");
 
     let mut ha = o.clone();
     ha.replicas = 3;
@@ -369,4 +369,135 @@ fn admission_handlers_get_a_service_configurations_and_ca_bundle_rbac() {
     options.replicas = 2;
     let m = generate(&s, &bundle(1), &options, &[]).unwrap();
     assert!(m.notes.is_empty(), "several replicas need no note any more: {:?}", m.notes);
+}
+
+#[test]
+fn the_default_image_is_this_ctop_release() {
+    assert_eq!(DEFAULT_IMAGE, format!("ghcr.io/cloudticon/ct-operator:{}", env!("CARGO_PKG_VERSION")));
+    assert!(!DEFAULT_IMAGE.ends_with(":latest"));
+    let m = generate_default(&Options::new("op"));
+    assert_eq!(find(&m, "Deployment")["spec"]["template"]["spec"]["containers"][0]["image"], DEFAULT_IMAGE);
+}
+
+fn egress_rules(urls: &[&str]) -> Vec<ctop_core::EgressRule> {
+    urls.iter().map(|u| u.parse().unwrap()).collect()
+}
+
+#[test]
+fn network_policy_egress_is_dns_the_api_server_and_every_fetch_destination() {
+    let mut s = spec();
+    s.controllers[0].egress = egress_rules(&["https://api.github.com", "http://10.1.2.3:9000/hook"]);
+    let mut second = s.controllers[0].clone();
+    second.index = 1;
+    second.name = "second".into();
+    second.egress =
+        egress_rules(&["http://api.github.com:8080", "http://cache.infra.svc:6379", "http://[fd00::1]:*"]);
+    s.controllers.push(second);
+    let mut o = Options::new("op");
+    // The deployer's: one repeats the script's, one is new.
+    o.egress = egress_rules(&["http://10.1.2.3:9000", "https://*.hooks.example.com:8443"]);
+    let m = generate(&s, &bundle(1), &o, &[&NetworkPolicy]).unwrap();
+    let outside = json!([
+        {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["100.100.100.200/32", "169.254.0.0/16"]}},
+        {"ipBlock": {"cidr": "::/0", "except": ["fd00:ec2::254/128", "fe80::/10"]}},
+    ]);
+    let tcp = |port: u16| json!({"port": port, "protocol": "TCP"});
+    assert_eq!(
+        find(&m, "NetworkPolicy")["spec"]["egress"],
+        json!([
+            {"ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]},
+            {"ports": [tcp(443), tcp(6443)]},
+            {"to": outside, "ports": [tcp(8080), tcp(8443)]},
+            {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "infra"}}}]},
+            {"to": [{"ipBlock": {"cidr": "10.1.2.3/32"}}], "ports": [tcp(9000)]},
+            {"to": [{"ipBlock": {"cidr": "fd00::1/128"}}]},
+        ])
+    );
+}
+
+fn args(m: &Manifests) -> Vec<String> {
+    let c = &find(m, "Deployment")["spec"]["template"]["spec"]["containers"][0];
+    c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_owned()).collect()
+}
+
+fn memory_of(m: &Manifests) -> (String, String) {
+    let r = &find(m, "Deployment")["spec"]["template"]["spec"]["containers"][0]["resources"];
+    (r["requests"]["memory"].as_str().unwrap().into(), r["limits"]["memory"].as_str().unwrap().into())
+}
+
+#[test]
+fn memory_follows_the_pool_and_limits_the_pod_runs_with() {
+    // Defaults: 64 + 4 × (64 + 16 + 8).
+    let m = generate_default(&Options::new("op"));
+    assert_eq!(memory_of(&m), ("152Mi".into(), "416Mi".into()));
+    for flag in ["--concurrency", "--script-memory", "--max-output", "--egress", "--webhook-concurrency"] {
+        assert!(!args(&m).iter().any(|a| a == flag), "a default is not repeated: {flag}");
+    }
+
+    let mut o = Options::new("op");
+    o.concurrency = 2;
+    o.script_memory = ctop_core::ByteSize::mib(128);
+    o.max_output = ctop_core::ByteSize::mib(32);
+    o.egress = egress_rules(&["https://hooks.example.com/v1", "http://10.0.0.9:*"]);
+    let m = generate_default(&o);
+    // 64 + 2 × (128 + 32 + 8)
+    assert_eq!(memory_of(&m), ("232Mi".into(), "400Mi".into()));
+    let a = args(&m);
+    let tail: Vec<&str> = a[5..].iter().map(String::as_str).collect();
+    assert_eq!(
+        tail,
+        [
+            "--concurrency",
+            "2",
+            "--script-memory",
+            "128Mi",
+            "--max-output",
+            "32Mi",
+            "--egress",
+            "https://hooks.example.com/v1",
+            "--egress",
+            "http://10.0.0.9:*",
+            "--log-format",
+            "json"
+        ]
+    );
+}
+
+#[test]
+fn webhooks_add_their_runtimes_to_the_memory() {
+    let mut s = spec();
+    s.controllers[0].handlers = vec!["reconcile".into(), "validate".into()];
+    let mut o = Options::new("op");
+    let m = generate(&s, &bundle(1), &o, &[]).unwrap();
+    // 64 + (4 + 4) × 88
+    assert_eq!(memory_of(&m), ("152Mi".into(), "768Mi".into()));
+    assert!(!args(&m).iter().any(|a| a == "--webhook-concurrency"));
+
+    o.webhook_concurrency = 1;
+    let m = generate(&s, &bundle(1), &o, &[]).unwrap();
+    assert_eq!(memory_of(&m), ("152Mi".into(), "504Mi".into()));
+    let a = args(&m);
+    let at = a.iter().position(|a| a == "--webhook-concurrency").expect("passed to ctop run");
+    assert_eq!(a[at + 1], "1");
+    assert!(a.iter().position(|a| a == "--webhook-port") < Some(at), "after the flag it requires: {a:?}");
+
+    // Without handlers there is no webhook server, so neither its runtimes nor its flag.
+    let m = generate_default(&o);
+    assert_eq!(memory_of(&m), ("152Mi".into(), "416Mi".into()));
+    assert!(!args(&m).iter().any(|a| a == "--webhook-concurrency"));
+}
+
+#[test]
+fn explicit_memory_wins_over_the_formula() {
+    let mut o = Options::new("op");
+    o.concurrency = 16;
+    o.resources.memory_request = Some(ctop_core::ByteSize::mib(100));
+    o.resources.memory_limit = Some(ctop_core::ByteSize::mib(1024));
+    let m = generate_default(&o);
+    assert_eq!(memory_of(&m), ("100Mi".into(), "1Gi".into()));
+    assert!(args(&m).windows(2).any(|w| w == ["--concurrency", "16"]), "the pool is still passed");
+    o.resources.memory_request = Some(ctop_core::ByteSize::mib(2048));
+    assert!(matches!(generate(&spec(), &bundle(1), &o, &[]), Err(Error::RequestAboveLimit { .. })));
+    o.concurrency = 0;
+    assert!(matches!(generate(&spec(), &bundle(1), &o, &[]), Err(Error::NoRuntimes { flag: "concurrency" })));
 }

@@ -15,7 +15,7 @@ use ctop_core::OperatorSpec;
 use ctop_webhook::{ConfigurationOptions, Endpoint, configurations, routes};
 use serde_json::{Map, Value, json};
 
-use crate::options::{Options, WEBHOOK_PORT};
+use crate::options::{DEFAULT_WEBHOOK_CONCURRENCY, Options, WEBHOOK_PORT};
 
 /// Port of the webhook Service (the API server calls it; the pod listens on [`WEBHOOK_PORT`]).
 const SERVICE_PORT: u16 = 443;
@@ -28,6 +28,12 @@ pub(crate) fn service_name(options: &Options) -> String {
 /// The Secret the replicas share their self-issued certificate through: `<name>-webhook-tls`.
 pub(crate) fn tls_secret_name(options: &Options) -> String {
     format!("{}-webhook-tls", options.name)
+}
+
+/// Whether `spec` has `validate`/`mutate` handlers, so the webhook is generated and `ctop run`
+/// serves it (with runtimes of its own).
+pub(crate) fn served(spec: &OperatorSpec) -> bool {
+    !routes(spec).is_empty()
 }
 
 /// Add the webhook documents for `spec` to `docs` (which already hold the Deployment).
@@ -51,6 +57,8 @@ pub(crate) fn add(
     {
         let container = &mut deployment["spec"]["template"]["spec"]["containers"][0];
         if let Some(args) = container["args"].as_array_mut() {
+            let concurrency = (options.webhook_concurrency != DEFAULT_WEBHOOK_CONCURRENCY)
+                .then(|| ["--webhook-concurrency".to_owned(), options.webhook_concurrency.to_string()]);
             for a in [
                 "--webhook-port".to_owned(),
                 WEBHOOK_PORT.to_string(),
@@ -64,7 +72,10 @@ pub(crate) fn add(
                 policy.as_str().to_owned(),
                 "--tls-secret".to_owned(),
                 tls_secret_name(options),
-            ] {
+            ]
+            .into_iter()
+            .chain(concurrency.into_iter().flatten())
+            {
                 args.push(json!(a));
             }
         }

@@ -6,9 +6,11 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 
 use crate::options::{
-    BUNDLE_FILE, BUNDLE_HASH_ANNOTATION, HEALTH_PORT, METRICS_PORT, MOUNT_DIR, Options, ScriptBundle,
-    VALUES_FILE, VALUES_HASH_ANNOTATION, WatchScope,
+    BUNDLE_FILE, BUNDLE_HASH_ANNOTATION, DEFAULT_CONCURRENCY, DEFAULT_MAX_OUTPUT, DEFAULT_SCRIPT_MEMORY,
+    HEALTH_PORT, METRICS_PORT, MOUNT_DIR, Options, ScriptBundle, VALUES_FILE, VALUES_HASH_ANNOTATION,
+    WatchScope,
 };
+use crate::sizing::Memory;
 
 /// The Pod Security Standard the generated Deployment meets; enforced on the namespace the
 /// manifests own.
@@ -55,7 +57,9 @@ fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The arguments of `ctop run` in the container (the image's entrypoint is `ctop`).
+/// The arguments of `ctop run` in the container (the image's entrypoint is `ctop`): the
+/// pool and limits the memory was sized from, when not `ctop run`'s defaults, and the
+/// deployer's extra egress.
 pub(crate) fn run_args(options: &Options) -> Vec<String> {
     let mut args = vec![
         "run".to_owned(),
@@ -67,6 +71,18 @@ pub(crate) fn run_args(options: &Options) -> Vec<String> {
     if let WatchScope::Namespace(ns) = &options.watch {
         args.extend(["--namespace".to_owned(), ns.clone()]);
     }
+    if options.concurrency != DEFAULT_CONCURRENCY {
+        args.extend(["--concurrency".to_owned(), options.concurrency.to_string()]);
+    }
+    if options.script_memory != DEFAULT_SCRIPT_MEMORY {
+        args.extend(["--script-memory".to_owned(), options.script_memory.to_string()]);
+    }
+    if options.max_output != DEFAULT_MAX_OUTPUT {
+        args.extend(["--max-output".to_owned(), options.max_output.to_string()]);
+    }
+    for rule in &options.egress {
+        args.extend(["--egress".to_owned(), rule.to_string()]);
+    }
     args.extend(["--log-format".to_owned(), "json".to_owned()]);
     args
 }
@@ -74,11 +90,12 @@ pub(crate) fn run_args(options: &Options) -> Vec<String> {
 pub(crate) fn deployment(
     options: &Options,
     bundle: &ScriptBundle,
+    memory: &Memory,
     labels: &Map<String, Value>,
     selector: &Map<String, Value>,
 ) -> Value {
     let r = &options.resources;
-    let mut limits = json!({"memory": r.memory_limit});
+    let mut limits = json!({"memory": memory.limit.to_string()});
     if let Some(cpu) = &r.cpu_limit {
         limits["cpu"] = json!(cpu);
     }
@@ -108,7 +125,7 @@ pub(crate) fn deployment(
         "livenessProbe": probe("/healthz", 15, 20),
         "readinessProbe": probe("/readyz", 5, 10),
         "resources": {
-            "requests": {"cpu": r.cpu_request, "memory": r.memory_request},
+            "requests": {"cpu": r.cpu_request, "memory": memory.request.to_string()},
             "limits": limits,
         },
         "securityContext": {

@@ -45,9 +45,47 @@ pub struct ManifestsArgs {
     /// Add a PodDisruptionBudget for the operator's pods.
     #[arg(long)]
     pdb: bool,
-    /// Add a NetworkPolicy admitting ingress only to the metrics and health ports.
+    /// Add a NetworkPolicy admitting ingress only to the served ports (metrics, health,
+    /// webhook) and egress only to DNS, the API server and the fetch destinations (the
+    /// script's .egress(...) and --egress).
     #[arg(long)]
     network_policy: bool,
+    /// A fetch destination allowed on top of the script's .egress(...), e.g. a URL from the
+    /// values (a URL prefix like https://hooks.example.com/v1; repeat for more): passed to
+    /// `ctop run --egress` and opened by --network-policy.
+    #[arg(long = "egress", value_name = "URL")]
+    egress: Vec<ctop_core::EgressRule>,
+    /// Script runtimes for reconciles (`ctop run --concurrency`); sizes the memory limit.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = ctop_manifests::DEFAULT_CONCURRENCY,
+        value_parser = clap::value_parser!(u16).range(1..),
+    )]
+    concurrency: u16,
+    /// Script runtimes for admission calls, for scripts with validate/mutate handlers
+    /// (`ctop run --webhook-concurrency`); sizes the memory limit.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = ctop_manifests::DEFAULT_WEBHOOK_CONCURRENCY,
+        value_parser = clap::value_parser!(u16).range(1..),
+    )]
+    webhook_concurrency: u16,
+    /// Memory of one script runtime (`ctop run --script-memory`); sizes the memory limit.
+    #[arg(long, value_name = "SIZE", default_value_t = ctop_manifests::DEFAULT_SCRIPT_MEMORY)]
+    script_memory: ctop_core::ByteSize,
+    /// Memory the output of one call may take (`ctop run --max-output`); sizes the memory
+    /// limit.
+    #[arg(long, value_name = "SIZE", default_value_t = ctop_manifests::DEFAULT_MAX_OUTPUT)]
+    max_output: ctop_core::ByteSize,
+    /// The container's memory request [default: 64Mi + one runtime; see deploy/README.md].
+    #[arg(long, value_name = "SIZE")]
+    memory_request: Option<ctop_core::ByteSize>,
+    /// The container's memory limit [default: 64Mi + every runtime × (script memory + max
+    /// output + 8Mi); see deploy/README.md].
+    #[arg(long, value_name = "SIZE")]
+    memory_limit: Option<ctop_core::ByteSize>,
     /// `failurePolicy` of the admission webhooks of scripts with validate/mutate handlers:
     /// Fail (writes fail while the operator is unreachable) or Ignore.
     #[arg(long, default_value = "Fail")]
@@ -110,6 +148,13 @@ pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
     options.replicas = args.replicas;
     options.values_yaml = values_text(args)?;
     options.webhook_failure_policy = args.webhook_failure_policy;
+    options.egress = args.egress.clone();
+    options.concurrency = args.concurrency;
+    options.webhook_concurrency = args.webhook_concurrency;
+    options.script_memory = args.script_memory;
+    options.max_output = args.max_output;
+    options.resources.memory_request = args.memory_request;
+    options.resources.memory_limit = args.memory_limit;
     options.watch = match (&args.watch_namespace, args.namespace_scoped) {
         (Some(ns), _) => WatchScope::Namespace(ns.clone()),
         (None, true) => WatchScope::Namespace(options.namespace()),
@@ -136,4 +181,30 @@ pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
         "manifests written: apply them with `kubectl apply --server-side -f -`"
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    /// The defaults `ctop manifests` sizes the memory with are those `ctop run` uses when the
+    /// Deployment does not pass them.
+    #[test]
+    fn pool_and_limit_defaults_are_ctop_runs() {
+        let cli = crate::Cli::command();
+        let default = |sub: &str, flag: &str| -> String {
+            let cmd = cli.find_subcommand(sub).unwrap_or_else(|| panic!("no {sub}"));
+            let arg = cmd
+                .get_arguments()
+                .find(|a| a.get_long() == Some(flag))
+                .unwrap_or_else(|| panic!("no {flag}"));
+            arg.get_default_values().iter().map(|v| v.to_string_lossy().into_owned()).collect()
+        };
+        for flag in ["concurrency", "webhook-concurrency", "script-memory", "max-output"] {
+            assert_eq!(default("manifests", flag), default("run", flag), "--{flag}");
+        }
+        let limits = ctop_runtime::Limits::default();
+        assert_eq!(ctop_manifests::DEFAULT_SCRIPT_MEMORY.as_usize(), limits.memory);
+        assert_eq!(ctop_manifests::DEFAULT_MAX_OUTPUT.as_usize(), limits.max_output);
+    }
 }
