@@ -219,7 +219,8 @@ fn myapp_deploys_registers_reports_and_cleans_up() {
     let (url, seen) = registry();
     let values = dir.path().join("values.yaml");
     std::fs::write(&values, format!("registryUrl: {url}\n")).expect("write values");
-    let run = run_example_with("myapp", &k, &["--values", values.to_str().expect("utf-8")]);
+    // The registry comes from the values, so the deployer allows it (`--egress`).
+    let run = run_example_with("myapp", &k, &["--values", values.to_str().expect("utf-8"), "--egress", &url]);
     apply(&k, &example("myapp").join("samples"), "my-app");
 
     eventually_is(

@@ -1,5 +1,5 @@
-//! One operator, twenty good custom resources and three hostile ones (100,000 applies, an
-//! endless loop, an allocation bomb): `ctop run` stays up, the good ones converge, and each
+//! One operator, twenty good custom resources and four hostile ones (100,000 applies, an
+//! endless loop, an allocation bomb, an exception in a promise job): `ctop run` stays up, the good ones converge, and each
 //! hostile one reports its own failure on the object (a Warning event) and in `/status`.
 //! The script is the runtime's hostile golden case, where each mode's error is pinned.
 
@@ -71,6 +71,7 @@ fn hostile_resources_fail_alone_and_visibly() {
         ("runaway".into(), "applies", 100_000),
         ("loop".into(), "loop", 0),
         ("alloc".into(), "alloc", 0),
+        ("job".into(), "jobThrow", 0),
     ];
     all.extend((0..20).map(|i| (format!("good-{i}"), "none", 0)));
     let manifest = dir.path().join("bombs.yaml");
@@ -91,6 +92,7 @@ fn hostile_resources_fail_alone_and_visibly() {
         ("runaway", "more than 1000 children (apply and patch) in one call"),
         ("loop", "ran longer than its 3s deadline"),
         ("alloc", "ran out of memory (limit 32Mi)"),
+        ("job", "thrown in a promise job (a promise rejected with no handler)"),
     ];
     for (name, text) in reasons {
         k.eventually(
@@ -117,10 +119,10 @@ fn hostile_resources_fail_alone_and_visibly() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let status = get(health, "/status").unwrap_or_default();
-        if ["children", "deadline", "out of memory"].iter().all(|t| status.contains(t)) {
+        if ["children", "deadline", "out of memory", "promise job"].iter().all(|t| status.contains(t)) {
             break;
         }
-        assert!(Instant::now() < deadline, "/status does not list the three failures:\n{status}");
+        assert!(Instant::now() < deadline, "/status does not list the four failures:\n{status}");
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(run.proc.0.try_wait().expect("try_wait").is_none(), "ctop run is still running");

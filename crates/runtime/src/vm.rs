@@ -167,7 +167,8 @@ pub enum VmError {
     /// The call ran past its deadline and was stopped.
     #[error(
         "the script ran longer than its {after:?} deadline and was stopped; make the handler \
-         do less per call, or raise --reconcile-timeout"
+         do less per call, or raise the deadline (--reconcile-timeout; --webhook-handler-timeout \
+         for validate and mutate)"
     )]
     Timeout {
         /// The deadline that was exceeded.

@@ -166,7 +166,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         Some(port) => {
             // Admission calls get runtimes of their own, with their own deadline: looping
             // validate handlers cannot hold the reconciles' runtimes, nor the reverse.
-            let admission_limits = args.script_limits.limits(args.webhook.webhook_handler_timeout.into());
+            let admission_limits = args.script_limits.limits(args.webhook.handler_timeout());
             let admission = Script::from_bundle(bundle, args.webhook_concurrency.into(), admission_limits)
                 .context("the script could not be loaded for the webhook server")?;
             admission.configure_egress(&args.script_limits.egress, &own_ports);

@@ -93,10 +93,10 @@ pub struct WebhookFlags {
     #[arg(long, default_value = "10s")]
     pub webhook_timeout: ctop_core::Duration,
     /// Longest one validate/mutate handler may run: the script is stopped there (and its
-    /// runtime replaced). Keep it well under --webhook-timeout, so that looping handlers
-    /// delay valid reviews queued behind them by at most this much.
-    #[arg(long, default_value = "2s")]
-    pub webhook_handler_timeout: ctop_core::Duration,
+    /// runtime replaced), so that looping handlers delay valid reviews queued behind them by
+    /// at most this much [default: 2s, or half of --webhook-timeout when that is shorter].
+    #[arg(long)]
+    pub webhook_handler_timeout: Option<ctop_core::Duration>,
     /// Largest AdmissionReview body in bytes.
     #[arg(long, default_value_t = 3 * 1024 * 1024)]
     pub webhook_max_body: usize,
@@ -105,15 +105,24 @@ pub struct WebhookFlags {
 impl WebhookFlags {
     /// Refuses a handler deadline that the request deadline would cut short.
     pub fn check(&self) -> anyhow::Result<()> {
-        if self.webhook_handler_timeout >= self.webhook_timeout {
+        if let Some(handler) = self.webhook_handler_timeout
+            && handler >= self.webhook_timeout
+        {
             anyhow::bail!(
-                "--webhook-handler-timeout ({}) must be shorter than --webhook-timeout ({}); lower the first \
-                 or raise the second",
-                self.webhook_handler_timeout,
+                "--webhook-handler-timeout ({handler}) must be shorter than --webhook-timeout ({}); lower the \
+                 first or raise the second",
                 self.webhook_timeout
             );
         }
         Ok(())
+    }
+
+    /// The deadline of one admission handler call: the flag, else 2 s or half the request
+    /// deadline when that is shorter.
+    pub fn handler_timeout(&self) -> std::time::Duration {
+        self.webhook_handler_timeout
+            .map(Into::into)
+            .unwrap_or_else(|| std::time::Duration::from_secs(2).min(self.webhook_timeout.as_std() / 2))
     }
 
     fn server_config(&self, concurrency: usize) -> ServerConfig {
@@ -251,7 +260,7 @@ fn warn_without_handlers(script: &Script) {
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let workers = usize::from(args.concurrency.max(1));
     args.flags.check()?;
-    let limits = args.script_limits.limits(args.flags.webhook_handler_timeout.into());
+    let limits = args.script_limits.limits(args.flags.handler_timeout());
     let script = match &args.bundle {
         Some(path) => {
             let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -395,7 +404,7 @@ impl DevWebhook {
             tls_secret: None,
             failure_policy: FailurePolicy::Fail,
             webhook_timeout: ctop_core::Duration::from_secs(10),
-            webhook_handler_timeout: ctop_core::Duration::from_secs(2),
+            webhook_handler_timeout: None,
             webhook_max_body: 3 * 1024 * 1024,
         };
         let env = script_env();
