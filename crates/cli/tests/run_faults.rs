@@ -196,22 +196,33 @@ fn replica(sim: &Sim, id: &str, metrics: u16) -> Proc {
     )
 }
 
-#[test]
-fn a_standby_takes_over_within_one_lease_duration() {
-    let sim = sim();
+fn holder() -> [&'static str; 7] {
+    ["get", "lease", "ctop-leader", "-n", "default", "-o", "jsonpath={.spec.holderIdentity}"]
+}
+
+/// Replica a, once it leads, and replica b standing by with its /metrics served, the sample
+/// reconciled by a: (a, b, a's metrics port, b's).
+fn leader_and_standby(sim: &Sim) -> (Proc, Proc, u16, u16) {
     let k = &sim.k;
-    let holder = || ["get", "lease", "ctop-leader", "-n", "default", "-o", "jsonpath={.spec.holderIdentity}"];
     let (port_a, port_b) = (free_port(), free_port());
-    let mut a = replica(&sim, "replica-a", port_a);
+    let a = replica(sim, "replica-a", port_a);
     k.eventually(&holder(), |s| s == "replica-a");
-    let _b = replica(&sim, "replica-b", port_b);
-    apply_sample(&sim);
+    let b = replica(sim, "replica-b", port_b);
+    apply_sample(sim);
     replicas_become(k, "2");
     let deadline = Instant::now() + Duration::from_secs(20);
     while reconciles(port_b).is_none() {
         assert!(Instant::now() < deadline, "the standby never served /metrics");
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     }
+    (a, b, port_a, port_b)
+}
+
+#[test]
+fn a_standby_takes_over_within_one_lease_duration() {
+    let sim = sim();
+    let k = &sim.k;
+    let (mut a, _b, port_a, port_b) = leader_and_standby(&sim);
     std::thread::sleep(Duration::from_secs(1));
     assert!(reconciles(port_a).is_some_and(|n| n > 0), "the leader reconciles");
     assert_eq!(reconciles(port_b), Some(0), "the standby does not reconcile");
@@ -235,18 +246,7 @@ fn a_standby_takes_over_within_one_lease_duration() {
 fn a_standby_that_wins_the_lease_reconciles_at_once() {
     let sim = sim();
     let k = &sim.k;
-    let holder = || ["get", "lease", "ctop-leader", "-n", "default", "-o", "jsonpath={.spec.holderIdentity}"];
-    let (port_a, port_b) = (free_port(), free_port());
-    let mut a = replica(&sim, "replica-a", port_a);
-    k.eventually(&holder(), |s| s == "replica-a");
-    let _b = replica(&sim, "replica-b", port_b);
-    apply_sample(&sim);
-    replicas_become(k, "2");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while reconciles(port_b).is_none() {
-        assert!(Instant::now() < deadline, "the standby never served /metrics");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (mut a, _b, _, port_b) = leader_and_standby(&sim);
     let status = Command::new("kill").args(["-TERM", &a.0.id().to_string()]).status().expect("kill runs");
     assert!(status.success());
     let stopped = Instant::now();
@@ -307,7 +307,6 @@ fn ready_once_caches_sync_even_with_no_custom_resources() {
 fn a_leader_that_loses_its_lease_stops_reconciling() {
     let sim = sim();
     let k = &sim.k;
-    let holder = || ["get", "lease", "ctop-leader", "-n", "default", "-o", "jsonpath={.spec.holderIdentity}"];
     let port = free_port();
     let _a = replica(&sim, "replica-a", port);
     k.eventually(&holder(), |s| s == "replica-a");

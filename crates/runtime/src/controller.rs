@@ -1577,7 +1577,7 @@ async fn reconcile_inner(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Acti
         return Ok(Action::await_change());
     }
 
-    let out = dispatch(ctx, "reconcile", Some(&owner)).await?;
+    let mut out = dispatch(ctx, "reconcile", Some(&owner)).await?;
     let result_type = out["result"]["type"].as_str().unwrap_or("ok").to_owned();
     // The script's finalizer changes go first: one it adds is in place before any child.
     let mut failure = if result_type == "error" {
@@ -1586,7 +1586,11 @@ async fn reconcile_inner(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Acti
         update_finalizers(ctx, &owner, &out, None).await.err().map(|e| e.0)
     };
     if failure.is_none() {
-        let applies = out["applies"].as_array().cloned().unwrap_or_default();
+        // Moved out, not cloned: the children can be most of the call's output budget.
+        let applies = match out.get_mut("applies").map(Value::take) {
+            Some(Value::Array(applies)) => applies,
+            _ => Vec::new(),
+        };
         let span = tracing::info_span!("apply", children = applies.len());
         let children = Children(&ctx.caches);
         match ctx.applier.apply_cached(&owner, applies, &children).instrument(span).await {
