@@ -96,7 +96,7 @@ fn manifests_are_deterministic_and_name_everything_after_the_directory() {
         "kind: Namespace\nmetadata:\n  labels:",
         "name: hello-system",
         "name: greeters.demo.example.com",
-        "applyset.kubernetes.io/is-parent-type: 'true'",
+        "applyset.kubernetes.io/is-parent-type: \"true\"",
         "kind: ClusterRole\n",
         "kind: PodDisruptionBudget",
         "kind: NetworkPolicy",
@@ -162,7 +162,7 @@ fn kubectl_installs_the_manifests_and_the_crd_validates_and_defaults() {
     );
     for needle in [
         "- --egress\n        - https://hooks.example.com/v1\n",
-        "- --concurrency\n        - '2'\n",
+        "- --concurrency\n        - \"2\"\n",
         "memory: 368Mi", // 64 + 2 × (128 + 16 + 8)
         "cidr: 10.0.0.7/32",
         "cidr: fd00::7/128",
@@ -260,4 +260,87 @@ fn every_examples_manifests_pass_a_server_side_dry_run() {
         assert_eq!(accepted, kinds.len(), "{name}: every document accepted:\n{out}");
     }
     assert_eq!(sim.get(&["crd", "-o", "name"]).trim(), "", "a dry run stores nothing");
+}
+
+/// Names and values that YAML 1.1 readers (kubectl's, Go's yaml.v2) take for booleans,
+/// numbers or null, as a spec's field names and as an enum.
+const YAML_11_WORDS: &str = r#"import { resource, z, operator, Result } from "ctop";
+const sw = resource("words.example.com/v1", "Switch", {
+  scope: "Namespaced",
+  spec: {
+    on: z.string().optional(), off: z.string().optional(), y: z.string().optional(), n: z.string().optional(),
+    no: z.string().optional(), yes: z.string().optional(),
+    state: z.enum(["on", "off", "yes", "no", "y", "n", "true", "null", "~", "0x1f", "1e3", "0o17", "12:30"]),
+  },
+  status: {},
+});
+operator(sw).reconcile(() => Result.ok());
+"#;
+
+/// Whether `got` holds everything of `want` unchanged (the server may add fields).
+fn contains(got: &serde_json::Value, want: &serde_json::Value, at: &str, diffs: &mut Vec<String>) {
+    use serde_json::Value;
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => {
+            for (k, v) in w {
+                match g.get(k) {
+                    Some(gv) => contains(gv, v, &format!("{at}.{k}"), diffs),
+                    None => {
+                        diffs.push(format!("{at}.{k}: missing (YAML 1.1 read the key as something else?)"))
+                    }
+                }
+            }
+        }
+        (Value::Array(g), Value::Array(w)) if g.len() == w.len() => {
+            for (i, (gv, wv)) in g.iter().zip(w).enumerate() {
+                contains(gv, wv, &format!("{at}[{i}]"), diffs);
+            }
+        }
+        (g, w) if g == w => {}
+        (g, w) => diffs.push(format!("{at}: meant {w}, kubectl sent {g}")),
+    }
+}
+
+/// What `ctop manifests` writes reaches the API server as it was meant: kubectl reads YAML
+/// the 1.1 way (`on`, `no`, `y` are booleans there), so every document of every example, and
+/// of a script made of such words, goes through `kubectl apply --dry-run=server -o json` and
+/// is compared with the documents themselves.
+#[test]
+fn generated_yaml_means_the_same_to_kubectl() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sim = Sim::start(dir.path());
+    let words = dir.path().join("words");
+    std::fs::create_dir_all(&words).expect("mkdir");
+    std::fs::write(words.join("operator.ct"), YAML_11_WORDS).expect("write");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut ops: Vec<PathBuf> = std::fs::read_dir(&examples)
+        .expect("examples/")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.join("operator.ct").is_file())
+        .collect();
+    ops.sort();
+    ops.push(words);
+    for op in &ops {
+        let name = op.file_name().and_then(|n| n.to_str()).expect("a directory name");
+        let yaml = manifests(op, &["--pdb", "--network-policy", "--namespace", name]);
+        let meant: Vec<serde_json::Value> = yaml
+            .split("\n---\n")
+            .skip(1)
+            .map(|d| serde_yaml_ng::from_str(d).expect("the output is YAML"))
+            .collect();
+        ok(&sim.kubectl(&["create", "namespace", name], ""), "create namespace");
+        let out = ok(
+            &sim.kubectl(&["apply", "--server-side", "--dry-run=server", "-o", "json", "-f", "-"], &yaml),
+            name,
+        );
+        let got: serde_json::Value = serde_json::from_str(&out).expect("kubectl prints JSON");
+        let items = got["items"].as_array().cloned().unwrap_or_else(|| vec![got.clone()]);
+        assert_eq!(items.len(), meant.len(), "{name}: every document comes back");
+        let mut diffs = Vec::new();
+        for (g, w) in items.iter().zip(&meant) {
+            contains(g, w, &format!("{name} {}", w["kind"].as_str().unwrap_or("?")), &mut diffs);
+        }
+        assert!(diffs.is_empty(), "kubectl read the YAML differently:\n{}", diffs.join("\n"));
+    }
 }

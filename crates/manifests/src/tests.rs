@@ -174,7 +174,7 @@ fn same_input_same_bytes() {
     let docs: Vec<Value> = a.split("\n---\n").skip(1).map(|d| serde_yaml_ng::from_str(d).unwrap()).collect();
     let m = generate(&spec(), &bundle(1), &o, &[&PodDisruptionBudget, &NetworkPolicy]).unwrap();
     assert_eq!(docs, m.documents);
-    assert!(a.contains("applyset.kubernetes.io/is-parent-type: 'true'"), "{a}");
+    assert!(a.contains("applyset.kubernetes.io/is-parent-type: \"true\""), "{a}");
 }
 
 /// Everything but the pod template's annotations and the ConfigMap's binary data.
