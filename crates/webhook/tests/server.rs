@@ -341,11 +341,7 @@ async fn kubesim_calls_the_generated_configurations() {
 /// grace would let the idle connection be shed).
 #[tokio::test]
 async fn connections_are_bounded_in_number_and_idle_time() {
-    use ctop_webhook::{Admission, ConnectionLimits, SelfIssued};
-    let issued = SelfIssued::issue(&["127.0.0.1".to_owned()]).unwrap();
-    let ca = issued.ca_pem.clone();
-    let app =
-        Admission::new(std::sync::Arc::new(handlers), &widget_routes(), config(FailurePolicy::Fail)).router();
+    use ctop_webhook::ConnectionLimits;
     let limits = ConnectionLimits {
         max_connections: 1,
         idle_timeout: Duration::from_millis(300),
@@ -353,16 +349,8 @@ async fn connections_are_bounded_in_number_and_idle_time() {
         shed_grace: Duration::from_secs(5),
         ..ConnectionLimits::default()
     };
-    let bound = ctop_webhook::bind_with_limits(
-        "127.0.0.1:0".parse().unwrap(),
-        &TlsSource::SelfIssued(issued),
-        app,
-        limits,
-    )
-    .await
-    .unwrap();
-    let addr = bound.local_addr().unwrap();
-    tokio::spawn(bound.run(std::future::pending()));
+    let (addr, ca) =
+        support::start_with_limits(handlers, &widget_routes(), config(FailurePolicy::Fail), limits).await;
     let tls = client_config(&ca);
 
     let mut first = connect(addr, tls.clone()).await.unwrap();
