@@ -33,11 +33,20 @@ else
   cargo test --workspace --locked --no-fail-fast
 fi
 
+# The binary the tests just ran (the e2e tests run target/debug/ctop). Not `cargo run -p
+# ctop`: Cargo resolves features for ctop alone differently than for the workspace and
+# would compile kube, oxc and their dependents a second time.
+ctop="${CARGO_TARGET_DIR:-target}/debug/ctop"
+if [ ! -x "$ctop" ]; then
+  echo "error: $ctop is missing, though the tests step builds it (for crates/cli/tests/binary.rs)." >&2
+  exit 1
+fi
+
 step "typings: a scaffolded operator type-checks with the real TypeScript compiler"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-cargo run -q --locked -p ctop -- init "$tmp/op" --kind Demo --group demo.example.com
-cargo run -q --locked -p ctop -- types "$tmp/op"
+"$ctop" init "$tmp/op" --kind Demo --group demo.example.com
+"$ctop" types "$tmp/op"
 # tsc reads .ts files only: check operator.ct under a .ts name, with the same tsconfig.
 cp "$tmp/op/operator.ct" "$tmp/op/operator.ts"
 crates/runtime/sdk/node_modules/.bin/tsc -p "$tmp/op/tsconfig.json"
@@ -61,7 +70,7 @@ step "manifests: validated by kubernetes-validate against the Kubernetes 1.33 sc
 # CRDs, and a CRD is validated as what it is, an apiextensions.k8s.io/v1 object (its
 # openAPIV3Schema against JSONSchemaProps). Custom resources (the samples) are not in the
 # output and kubernetes-validate cannot know their kinds: kubesim checks them against the
-# generated CRD instead (crates/cli/tests/manifests.rs). So any WARN ("schema not found")
+# generated CRD instead (e2e/tests/manifests.rs). So any WARN ("schema not found")
 # means an unexpected kind and fails the step, like an ERROR does.
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv || {
@@ -74,7 +83,7 @@ mkdir -p "$tmp/manifests"
 for op_dir in "$tmp/op" examples/*/ crates/runtime/tests/golden/*/; do
   [ -e "$op_dir/operator.ct" ] || continue
   out="$tmp/manifests/$(echo "${op_dir%/}" | tr '/' '_').yaml"
-  CTOP_LOG=error cargo run -q --locked -p ctop -- manifests "$op_dir" --pdb --network-policy -o "$out"
+  CTOP_LOG=error "$ctop" manifests "$op_dir" --pdb --network-policy -o "$out"
   report="$(.venv/bin/kubernetes-validate --strict -k 1.33.0 --quiet "$out")" || { echo "$report" >&2; exit 1; }
   if [ -n "$report" ]; then
     echo "$report" >&2

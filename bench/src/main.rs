@@ -401,9 +401,10 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     if !out.status.success() {
         bail!("ctop manifests failed: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let crd = serde_yaml_ng::Deserializer::from_slice(&out.stdout)
-        .filter_map(|d| serde::Deserialize::deserialize(d).ok())
-        .find(|v: &Value| v["kind"] == "CustomResourceDefinition")
+    let crd = serde_saphyr::from_slice_multiple::<Value>(&out.stdout)
+        .context("ctop manifests printed YAML that does not read back")?
+        .into_iter()
+        .find(|v| v["kind"] == "CustomResourceDefinition")
         .context("ctop manifests printed no CRD")?;
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.create(&PostParams::default(), &serde_json::from_value(crd)?).await?;

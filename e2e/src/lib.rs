@@ -9,9 +9,14 @@
 //! the seed, the broken invariants and the operations that touched the objects involved.
 //!
 //! The `ctop-mutate` binary is the command-line front (`--steps`, `--seed`, `--example`,
-//! `--faults`, `--restart`); `crates/cli/tests/mutate.rs` runs it in CI with fixed seeds.
-//! This crate depends on `ctop-kubesim` and `kube` only; it never links the runtime.
+//! `--faults`, `--restart`); `tests/mutate.rs` runs it in CI with fixed seeds.
+//!
+//! The crate's `tests/` hold every black-box test of the binary (`ctop sim`, `run`, `dev`,
+//! `manifests`, `webhook serve`, RBAC, faults, the examples); they and `ctop-mutate` find
+//! the binary with [`binary::ctop`] / [`binary::locate`]. This crate depends on
+//! `ctop-kubesim` and `kube` only; it never links the runtime.
 
+pub mod binary;
 pub mod check;
 pub mod mutate;
 pub mod ops;

@@ -15,7 +15,7 @@ use crate::applyset::{
     PART_OF_LABEL, TOOLING_ANNOTATION, applyset_id, join, parse_group_kinds, parse_list, tool_name,
 };
 use crate::discovery::{Discovery, Resolved, code, is_missing};
-use crate::error::{ApplyError, ChildFailure};
+use crate::error::{ApplyError, ChildFailure, api_error_text};
 use crate::fingerprint::{Fingerprint, fingerprint};
 use crate::object::{ChildRef, Key, ObjectInfo};
 use crate::status::StatusWriter;
@@ -66,6 +66,13 @@ pub struct ApplyReport {
     /// Former children that left the desired set but opted out of pruning with
     /// `ctop.dev/prune: "false"`; they stay.
     pub kept: Vec<ChildRef>,
+    /// The owner's resourceVersions this pass produced by recording its ApplySet
+    /// annotations and labels on it (empty when the record was already current).
+    pub owner_versions: Vec<String>,
+    /// The `resourceVersion` the API server answered each server-side apply of this pass
+    /// with, in the order of `applied` (skipped children have none). A controller watching
+    /// its children recognises the watch event of its own write by it.
+    pub versions: Vec<(ChildRef, String)>,
 }
 
 impl ApplyReport {
@@ -261,6 +268,22 @@ impl Applier {
         self.run(owner, desired.into_iter().collect(), Live::Cached(cache)).await
     }
 
+    /// [`Applier::apply_cached`] without the pruning: the children given are applied, former
+    /// children left out stay as they are. For a pass that is not the complete desired set
+    /// (an early return that must not delete what the last complete pass made).
+    pub async fn apply_cached_keeping<K>(
+        &self,
+        owner: &K,
+        desired: impl IntoIterator<Item = Value>,
+        cache: &dyn ChildCache,
+    ) -> Result<ApplyReport, ApplyError>
+    where
+        K: Resource + Serialize + Sync,
+    {
+        let owner = owner_info(owner)?;
+        self.run_with(owner, desired.into_iter().collect(), Live::Cached(cache), false).await
+    }
+
     /// Drop what is remembered of an owner (call it when the owner is deleted). Only the
     /// unchanged-skip uses this memory: a forgotten owner's children are applied again on
     /// its next pass.
@@ -270,9 +293,19 @@ impl Applier {
 
     async fn run(
         &self,
+        owner: ObjectInfo,
+        desired: Vec<Value>,
+        live: Live<'_>,
+    ) -> Result<ApplyReport, ApplyError> {
+        self.run_with(owner, desired, live, true).await
+    }
+
+    async fn run_with(
+        &self,
         mut owner: ObjectInfo,
         desired: Vec<Value>,
         live: Live<'_>,
+        prune: bool,
     ) -> Result<ApplyReport, ApplyError> {
         let set_id =
             applyset_id(&owner.name, owner.namespace.as_deref().unwrap_or(""), &owner.kind, owner.group());
@@ -311,7 +344,9 @@ impl Applier {
         recorded_kinds.extend(current_kinds.iter().cloned());
         recorded_namespaces.extend(current_namespaces.iter().cloned());
         let mut report = ApplyReport::default();
-        self.record(&mut owner, &set_id, &recorded_kinds, &recorded_namespaces, &report).await?;
+        let recorded =
+            self.record(&mut owner, &set_id, &recorded_kinds, &recorded_namespaces, &report).await?;
+        report.owner_versions.extend(recorded);
 
         // 3. Apply, continuing past failures so that one bad child does not hold back the rest.
         let mut failures = Vec::new();
@@ -323,6 +358,9 @@ impl Applier {
             match self.send(p).await {
                 Ok(result) => {
                     self.remember(&owner.uid, p, &result);
+                    if let Some(rv) = result.metadata.resource_version {
+                        report.versions.push((p.child.clone(), rv));
+                    }
                     report.applied.push(p.child.clone());
                 }
                 Err(error) => {
@@ -332,13 +370,18 @@ impl Applier {
                     if let Some(m) = self.memory.lock().get_mut(&owner.uid) {
                         m.applied.remove(&p.key);
                     }
-                    tracing::debug!(child = %p.child, %error, "apply failed");
+                    tracing::debug!(child = %p.child, error = %api_error_text(&error), "apply failed");
                     failures.push(ChildFailure { child: p.child.clone(), error });
                 }
             }
         }
         if !failures.is_empty() {
             return Err(ApplyError::Apply { failures, total, report: Box::new(report) });
+        }
+
+        if !prune {
+            tracing::debug!(owner = %owner.describe(), applied = report.applied.len(), skipped = report.skipped.len(), "applied children; pruning skipped");
+            return Ok(report);
         }
 
         // 4. Prune, only now that every child is in place.
@@ -378,8 +421,12 @@ impl Applier {
         }
         // Everything that matters is done: a record left wider than needed only costs a few
         // empty lists on the next pass, so a failure here is logged, not returned.
-        if let Err(error) = self.record(&mut owner, &set_id, &final_kinds, &final_namespaces, &report).await {
-            tracing::warn!(%error, "cannot narrow the ApplySet record; retried on the next pass");
+        match self.record(&mut owner, &set_id, &final_kinds, &final_namespaces, &report).await {
+            Ok(Some(version)) => report.owner_versions.push(version),
+            Ok(None) => {}
+            Err(error) => {
+                tracing::warn!(%error, "cannot narrow the ApplySet record; retried on the next pass");
+            }
         }
         tracing::debug!(
             owner = %owner.describe(),
@@ -592,7 +639,11 @@ impl Applier {
             {
                 Ok(found) => found.is_some_and(|o| ours(&o.metadata)),
                 Err(error) => {
-                    tracing::debug!(child = %p.child, %error, "cannot read the live object; applying");
+                    tracing::debug!(
+                        child = %p.child,
+                        error = %api_error_text(&error),
+                        "cannot read the live object; applying"
+                    );
                     false
                 }
             },
@@ -631,10 +682,10 @@ impl Applier {
         kinds: &BTreeSet<GroupKind>,
         namespaces: &BTreeSet<String>,
         report: &ApplyReport,
-    ) -> Result<(), ApplyError> {
+    ) -> Result<Option<String>, ApplyError> {
         let Some(patch) = owner_patch(owner, set_id, &self.config.tooling, kinds, namespaces) else {
             self.remember_record(owner, kinds, namespaces);
-            return Ok(());
+            return Ok(None);
         };
         let failed = |source| ApplyError::OwnerUpdate {
             owner: owner.describe(),
@@ -660,7 +711,7 @@ impl Applier {
         owner.labels = to_map(updated.metadata.labels);
         owner.annotations = to_map(updated.metadata.annotations);
         self.remember_record(owner, kinds, namespaces);
-        Ok(())
+        Ok(updated.metadata.resource_version)
     }
 
     fn remember_record(
@@ -783,7 +834,7 @@ mod tests {
         fn send<T: Send>(_: T) {}
         send(applier.apply(owner, Vec::new()));
         send(applier.apply_observed(owner, Vec::new(), |_: &ChildRef| None));
-        send(applier.status_writer().write(owner, json!({})));
+        send(applier.status_writer().write(owner, crate::StatusPatch::default()));
     }
 
     fn kinds(list: &[&str]) -> BTreeSet<GroupKind> {

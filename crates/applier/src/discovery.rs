@@ -70,7 +70,16 @@ impl Discovery {
             }
         };
         let gvk = GroupVersionKind::gvk(group, version, kind);
-        let (resource, caps) = kube::discovery::pinned_kind(&self.client, &gvk).await?;
+        let (resource, caps) =
+            kube::discovery::pinned_kind(&self.client, &gvk).await.map_err(|e| match e {
+                // kube-rs names the kind with its `Debug` form; say it the way kubectl would.
+                kube::Error::Discovery(kube::error::DiscoveryError::MissingKind(_)) => {
+                    kube::Error::Discovery(kube::error::DiscoveryError::MissingKind(format!(
+                        "{kind} in {api_version}"
+                    )))
+                }
+                other => other,
+            })?;
         let resolved = Resolved::new(resource, &caps);
         self.by_gvk.lock().insert(key, resolved.clone());
         Ok(resolved)

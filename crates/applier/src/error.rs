@@ -1,4 +1,8 @@
 //! What can go wrong, and what to do about it.
+//!
+//! Every message that carries an API server answer renders it the way kubectl does —
+//! `<code> <reason>: <server message>` — through [`api_error_text`], never as a Rust
+//! `Debug` dump; the [`kube::Error`] itself stays available as the error's `source`.
 
 use std::fmt;
 
@@ -15,8 +19,9 @@ pub struct ChildFailure {
 }
 
 impl fmt::Display for ChildFailure {
+    /// `Secret default/x: 422 Invalid: Secret "x" is invalid: data.token: ...`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.child, self.error)
+        write!(f, "{}: {}", self.child, api_error_text(&self.error))
     }
 }
 
@@ -79,7 +84,8 @@ pub enum ApplyError {
     /// `apiVersion`/`kind`, or its CustomResourceDefinition is not installed yet. Install
     /// the CRD or fix the object; nothing was applied.
     #[error(
-        "the API server does not serve {api_version} {kind}: {source}; install its CRD or fix apiVersion/kind"
+        "the API server does not serve {api_version} {kind}: {}; install its CRD or fix apiVersion/kind",
+        api_error_text(.source)
     )]
     UnknownKind {
         /// The `apiVersion` asked for.
@@ -92,7 +98,7 @@ pub enum ApplyError {
 
     /// API discovery failed for another reason (network, authorization, server error).
     /// Usually transient: retry with backoff.
-    #[error("API discovery of {what} failed: {source}; retry")]
+    #[error("API discovery of {what} failed: {}; retry", api_error_text(.source))]
     Discovery {
         /// What was being discovered.
         what: String,
@@ -115,7 +121,10 @@ pub enum ApplyError {
     /// Writing the ApplySet label and annotations on the owner failed. The owner needs
     /// `patch` permission on its own kind. Usually transient: retry with backoff. Children
     /// applied in this pass are in `report`; nothing was pruned.
-    #[error("cannot record the ApplySet on {owner}: {source}; retry (the owner's kind needs the patch verb)")]
+    #[error(
+        "cannot record the ApplySet on {owner}: {}; retry (the owner's kind needs the patch verb)",
+        api_error_text(.source)
+    )]
     OwnerUpdate {
         /// The owner.
         owner: String,
@@ -143,7 +152,7 @@ pub enum ApplyError {
     /// kind recorded on the owner could not be discovered). The objects not yet pruned
     /// stay until a later pass. Usually transient: retry with backoff; a 403 means the
     /// operator lacks `list`/`delete` on that kind.
-    #[error("pruning failed at {what}: {source}; retry")]
+    #[error("pruning failed at {what}: {}; retry", api_error_text(.source))]
     Prune {
         /// The list or delete that failed.
         what: String,
@@ -196,8 +205,9 @@ impl fmt::Display for FirstFailure<'_> {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StatusError {
-    /// The object lacks `apiVersion`/`kind`, a name or a uid, or the status given is not a
-    /// JSON object. Pass the object as read from the API server and an object as status.
+    /// The object lacks `apiVersion`/`kind`, a name or a uid, or a condition of the patch is
+    /// not a JSON object with a non-empty string `type`. Pass the object as read from the
+    /// API server and fix the conditions; retrying does not help.
     #[error("cannot write the status of {object}: {reason}")]
     Invalid {
         /// The object, as far as it could be named.
@@ -216,7 +226,7 @@ pub enum StatusError {
 
     /// Discovery of the object's kind failed. Retry with backoff; if the kind is unknown
     /// its CRD is missing.
-    #[error("API discovery of {what} failed: {source}; retry")]
+    #[error("API discovery of {what} failed: {}; retry", api_error_text(.source))]
     Discovery {
         /// What was being discovered.
         what: String,
@@ -227,11 +237,261 @@ pub enum StatusError {
     /// The API server refused the status write (e.g. 404 when the object was deleted, 422
     /// when the status does not match the CRD schema, 403 without `patch` on
     /// `<plural>/status`). Retry with backoff unless it is a 422.
-    #[error("writing the status of {object} failed: {source}")]
+    #[error("writing the status of {object} failed: {}", api_error_text(.source))]
     Write {
         /// The object.
         object: String,
         /// The underlying error.
         source: kube::Error,
     },
+}
+
+/// The kube-rs placeholder reason of an error answer whose body was not a `Status`.
+const UNPARSED_REASON: &str = "Failed to parse error data";
+
+/// The longest server message kept from an answer that was not a `Status` (an HTML page
+/// from a proxy, say).
+const RAW_MESSAGE_LIMIT: usize = 300;
+
+/// `err` as a person reads it, the way kubectl prints API errors.
+///
+/// - An answer of the API server (`kube::Error::Api`): `<code> <reason>: <message>`, e.g.
+///   `422 Invalid: Secret "x" is invalid: data.token: Invalid value: ...`, or
+///   `404 NotFound: configmaps "x" not found`. Field causes the message does not already
+///   name are added in parentheses; an answer without a `Status` body gets the reason its
+///   code stands for and its (shortened) body as the message.
+/// - Any other error (transport, TLS, decoding, discovery): a short sentence followed by
+///   the chain of causes joined by `": "`, e.g. `cannot reach the API server: client error
+///   (Connect): tcp connect error: Connection refused (os error 111)`.
+///
+/// ```
+/// use kube::core::Status;
+///
+/// let err = kube::Error::Api(Box::new(
+///     Status::failure(r#"configmaps "x" not found"#, "NotFound").with_code(404),
+/// ));
+/// assert_eq!(ctop_applier::api_error_text(&err), r#"404 NotFound: configmaps "x" not found"#);
+/// ```
+#[must_use]
+pub fn api_error_text(err: &kube::Error) -> String {
+    use kube::error::DiscoveryError as D;
+    match err {
+        kube::Error::Api(status) => status_text(status),
+        kube::Error::HyperError(e) => lead_and_causes("cannot reach the API server", e),
+        kube::Error::Service(e) => lead_and_causes("the request to the API server failed", e.as_ref()),
+        kube::Error::SerdeError(e) => lead_and_causes("cannot decode the API server's answer", e),
+        kube::Error::FromUtf8(e) => lead_and_causes("the API server's answer is not UTF-8", e),
+        kube::Error::ReadEvents(e) => lead_and_causes("cannot read the API server's stream", e),
+        kube::Error::HttpError(e) => lead_and_causes("cannot build the HTTP request", e),
+        kube::Error::BuildRequest(e) => lead_and_causes("cannot build the request", e),
+        kube::Error::Auth(e) => lead_and_causes("cannot authenticate to the API server", e),
+        kube::Error::Discovery(D::InvalidGroupVersion(gv)) => format!("invalid apiVersion {gv:?}"),
+        kube::Error::Discovery(D::MissingKind(kind)) => {
+            format!("the API server does not serve the kind {kind}")
+        }
+        kube::Error::Discovery(D::MissingApiGroup(group)) => {
+            format!("the API server does not serve the API group {group:?}")
+        }
+        kube::Error::Discovery(D::MissingResource(resource)) => {
+            format!("the API server does not serve the resource {resource:?}")
+        }
+        kube::Error::Discovery(D::EmptyApiGroup(group)) => {
+            format!("the API group {group:?} serves no version")
+        }
+        other => causes(other),
+    }
+}
+
+/// `<code> <reason>: <message>` of a `Status` answer.
+fn status_text(status: &kube::core::Status) -> String {
+    let raw = status.reason == UNPARSED_REASON;
+    let reason = if status.reason.is_empty() || raw { reason_of_code(status.code) } else { &status.reason };
+    let mut head = String::new();
+    if status.code != 0 {
+        head.push_str(&status.code.to_string());
+    }
+    if !reason.is_empty() {
+        if !head.is_empty() {
+            head.push(' ');
+        }
+        head.push_str(reason);
+    }
+    let mut message = if raw { shorten(&status.message) } else { status.message.trim().to_owned() };
+    let unnamed: Vec<String> = status
+        .details
+        .iter()
+        .flat_map(|d| &d.causes)
+        .filter(|c| !c.message.is_empty() || !c.field.is_empty())
+        .filter(|c| !(message.contains(&c.message) && message.contains(&c.field)))
+        .map(|c| match (c.field.is_empty(), c.message.is_empty()) {
+            (true, _) => c.message.clone(),
+            (false, true) => c.field.clone(),
+            (false, false) => format!("{}: {}", c.field, c.message),
+        })
+        .collect();
+    if !unnamed.is_empty() {
+        let unnamed = unnamed.join("; ");
+        message = if message.is_empty() { unnamed } else { format!("{message} ({unnamed})") };
+    }
+    match (head.is_empty(), message.is_empty()) {
+        (_, true) => head,
+        (true, false) => message,
+        (false, false) => format!("{head}: {message}"),
+    }
+}
+
+/// The `metav1.StatusReason` the API server gives an HTTP code (apimachinery's
+/// `NewGenericServerResponse`), for answers that carry none.
+fn reason_of_code(code: u16) -> &'static str {
+    match code {
+        400 => "BadRequest",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "NotFound",
+        405 => "MethodNotAllowed",
+        406 => "NotAcceptable",
+        409 => "Conflict",
+        410 => "Expired",
+        413 => "RequestEntityTooLarge",
+        415 => "UnsupportedMediaType",
+        422 => "Invalid",
+        429 => "TooManyRequests",
+        500 => "InternalError",
+        503 => "ServiceUnavailable",
+        504 => "Timeout",
+        _ => "",
+    }
+}
+
+/// A raw answer body on one line, cut to [`RAW_MESSAGE_LIMIT`] characters.
+fn shorten(body: &str) -> String {
+    let line = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(RAW_MESSAGE_LIMIT) {
+        Some((at, _)) => format!("{}...", &line[..at]),
+        None => line,
+    }
+}
+
+/// `lead: <err>: <its cause>: ...`.
+fn lead_and_causes(lead: &str, err: &(dyn std::error::Error + 'static)) -> String {
+    format!("{lead}: {}", causes(err))
+}
+
+/// `err` and its chain of causes joined by `": "`, leaving out a cause whose text the
+/// message before already contains (many errors print their cause themselves).
+fn causes(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut last = text.clone();
+    let mut next = err.source();
+    while let Some(cause) = next {
+        let said = cause.to_string();
+        if !said.is_empty() && !last.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        last = said;
+        next = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::core::Status;
+    use kube::core::response::{StatusCause, StatusDetails};
+
+    use super::*;
+
+    fn api(status: Status) -> kube::Error {
+        kube::Error::Api(Box::new(status))
+    }
+
+    fn cause(field: &str, message: &str) -> StatusCause {
+        StatusCause { reason: "FieldValueInvalid".into(), message: message.into(), field: field.into() }
+    }
+
+    fn details(causes: Vec<StatusCause>) -> StatusDetails {
+        StatusDetails {
+            name: "x".into(),
+            group: String::new(),
+            kind: "Secret".into(),
+            uid: String::new(),
+            causes,
+            retry_after_seconds: 0,
+        }
+    }
+
+    #[test]
+    fn invalid_reads_like_kubectl() {
+        let message =
+            r#"Secret "x" is invalid: data[token]: Invalid value: "not base64": illegal base64 data"#;
+        let err = api(Status::failure(message, "Invalid").with_code(422).with_details(details(vec![cause(
+            "data[token]",
+            r#"Invalid value: "not base64": illegal base64 data"#,
+        )])));
+        let text = api_error_text(&err);
+        assert_eq!(text, format!("422 Invalid: {message}"), "causes already in the message are not repeated");
+        assert!(!text.contains("Status {"), "{text}");
+
+        // Causes the message does not name are added.
+        let err = api(Status::failure(r#"App.apps.example.com "web" is invalid"#, "Invalid")
+            .with_code(422)
+            .with_details(details(vec![
+                cause("spec.replicas", "Invalid value: \"x\": must be an integer"),
+                cause("", "bad"),
+            ])));
+        assert_eq!(
+            api_error_text(&err),
+            r#"422 Invalid: App.apps.example.com "web" is invalid (spec.replicas: Invalid value: "x": must be an integer; bad)"#
+        );
+    }
+
+    #[test]
+    fn not_found_and_bodies_that_are_no_status() {
+        let err = api(Status::failure(r#"secrets "x" not found"#, "NotFound").with_code(404));
+        assert_eq!(api_error_text(&err), r#"404 NotFound: secrets "x" not found"#);
+
+        // What kube-rs makes of a plain-text 404 (e.g. a CRD that is not installed).
+        let err = api(Status::failure("404 page not found\n", UNPARSED_REASON).with_code(404));
+        assert_eq!(api_error_text(&err), "404 NotFound: 404 page not found");
+        let long = format!("<html>{}</html>", "x".repeat(1000));
+        let text = api_error_text(&api(Status::failure(&long, UNPARSED_REASON).with_code(502)));
+        assert!(text.starts_with("502: <html>xxx") && text.ends_with("...") && text.len() < 320, "{text}");
+
+        let err = api(Status::failure("", "").with_code(500));
+        assert_eq!(api_error_text(&err), "500 InternalError");
+    }
+
+    #[test]
+    fn other_errors_join_their_causes() {
+        let io = std::io::Error::new(std::io::ErrorKind::InvalidData, "stream closed");
+        assert_eq!(
+            api_error_text(&kube::Error::ReadEvents(io)),
+            "cannot read the API server's stream: stream closed"
+        );
+        let serde = serde_json::from_str::<serde_json::Value>("{").expect_err("truncated JSON");
+        let text = api_error_text(&kube::Error::SerdeError(serde));
+        assert!(text.starts_with("cannot decode the API server's answer: EOF"), "{text}");
+        let missing = kube::Error::Discovery(kube::error::DiscoveryError::MissingKind(
+            "Widget in example.com/v1".into(),
+        ));
+        assert_eq!(
+            api_error_text(&missing),
+            "the API server does not serve the kind Widget in example.com/v1"
+        );
+    }
+
+    #[test]
+    fn child_failures_name_the_child() {
+        let failure = ChildFailure {
+            child: ChildRef {
+                api_version: "v1".into(),
+                kind: "Secret".into(),
+                namespace: Some("default".into()),
+                name: "x".into(),
+            },
+            error: api(Status::failure(r#"Secret "x" is invalid: data: bad"#, "Invalid").with_code(422)),
+        };
+        assert_eq!(failure.to_string(), r#"Secret default/x: 422 Invalid: Secret "x" is invalid: data: bad"#);
+    }
 }

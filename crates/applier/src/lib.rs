@@ -4,14 +4,14 @@
 //! owner object and the complete set of children it should have, and it makes the cluster
 //! match — server-side apply of each child with a controller owner reference, ApplySet
 //! (KEP-3659) labels and annotations, no write for children that did not change, and safe
-//! pruning of children that left the set. [`StatusWriter`] writes the owner's status
-//! through the status subresource, only when it changed.
+//! pruning of children that left the set. [`StatusWriter`] merge-patches the owner's status
+//! through the status subresource, only when that changes it.
 //!
 //! Start here: [`Applier::new`] with an [`ApplierConfig`], then [`Applier::apply`] once per
 //! reconcile; it returns an [`ApplyReport`] or an [`ApplyError`] that says what to do.
 //!
 //! ```no_run
-//! use ctop_applier::{Applier, ApplierConfig, StatusWrite};
+//! use ctop_applier::{Applier, ApplierConfig, StatusPatch, StatusWrite};
 //! use serde_json::json;
 //!
 //! # async fn reconcile(client: kube::Client, owner: kube::api::DynamicObject) -> Result<(), Box<dyn std::error::Error>> {
@@ -27,9 +27,12 @@
 //!     .await?;
 //! println!("applied {}, unchanged {}, pruned {}", report.applied.len(), report.skipped.len(), report.pruned.len());
 //!
-//! let status = json!({"phase": "Ready", "conditions": [{"type": "Ready", "status": "True", "reason": "Applied"}]});
-//! if applier.status_writer().write(&owner, status).await? == StatusWrite::Written {
-//!     println!("status updated");
+//! let status = StatusPatch::default()
+//!     .with_field("phase", json!("Ready"))
+//!     .with_condition(json!({"type": "Ready", "status": "True", "reason": "Applied"}))
+//!     .with_observed_generation(owner.metadata.generation.unwrap_or_default());
+//! if let StatusWrite::Written { resource_version } = applier.status_writer().write(&owner, status).await? {
+//!     println!("status updated, now at resourceVersion {resource_version:?}");
 //! }
 //! # Ok(()) }
 //! ```
@@ -57,6 +60,25 @@
 //!   owner reference to the owner's uid; never one annotated `ctop.dev/prune: "false"`
 //!   ([`applyset::PRUNE_ANNOTATION`]); deletes with a uid precondition and background
 //!   propagation.
+//! - **Versions to recognise its own writes.** [`ApplyReport::versions`] holds the
+//!   `resourceVersion` the API server answered each apply with, so a controller can drop
+//!   the watch events of its own writes.
+//!
+//! ## Status
+//!
+//! [`StatusWriter::write`] sends a [`StatusPatch`] as a JSON merge patch (RFC 7386) of the
+//! status subresource, not as a server-side apply: a reconcile names the fields it knows
+//! about, and a field set by an earlier reconcile and not repeated stays instead of silently
+//! disappearing. `null` deletes a field; conditions are merged into the live list by
+//! `type`, keeping `lastTransitionTime` while their `status` does not change;
+//! `status.observedGeneration` moves only when the patch says so. Nothing is sent when the
+//! patch changes nothing, and [`StatusWrite::Written`] carries the new `resourceVersion`.
+//!
+//! ## Errors
+//!
+//! Errors say what to do ([`ApplyError::is_invalid_input`]) and render API answers the
+//! way kubectl does (`Secret default/x: 422 Invalid: Secret "x" is invalid: ...`);
+//! [`api_error_text`] does the same for a caller's own API calls.
 //!
 //! ## What the caller must provide
 //!
@@ -78,6 +100,6 @@ mod prune;
 mod status;
 
 pub use apply::{Applier, ApplierConfig, ApplyReport, CachedMeta, ChildCache};
-pub use error::{ApplyError, ChildFailure, StatusError};
+pub use error::{ApplyError, ChildFailure, StatusError, api_error_text};
 pub use object::ChildRef;
-pub use status::{StatusWrite, StatusWriter};
+pub use status::{StatusPatch, StatusWrite, StatusWriter};

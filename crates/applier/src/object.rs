@@ -70,7 +70,7 @@ pub(crate) struct ObjectInfo {
     pub(crate) name: String,
     pub(crate) namespace: Option<String>,
     pub(crate) uid: String,
-    pub(crate) generation: Option<i64>,
+    pub(crate) resource_version: Option<String>,
     pub(crate) labels: Map<String, Value>,
     pub(crate) annotations: Map<String, Value>,
     pub(crate) status: Option<Value>,
@@ -105,7 +105,7 @@ impl ObjectInfo {
         let kind = kind.ok_or_else(|| missing("kind (a DynamicObject needs `types`)"))?;
         let name = name.ok_or_else(|| missing("metadata.name"))?;
         let uid = text(&value, "/metadata/uid").ok_or_else(|| missing("metadata.uid"))?;
-        let generation = value.pointer("/metadata/generation").and_then(Value::as_i64);
+        let resource_version = text(&value, "/metadata/resourceVersion");
         let map = |v: &mut Value, ptr: &str| match v.pointer_mut(ptr).map(Value::take) {
             Some(Value::Object(m)) => m,
             _ => Map::new(),
@@ -113,7 +113,7 @@ impl ObjectInfo {
         let labels = map(&mut value, "/metadata/labels");
         let annotations = map(&mut value, "/metadata/annotations");
         let status = value.get_mut("status").map(Value::take).filter(|s| !s.is_null());
-        Ok(Self { api_version, kind, name, namespace, uid, generation, labels, annotations, status })
+        Ok(Self { api_version, kind, name, namespace, uid, resource_version, labels, annotations, status })
     }
 
     pub(crate) fn group(&self) -> &str {
@@ -147,14 +147,14 @@ mod tests {
     fn reads_an_owner() {
         let info = ObjectInfo::from_value(json!({
             "apiVersion": "apps.example.com/v1", "kind": "App",
-            "metadata": {"name": "web", "namespace": "default", "uid": "u1", "generation": 3,
+            "metadata": {"name": "web", "namespace": "default", "uid": "u1", "resourceVersion": "7",
                          "labels": {"a": "b"}},
             "status": {"phase": "Running"}
         }))
         .expect("valid owner");
         assert_eq!(info.group(), "apps.example.com");
         assert_eq!(info.describe(), "App.apps.example.com default/web");
-        assert_eq!(info.generation, Some(3));
+        assert_eq!(info.resource_version.as_deref(), Some("7"));
         assert_eq!(info.label("a"), Some("b"));
         assert_eq!(info.status, Some(json!({"phase": "Running"})));
 

@@ -93,6 +93,20 @@ async fn children_get_owner_references_and_applyset_metadata() {
     }
     assert_eq!(deploy.metadata.labels.as_ref().and_then(|l| l.get("app")).map(String::as_str), Some("web"));
 
+    // The resourceVersion each apply was answered with, as a GET sees it.
+    let versions: BTreeMap<String, String> =
+        report.versions.iter().map(|(child, rv)| (child.to_string(), rv.clone())).collect();
+    assert_eq!(
+        versions,
+        BTreeMap::from([
+            ("ConfigMap default/web-config".to_owned(), rv(&cm)),
+            ("Deployment.apps default/web".to_owned(), rv(&deploy)),
+            ("Secret default/web-token".to_owned(), rv(&secret)),
+        ])
+    );
+    let applied: Vec<&ChildRef> = report.versions.iter().map(|(child, _)| child).collect();
+    assert_eq!(applied, report.applied.iter().collect::<Vec<_>>(), "in the order of `applied`");
+
     let owner = reread(&client, &owner).await;
     assert_eq!(owner.labels().get(ID_LABEL), Some(&id));
     let annotations = owner.annotations();
@@ -126,6 +140,7 @@ async fn unchanged_children_are_not_written_again() {
 
     let report = applier.apply(&owner, desired()).await.expect("second apply");
     assert!(report.applied.is_empty(), "{report:?}");
+    assert!(report.versions.is_empty(), "no write, no version");
     assert_eq!(report.skipped.len(), 3);
     assert!(report.is_noop());
     let after = (
@@ -447,4 +462,36 @@ async fn deleting_the_owner_collects_its_children() {
         (cm.is_none() && deploy.is_none()).then_some(())
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_child_reads_like_kubectl() {
+    let (_sim, client) = start().await;
+    let owner = create_app(&client, "default", "web").await;
+    let applier = Applier::new(client.clone(), ApplierConfig::default());
+    let bad = json!({"apiVersion": "apps.example.com/v1", "kind": "App", "metadata": {"name": "bad"},
+                     "spec": "not an object"});
+    let err =
+        applier.apply(&owner, [config_map("fine", "1"), bad]).await.expect_err("the CRD schema refuses it");
+    let ApplyError::Apply { failures, report, .. } = &err else {
+        panic!("expected an apply failure, got {err:?}")
+    };
+    assert_eq!(names(&report.applied), ["ConfigMap default/fine"]);
+    let [failure] = failures.as_slice() else { panic!("one failure expected: {err}") };
+    let text = failure.to_string();
+    assert!(
+        text.starts_with(
+            r#"App.apps.example.com default/bad: 422 Invalid: App.apps.example.com "bad" is invalid: spec: "#
+        ),
+        "{text}"
+    );
+    assert!(matches!(&failure.error, kube::Error::Api(s) if s.code == 422), "the cause is kept");
+    let whole = err.to_string();
+    assert!(whole.contains(&text), "{whole}");
+    for text in [&text, &whole] {
+        assert!(
+            !text.contains("Status {") && !text.contains("ApiError") && !text.contains("ListMeta"),
+            "{text}"
+        );
+    }
 }

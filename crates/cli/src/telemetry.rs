@@ -69,6 +69,7 @@ pub fn init(format: &str, otlp: Option<&str>) -> Telemetry {
     let otel = provider.as_ref().map(|(p, _)| {
         // Traces carry only ctop's own spans: the reconcile tree, not every client call.
         let targets = tracing_subscriber::filter::Targets::new()
+            .with_target("ctop_controller", tracing::Level::INFO)
             .with_target("ctop_runtime", tracing::Level::INFO)
             .with_target("ctop_applier", tracing::Level::INFO);
         tracing_opentelemetry::layer().with_tracer(p.tracer("ctop")).with_filter(targets)

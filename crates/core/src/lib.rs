@@ -1,23 +1,34 @@
 //! # ctop-core: the vocabulary every ctop layer shares
 //!
-//! This crate is pure data with no I/O. It will own the operator description that the
+//! This crate is pure data with no I/O. It owns the operator description that the
 //! runtime extracts from a script (`OperatorSpec`: resources with their OpenAPI schemas,
-//! controllers, watches, manages/reads/permissions, schedules, finalizers, webhooks), the
-//! `ReconcileOutcome` a script call returns, and the error types shared across crates.
+//! controllers, watches, manages/reads/permissions, schedules, finalizers, webhooks) and
+//! the typed outcomes a handler returns ([`ReconcileOutcome`], [`FinalizeOutcome`],
+//! [`MapOutcome`], [`AdmissionOutcome`]), the contract between a script and the controller.
 //!
-//! Start with [`OperatorSpec`], what one script declares, and [`Duration`], the
+//! Start with [`OperatorSpec`], what one script declares, [`ReconcileOutcome`], what one
+//! reconcile wants done, and [`Duration`], the
 //! `"5m"`/`"1h30m"`/`"250ms"` strings that scripts and the CLI use for periods and timeouts.
 
 mod bytes;
 mod duration;
 mod egress;
+mod handlers;
 mod labels;
+mod outcome;
 mod spec;
+pub mod yaml;
 
 pub use bytes::{ByteSize, ByteSizeError};
 pub use duration::{Duration, DurationError};
 pub use egress::{EgressError, EgressHost, EgressPort, EgressRule, EgressScheme};
+pub use handlers::{FailureKind, HandlerCall, HandlerError, HandlerFuture, Handlers, Observer};
 pub use labels::{LabelSelector, LabelSelectorError};
+pub use outcome::{
+    AdmissionOutcome, Children, Condition, ConditionStatus, EventRecord, EventType, FinalizeOutcome,
+    FinalizerChanges, HandlerResult, MapOutcome, MapRequest, ObjectReference, OutcomeError, PruneMode,
+    ReconcileOutcome, StartOutcome,
+};
 pub use spec::{
     ControllerSpec, KindRef, NamedPredicate, OperatorSpec, PolicyRule, Predicate, PrinterColumn,
     ResourceSpec, Scope, WatchSpec,

@@ -309,13 +309,28 @@ fn parse_json(bytes: &[u8], content_type: &str) -> Result<Value, ApiError> {
     }
     let media = content_type.split(';').next().unwrap_or("").trim();
     if media.ends_with("yaml") {
-        return serde_yaml_ng::from_slice::<Value>(bytes)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
+        return parse_yaml(bytes);
     }
     if !(media.is_empty() || media.ends_with("json") || media == "*/*") {
         return Err(ApiError::unsupported_media_type());
     }
     serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("error decoding JSON: {e}")))
+}
+
+/// A YAML body (`application/yaml`, `application/apply-patch+yaml`). One that is JSON, as
+/// kubectl's and kube-rs's are, is read as JSON: YAML reads it the same, several times more
+/// slowly. Anything else is one YAML document read with YAML 1.2 scalars, as serde_yaml_ng did
+/// here before: `yes`, `on` and `0755` stay strings, a repeated key keeps its last value,
+/// `<<` is an ordinary key, `.nan` and `.inf` become null, nesting is limited to 128.
+fn parse_yaml(bytes: &[u8]) -> Result<Value, ApiError> {
+    if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
+        return Ok(v);
+    }
+    // The body limit bounds the work; the default node cap (250 000) could refuse a body
+    // under it.
+    let options = ctop_core::yaml::options(Some(MAX_BODY));
+    serde_saphyr::from_slice_with_options(bytes, options)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
 }
 
 fn authenticate(srv: &Server, headers: &HeaderMap) -> Result<Option<User>, ApiError> {
@@ -1184,6 +1199,39 @@ mod tests {
         assert_eq!((p.resource.as_str(), p.namespace.as_deref()), ("configmaps", Some("ns")));
         assert!(matches!(parse_route("/apis/apps"), Some(Route::Group(g)) if g == "apps"));
         assert!(parse_route("/nope").is_none());
+    }
+
+    #[test]
+    fn yaml_bodies_read_as_before() {
+        let yaml = |text: &str| parse_json(text.as_bytes(), "application/yaml");
+        let body = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  \
+                    on: yes\n  mode: 0755\n  big: 1_000\n  n: 3\n  t: true\n  empty:\n  \
+                    text: |\n    line\n";
+        assert_eq!(
+            yaml(body).expect("parses"),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {
+                "on": "yes", "mode": "0755", "big": "1_000", "n": 3, "t": true, "empty": null, "text": "line\n"}})
+        );
+        // A repeated key keeps the last value; `<<` is an ordinary key; non-finite is null.
+        assert_eq!(yaml("a: 1\na: 2\n").expect("parses"), json!({"a": 2}));
+        assert_eq!(
+            yaml("b: &b {x: 1}\nd:\n  <<: *b\n").expect("parses"),
+            json!({"b": {"x": 1}, "d": {"<<": {"x": 1}}})
+        );
+        assert_eq!(yaml("a: .nan\n").expect("parses"), json!({"a": null}));
+        // JSON (what kube-rs sends for server-side apply) reads as JSON.
+        let apply = json!({"apiVersion": "v1", "kind": "Secret", "stringData": {"k": "yes"}});
+        assert_eq!(
+            parse_json(apply.to_string().as_bytes(), "application/apply-patch+yaml").expect("parses"),
+            apply
+        );
+        assert_eq!(yaml("# only a comment\n").expect("parses"), Value::Null);
+        // One document only, and errors are one line.
+        for bad in ["a: 1\n---\nb: 2\n", "a: [1, 2\nb: x\n"] {
+            let message = yaml(bad).expect_err(bad).to_string();
+            assert!(message.contains("error decoding YAML"), "{message}");
+            assert!(!message.contains('\n'), "{message}");
+        }
     }
 
     #[tokio::test]

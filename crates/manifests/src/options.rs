@@ -196,7 +196,7 @@ impl Options {
                 return Err(Error::NoRuntimes { flag });
             }
         }
-        serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&self.values_yaml)
+        ctop_core::yaml::from_str::<serde_json::Value>(&self.values_yaml)
             .map_err(|e| Error::BadValues { message: e.to_string() })?;
         Ok(())
     }
@@ -254,6 +254,13 @@ mod tests {
         let mut o = Options::new("ok");
         o.values_yaml = "a: [".into();
         assert!(matches!(o.check(), Err(Error::BadValues { .. })));
+        // What `ctop run` accepts passes: empty values, a repeated key, a merge key.
+        for ok in ["", "# nothing\n", "a: 1\na: 2\n", "base: &b {x: 1}\nd:\n  <<: *b\n", "mode: 0755\n"] {
+            o.values_yaml = ok.into();
+            assert!(o.check().is_ok(), "{ok:?}: {:?}", o.check());
+        }
+        o.values_yaml = "a: 1\n---\nb: 2\n".into();
+        assert!(matches!(o.check(), Err(Error::BadValues { .. })), "one document only");
         let mut o = Options::new("ok");
         o.replicas = 0;
         assert!(matches!(o.check(), Err(Error::NoReplicas)));

@@ -1,12 +1,17 @@
 //! Least-privilege RBAC derived from what the script declares.
 //!
-//! | declared | verbs |
-//! |---|---|
-//! | primary kind (`operator(kind)`) | get, list, watch, update, patch; `/status` get, update, patch; `/finalizers` update |
-//! | `.manages(kind)` | get, list, watch, create, update, patch, delete |
-//! | `.reads(kind)`, `.watches(kind)` | get, list, watch |
-//! | `.permission(rule)` | the rule's verbs |
-//! | always | core and `events.k8s.io` events: create, patch; `coordination.k8s.io` leases: get, create, update |
+//! | declared | verbs | `/status` |
+//! |---|---|---|
+//! | primary kind (`operator(kind)`) | get, list, watch, update, patch; `/finalizers` update | get, update, patch |
+//! | `.manages(kind)` | get, list, watch, create, update, patch, delete | none |
+//! | `.reads(kind)`, `.watches(kind)` | get, list, watch | none |
+//! | `.permission(rule)` | the rule's verbs | only if the rule names it |
+//! | always | `events.k8s.io` events: create, patch; `coordination.k8s.io` leases: get, create, update | |
+//!
+//! Only primary kinds get `/status`: the script's `setStatus` and `setCondition` write the
+//! object being reconciled, and applying a child never writes its status (that is the
+//! child's own controller's), so a kind that is only managed, read or watched needs none.
+//! A kind that is one controller's primary and another's managed kind gets both grants.
 //!
 //! Every grant is split into atoms (place, group, resource, names, verb), deduplicated,
 //! dropped when a broader atom covers it, and grouped back into rules in sorted order, so
@@ -379,6 +384,69 @@ mod tests {
             !p.cluster
                 .iter()
                 .any(|r| r.verbs.contains(&"*".to_owned()) || r.verbs.contains(&"deletecollection".into()))
+        );
+    }
+
+    /// Every `<plural>/status` resource granted anywhere (cluster-wide or in a Role).
+    fn status_resources(p: &Permissions) -> BTreeSet<String> {
+        p.cluster
+            .iter()
+            .chain(p.namespaces.values().flatten())
+            .flat_map(|r| r.resources.iter())
+            .filter(|r| r.ends_with("/status"))
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn only_primary_kinds_get_status_writes() {
+        let ctl = ControllerSpec {
+            manages: vec![kind("apps/v1", "Deployment"), kind("v1", "Namespace")],
+            reads: vec![kind("v1", "ConfigMap")],
+            watches: vec![
+                WatchSpec { kind: kind("v1", "Node"), ..Default::default() },
+                WatchSpec { kind: kind("v1", "Pod"), namespace: Some("infra".into()), ..Default::default() },
+            ],
+            ..Default::default()
+        };
+        let status = rule("apps.example.com", &["apps/status"], &["get", "patch", "update"]);
+        let only_apps = BTreeSet::from(["apps/status".to_owned()]);
+
+        // Cluster-wide: the primary keeps its status rule; the managed Deployment (and the
+        // read, watched and cluster-scoped kinds) get none, applying a child never touches
+        // its status.
+        let p = permissions(&spec(ctl.clone()), &Options::new("op"));
+        assert!(p.cluster.contains(&status), "{:?}", p.cluster);
+        assert_eq!(status_resources(&p), only_apps);
+        let full = &["create", "delete", "get", "list", "patch", "update", "watch"];
+        assert!(p.cluster.contains(&rule("apps", &["deployments"], full)));
+        assert!(!p.cluster.iter().any(|r| r.resources.contains(&"deployments/status".to_owned())));
+
+        // The same in Roles when one namespace is watched.
+        let mut o = Options::new("op");
+        o.watch = WatchScope::Namespace("apps".into());
+        let p = permissions(&spec(ctl), &o);
+        assert!(p.namespaces["apps"].contains(&status), "{:?}", p.namespaces);
+        assert_eq!(status_resources(&p), only_apps);
+    }
+
+    #[test]
+    fn a_kind_primary_elsewhere_keeps_its_status_rule() {
+        // Controller "app" manages Deployments; controller "deploy" reconciles them and
+        // writes their status, so deployments/status is granted for the second one.
+        let mut s =
+            spec(ControllerSpec { manages: vec![kind("apps/v1", "Deployment")], ..Default::default() });
+        s.controllers.push(ControllerSpec {
+            index: 1,
+            name: "deploy".into(),
+            for_: kind("apps/v1", "Deployment"),
+            ..Default::default()
+        });
+        let p = permissions(&s, &Options::new("op"));
+        assert!(p.cluster.contains(&rule("apps", &["deployments/status"], &["get", "patch", "update"])));
+        assert_eq!(
+            status_resources(&p),
+            BTreeSet::from(["apps/status".to_owned(), "deployments/status".to_owned()])
         );
     }
 

@@ -77,6 +77,29 @@ fn documents_in_apply_order() {
 }
 
 #[test]
+fn the_cluster_role_writes_status_of_the_primary_kind_only() {
+    let m = generate_default(&Options::new("op"));
+    let role = m
+        .documents
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "op-manager")
+        .expect("the manager role");
+    let rules = role["rules"].as_array().expect("rules");
+    let verbs_of = |resource: &str| -> Vec<&Value> {
+        rules
+            .iter()
+            .filter(|r| r["resources"].as_array().is_some_and(|rs| rs.iter().any(|x| x == resource)))
+            .flat_map(|r| r["verbs"].as_array().into_iter().flatten())
+            .collect()
+    };
+    assert_eq!(verbs_of("webapps/status"), [&json!("get"), &json!("patch"), &json!("update")]);
+    assert!(!verbs_of("deployments").is_empty(), "the managed Deployment is granted");
+    for managed in ["deployments/status", "secrets/status", "configmaps/status"] {
+        assert!(verbs_of(managed).is_empty(), "{managed} granted: {rules:?}");
+    }
+}
+
+#[test]
 fn a_chosen_namespace_is_not_given_a_pod_security_label() {
     let mut o = Options::new("op");
     o.namespace = Some("operators".into());
@@ -171,7 +194,8 @@ fn same_input_same_bytes() {
         .unwrap();
     assert_eq!(a, b);
     // The YAML reads back as the same documents, strings like "true" staying strings.
-    let docs: Vec<Value> = a.split("\n---\n").skip(1).map(|d| serde_yaml_ng::from_str(d).unwrap()).collect();
+    // (The header comment before the first `---` is an empty document, which is skipped.)
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&a).unwrap();
     let m = generate(&spec(), &bundle(1), &o, &[&PodDisruptionBudget, &NetworkPolicy]).unwrap();
     assert_eq!(docs, m.documents);
     assert!(a.contains("applyset.kubernetes.io/is-parent-type: \"true\""), "{a}");

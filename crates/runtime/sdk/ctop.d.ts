@@ -14,16 +14,25 @@ export type Duration = string | number;
 
 /** What a handler returns; returning nothing means `Result.ok()`. */
 export type ResultValue =
-  | { type: "ok" }
-  | { type: "requeue"; after: string }
+  | { type: "ok"; keep?: boolean }
+  | { type: "requeue"; after: string; keep?: boolean }
   | { type: "error"; message: string };
 
 export declare const Result: {
-  /** Done; the next run comes from a watch event or `.every(...)`. */
+  /**
+   * Done; the next run comes from a watch event or `.every(...)`. What the handler
+   * `apply`d is the complete desired set: children applied before and not now are pruned.
+   */
   ok(): ResultValue;
+  /**
+   * Done, but keep the children: what this call `apply`d is applied and nothing is pruned.
+   * For an early return (an invalid spec, a missing dependency) that must not delete the
+   * children the last complete reconcile made. With `after`, run again then.
+   */
+  keep(after?: Duration): ResultValue;
   /** Run again after `after` (without counting as a failure). */
   requeue(after: Duration): ResultValue;
-  /** Failed: logged, and retried with backoff. */
+  /** Failed: nothing is applied or pruned; recorded on the object (event, condition), retried with backoff. */
   error(message: string | Error): ResultValue;
 };
 
@@ -475,7 +484,12 @@ export declare function operator<T extends KubeObject>(res: Kind<T, never>, opti
 
 // ═══════════════════════════════ inside handlers ═══════════════════════════════
 
-/** Add an object to the desired children (namespace defaults to the CR's); takes a snapshot and returns `obj`. */
+/**
+ * Add an object to the desired children (namespace defaults to the CR's); takes a snapshot
+ * and returns `obj`. Its kind must be declared with `.manages(kind)`. The children applied
+ * in one call are the complete desired set: those applied before and missing now are
+ * pruned, unless the handler returns `Result.keep()` (or fails).
+ */
 export declare function apply<T extends KubeObject>(obj: T): T;
 /** Merge a partial object into an object the operator does not own (no owner reference, never pruned). */
 export declare function patch<T extends KubeObject>(obj: T): T;

@@ -1083,6 +1083,13 @@ refill(Values, globalThis.__ct_values);
 /** What a handler returns. */
 export const Result = Object.freeze({
   ok: () => ({ type: "ok" }),
+  /**
+   * Done, but leave the children alone: what this call applied is applied, nothing is
+   * pruned. For an early return (an invalid spec, a dependency not ready) that must not
+   * delete what the last complete reconcile created. With `after`, run again then.
+   */
+  keep: (after) => after === undefined ? { type: "ok", keep: true }
+    : { type: "requeue", after: duration(after, "Result.keep"), keep: true },
   requeue: (after) => ({ type: "requeue", after: duration(after, "Result.requeue") }),
   error: (message) => ({ type: "error", message: message instanceof Error ? message.message : String(message ?? "error") }),
 });
@@ -1090,11 +1097,12 @@ export const Result = Object.freeze({
 // ───────────────────────────── dispatch ─────────────────────────────
 
 function normalizeResult(r, handler) {
+  const keep = isPlainObject(r) && r.keep === true ? { keep: true } : {};
   if (r == null) return { type: "ok" };
-  if (isPlainObject(r) && r.type === "ok") return { type: "ok" };
-  if (isPlainObject(r) && r.type === "requeue") return { type: "requeue", after: duration(r.after, handler) };
+  if (isPlainObject(r) && r.type === "ok") return { type: "ok", ...keep };
+  if (isPlainObject(r) && r.type === "requeue") return { type: "requeue", after: duration(r.after, handler), ...keep };
   if (isPlainObject(r) && r.type === "error") return { type: "error", message: String(r.message) };
-  throw new TypeError(`${handler} must return Result.ok(), Result.requeue(d), Result.error(msg) or nothing`);
+  throw new TypeError(`${handler} must return Result.ok(), Result.keep(), Result.requeue(d), Result.error(msg) or nothing`);
 }
 
 function normalizeValidation(r) {

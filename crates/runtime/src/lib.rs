@@ -10,17 +10,14 @@
 //! embedded SDK ([`sdk`]), map error positions back to the TypeScript source, and extract
 //! the [`ctop_core::OperatorSpec`] the script declares.
 //!
-//! [`controller`] runs a script against a cluster (`ctop run`): one kube-runtime controller
-//! per declared operator, caches of managed and read kinds passed as `observed`, children
-//! applied with `ctop_applier`, status through the subresource, events, finalizers,
-//! per-object backoff, with [`leader`] election and the [`health`] and metrics servers.
+//! [`handlers::ScriptHandlers`] serves a script's handler calls to the controller
+//! (`ctop-controller`) as typed outcomes ([`ctop_core::ReconcileOutcome`] and its
+//! siblings); this crate knows nothing of watches or the API.
 
 pub mod bundle;
-pub mod controller;
 pub mod egress;
 mod fetch;
-pub mod health;
-pub mod leader;
+pub mod handlers;
 pub mod load;
 pub mod pool;
 pub mod scaffold;
@@ -31,6 +28,7 @@ pub mod typegen;
 pub mod vm;
 
 pub use bundle::{Bundle, BundleError, Module};
+pub use handlers::{ScriptHandlers, ValuesError, script_env, values_from_yaml};
 pub use load::{LoadError, load_dir};
 pub use pool::Pool;
 pub use script::{Script, ScriptError};

@@ -344,18 +344,7 @@ impl Loader for BundleLoader {
     }
 }
 
-/// The caches a handler call reads through `getObserved` / `listObserved`, served on
-/// demand instead of serialized into every call's input (a controller's caches can hold
-/// thousands of objects; a handler usually reads a few).
-pub trait Observer: Send + Sync {
-    /// The objects of kind `kind` (`apiVersion/kind`) this call may see, as a JSON array;
-    /// `None` when the kind is not observed.
-    fn list(&self, kind: &str) -> Option<String>;
-    /// The object of kind `kind` named `name` (in `namespace` when namespaced) as JSON:
-    /// `Some(None)` when the kind is observed but the object is not there, `None` when
-    /// the kind is not observed.
-    fn get(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<Option<String>>;
-}
+pub use ctop_core::Observer;
 
 /// The [`Observer`] of the call in progress, read by the `observed` host function.
 type ObserverSlot = Arc<Mutex<Option<Arc<dyn Observer>>>>;

@@ -22,8 +22,9 @@
 //!   they change, or a [`SelfIssued`] CA and certificate made at startup.
 //! - [`configurations()`] writes the Validating/MutatingWebhookConfigurations for the routes
 //!   (Service endpoint for `ctop manifests`, loopback URL for `ctop dev`).
-//! - [`cabundle::patch_ca_bundle`] writes a self-issued CA into the operator's own
-//!   Validating/MutatingWebhookConfigurations, and [`shared::shared_self_issued`] keeps one
+//! - [`cabundle::CaBundleKeeper`] keeps a self-issued CA in the operator's own
+//!   Validating/MutatingWebhookConfigurations (those its routes produce), and
+//!   [`shared::shared_self_issued`] keeps one
 //!   self-issued certificate in a Secret so that every replica serves the same one. They are
 //!   the only parts that talk to the cluster, hence the `kube` dependency next to
 //!   `ctop-core`.

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+use ctop_e2e::binary;
 use ctop_e2e::mutate::{self, Example};
 
 /// Fuzz an example operator with random concurrent edits and check that it converges.
@@ -33,9 +34,9 @@ struct Args {
     /// Kill the operator half-way and start a new one.
     #[arg(long)]
     restart: bool,
-    /// The ctop binary.
-    #[arg(long, env = "CTOP_BIN", default_value = "target/debug/ctop")]
-    ctop: PathBuf,
+    /// The ctop binary [default: `ctop` beside this program, e.g. `target/debug/ctop`].
+    #[arg(long, env = "CTOP_BIN")]
+    ctop: Option<PathBuf>,
     /// The directory of the examples.
     #[arg(long, default_value = "examples")]
     examples_dir: PathBuf,
@@ -55,6 +56,13 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
+    let ctop = match args.ctop.map_or_else(binary::locate, Ok) {
+        Ok(path) => path,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "ctop-mutate: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
     });
@@ -69,7 +77,7 @@ async fn main() -> ExitCode {
             writers: args.writers,
             faults: args.faults,
             restart: args.restart,
-            ctop: args.ctop.clone(),
+            ctop: ctop.clone(),
             examples_dir: args.examples_dir.clone(),
             converge_timeout: Duration::from_secs(args.converge_timeout),
         };

@@ -57,6 +57,8 @@ fn crd(kind: &str, plural: &str, scope: &str) -> Value {
                             "type": "object",
                             "properties": {
                                 "phase": {"type": "string"},
+                                "message": {"type": "string"},
+                                "details": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
                                 "observedGeneration": {"type": "integer"},
                                 "conditions": {
                                     "type": "array",

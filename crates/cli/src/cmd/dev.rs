@@ -6,15 +6,15 @@ use std::io::Write as _;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
+use ctop_controller::{LeaseTiming, RetryLimit, RunOptions, hot_swappable};
+use ctop_core::Handlers;
 use ctop_core::KindRef;
 use ctop_kubesim::{Config, KubeSim, StartError};
-use ctop_runtime::controller::{
-    LeaseTiming, RetryLimit, RunOptions, hot_swappable, script_env, values_from_yaml,
-};
 use ctop_runtime::{Limits, Script};
+use ctop_runtime::{ScriptHandlers, script_env, values_from_yaml};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::discovery::Scope;
@@ -94,8 +94,6 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         lease_namespace: "default".into(),
         name: MANAGER.into(),
         install_crds: Vec::new(),
-        values,
-        env: script_env(),
         retry_limit: RetryLimit::default(),
     };
     let mut stamp = mtimes(&args.dir);
@@ -105,10 +103,14 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let mut poll = tokio::time::interval(Duration::from_millis(500));
     // A new script that declares the same controllers replaces the old one in place (the
     // caches stay); one that watches something else restarts the controllers.
-    let (script_tx, scripts) = tokio::sync::watch::channel(script.clone());
+    let env = script_env();
+    let handlers_of = |script: &Arc<Script>| -> Arc<dyn Handlers> {
+        Arc::new(ScriptHandlers::new(script.clone(), &env, &values))
+    };
+    let (script_tx, scripts) = tokio::sync::watch::channel(handlers_of(&script));
     'reload: loop {
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let mut controllers = tokio::spawn(ctop_runtime::controller::run_reloadable(
+        let mut controllers = tokio::spawn(ctop_controller::run_reloadable(
             scripts.clone(),
             options.clone(),
             LeaseTiming::default(),
@@ -153,9 +155,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
                             {
                                 tracing::error!("{e:#}; the webhooks keep their previous configuration");
                             }
-                            if running && hot_swappable(&script, &new) {
+                            if running && hot_swappable(script.spec(), new.spec()) {
                                 tracing::info!("script reloaded; caches kept, every object reconciles again");
-                                script_tx.send_replace(new.clone());
+                                script_tx.send_replace(handlers_of(&new));
                                 script = new;
                                 continue;
                             }
@@ -164,7 +166,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
                             if running {
                                 let _ = controllers.await;
                             }
-                            script_tx.send_replace(new.clone());
+                            script_tx.send_replace(handlers_of(&new));
                             script = new;
                             continue 'reload;
                         }
@@ -229,7 +231,7 @@ fn context_kubeconfig(path: Option<&Path>, ctx: &str) -> anyhow::Result<PathBuf>
     };
     let text = std::fs::read_to_string(&source)
         .with_context(|| format!("cannot read the kubeconfig {}", source.display()))?;
-    let mut kc: Value = serde_yaml_ng::from_str(&text)
+    let mut kc: Value = ctop_core::yaml::from_str(&text)
         .with_context(|| format!("the kubeconfig {} is not valid YAML", source.display()))?;
     let known = kc["contexts"].as_array().is_some_and(|cs| cs.iter().any(|c| c["name"] == ctx));
     anyhow::ensure!(known, "the kubeconfig {} has no context {ctx}", source.display());
@@ -288,37 +290,16 @@ fn mtimes(dir: &Path) -> BTreeMap<PathBuf, Option<SystemTime>> {
     out
 }
 
-fn crd_api(client: &Client) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
-    Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk))
-}
-
 /// Server-side apply the script's CRDs and wait until each is Established (30 s at most).
 async fn install_crds(client: &Client, script: &Script) -> anyhow::Result<()> {
     let labels = serde_json::Map::new();
-    let api = crd_api(client);
-    for r in &script.spec().resources {
-        let crd = ctop_manifests::crd(r, &labels)?;
-        let name = crd["metadata"]["name"].as_str().unwrap_or_default().to_owned();
-        api.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&crd))
-            .await
-            .with_context(|| format!("cannot apply the CRD {name}"))?;
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let got = api.get(&name).await.with_context(|| format!("cannot read the CRD {name}"))?;
-            let established = got.data["status"]["conditions"]
-                .as_array()
-                .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Established" && c["status"] == "True"));
-            if established {
-                break;
-            }
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "the CRD {name} did not become Established within 30s"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
+    let crds = script
+        .spec()
+        .resources
+        .iter()
+        .map(|r| ctop_manifests::crd(r, &labels))
+        .collect::<Result<Vec<_>, _>>()?;
+    ctop_controller::install_crds(client, &crds, MANAGER).await?;
     Ok(())
 }
 
@@ -349,17 +330,8 @@ async fn apply_samples(client: &Client, dir: &Path) {
 
 async fn apply_file(client: &Client, file: &Path) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(file)?;
-    let mut docs = vec![String::new()];
-    for line in text.lines() {
-        if line.trim_end() == "---" {
-            docs.push(String::new());
-        } else if let Some(doc) = docs.last_mut() {
-            doc.push_str(line);
-            doc.push('\n');
-        }
-    }
-    for doc in docs {
-        let obj: Value = serde_yaml_ng::from_str(&doc).context("not valid YAML")?;
+    let docs: Vec<Value> = ctop_core::yaml::documents(&text).context("not valid YAML")?;
+    for obj in docs {
         if obj.is_null() {
             continue;
         }

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use ctop_runtime::controller::{LeaseTiming, RetryLimit, RunOptions, script_env, values_from_yaml};
-use ctop_runtime::{Bundle, Script, ScriptError, load_dir};
+use ctop_controller::{LeaseTiming, RetryLimit, RunOptions};
+use ctop_runtime::{Bundle, Script, ScriptError, ScriptHandlers, load_dir, script_env, values_from_yaml};
 
 /// Arguments of `ctop run`.
 #[derive(Debug, clap::Args)]
@@ -83,8 +83,9 @@ pub struct RunArgs {
     /// this port (every replica serves, leader or not).
     #[arg(long)]
     webhook_port: Option<u16>,
-    /// With a self-issued certificate: the Validating/MutatingWebhookConfiguration whose
-    /// caBundle the operator keeps set to its CA (both kinds, this name).
+    /// With a self-issued certificate: the name of the Validating/MutatingWebhookConfiguration
+    /// whose caBundle the operator keeps set to its CA (of the kinds the script's handlers
+    /// produce: validating for `validate`, mutating for `mutate`).
     #[arg(long, requires = "webhook_port")]
     webhook_configuration: Option<String>,
     /// Admission handler calls running at once (script runtimes of the webhook server,
@@ -152,8 +153,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             .unwrap_or_else(|| "default".into()),
         name: args.name,
         install_crds,
-        values,
-        env: script_env(),
         retry_limit: RetryLimit { qps: args.retry_qps, burst: args.retry_burst },
     };
     let timing = LeaseTiming {
@@ -162,6 +161,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         retry_period: args.retry_period.into(),
     };
     let script = Arc::new(script);
+    let env = script_env();
     let webhook = match args.webhook_port {
         Some(port) => {
             // Admission calls get runtimes of their own, with their own deadline: looping
@@ -173,7 +173,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             Some(
                 super::webhook::spawn_for_run(
                     Arc::new(admission),
-                    &options,
+                    options.kubeconfig.as_deref(),
+                    &values,
                     port,
                     &args.webhook,
                     args.webhook_configuration,
@@ -184,8 +185,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let result =
-        ctop_runtime::controller::run_with_lease(script, options, timing, super::shutdown_signal()).await;
+    let handlers = Arc::new(ScriptHandlers::new(script, &env, &values));
+    let result = ctop_controller::run_with_lease(handlers, options, timing, super::shutdown_signal()).await;
     if let Some(task) = webhook {
         task.abort();
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use ctop_runtime::Script;
-use ctop_runtime::controller::{script_env, values_from_yaml};
+use ctop_runtime::{script_env, values_from_yaml};
 use ctop_webhook::{
     Admission, AdmissionScript, Bound, FailurePolicy, HandlerCall, HandlerError, SelfIssued, ServerConfig,
     TlsSource,
@@ -292,31 +292,39 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 /// `ctop run --webhook-port`: serve the handlers of the running script next to its
-/// controllers; with a self-issued certificate, keep `configuration`'s caBundle set to the
-/// CA (checked every 10 s, written only when it differs). Returns the serving task.
+/// controllers; with a self-issued certificate, keep the CA in the configurations named
+/// `configuration` that the script's routes produce (the validating one for `validate`
+/// handlers, the mutating one for `mutate` handlers; checked every 10 s, written only when
+/// it differs, a missing one warned about once). Returns the serving task.
 pub async fn spawn_for_run(
     script: Arc<Script>,
-    options: &ctop_runtime::controller::RunOptions,
+    kubeconfig: Option<&std::path::Path>,
+    values: &serde_json::Value,
     port: u16,
     flags: &WebhookFlags,
     configuration: Option<String>,
     concurrency: usize,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     warn_without_handlers(&script);
+    let routes = ctop_webhook::routes(script.spec());
     let started = start(
         script,
-        options.env.clone(),
-        options.values.clone(),
+        script_env(),
+        values.clone(),
         SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)),
         flags,
         concurrency,
-        options.kubeconfig.as_deref(),
+        kubeconfig,
     )
     .await?;
-    let patcher = match (&started.issued, configuration) {
-        (Some(issued), Some(name)) => {
-            let client = kube_client(options.kubeconfig.as_deref()).await?;
-            Some(tokio::spawn(keep_ca_bundle(client, name, issued.ca_pem.clone())))
+    let targets = configuration
+        .map(|name| ctop_webhook::cabundle::Configurations::for_routes(&name, &routes))
+        .filter(|t| !t.is_empty());
+    let patcher = match (&started.issued, targets) {
+        (Some(issued), Some(targets)) => {
+            let client = kube_client(kubeconfig).await?;
+            let keeper = ctop_webhook::cabundle::CaBundleKeeper::new(client, targets, issued.ca_pem.clone());
+            Some(tokio::spawn(keeper.run(std::time::Duration::from_secs(10))))
         }
         _ => None,
     };
@@ -328,18 +336,6 @@ pub async fn spawn_for_run(
             p.abort();
         }
     }))
-}
-
-async fn keep_ca_bundle(client: kube::Client, name: String, ca_pem: String) {
-    let targets =
-        ctop_webhook::cabundle::Configurations { validating: Some(name.clone()), mutating: Some(name) };
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
-    loop {
-        tick.tick().await;
-        if let Err(e) = ctop_webhook::cabundle::patch_ca_bundle(&client, &targets, &ca_pem).await {
-            tracing::warn!(error = %e, "cannot set the webhook configurations' caBundle; retrying in 10s");
-        }
-    }
 }
 
 /// A client from `kubeconfig`, or the inferred configuration.

@@ -332,6 +332,28 @@ test("results, Env, Values, randomString, now, log, buffers cleared between call
   assert.throws(() => t.sdk.Result.requeue("soon"), /invalid duration/);
   assert.deepEqual(t.sdk.Result.requeue("1d2h"), { type: "requeue", after: "1d2h" });
   assert.deepEqual(t.sdk.Result.ok(), { type: "ok" });
+  assert.deepEqual(t.sdk.Result.keep(), { type: "ok", keep: true });
+  assert.deepEqual(t.sdk.Result.keep("10s"), { type: "requeue", after: "10s", keep: true });
+});
+
+test("Result.keep reaches the runtime with the children applied in the call", async () => {
+  const t = await withOperator(`
+    operator(webApp).manages(Secret).reconcile((cr) => {
+      if (Values.invalid) {
+        setStatus(cr, { phase: "Invalid" });
+        return Result.keep();
+      }
+      apply(Secret({ metadata: { name: "token" } }));
+      return Values.later ? Result.keep(30) : Result.ok();
+    });`);
+  const kept = t.dispatch("reconcile", 0, { object: webAppCr(), values: { invalid: true } });
+  assert.deepEqual(kept.result, { type: "ok", keep: true });
+  assert.deepEqual(kept.applies, []);
+  assert.deepEqual(kept.status, { phase: "Invalid" });
+  const later = t.dispatch("reconcile", 0, { object: webAppCr(), values: { later: true } });
+  assert.deepEqual(later.result, { type: "requeue", after: "30s", keep: true });
+  assert.equal(later.applies.length, 1);
+  assert.deepEqual(t.dispatch("reconcile", 0, { object: webAppCr(), values: {} }).result, { type: "ok" });
 });
 
 test("fetch goes through the host and returns a Response-like object", async () => {

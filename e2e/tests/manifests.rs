@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use ctop_e2e::binary;
+
 fn ctop(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ctop")).args(args).output().expect("ctop runs")
+    Command::new(binary::ctop()).args(args).output().expect("ctop runs")
 }
 
 fn ok(out: &Output, what: &str) -> String {
@@ -25,7 +27,7 @@ struct Sim {
 impl Sim {
     fn start(dir: &Path) -> Self {
         let kubeconfig = dir.join("kc");
-        let child = Command::new(env!("CARGO_BIN_EXE_ctop"))
+        let child = Command::new(binary::ctop())
             .args(["sim", "--addr", "127.0.0.1:0", "--kubeconfig"])
             .arg(&kubeconfig)
             .stdout(Stdio::null())
@@ -241,7 +243,7 @@ fn kubectl_installs_the_manifests_and_the_crd_validates_and_defaults() {
 fn every_examples_manifests_pass_a_server_side_dry_run() {
     let dir = tempfile::tempdir().expect("temp dir");
     let sim = Sim::start(dir.path());
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
     let mut names: Vec<String> = std::fs::read_dir(&examples)
         .expect("examples/")
         .filter_map(|e| e.ok())
@@ -312,7 +314,7 @@ fn generated_yaml_means_the_same_to_kubectl() {
     let words = dir.path().join("words");
     std::fs::create_dir_all(&words).expect("mkdir");
     std::fs::write(words.join("operator.ct"), YAML_11_WORDS).expect("write");
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
     let mut ops: Vec<PathBuf> = std::fs::read_dir(&examples)
         .expect("examples/")
         .filter_map(|e| e.ok())

@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Kubectl, Proc};
+use ctop_e2e::binary;
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
@@ -40,11 +41,11 @@ fn eventually_in(path: &Path, needle: &str) -> String {
 fn dev_serves_reloads_and_survives_errors() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let op = tmp.path().join("webapp");
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/webapp"), &op);
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/webapp"), &op);
     let kubeconfig = tmp.path().join("kc");
     let (stdout, stderr) = (tmp.path().join("stdout"), tmp.path().join("stderr"));
     let mut dev = Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
+        Command::new(binary::ctop())
             .arg("dev")
             .arg(&op)
             .arg("--kubeconfig")

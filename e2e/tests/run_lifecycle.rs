@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Kubectl, Proc, operator_dir, start_sim};
+use ctop_e2e::binary;
 
 /// A `Slow` CR: its reconcile spins for `spec.ms`, then applies a ConfigMap and sets
 /// `status.done`. `onStart` applies an unowned ConfigMap once.
@@ -51,7 +52,7 @@ fn free_port() -> u16 {
 
 fn run(op: &Path, kubeconfig: &Path, metrics: u16, extra: &[&str]) -> Proc {
     Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
+        Command::new(binary::ctop())
             .arg("run")
             .arg(op)
             .arg("--kubeconfig")
@@ -291,6 +292,8 @@ operator(hold).reconcile((cr) => {
 });
 
 operator(tidy)
+  // finalize patches a ConfigMap it does not own: that takes a grant.
+  .permission({ apiGroups: [""], resources: ["configmaps"], verbs: ["patch"] })
   .reconcile(() => Result.ok())
   .finalize((cr) => {
     patch(ConfigMap({ metadata: { name: "tidy-log" }, data: { [cr.metadata.name]: "finalized" } }));

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use common::{Kubectl, Proc, start_sim, wait_for};
+use ctop_e2e::binary;
 
 fn operator_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/webhook-operator")
@@ -67,7 +68,7 @@ fn run_enforces_validate_and_mutate_and_honours_the_failure_policy() {
     let values = dir.path().join("values.yaml");
     std::fs::write(&values, "team: platform\n").expect("values");
     let run = Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
+        Command::new(binary::ctop())
             .arg("run")
             .arg(operator_dir())
             .arg("--kubeconfig")
@@ -170,7 +171,7 @@ fn dev_wires_the_handlers_into_its_embedded_cluster() {
     std::fs::copy(operator_dir().join("operator.ct"), work.join("operator.ct")).expect("copy the script");
     let kubeconfig = dir.path().join("kc");
     let _dev = Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
+        Command::new(binary::ctop())
             .arg("dev")
             .arg(&work)
             .arg("--kubeconfig")
@@ -229,7 +230,7 @@ fn manifests_deploy_path_patches_the_ca_with_the_generated_rbac() {
     let dir = tempfile::tempdir().expect("temp dir");
     let admin = dir.path().join("kc");
     let _sim = Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
+        Command::new(binary::ctop())
             .args(["sim", "--authz", "--addr", "127.0.0.1:0", "--kubeconfig"])
             .arg(&admin)
             .stdout(Stdio::null())
@@ -240,7 +241,7 @@ fn manifests_deploy_path_patches_the_ca_with_the_generated_rbac() {
     wait_for(&admin);
     let k = Kubectl { kubeconfig: admin.clone(), cache: dir.path().join("cache") };
     let manifests = dir.path().join("manifests.yaml");
-    let out = Command::new(env!("CARGO_BIN_EXE_ctop"))
+    let out = Command::new(binary::ctop())
         .arg("manifests")
         .arg(operator_dir())
         .args(["--name", "widgets"])
@@ -297,7 +298,7 @@ fn manifests_deploy_path_patches_the_ca_with_the_generated_rbac() {
     // One replica as the Deployment's pod `pod` runs it, logging to `log`.
     let replica = |args: &[String], pod: &str, log: &Path| {
         Proc(
-            Command::new(env!("CARGO_BIN_EXE_ctop"))
+            Command::new(binary::ctop())
                 .args(args)
                 .arg("--kubeconfig")
                 .arg(&sa_kc)
@@ -443,7 +444,7 @@ fn webhook_serve_uses_mounted_certificate_files() {
     let k = Kubectl { kubeconfig, cache: d.join("cache") };
     let port = free_port();
     let _serve = Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
+        Command::new(binary::ctop())
             .args(["webhook", "serve"])
             .arg(operator_dir())
             .args(["--port", &port.to_string(), "--address", "127.0.0.1"])

@@ -1,10 +1,12 @@
-//! Helpers shared by the CLI's end-to-end tests: child processes that die with the test,
-//! and kubectl against a kubeconfig with its own discovery cache.
+//! Helpers shared by the black-box tests of the `ctop` binary: child processes that die
+//! with the test, and kubectl against a kubeconfig with its own discovery cache.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use ctop_e2e::binary;
 
 /// A child process killed when the test drops it.
 pub struct Proc(pub Child);
@@ -61,7 +63,7 @@ pub fn wait_for(path: &Path) {
 pub fn start_sim(dir: &Path) -> (Proc, PathBuf) {
     let kubeconfig = dir.join("kc");
     let sim = Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
+        Command::new(binary::ctop())
             .args(["sim", "--addr", "127.0.0.1:0", "--kubeconfig"])
             .arg(&kubeconfig)
             .stdout(Stdio::null())
@@ -86,7 +88,7 @@ pub fn operator_dir(dir: &Path, script: &str) -> PathBuf {
 /// is printed if the test fails.
 pub fn ctop_run(dir: &Path, kubeconfig: &Path, extra: &[&str], log: &str) -> Logged {
     Logged::spawn(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
+        Command::new(binary::ctop())
             .arg("run")
             .arg(dir)
             .arg("--kubeconfig")

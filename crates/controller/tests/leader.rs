@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use ctop_controller::leader::{LeaderElector, LeaderError, Leadership, LeaseConfig};
 use ctop_kubesim::{Config, KubeSim};
-use ctop_runtime::leader::{LeaderElector, LeaderError, Leadership, LeaseConfig};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;

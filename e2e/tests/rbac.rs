@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Kubectl, Proc, wait_for};
+use ctop_e2e::binary;
 use serde_json::Value;
 
 /// The operator's stderr mentions a denied request.
@@ -56,7 +57,7 @@ fn start_operator(
         })
         .collect();
     Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
+        Command::new(binary::ctop())
             .args(&args)
             .arg("--kubeconfig")
             .arg(kubeconfig)
@@ -140,7 +141,7 @@ fn prove(example: &str, reconciled: fn(&Kubectl, &str) -> bool, unproven: &[&str
     let admin = dir.path().join("kc");
     let hook = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
     let _sim = Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
+        Command::new(binary::ctop())
             .args(["sim", "--authz", "--addr", "127.0.0.1:0", "--kubeconfig"])
             .arg(&admin)
             .arg("--webhook-service")
@@ -153,9 +154,9 @@ fn prove(example: &str, reconciled: fn(&Kubectl, &str) -> bool, unproven: &[&str
     wait_for(&admin);
     let k = Kubectl { kubeconfig: admin.clone(), cache: dir.path().join("cache") };
 
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(example);
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(example);
     let manifests = dir.path().join("manifests.yaml");
-    let out = Command::new(env!("CARGO_BIN_EXE_ctop"))
+    let out = Command::new(binary::ctop())
         .arg("manifests")
         .arg(&example)
         .arg("-o")

@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Kubectl, Proc, start_sim};
+use ctop_e2e::binary;
 
 struct Sim {
     _proc: Proc,
@@ -23,12 +24,12 @@ fn sim() -> Sim {
 }
 
 fn example() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/webapp")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/webapp")
 }
 
 fn run_webapp(sim: &Sim, extra: &[&str]) -> Proc {
     Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
+        Command::new(binary::ctop())
             .arg("run")
             .arg(example())
             .arg("--kubeconfig")
@@ -173,7 +174,7 @@ fn leading(port: u16) -> Option<u64> {
 
 fn replica(sim: &Sim, id: &str, metrics: u16) -> Proc {
     Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
+        Command::new(binary::ctop())
             .arg("run")
             .arg(example())
             .arg("--kubeconfig")
@@ -277,7 +278,7 @@ fn ready_once_caches_sync_even_with_no_custom_resources() {
     let sim = sim();
     let health = free_port();
     let _op = Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
+        Command::new(binary::ctop())
             .arg("run")
             .arg(example())
             .arg("--kubeconfig")

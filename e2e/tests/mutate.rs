@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use ctop_e2e::binary;
 use ctop_e2e::mutate::{self, Config, Example};
 
 const SEED: u64 = 20_261_122;
@@ -21,8 +22,8 @@ async fn fuzz(example: Example, faults: bool, restart: bool) {
         writers: 4,
         faults,
         restart,
-        ctop: env!("CARGO_BIN_EXE_ctop").into(),
-        examples_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples"),
+        ctop: binary::ctop().to_owned(),
+        examples_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples"),
         converge_timeout: Duration::from_secs(120),
     };
     let report = match mutate::run(config).await {
@@ -84,7 +85,7 @@ async fn mutate_catches_a_broken_operator() {
     let dir = tempfile::tempdir().expect("temp dir");
     let broken = dir.path().join("greeting");
     std::fs::create_dir_all(broken.join("samples")).expect("mkdir");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/greeting/operator.ct");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/greeting/operator.ct");
     let script = std::fs::read_to_string(source).expect("read the example");
     let message = "message: `Hello to the ${surname} family:";
     assert!(script.contains(message), "the example words the message as the test expects");
@@ -97,7 +98,7 @@ async fn mutate_catches_a_broken_operator() {
         writers: 1,
         faults: false,
         restart: false,
-        ctop: env!("CARGO_BIN_EXE_ctop").into(),
+        ctop: binary::ctop().to_owned(),
         examples_dir: dir.path().to_owned(),
         converge_timeout: Duration::from_secs(5),
     };

@@ -8,14 +8,15 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{Kubectl, Proc, ctop_run, operator_dir, start_sim};
+use ctop_e2e::binary;
 
 #[test]
 fn run_reconciles_the_webapp_example() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (_sim, kubeconfig) = start_sim(dir.path());
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/webapp");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/webapp");
     let mut run = Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
+        Command::new(binary::ctop())
             .arg("run")
             .arg(&example)
             .arg("--kubeconfig")
@@ -88,6 +89,8 @@ operator(thing)
     predicate: { or: ["LabelChanged", "AnnotationChanged"] },
   })
   .watches(Secret)
+  // The reconcile patches a ConfigMap it does not own: that takes a grant.
+  .permission({ apiGroups: [""], resources: ["configmaps"], verbs: ["patch"] })
   .reconcile((cr) => {
     const name = cr.metadata.name;
     const owned = listObserved(Secret, (s) => s.metadata.ownerReferences?.some((r) => r.uid === cr.metadata.uid))

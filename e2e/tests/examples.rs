@@ -12,9 +12,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{Kubectl, Logged, Proc, ctop_run, start_sim};
+use ctop_e2e::binary;
 
 fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(name)
 }
 
 /// `ctop run examples/<name>` against the sim, its CRDs installed.
@@ -497,7 +498,7 @@ fn dev_runs_each_example_with_its_samples() {
         let kubeconfig = dir.path().join("kc");
         let log = dir.path().join("log");
         let mut dev = Proc(
-            Command::new(env!("CARGO_BIN_EXE_ctop"))
+            Command::new(binary::ctop())
                 .arg("dev")
                 .arg(example(name))
                 .arg("--kubeconfig")
@@ -529,7 +530,7 @@ fn dev_enforces_the_examples_validate_handlers() {
     let dir = tempfile::tempdir().expect("temp dir");
     let kubeconfig = dir.path().join("kc");
     let _dev = Proc(
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
+        Command::new(binary::ctop())
             .arg("dev")
             .arg(example("greeting"))
             .arg("--kubeconfig")

@@ -5,6 +5,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use ctop_e2e::binary;
+
 fn wait_for(path: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !path.exists() {
@@ -17,7 +19,7 @@ fn wait_for(path: &Path) {
 fn sim_serves_kubectl_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().expect("temp dir");
     let kubeconfig = dir.path().join("kc");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctop"))
+    let mut child = Command::new(binary::ctop())
         .args(["sim", "--addr", "127.0.0.1:0", "--kubeconfig"])
         .arg(&kubeconfig)
         .stdout(Stdio::null())
@@ -47,7 +49,7 @@ fn sim_explains_a_busy_port() {
     let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = busy.local_addr().expect("addr").to_string();
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = Command::new(env!("CARGO_BIN_EXE_ctop"))
+    let out = Command::new(binary::ctop())
         .args(["sim", "--addr", &addr, "--kubeconfig"])
         .arg(dir.path().join("kc"))
         .output()
@@ -62,10 +64,10 @@ fn bundle_is_deterministic_and_reports_script_errors() {
     let dir = tempfile::tempdir().expect("temp dir");
     let op = dir.path().join("op");
     std::fs::create_dir_all(&op).expect("mkdir");
-    std::fs::write(op.join("operator.ct"), include_str!("../../runtime/sdk/examples/webapp.ts"))
+    std::fs::write(op.join("operator.ct"), include_str!("../../crates/runtime/sdk/examples/webapp.ts"))
         .expect("write");
     let bundle = |out: &str| {
-        Command::new(env!("CARGO_BIN_EXE_ctop"))
+        Command::new(binary::ctop())
             .arg("bundle")
             .arg(&op)
             .arg("-o")
@@ -89,8 +91,7 @@ fn bundle_is_deterministic_and_reports_script_errors() {
 fn init_scaffolds_an_operator_that_bundles_and_gets_typings() {
     let dir = tempfile::tempdir().expect("temp dir");
     let op = dir.path().join("hello");
-    let run =
-        |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_ctop")).args(args).output().expect("ctop runs");
+    let run = |args: &[&str]| Command::new(binary::ctop()).args(args).output().expect("ctop runs");
     let op_s = op.to_str().expect("utf-8");
     let out = run(&["init", op_s, "--kind", "Greeter", "--group", "demo.example.com"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -1,0 +1,85 @@
+//! The cluster connection: the client, discovery of kinds, CRD installation.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ctop_core::KindRef;
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::discovery::Scope;
+use serde_json::Value;
+
+use crate::error::RunError;
+
+pub(crate) async fn client(
+    kubeconfig: Option<&PathBuf>,
+    context: Option<&String>,
+) -> Result<Client, RunError> {
+    let options = KubeConfigOptions { context: context.cloned(), ..KubeConfigOptions::default() };
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path)
+                .map_err(|e| RunError::Config(format!("{}: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(kc, &options)
+                .await
+                .map_err(|e| RunError::Config(e.to_string()))?
+        }
+        None if context.is_some() => {
+            kube::Config::from_kubeconfig(&options).await.map_err(|e| RunError::Config(e.to_string()))?
+        }
+        None => kube::Config::infer().await.map_err(|e| RunError::Config(e.to_string()))?,
+    };
+    Client::try_from(config)
+        .map_err(|source| RunError::Kube { what: "cannot build the client".into(), source })
+}
+
+/// Server-side apply `crds` (as `manager`) and wait until each is Established (30 s at
+/// most), with kube's `await_condition`.
+pub async fn install_crds(client: &Client, crds: &[Value], manager: &str) -> Result<(), RunError> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::runtime::wait::{await_condition, conditions};
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in crds {
+        let name = crd["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        api.patch(&name, &PatchParams::apply(manager).force(), &Patch::Apply(crd))
+            .await
+            .map_err(|source| RunError::Kube { what: format!("cannot apply the CRD {name}"), source })?;
+        let established = await_condition(api.clone(), &name, conditions::is_crd_established());
+        match tokio::time::timeout(Duration::from_secs(30), established).await {
+            Ok(Ok(_)) => tracing::info!(crd = name, "CRD installed"),
+            Ok(Err(e)) => return Err(RunError::Start(format!("cannot watch the CRD {name}: {e}"))),
+            Err(_) => {
+                return Err(RunError::Start(format!(
+                    "the CRD {name} did not become Established within 30s; check the API server's log"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn kind_key(k: &KindRef) -> String {
+    format!("{}/{}", k.api_version, k.kind)
+}
+
+pub(crate) async fn resolve(client: &Client, k: &KindRef) -> Result<(ApiResource, bool), RunError> {
+    let (group, version) = k.api_version.rsplit_once('/').unwrap_or(("", &k.api_version));
+    let gvk = GroupVersionKind::gvk(group, version, &k.kind);
+    let (ar, caps) = kube::discovery::pinned_kind(client, &gvk)
+        .await
+        .map_err(|source| RunError::Kube { what: format!("{} is not served", kind_key(k)), source })?;
+    Ok((ar, caps.scope == Scope::Namespaced))
+}
+
+pub(crate) fn api_for(
+    client: &Client,
+    ar: &ApiResource,
+    namespaced: bool,
+    ns: Option<&str>,
+) -> Api<DynamicObject> {
+    match (namespaced, ns) {
+        (true, Some(ns)) => Api::namespaced_with(client.clone(), ns, ar),
+        _ => Api::all_with(client.clone(), ar),
+    }
+}

@@ -1,0 +1,139 @@
+//! What can go wrong: at start ([`RunError`]) and in one reconcile ([`ReconcileError`]).
+//!
+//! A [`ReconcileError`] keeps its cause, so the error policy can tell a script exception
+//! from a timeout, an API conflict from a refused object, and a mistake retrying cannot fix
+//! ([`ReconcileError::is_terminal`]) from one it can.
+
+use ctop_applier::{ApplyError, StatusError};
+use ctop_core::{FailureKind, HandlerError};
+
+/// Why a run failed to start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The kubeconfig could not be read or used.
+    #[error("cannot configure the Kubernetes client: {0}")]
+    Config(String),
+    /// An API call failed at start.
+    #[error("{what}: {}", api_error_text(.source))]
+    Kube {
+        /// What was being done.
+        what: String,
+        /// The error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Start-up failed otherwise.
+    #[error("{0}")]
+    Start(String),
+}
+
+/// Why one reconcile (or finalize, or `onStart`) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    /// The handler call failed: it threw, ran past its deadline, broke its runtime or
+    /// returned an output that breaks the contract.
+    #[error(transparent)]
+    Handler(#[from] HandlerError),
+    /// The handler returned `Result.error(message)`.
+    #[error("{handler}: {message}")]
+    Failed {
+        /// The handler.
+        handler: &'static str,
+        /// Its message.
+        message: String,
+    },
+    /// The handler wrote an object of a kind the operator does not declare: the generated
+    /// RBAC would refuse it in a cluster, so it is refused everywhere.
+    #[error("{action} {object}: {kind} is not declared by operator {controller:?}; add {fix} to it")]
+    Undeclared {
+        /// `apply` or `patch`.
+        action: &'static str,
+        /// The object, `Kind namespace/name`.
+        object: String,
+        /// `apiVersion/kind`.
+        kind: String,
+        /// The controller.
+        controller: String,
+        /// The builder call that declares it, e.g. `.manages(ConfigMap)`.
+        fix: String,
+    },
+    /// An object the handler returned cannot be written (no apiVersion, kind or name).
+    #[error("{action}: {reason}")]
+    BadObject {
+        /// `apply` or `patch`.
+        action: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Applying or pruning the children failed.
+    #[error("apply: {0}")]
+    Apply(#[source] ApplyError),
+    /// Writing the status failed.
+    #[error("status: {0}")]
+    Status(#[source] StatusError),
+    /// Another API call failed (finalizers, patches, objects applied by `onStart`).
+    #[error("{what}: {}", api_error_text(.source))]
+    Api {
+        /// What was being done, naming the object.
+        what: String,
+        /// The error.
+        #[source]
+        source: kube::Error,
+    },
+    /// A kind could not be resolved.
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+impl ReconcileError {
+    /// Whether retrying cannot help until something changes (the object, the script): the
+    /// output broke a rule, or the API server refused an object as invalid. Like
+    /// controller-runtime's terminal errors, these are not retried with backoff.
+    #[must_use]
+    pub fn is_terminal(&self) -> bool {
+        match self {
+            Self::Handler(e) => e.kind == FailureKind::Invalid,
+            Self::Undeclared { .. } | Self::BadObject { .. } => true,
+            Self::Apply(e) => e.is_invalid_input(),
+            _ => false,
+        }
+    }
+
+    /// Whether the handler ran past its deadline.
+    #[must_use]
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Handler(e) if e.kind == FailureKind::Timeout)
+    }
+
+    /// Whether the handler's runtime broke (the analog of a panic in a Go reconciler).
+    #[must_use]
+    pub fn is_crash(&self) -> bool {
+        matches!(self, Self::Handler(e) if e.kind == FailureKind::Crash)
+    }
+
+    /// The reason of the Warning event and of the failed condition.
+    #[must_use]
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Handler(e) => match e.kind {
+                FailureKind::Exception => "ScriptError",
+                FailureKind::Timeout => "ScriptTimeout",
+                FailureKind::Crash => "ScriptCrashed",
+                FailureKind::Invalid => "InvalidOutput",
+            },
+            Self::Failed { .. } => "ReconcileFailed",
+            Self::Undeclared { .. } => "UndeclaredKind",
+            Self::BadObject { .. } => "InvalidOutput",
+            Self::Apply(_) => "ApplyFailed",
+            Self::Status(_) => "StatusFailed",
+            Self::Api { .. } | Self::Run(_) => "APIError",
+        }
+    }
+}
+
+/// An API error as kubectl would word it: `422 Invalid: <the server's message>` for an
+/// answer of the API server, the chain of causes for a transport failure.
+#[must_use]
+pub fn api_error_text(err: &kube::Error) -> String {
+    ctop_applier::api_error_text(err)
+}

@@ -1,0 +1,109 @@
+//! Reconciles of an object being deleted.
+//!
+//! With the controller's own finalizer (`.finalize(fn)`), the `finalize` handler runs and
+//! its outcome is carried out like a reconcile's: its children are the desired set during
+//! deletion, so an empty set prunes every child (unless the deletion orphans them, or the
+//! handler returned `Result.keep()`), and `Result.requeue(d)` runs it again after `d` — to
+//! wait until the children are gone, say. The finalizer is removed only once `finalize`
+//! returned ok and every effect succeeded.
+//!
+//! With finalizers the script manages itself (`addFinalizer`) and no `.finalize()`, the
+//! reconcile handler sees the object on its way out and may remove them; its children are
+//! neither applied nor pruned (garbage collection removes them).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use ctop_core::{HandlerResult, PruneMode};
+use kube::ResourceExt as _;
+use kube::api::DynamicObject;
+use kube::runtime::controller::Action;
+use tracing::Instrument as _;
+
+use crate::context::Ctx;
+use crate::effects;
+use crate::error::ReconcileError;
+use crate::reconcile::{call_for, carry_out};
+use crate::triggers::object_key;
+
+/// The finalizer the API server puts on an object deleted with `propagationPolicy: Orphan`:
+/// its children must outlive it.
+const ORPHAN: &str = "orphan";
+
+/// Reconcile `owner`, which is being deleted; `finalizer` is the controller's own when the
+/// object still carries it.
+pub(crate) async fn deleting(
+    ctx: &Arc<Ctx>,
+    owner: &DynamicObject,
+    finalizer: Option<String>,
+) -> Result<Action, ReconcileError> {
+    if let Some(f) = finalizer {
+        return finalize(ctx, owner, &f).await;
+    }
+    if !owner.finalizers().is_empty() {
+        return script_finalizers(ctx, owner).await;
+    }
+    forget(ctx, owner);
+    Ok(Action::await_change())
+}
+
+/// Drop what is remembered of an object on its way out.
+fn forget(ctx: &Ctx, owner: &DynamicObject) {
+    if let Some(uid) = owner.uid() {
+        ctx.applier.forget(&uid);
+        ctx.applier.status_writer().forget(&uid);
+    }
+    ctx.own_writes.forget(&format!("{}/{}", ctx.primary.api_version, ctx.primary.kind), owner);
+    ctx.failures.lock().remove(&object_key(owner));
+}
+
+async fn finalize(ctx: &Arc<Ctx>, owner: &DynamicObject, finalizer: &str) -> Result<Action, ReconcileError> {
+    let handlers = ctx.handlers.borrow().clone();
+    let started = Instant::now();
+    let out = handlers
+        .finalize(call_for(ctx, Some(owner)))
+        .instrument(tracing::info_span!("script", handler = "finalize"))
+        .await;
+    ctx.metrics.observe_script(&ctx.spec.name, "finalize", started.elapsed());
+    let mut out = out?;
+    if owner.finalizers().iter().any(|f| f == ORPHAN) {
+        // `kubectl delete --cascade=orphan`: the user asked to keep the children.
+        out.children.prune = PruneMode::Keep;
+    }
+    let (result, failure) = carry_out(ctx, owner, out, "finalize").await;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if let HandlerResult::Requeue { after } = result {
+        return Ok(Action::requeue(after.into()));
+    }
+    let remaining: Vec<String> = owner.finalizers().iter().filter(|f| *f != finalizer).cloned().collect();
+    effects::patch_finalizers(ctx, owner, remaining).await?;
+    forget(ctx, owner);
+    Ok(Action::await_change())
+}
+
+/// A reconcile of an object being deleted that carries finalizers other than the
+/// controller's own: its status, patches, events and finalizer changes are written, its
+/// children are not applied (nor pruned).
+async fn script_finalizers(ctx: &Arc<Ctx>, owner: &DynamicObject) -> Result<Action, ReconcileError> {
+    let handlers = ctx.handlers.borrow().clone();
+    let started = Instant::now();
+    let out = handlers
+        .reconcile(call_for(ctx, Some(owner)))
+        .instrument(tracing::info_span!("script", handler = "reconcile"))
+        .await;
+    ctx.metrics.observe_script(&ctx.spec.name, "reconcile", started.elapsed());
+    let mut out = out?;
+    // Children are not applied to an object on its way out.
+    out.children.objects.clear();
+    out.children.prune = PruneMode::Keep;
+    let (result, failure) = carry_out(ctx, owner, out, "reconcile").await;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    Ok(match result {
+        HandlerResult::Requeue { after } => Action::requeue(after.into()),
+        _ => Action::await_change(),
+    })
+}

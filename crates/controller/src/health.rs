@@ -1,0 +1,393 @@
+//! Health, readiness, per-controller status and Prometheus metrics.
+//!
+//! Two shared handles, both cheap to clone:
+//!
+//! - [`Health`] holds one [`ControllerStatus`] per controller: whether it started, whether
+//!   its caches are synced, the last [`MAX_ERRORS`] errors with timestamps, and the `Ready`
+//!   condition derived from them as in the Δ-controller `ControllerStatus` spec
+//!   (`True/Ready`, `False/NotReady`, `Unknown/ReconciliationFailed`).
+//! - [`Metrics`] is a `prometheus-client` registry rendered in the Prometheus text format
+//!   0.0.4, under controller-runtime's metric names, labels and buckets plus ctop's own
+//!   `ctop_*` series (it lives in the `metrics` module and is re-exported here).
+//!
+//! [`serve`] exposes both over HTTP (axum): `/healthz`, `/readyz`, `/status` and `/metrics`.
+//! [`health_router`] and [`metrics_router`] split them for separate health and metrics ports.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use parking_lot::Mutex;
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+pub use crate::metrics::{
+    METRICS_CONTENT_TYPE, Metrics, RECONCILE_TIME_BUCKETS, ReconcileResult, SCRIPT_BUCKETS,
+    WORKQUEUE_BUCKETS, WorkToken,
+};
+
+/// How many errors each controller keeps in `lastErrors`.
+pub const MAX_ERRORS: usize = 10;
+
+/// Errors of [`serve`].
+#[derive(Debug, thiserror::Error)]
+pub enum HealthError {
+    /// The listening socket could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+// ---------------------------------------------------------------------------------------
+// Health
+// ---------------------------------------------------------------------------------------
+
+/// One recorded error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorRecord {
+    /// When it was recorded.
+    pub at: SystemTime,
+    /// The message.
+    pub message: String,
+}
+
+impl ErrorRecord {
+    /// `"<RFC 3339 time> <message>"`, the form used in `lastErrors`.
+    pub fn display(&self) -> String {
+        format!("{} {}", rfc3339(self.at), self.message)
+    }
+}
+
+/// A `metav1.Condition`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    /// Always `Ready` here.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// `Ready`, `NotReady` or `ReconciliationFailed`.
+    pub reason: String,
+    /// Human-readable detail.
+    pub message: String,
+    /// RFC 3339 time the status last changed.
+    pub last_transition_time: String,
+}
+
+/// The state of one controller.
+#[derive(Debug, Clone)]
+pub struct ControllerStatus {
+    /// The controller's name.
+    pub name: String,
+    /// The controller started (its configuration is valid and it is running).
+    pub ready: bool,
+    /// Its informer caches are synced.
+    pub caches_synced: bool,
+    /// A critical error that stopped it (invalid configuration, failed start).
+    pub fatal: Option<String>,
+    /// The latest reconcile failed and none succeeded since.
+    pub failing: bool,
+    /// The last [`MAX_ERRORS`] errors, oldest first.
+    pub last_errors: VecDeque<ErrorRecord>,
+    condition: (&'static str, &'static str),
+    message: String,
+    transition: SystemTime,
+}
+
+impl ControllerStatus {
+    fn new(name: &str) -> Self {
+        let mut s = ControllerStatus {
+            name: name.to_owned(),
+            ready: false,
+            caches_synced: false,
+            fatal: None,
+            failing: false,
+            last_errors: VecDeque::with_capacity(MAX_ERRORS),
+            condition: ("", ""),
+            message: String::new(),
+            transition: SystemTime::now(),
+        };
+        s.refresh();
+        s
+    }
+
+    fn push_error(&mut self, message: String) {
+        if self.last_errors.len() == MAX_ERRORS {
+            self.last_errors.pop_front();
+        }
+        self.last_errors.push_back(ErrorRecord { at: SystemTime::now(), message });
+    }
+
+    /// Recompute the `Ready` condition; `lastTransitionTime` moves only when status or
+    /// reason change.
+    fn refresh(&mut self) {
+        let newest = || self.last_errors.back().map(|e| e.message.clone()).unwrap_or_default();
+        let (cond, message) = if let Some(fatal) = &self.fatal {
+            (("False", "NotReady"), fatal.clone())
+        } else if !self.ready {
+            (("False", "NotReady"), "controller not started".to_owned())
+        } else if !self.caches_synced {
+            (("False", "NotReady"), "caches not synced".to_owned())
+        } else if self.failing {
+            (("Unknown", "ReconciliationFailed"), newest())
+        } else {
+            (("True", "Ready"), "controller is running".to_owned())
+        };
+        if cond != self.condition {
+            self.condition = cond;
+            self.transition = SystemTime::now();
+        }
+        self.message = message;
+    }
+
+    /// The `Ready` condition.
+    pub fn ready_condition(&self) -> Condition {
+        Condition {
+            type_: "Ready".to_owned(),
+            status: self.condition.0.to_owned(),
+            reason: self.condition.1.to_owned(),
+            message: self.message.clone(),
+            last_transition_time: rfc3339(self.transition),
+        }
+    }
+
+    fn to_json(&self) -> StatusJson {
+        StatusJson {
+            name: self.name.clone(),
+            ready: self.ready,
+            caches_synced: self.caches_synced,
+            conditions: vec![self.ready_condition()],
+            last_errors: self.last_errors.iter().map(ErrorRecord::display).collect(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusJson {
+    name: String,
+    ready: bool,
+    caches_synced: bool,
+    conditions: Vec<Condition>,
+    last_errors: Vec<String>,
+}
+
+/// Per-controller health, shared between the controllers and the HTTP server.
+#[derive(Debug, Clone, Default)]
+pub struct Health {
+    inner: Arc<Mutex<BTreeMap<String, ControllerStatus>>>,
+}
+
+impl Health {
+    /// No controllers yet: `/readyz` answers 503 until one is registered and synced.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<R>(&self, controller: &str, f: impl FnOnce(&mut ControllerStatus) -> R) -> R {
+        let mut map = self.inner.lock();
+        let status = map.entry(controller.to_owned()).or_insert_with(|| ControllerStatus::new(controller));
+        let r = f(status);
+        status.refresh();
+        r
+    }
+
+    /// Register a controller (not started, caches not synced). Idempotent.
+    pub fn register(&self, controller: &str) {
+        self.with(controller, |_| ());
+    }
+
+    /// Mark the controller started (or stopped).
+    pub fn set_ready(&self, controller: &str, ready: bool) {
+        self.with(controller, |s| s.ready = ready);
+    }
+
+    /// Mark the controller's caches synced (or not, e.g. after a restart of its watches).
+    pub fn set_caches_synced(&self, controller: &str, synced: bool) {
+        self.with(controller, |s| s.caches_synced = synced);
+    }
+
+    /// A critical error: the controller cannot run (`False/NotReady`).
+    pub fn set_fatal(&self, controller: &str, message: impl Into<String>) {
+        let message = message.into();
+        self.with(controller, |s| {
+            s.fatal = Some(message.clone());
+            s.ready = false;
+            s.push_error(message);
+        });
+    }
+
+    /// A transient reconcile error (`Unknown/ReconciliationFailed` until the next success).
+    pub fn record_error(&self, controller: &str, message: impl Into<String>) {
+        let message = message.into();
+        self.with(controller, |s| {
+            s.failing = true;
+            s.push_error(message);
+        });
+    }
+
+    /// A successful reconcile: the condition returns to `True/Ready` (errors stay listed).
+    pub fn record_success(&self, controller: &str) {
+        self.with(controller, |s| s.failing = false);
+    }
+
+    /// A snapshot of one controller.
+    pub fn status(&self, controller: &str) -> Option<ControllerStatus> {
+        self.inner.lock().get(controller).cloned()
+    }
+
+    /// Names of registered controllers whose caches are not synced.
+    pub fn unsynced(&self) -> Vec<String> {
+        let map = self.inner.lock();
+        map.values().filter(|s| !s.caches_synced).map(|s| s.name.clone()).collect()
+    }
+
+    /// Ready when at least one controller is registered and all have synced caches.
+    pub fn is_ready(&self) -> bool {
+        let map = self.inner.lock();
+        !map.is_empty() && map.values().all(|s| s.caches_synced)
+    }
+
+    /// The `/status` document: `{"controllers": [{name, ready, cachesSynced, conditions,
+    /// lastErrors}]}`, controllers sorted by name, `lastErrors` oldest first.
+    pub fn status_json(&self) -> serde_json::Value {
+        let map = self.inner.lock();
+        let controllers: Vec<StatusJson> = map.values().map(ControllerStatus::to_json).collect();
+        serde_json::json!({ "controllers": controllers })
+    }
+}
+
+/// RFC 3339 UTC with second precision (`metav1.Time`).
+fn rfc3339(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+// ---------------------------------------------------------------------------------------
+// HTTP
+// ---------------------------------------------------------------------------------------
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+async fn readyz(State(health): State<Health>) -> Response {
+    if health.is_ready() {
+        return (StatusCode::OK, "ok").into_response();
+    }
+    let unsynced = health.unsynced();
+    let body = if unsynced.is_empty() {
+        "not ready: no controllers registered\n".to_owned()
+    } else {
+        format!("not ready: caches not synced: {}\n", unsynced.join(", "))
+    };
+    (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
+}
+
+async fn status(State(health): State<Health>) -> Response {
+    axum::Json(health.status_json()).into_response()
+}
+
+async fn metrics(State(metrics): State<Metrics>) -> Response {
+    ([(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)], metrics.render()).into_response()
+}
+
+/// `/healthz`, `/readyz` and `/status`.
+pub fn health_router(health: Health) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/status", get(status))
+        .with_state(health)
+}
+
+/// `/metrics`.
+pub fn metrics_router(metrics_: Metrics) -> Router {
+    Router::new().route("/metrics", get(metrics)).with_state(metrics_)
+}
+
+/// All four endpoints on one router.
+pub fn router(health: Health, metrics: Metrics) -> Router {
+    health_router(health).merge(metrics_router(metrics))
+}
+
+/// Serve `router` on `addr` (port 0 picks a free one) until the task is aborted.
+pub async fn serve_router(
+    addr: SocketAddr,
+    router: Router,
+) -> Result<(SocketAddr, JoinHandle<()>), HealthError> {
+    let listener = TcpListener::bind(addr).await.map_err(|source| HealthError::Bind { addr, source })?;
+    let local = listener.local_addr().map_err(|source| HealthError::Bind { addr, source })?;
+    let handle = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router).await {
+            tracing::error!(error = %e, "health server stopped");
+        }
+    });
+    Ok((local, handle))
+}
+
+/// Serve `/healthz`, `/readyz`, `/status` and `/metrics` on `addr`; returns the bound
+/// address and the server task (abort it to stop).
+pub async fn serve(
+    addr: SocketAddr,
+    health: Health,
+    metrics: Metrics,
+) -> Result<(SocketAddr, JoinHandle<()>), HealthError> {
+    serve_router(addr, router(health, metrics)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn rfc3339_known_dates() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_709_210_096); // leap year, Feb 29
+        assert_eq!(rfc3339(t), "2024-02-29T12:34:56Z");
+    }
+
+    #[test]
+    fn condition_follows_state() {
+        let h = Health::new();
+        h.register("a");
+        let c = || h.status("a").map(|s| s.ready_condition());
+        assert_eq!(c().map(|c| c.reason), Some("NotReady".into()));
+        h.set_ready("a", true);
+        h.set_caches_synced("a", true);
+        assert_eq!(c().map(|c| (c.status, c.reason)), Some(("True".into(), "Ready".into())));
+        h.record_error("a", "boom");
+        let cond = c().expect("registered");
+        assert_eq!((cond.status.as_str(), cond.reason.as_str()), ("Unknown", "ReconciliationFailed"));
+        assert_eq!(cond.message, "boom");
+        h.record_success("a");
+        assert_eq!(c().map(|c| c.status), Some("True".into()));
+        h.set_fatal("a", "bad pipeline");
+        assert_eq!(c().map(|c| (c.status, c.reason)), Some(("False".into(), "NotReady".into())));
+    }
+}

@@ -1,0 +1,358 @@
+//! Watches and their caches: one watch per kind and scope, shared by everything that reads
+//! or is triggered by that kind, feeding a reflector store (and, for managed kinds, an index
+//! of ApplySet members).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::{Client, ResourceExt as _};
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use crate::cluster::api_for;
+use crate::triggers::object_key;
+
+/// A kind resolved through discovery, with its cache.
+pub(crate) struct Cached {
+    pub(crate) key: String,
+    pub(crate) ar: ApiResource,
+    pub(crate) namespaced: bool,
+    pub(crate) store: Store<DynamicObject>,
+    /// ApplySet members by set id, for managed kinds (see [`SetIndex`]).
+    pub(crate) sets: Option<Arc<SetIndex>>,
+}
+
+/// What a shared watch of one kind is for, besides filling its cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// The controller's kind: its events are the primary triggers.
+    Primary,
+    /// A `.manages()` kind: its events trigger the controlling owner.
+    Owned,
+    /// A `.reads()` kind: cached only.
+    Read,
+    /// A `.watches()` kind that no other watch covers: its events go to that mapper.
+    Watch,
+}
+
+/// One watch of a kind in one scope (namespace, label selector), planned before any
+/// starts so that every consumer is known: the cache `getObserved` reads and every
+/// `.watches()` mapper of the kind are fed by the same stream, each event reaching the
+/// mappers only after the cache holds it (as controller-runtime's shared informers do).
+/// Two watches of one kind would race: a mapper could run, and its reconcile read the
+/// cache, before the cache had the change that triggered it.
+pub(crate) struct InformerPlan {
+    pub(crate) key: String,
+    pub(crate) ar: ApiResource,
+    pub(crate) namespaced: bool,
+    /// `None`: all namespaces (or a cluster-scoped kind).
+    pub(crate) namespace: Option<String>,
+    pub(crate) labels: Option<String>,
+    pub(crate) role: Role,
+    /// `.watches()` fed from this watch, each through its own channel.
+    pub(crate) subscribers: Vec<tokio::sync::mpsc::UnboundedSender<watcher::Event<DynamicObject>>>,
+}
+
+/// A started [`InformerPlan`].
+pub(crate) struct Informer {
+    pub(crate) store: Store<DynamicObject>,
+    pub(crate) sets: Option<Arc<SetIndex>>,
+    pub(crate) stream:
+        futures::stream::BoxStream<'static, Result<watcher::Event<DynamicObject>, watcher::Error>>,
+    pub(crate) synced: watch::Receiver<bool>,
+}
+
+impl InformerPlan {
+    pub(crate) fn new(
+        key: String,
+        ar: ApiResource,
+        namespaced: bool,
+        namespace: Option<String>,
+        labels: Option<String>,
+        role: Role,
+    ) -> Self {
+        Self { key, ar, namespaced, namespace, labels, role, subscribers: Vec::new() }
+    }
+
+    /// Whether this watch sees every object a watch of `key` in `namespace` with
+    /// `labels` would.
+    pub(crate) fn covers(&self, key: &str, namespace: Option<&str>, labels: Option<&str>) -> bool {
+        self.key == key
+            && (self.namespace.is_none() || self.namespace.as_deref() == namespace)
+            && (self.labels.is_none() || self.labels.as_deref() == labels)
+    }
+
+    /// Start the watch in a task of its own: the reflector first, then the ApplySet index
+    /// (managed kinds), then the subscribers.
+    pub(crate) fn start(self, client: &Client) -> Informer {
+        let writer = reflector::store::Writer::<DynamicObject>::new(self.ar.clone());
+        let store = writer.as_reader();
+        let sets = (self.role == Role::Owned).then(|| Arc::new(SetIndex::default()));
+        let index = sets.clone();
+        let subscribers = self.subscribers;
+        let mut config = watcher::Config::default();
+        if let Some(sel) = &self.labels {
+            config = config.labels(sel);
+        }
+        let api = api_for(client, &self.ar, self.namespaced, self.namespace.as_deref());
+        // Readiness is tapped here (not taken from `Controller::new_with`): a second task
+        // waiting on a kube-runtime 5 store is never woken (its readiness keeps one
+        // waker; see crates/kubesim/tests/store_ready.rs).
+        let (stream, synced) = tap_init_done(detach(
+            watcher(api, config).default_backoff().modify(strip_managed_fields).reflect(writer).inspect(
+                move |e| {
+                    if let Ok(e) = e {
+                        if let Some(index) = &index {
+                            index.observe(e);
+                        }
+                        for tx in &subscribers {
+                            // A closed channel is a controller shutting down.
+                            let _ = tx.send(e.clone());
+                        }
+                    }
+                },
+            ),
+        ));
+        Informer { store, sets, stream: stream.boxed(), synced }
+    }
+}
+
+/// Where a `.watches()` gets its events.
+pub(crate) enum WatchSource {
+    /// From a shared watch of wider scope, narrowed client-side.
+    Shared(tokio::sync::mpsc::UnboundedReceiver<watcher::Event<DynamicObject>>, EventScope),
+    /// From its own watch (the index of its plan).
+    Own(usize),
+}
+
+/// The client-side part of a `.watches()` scope fed by a wider shared watch: what the
+/// server would have filtered. An object that leaves the scope (its labels change) is
+/// passed on as a deletion, as a server-side filtered watch reports it.
+#[derive(Default)]
+pub(crate) struct EventScope {
+    namespace: Option<String>,
+    labels: Option<ctop_core::LabelSelector>,
+}
+
+impl EventScope {
+    /// What a watch in `namespace` with `labels` must filter from `wider`'s events.
+    pub(crate) fn narrowing(
+        wider: &InformerPlan,
+        namespace: Option<String>,
+        labels: Option<&str>,
+    ) -> Result<Self, ctop_core::LabelSelectorError> {
+        Ok(Self {
+            namespace: namespace.filter(|_| wider.namespace.is_none()),
+            labels: match (&wider.labels, labels) {
+                (None, Some(sel)) => Some(ctop_core::LabelSelector::parse(sel)?),
+                _ => None,
+            },
+        })
+    }
+
+    fn admits(&self, o: &DynamicObject) -> bool {
+        self.namespace.as_ref().is_none_or(|ns| o.metadata.namespace.as_ref() == Some(ns))
+            && self.labels.as_ref().is_none_or(|sel| {
+                let labels = o.labels();
+                sel.matches_with(|k| labels.get(k).map(String::as_str))
+            })
+    }
+
+    pub(crate) fn apply(
+        self,
+        rx: tokio::sync::mpsc::UnboundedReceiver<watcher::Event<DynamicObject>>,
+    ) -> impl futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static
+    {
+        let events = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) });
+        let mut inside = std::collections::HashSet::new();
+        events.filter_map(move |e| {
+            let out = match e {
+                _ if self.namespace.is_none() && self.labels.is_none() => Some(e),
+                watcher::Event::Apply(o) | watcher::Event::InitApply(o) if !self.admits(&o) => {
+                    inside.remove(&object_key(&o)).then_some(watcher::Event::Delete(o))
+                }
+                watcher::Event::Apply(ref o) | watcher::Event::InitApply(ref o) => {
+                    inside.insert(object_key(o));
+                    Some(e)
+                }
+                watcher::Event::Delete(o) => {
+                    inside.remove(&object_key(&o)).then_some(watcher::Event::Delete(o))
+                }
+                watcher::Event::Init | watcher::Event::InitDone => Some(e),
+            };
+            std::future::ready(out.map(Ok))
+        })
+    }
+}
+
+/// The objects of one cached kind by their `applyset.kubernetes.io/part-of` label, kept
+/// from the watch events, so that finding an owner's former children costs O(its
+/// children) rather than a scan of the kind. It may hold a few objects already gone (a
+/// relist does not report what disappeared): readers confirm each one in the store.
+#[derive(Default)]
+pub(crate) struct SetIndex {
+    inner: Mutex<SetIndexInner>,
+}
+
+#[derive(Default)]
+pub(crate) struct SetIndexInner {
+    members: HashMap<String, std::collections::HashSet<(String, String)>>,
+    set_of: HashMap<(String, String), String>,
+}
+
+impl SetIndex {
+    pub(crate) fn observe(&self, event: &watcher::Event<DynamicObject>) {
+        let mut idx = self.inner.lock();
+        let mut put = |o: &DynamicObject, present: bool| {
+            let key = (o.namespace().unwrap_or_default(), o.name_any());
+            if let Some(old) = idx.set_of.remove(&key)
+                && let Some(m) = idx.members.get_mut(&old)
+            {
+                m.remove(&key);
+                if m.is_empty() {
+                    idx.members.remove(&old);
+                }
+            }
+            let label = o.labels().get(ctop_applier::applyset::PART_OF_LABEL).cloned();
+            if let (true, Some(set)) = (present, label) {
+                idx.members.entry(set.clone()).or_default().insert(key.clone());
+                idx.set_of.insert(key, set);
+            }
+        };
+        match event {
+            watcher::Event::Apply(o) | watcher::Event::InitApply(o) => put(o, true),
+            watcher::Event::Delete(o) => put(o, false),
+            watcher::Event::Init | watcher::Event::InitDone => {}
+        }
+    }
+
+    pub(crate) fn members(&self, set: &str) -> Vec<(String, String)> {
+        self.inner.lock().members.get(set).map(|m| m.iter().cloned().collect()).unwrap_or_default()
+    }
+}
+
+pub(crate) fn strip_managed_fields(o: &mut DynamicObject) {
+    o.metadata.managed_fields = None;
+}
+
+/// Poll `stream` in a task of its own and hand its items over through a channel; the task
+/// ends when the returned stream is dropped. Each watcher runs like this, so that its
+/// relists and backoff sleeps never wait on the controller's task (or the other way).
+pub(crate) fn detach<S>(stream: S) -> impl futures::Stream<Item = S::Item> + Send + 'static
+where
+    S: futures::Stream + Send + 'static,
+    S::Item: Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        loop {
+            tokio::select! {
+                item = stream.next() => match item {
+                    Some(item) => if tx.send(item).is_err() { return },
+                    None => return,
+                },
+                () = tx.closed() => return,
+            }
+        }
+    });
+    futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })
+}
+
+/// Drop the errors of a trigger stream (logged; the watcher behind it retries with its own
+/// backoff). kube-runtime's controller answers any trigger error by pausing *all* triggers
+/// with a growing backoff: a few `410`s on one watch would stall every reconcile for a
+/// minute and more.
+pub(crate) fn without_errors<T, E>(
+    stream: impl futures::Stream<Item = Result<T, E>> + Send + 'static,
+    controller: String,
+) -> impl futures::Stream<Item = Result<T, E>> + Send + 'static
+where
+    T: Send + 'static,
+    E: std::fmt::Display + Send + 'static,
+{
+    stream.filter(move |r| {
+        if let Err(e) = r {
+            tracing::warn!(controller, error = %e, "watch failed; retrying with backoff");
+        }
+        std::future::ready(r.is_ok())
+    })
+}
+
+/// Pass a reflector's events through and report its first `InitDone` (the cache holds the
+/// full list) on a watch channel, which wakes any number of waiters.
+pub(crate) fn tap_init_done<S>(
+    stream: S,
+) -> (impl futures::Stream<Item = S::Item> + Send + 'static, watch::Receiver<bool>)
+where
+    S: futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static,
+{
+    let (tx, rx) = watch::channel(false);
+    let stream = stream.inspect(move |e| {
+        if matches!(e, Ok(watcher::Event::InitDone)) {
+            tx.send_replace(true);
+        }
+    });
+    (stream, rx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::api::GroupVersionKind;
+
+    #[test]
+    fn a_shared_watch_is_narrowed_as_the_server_would() {
+        let ar =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "ConfigMap"), "configmaps");
+        let wide = InformerPlan::new("v1/ConfigMap".into(), ar.clone(), true, None, None, Role::Read);
+        assert!(wide.covers("v1/ConfigMap", Some("a"), Some("watched=yes")));
+        assert!(!wide.covers("v1/Secret", None, None));
+        let narrow =
+            InformerPlan::new("v1/ConfigMap".into(), ar.clone(), true, Some("a".into()), None, Role::Read);
+        assert!(!narrow.covers("v1/ConfigMap", None, None), "one namespace does not cover all");
+        assert!(EventScope::narrowing(&wide, None, Some("in (")).is_err());
+
+        let scope = EventScope::narrowing(&wide, Some("a".into()), Some("watched=yes")).expect("valid");
+        let cm = |ns: &str, name: &str, watched: bool| {
+            let mut o = DynamicObject::new(name, &ar).within(ns);
+            if watched {
+                o.metadata.labels = Some([("watched".to_owned(), "yes".to_owned())].into());
+            }
+            o
+        };
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        for e in [
+            watcher::Event::Init,
+            watcher::Event::InitApply(cm("a", "in", true)),
+            watcher::Event::InitApply(cm("b", "elsewhere", true)),
+            watcher::Event::InitApply(cm("a", "unlabelled", false)),
+            watcher::Event::InitDone,
+            watcher::Event::Apply(cm("a", "in", false)),
+            watcher::Event::Apply(cm("a", "unlabelled", true)),
+            watcher::Event::Delete(cm("a", "in", false)),
+            watcher::Event::Delete(cm("a", "unlabelled", true)),
+        ] {
+            tx.send(e).expect("send");
+        }
+        drop(tx);
+        let got: Vec<String> = futures::executor::block_on(scope.apply(rx).collect::<Vec<_>>())
+            .into_iter()
+            .map(|e| match e {
+                Ok(watcher::Event::Init) => "init".to_owned(),
+                Ok(watcher::Event::InitDone) => "done".to_owned(),
+                Ok(watcher::Event::InitApply(o)) => format!("list {}", o.name_any()),
+                Ok(watcher::Event::Apply(o)) => format!("apply {}", o.name_any()),
+                Ok(watcher::Event::Delete(o)) => format!("delete {}", o.name_any()),
+                Err(e) => format!("error {e}"),
+            })
+            .collect();
+        // `in` leaves the scope (a deletion), `unlabelled` enters it; the second deletion
+        // of `in` is not reported again.
+        assert_eq!(got, ["init", "list in", "done", "delete in", "apply unlabelled", "delete unlabelled"]);
+    }
+}

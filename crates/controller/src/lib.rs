@@ -1,0 +1,52 @@
+//! # ctop-controller: operators running against a cluster
+//!
+//! Start with [`run`]: give it a [`ctop_core::Handlers`] (the script runtime's
+//! `ScriptHandlers`, or a Rust reconciler) and [`RunOptions`], and it runs one kube-runtime
+//! controller per declared [`ctop_core::ControllerSpec`] until shutdown. [`run_reloadable`]
+//! lets `ctop dev` replace the handlers in place.
+//!
+//! What a handler returns is a typed outcome of `ctop-core` ([`ctop_core::ReconcileOutcome`]
+//! and its siblings); this crate carries it out. The modules, one concern each:
+//!
+//! - `run`: health and metrics servers, leader election, and each controller's watches;
+//! - `informer`: one shared watch per kind and scope, its cache and ApplySet index;
+//! - `triggers`: what makes a primary reconcile (its changes, its children's, `.watches()`
+//!   through predicates and mappers, handler replacements), minus the echoes of the
+//!   controller's own writes (`context::OwnWrites`);
+//! - `observe`: the caches as handlers read them;
+//! - `reconcile`: one reconcile, from the handler call to the status write;
+//! - `finalize`: reconciles of objects being deleted;
+//! - `effects`: patches, finalizers, events, the declared-kinds check;
+//! - `on_start`: the one-shot `onStart` handler;
+//! - `queue`, `retry`: the work-queue figures and the retry policy;
+//! - [`health`] (health, readiness, `/status`, metrics; the Prometheus registry itself is
+//!   `metrics`, re-exported there) and [`leader`] (Lease election);
+//! - `cluster`: the client, discovery, CRD installation.
+//!
+//! Effects go through `ctop-applier`; the contract of each (status merge patch,
+//! `observedGeneration` only after full success, the `Reconciled` condition, pruning, keep)
+//! is documented on [`reconcile::RECONCILED`] and in `crates/runtime/RUNTIME.md`.
+
+mod cluster;
+mod context;
+mod effects;
+mod error;
+mod finalize;
+pub mod health;
+mod informer;
+pub mod leader;
+mod metrics;
+mod observe;
+mod on_start;
+mod options;
+mod queue;
+pub mod reconcile;
+mod retry;
+mod run;
+mod triggers;
+
+pub use cluster::install_crds;
+pub use error::{ReconcileError, RunError, api_error_text};
+pub use options::{LeaseTiming, RunOptions};
+pub use retry::RetryLimit;
+pub use run::{HandlerSource, hot_swappable, run, run_reloadable, run_with_lease};

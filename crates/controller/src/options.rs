@@ -1,0 +1,61 @@
+//! How a run is configured: [`RunOptions`], [`LeaseTiming`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::retry::RetryLimit;
+
+/// How `ctop run` runs a script.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// The kubeconfig file; `None` infers (in-cluster, `KUBECONFIG`, `~/.kube/config`).
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context; `None` uses its current context.
+    pub context: Option<String>,
+    /// Watch only this namespace; `None` watches all.
+    pub namespace: Option<String>,
+    /// Reconciles running at once per controller.
+    pub concurrency: u16,
+    /// Where `/healthz`, `/readyz` and `/status` are served (port 0 picks one).
+    pub health_addr: SocketAddr,
+    /// Where `/metrics` is served (port 0 picks one).
+    pub metrics_addr: SocketAddr,
+    /// Elect a leader on a Lease; reconcile only while leading.
+    pub leader_elect: bool,
+    /// Namespace of the Lease.
+    pub lease_namespace: String,
+    /// Name of the Lease and the field manager / event reporter.
+    pub name: String,
+    /// CRDs to server-side apply (and wait for) before starting.
+    pub install_crds: Vec<Value>,
+    /// The global limit on retries of failed reconciles, shared by every controller.
+    pub retry_limit: RetryLimit,
+}
+
+/// The global bucket that failed reconciles are retried through, on top of the per-object
+/// exponential backoff (the later of the two wins), as controller-runtime's default rate
+/// limiter does: a burst of failures cannot turn into a storm of retries against the API.
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseTiming {
+    /// How long a standby waits after the leader's last renewal before taking over.
+    pub lease_duration: Duration,
+    /// How long the leader keeps leading without a successful renewal.
+    pub renew_deadline: Duration,
+    /// Time between acquire and renew attempts.
+    pub retry_period: Duration,
+}
+
+impl Default for LeaseTiming {
+    /// 15 s / 10 s / 2 s, as controller-runtime.
+    fn default() -> Self {
+        Self {
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+}

@@ -1,0 +1,432 @@
+//! Running the controllers of an operator: [`run`], [`run_with_lease`] and
+//! [`run_reloadable`] start the health and metrics servers, the leader election, and one
+//! kube-runtime [`Controller`] per declared controller, with its watches and caches.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ctop_applier::{Applier, ApplierConfig};
+use ctop_core::{ControllerSpec, Handlers, OperatorSpec};
+use futures::StreamExt as _;
+use kube::Client;
+use kube::api::DynamicObject;
+use kube::runtime::controller::{Config as ControllerConfig, Controller};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use crate::cluster::{client, install_crds, kind_key, resolve};
+use crate::context::{Ctx, OwnWrites};
+use crate::error::RunError;
+use crate::health::{self, Health, Metrics};
+use crate::informer::{Cached, EventScope, InformerPlan, Role, WatchSource, without_errors};
+use crate::leader::{LeaderElector, Leadership, LeaseConfig};
+use crate::on_start::on_start;
+use crate::options::{LeaseTiming, RunOptions};
+use crate::queue::QueueStats;
+use crate::reconcile::{error_policy, reconcile};
+use crate::retry::Bucket;
+use crate::triggers::{filter_events, object_key, owner_keys, reloads, watch_triggers};
+
+/// Triggers whose echo check may wait at once (see `OwnWrites`).
+const ECHO_CHECKS: usize = 1024;
+
+/// The handlers a run calls; a new value replaces them between reconciles (see
+/// [`run_reloadable`]).
+pub type HandlerSource = watch::Receiver<Arc<dyn Handlers>>;
+
+/// Whether `new` can replace `old` in a running operator without restarting its
+/// controllers (and so without dropping their caches): it must declare the same
+/// controllers (kinds, watches, handlers, finalizers, periods). Handler code may differ.
+#[must_use]
+pub fn hot_swappable(old: &OperatorSpec, new: &OperatorSpec) -> bool {
+    old.controllers == new.controllers
+}
+
+/// Run every controller `handlers` declares until `shutdown` completes (default lease
+/// timing).
+pub async fn run(
+    handlers: Arc<dyn Handlers>,
+    options: RunOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    run_with_lease(handlers, options, LeaseTiming::default(), shutdown).await
+}
+
+/// [`run`] with this leader-election timing (used when `options.leader_elect`).
+pub async fn run_with_lease(
+    handlers: Arc<dyn Handlers>,
+    options: RunOptions,
+    timing: LeaseTiming,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    let (_keep, source) = watch::channel(handlers);
+    run_reloadable(source, options, timing, shutdown).await
+}
+
+/// [`run_with_lease`] with handlers that can be replaced while running (`ctop dev`): each
+/// new value of `source` is used from the next handler call on, and every primary object
+/// is reconciled again with it; caches, leadership and in-flight reconciles are kept. A
+/// replacement must be [`hot_swappable`] with the first: one that is not is ignored with
+/// an error (restart the run to change what is watched).
+pub async fn run_reloadable(
+    source: HandlerSource,
+    options: RunOptions,
+    timing: LeaseTiming,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    let first = source.borrow().clone();
+    let client = client(options.kubeconfig.as_ref(), options.context.as_ref()).await?;
+    if !options.install_crds.is_empty() {
+        install_crds(&client, &options.install_crds, &options.name).await?;
+    }
+    let health = Health::new();
+    let metrics = Metrics::new();
+    let (health_addr, health_task) =
+        health::serve_router(options.health_addr, health::health_router(health.clone()))
+            .await
+            .map_err(|e| RunError::Start(e.to_string()))?;
+    let (metrics_addr, metrics_task) =
+        health::serve_router(options.metrics_addr, health::metrics_router(metrics.clone()))
+            .await
+            .map_err(|e| RunError::Start(e.to_string()))?;
+    tracing::info!(%health_addr, %metrics_addr, "serving health and metrics");
+
+    let leadership = if options.leader_elect {
+        // Unique per replica: the pod name, else host and process (two processes on one
+        // host must not share an identity).
+        let identity = std::env::var("POD_NAME").unwrap_or_else(|_| {
+            let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "ctop".into());
+            format!("{host}_{}", std::process::id())
+        });
+        let mut config =
+            LeaseConfig::new(options.lease_namespace.clone(), format!("{}-leader", options.name), identity);
+        config.lease_duration = timing.lease_duration;
+        config.renew_deadline = timing.renew_deadline;
+        config.retry_period = timing.retry_period;
+        let lease = config.name.clone();
+        let elector =
+            LeaderElector::new(client.clone(), config).map_err(|e| RunError::Start(e.to_string()))?;
+        let leadership = elector.run();
+        let mut leading = leadership.subscribe();
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            loop {
+                let now = *leading.borrow_and_update();
+                metrics.set_leader(&lease, now);
+                tracing::info!(lease, leading = now, "leadership");
+                if leading.changed().await.is_err() {
+                    metrics.set_leader(&lease, false);
+                    return;
+                }
+            }
+        });
+        Some(leadership)
+    } else {
+        None
+    };
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let retries = Arc::new(Bucket::new(options.retry_limit));
+    let mut tasks = Vec::new();
+    let resources = first.spec().resources.clone();
+    for spec in first.spec().controllers.clone() {
+        if !spec.handlers.iter().any(|h| h == "reconcile") {
+            tracing::warn!(controller = spec.name, "no reconcile handler: not started");
+            continue;
+        }
+        let leader = leadership.as_ref().map(Leadership::subscribe);
+        let owns_status = resources.iter().any(|r| {
+            r.api_version == spec.for_.api_version && r.kind == spec.for_.kind && r.status_subresource
+        });
+        let fut = start_controller(
+            client.clone(),
+            spec,
+            owns_status,
+            source.clone(),
+            retries.clone(),
+            options.clone(),
+            health.clone(),
+            metrics.clone(),
+            leader,
+            stop_rx.clone(),
+        )
+        .await?;
+        tasks.push(tokio::spawn(fut));
+    }
+    shutdown.await;
+    tracing::info!("shutting down");
+    stop_tx.send_replace(true);
+    for t in tasks {
+        let _ = t.await;
+    }
+    if let Some(l) = leadership
+        && let Err(e) = l.shutdown().await
+    {
+        tracing::warn!(error = %e, "cannot release the lease");
+    }
+    health_task.abort();
+    metrics_task.abort();
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn start_controller(
+    client: Client,
+    spec: ControllerSpec,
+    owns_status: bool,
+    source: HandlerSource,
+    retries: Arc<Bucket>,
+    options: RunOptions,
+    health: Health,
+    metrics: Metrics,
+    leader: Option<watch::Receiver<bool>>,
+    stop: watch::Receiver<bool>,
+) -> Result<impl Future<Output = ()> + Send + 'static, RunError> {
+    let name = spec.name.clone();
+    let queue = Arc::new(QueueStats::new(name.clone(), metrics.clone()));
+    let (primary, namespaced) = resolve(&client, &spec.for_).await?;
+    let ns = options.namespace.as_deref();
+    let scope = |namespaced: bool, ns: Option<&str>| ns.filter(|_| namespaced).map(str::to_owned);
+    // One watch per kind and scope, shared by everything that reads or is triggered by
+    // that kind (see `InformerPlan`): the primary kind's (the script may scope it by a
+    // namespace and a label selector, both applied by the server), each managed or read
+    // kind's, and one per `.watches()` that none of these covers.
+    let mut plans = vec![InformerPlan::new(
+        kind_key(&spec.for_),
+        primary.clone(),
+        namespaced,
+        scope(namespaced, spec.namespace.as_deref().or(ns)),
+        spec.label_selector.clone(),
+        Role::Primary,
+    )];
+    for (k, owned) in spec.manages.iter().map(|k| (k, true)).chain(spec.reads.iter().map(|k| (k, false))) {
+        if plans.iter().any(|p| p.key == kind_key(k)) {
+            continue;
+        }
+        let (ar, child_namespaced) = resolve(&client, k).await?;
+        let role = if owned { Role::Owned } else { Role::Read };
+        // `.manages(kind, { childrenOnly: true })`: the server sends children only (every
+        // child carries the ApplySet part-of label), unless the kind is also read in full.
+        let selector = (owned && spec.children_only.contains(k) && !spec.reads.contains(k))
+            .then(|| ctop_applier::applyset::PART_OF_LABEL.to_owned());
+        plans.push(InformerPlan::new(
+            kind_key(k),
+            ar,
+            child_namespaced,
+            scope(child_namespaced, ns),
+            selector,
+            role,
+        ));
+    }
+    let mut watch_sources = Vec::new();
+    for (i, w) in spec.watches.iter().enumerate() {
+        let (ar, watched_namespaced) = resolve(&client, &w.kind).await?;
+        let key = kind_key(&w.kind);
+        let w_ns = scope(watched_namespaced, w.namespace.as_deref().or(ns));
+        let source =
+            match plans.iter().position(|p| p.covers(&key, w_ns.as_deref(), w.label_selector.as_deref())) {
+                Some(j) => {
+                    let filter = EventScope::narrowing(&plans[j], w_ns, w.label_selector.as_deref())
+                        .map_err(|e| RunError::Start(format!(".watches({key}): {e}")))?;
+                    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                    plans[j].subscribers.push(tx);
+                    WatchSource::Shared(rx, filter)
+                }
+                None => {
+                    plans.push(InformerPlan::new(
+                        key,
+                        ar.clone(),
+                        watched_namespaced,
+                        w_ns,
+                        w.label_selector.clone(),
+                        Role::Watch,
+                    ));
+                    WatchSource::Own(plans.len() - 1)
+                }
+            };
+        watch_sources.push((i, w.clone(), ar, source));
+    }
+    let mut plans = plans.into_iter();
+    let primary_plan = plans.next().ok_or_else(|| RunError::Start("no primary watch".into()))?;
+    let primary_informer = primary_plan.start(&client);
+    let primary_store = primary_informer.store.clone();
+    let primary_stream = primary_informer.stream;
+    // Events of the controller's own writes (status, children) come back like anyone's;
+    // they are not triggers (see `OwnWrites`).
+    let own_writes = Arc::new(OwnWrites::default());
+    let primary_triggers = {
+        let queue = queue.clone();
+        let own = own_writes.clone();
+        let kind = kind_key(&spec.for_);
+        let objects: futures::stream::BoxStream<'static, Result<DynamicObject, watcher::Error>> =
+            match spec.predicate.clone() {
+                // Creations always pass; updates when the predicate holds against the
+                // previous version; deletions are not triggers of the primary.
+                Some(p) => filter_events(
+                    primary_stream
+                        .filter(|e| std::future::ready(!matches!(e, Ok(watcher::Event::Delete(_))))),
+                    Some(p),
+                )
+                .map(Ok)
+                .boxed(),
+                None => without_errors(primary_stream.applied_objects(), name.clone()).boxed(),
+            };
+        objects
+            .map(move |o| {
+                let (own, kind) = (own.clone(), kind.clone());
+                async move {
+                    match o {
+                        Ok(o) if own.is_echo(&kind, &o, &object_key(&o)).await => None,
+                        other => Some(other),
+                    }
+                }
+            })
+            .buffer_unordered(ECHO_CHECKS)
+            .filter_map(std::future::ready)
+            .inspect(move |o| {
+                if let Ok(o) = o {
+                    queue.add(object_key(o));
+                }
+            })
+    };
+    let mut controller =
+        Controller::for_stream_with(primary_triggers, primary_store.clone(), primary.clone())
+            .with_config(ControllerConfig::default().concurrency(options.concurrency));
+    // The primary kind is observable too (`getObserved(myKind, ...)`), from the same cache.
+    let mut caches = vec![Cached {
+        key: kind_key(&spec.for_),
+        ar: primary.clone(),
+        namespaced,
+        store: primary_store,
+        sets: None,
+    }];
+    let mut synced = vec![primary_informer.synced];
+    let mut own_watch_streams = HashMap::new();
+    for (j, plan) in plans.enumerate() {
+        let (key, role) = (plan.key.clone(), plan.role);
+        let (ar, plan_namespaced) = (plan.ar.clone(), plan.namespaced);
+        let informer = plan.start(&client);
+        synced.push(informer.synced);
+        // `getObserved` reads the first cache of a kind (a second one exists only for a
+        // `.watches()` scoped beyond it).
+        if !caches.iter().any(|c| c.key == key) {
+            caches.push(Cached {
+                key: key.clone(),
+                ar: ar.clone(),
+                namespaced: plan_namespaced,
+                store: informer.store,
+                sets: informer.sets,
+            });
+        }
+        match role {
+            Role::Owned => {
+                let (queue, primary, namespaced) = (queue.clone(), primary.clone(), namespaced);
+                let own = own_writes.clone();
+                let kind = key.clone();
+                let owners = primary.clone();
+                let triggers = without_errors(informer.stream.touched_objects(), name.clone())
+                    .map(move |o| {
+                        let (own, kind) = (own.clone(), kind.clone());
+                        let owner = o.as_ref().ok().and_then(|o| owner_keys(o, &owners, namespaced).pop());
+                        async move {
+                            match (o, owner) {
+                                (Ok(o), Some(owner)) if own.is_echo(&kind, &o, &owner).await => None,
+                                (o, _) => Some(o),
+                            }
+                        }
+                    })
+                    .buffer_unordered(ECHO_CHECKS)
+                    .filter_map(std::future::ready)
+                    .inspect(move |o| {
+                        if let Ok(o) = o {
+                            owner_keys(o, &primary, namespaced).into_iter().for_each(|k| queue.add(k));
+                        }
+                    });
+                controller = controller.owns_stream_with(triggers, ar);
+            }
+            Role::Watch => {
+                own_watch_streams.insert(j + 1, informer.stream);
+            }
+            Role::Primary | Role::Read => {
+                tokio::spawn(informer.stream.for_each(|_| async {}));
+            }
+        }
+    }
+    if let Some(every) = spec.every {
+        tracing::info!(controller = name, every = ?Duration::from(every), "periodic resync");
+    }
+    health.register(&name);
+    metrics.register_controller(&name, usize::from(options.concurrency));
+    let reporter = Reporter { controller: options.name.clone(), instance: std::env::var("POD_NAME").ok() };
+    let applier = Applier::new(client.clone(), ApplierConfig::new(options.name.clone()));
+    let reloads = reloads(source.clone(), name.clone());
+    let ctx = Arc::new(Ctx {
+        kinds: Mutex::default(),
+        spec,
+        handlers: source,
+        owns_status,
+        retries,
+        primary,
+        namespaced,
+        caches: Arc::new(caches),
+        applier,
+        recorder: Recorder::new(client.clone(), reporter),
+        client,
+        options,
+        health: health.clone(),
+        metrics,
+        leader,
+        failures: Mutex::default(),
+        queue,
+        own_writes,
+    });
+    {
+        let ctx = ctx.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            for mut rx in synced {
+                if rx.wait_for(|s| *s).await.is_err() {
+                    // The watcher ended (shutdown): the caches will never sync.
+                    return;
+                }
+            }
+            ctx.health.set_caches_synced(&ctx.spec.name, true);
+            tracing::info!(controller = ctx.spec.name, "caches synced");
+            if ctx.spec.handlers.iter().any(|h| h == "onStart") {
+                on_start(&ctx, stop).await;
+            }
+        });
+    }
+    for (i, w, ar, source) in watch_sources {
+        let events = match source {
+            WatchSource::Shared(rx, filter) => filter.apply(rx).boxed(),
+            WatchSource::Own(j) => match own_watch_streams.remove(&j) {
+                Some(stream) => stream.boxed(),
+                None => continue,
+            },
+        };
+        controller = controller.reconcile_on(watch_triggers(ctx.clone(), i, w, ar, events));
+    }
+    controller = controller.reconcile_all_on(reloads);
+    if let Some(leader) = ctx.leader.clone() {
+        // A replica that wins the Lease reconciles everything at once, instead of waiting
+        // for the requeue each object got while it was standing by.
+        let won = tokio_stream::wrappers::WatchStream::new(leader)
+            .filter(|leading| std::future::ready(*leading))
+            .map(|_| ());
+        controller = controller.reconcile_all_on(won);
+    }
+    let mut stop = stop;
+    let shutdown = async move {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    health.set_ready(&name, true);
+    Ok(controller.graceful_shutdown_on(shutdown).run(reconcile, error_policy, ctx).for_each(|r| async move {
+        if let Err(e) = r {
+            tracing::debug!(error = %e, "controller event");
+        }
+    }))
+}

@@ -1,0 +1,92 @@
+//! The boundary between the controller and whatever computes outcomes: [`Handlers`].
+//!
+//! The controller (`ctop-controller`) calls a [`Handlers`] for each reconcile, finalize,
+//! `onStart` and mapper call, handing it the object as JSON text and an [`Observer`] over its
+//! caches; the handlers answer with the typed outcomes of [`crate::outcome`]. The script
+//! runtime implements it for a script; a Rust reconciler can implement it too. Neither side
+//! sees the other's internals.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::{FinalizeOutcome, MapOutcome, OperatorSpec, ReconcileOutcome, StartOutcome};
+
+/// The caches a handler call reads (`getObserved` / `listObserved`), served on demand
+/// instead of serialized into every call's input: a controller's caches can hold thousands
+/// of objects, a handler usually reads a few.
+pub trait Observer: Send + Sync {
+    /// The objects of kind `kind` (`apiVersion/kind`) this call may see, as a JSON array;
+    /// `None` when the kind is not observed.
+    fn list(&self, kind: &str) -> Option<String>;
+    /// The object of kind `kind` named `name` (in `namespace` when namespaced) as JSON:
+    /// `Some(None)` when the kind is observed but the object is not there, `None` when
+    /// the kind is not observed.
+    fn get(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<Option<String>>;
+}
+
+/// One handler call's input.
+#[derive(Clone)]
+pub struct HandlerCall {
+    /// The index of the controller in [`OperatorSpec::controllers`].
+    pub controller: u32,
+    /// The object handled, as JSON text with `apiVersion` and `kind`; `None` for `onStart`.
+    pub object: Option<String>,
+    /// The caches the call may read.
+    pub observer: Arc<dyn Observer>,
+}
+
+/// How a handler call failed (as opposed to returning `Result.error`, which is an outcome).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The handler threw (or its promise rejected).
+    Exception,
+    /// The handler ran past its deadline.
+    Timeout,
+    /// The handler's runtime broke (out of memory, a crash of the engine): the analog of a
+    /// panic in a Go reconciler.
+    Crash,
+    /// The handler's output breaks a rule of the contract (too many children, an object of a
+    /// kind the operator does not declare, a malformed output): retrying cannot help.
+    Invalid,
+}
+
+/// A failed handler call.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct HandlerError {
+    /// What kind of failure.
+    pub kind: FailureKind,
+    /// What happened, as the user should read it (script errors name file, line, column).
+    pub message: String,
+    /// The underlying error, when there is one.
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl HandlerError {
+    /// A failure of `kind` saying `message`.
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into(), source: None }
+    }
+}
+
+/// A boxed future of a handler's answer.
+pub type HandlerFuture<T> = Pin<Box<dyn Future<Output = Result<T, HandlerError>> + Send + 'static>>;
+
+/// What computes outcomes for the controllers of one [`OperatorSpec`].
+///
+/// Each method is called only when [`crate::ControllerSpec::handlers`] names the handler
+/// (a mapper when its [`crate::WatchSpec::mapper`] is set).
+pub trait Handlers: Send + Sync + 'static {
+    /// What is declared: the controllers to run.
+    fn spec(&self) -> &OperatorSpec;
+    /// Bring the world in line with `call.object`.
+    fn reconcile(&self, call: HandlerCall) -> HandlerFuture<ReconcileOutcome>;
+    /// Clean up before `call.object` goes away.
+    fn finalize(&self, call: HandlerCall) -> HandlerFuture<FinalizeOutcome>;
+    /// Once per process, when the caches are synced and this replica leads.
+    fn on_start(&self, call: HandlerCall) -> HandlerFuture<StartOutcome>;
+    /// The primaries the `watch`th `.watches()` of the controller maps `call.object` to.
+    fn map(&self, watch: usize, call: HandlerCall) -> HandlerFuture<MapOutcome>;
+}

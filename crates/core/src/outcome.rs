@@ -1,0 +1,387 @@
+//! What a handler returns, typed: the contract between whatever computes the desired state
+//! (a script, or a Rust reconciler) and the controller that carries it out.
+//!
+//! A reconcile produces a [`ReconcileOutcome`]: the desired [`Children`] with their
+//! [`PruneMode`], a status merge patch, conditions, events, finalizer changes, merge
+//! patches of objects the operator does not own, and the [`HandlerResult`]. `finalize`
+//! produces the same shape ([`FinalizeOutcome`]), a mapper a [`MapOutcome`], an admission
+//! handler an [`AdmissionOutcome`]. [`ReconcileOutcome::from_output`] and its siblings read
+//! the JSON the SDK's `__ct_dispatch` returns, so nothing downstream reads that JSON by key.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::Duration;
+
+/// What the script's output could not be read as.
+#[derive(Debug, thiserror::Error)]
+#[error("the {handler} handler returned an output ctop cannot read: {source}")]
+pub struct OutcomeError {
+    /// The handler.
+    pub handler: &'static str,
+    /// What did not fit.
+    #[source]
+    pub source: serde_json::Error,
+}
+
+/// What becomes of former children that the desired set no longer names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PruneMode {
+    /// The children are the complete desired set: what was applied before and is missing
+    /// now is deleted, once every apply succeeded.
+    #[default]
+    Complete,
+    /// Apply the children given and delete nothing (`Result.keep()`): an early return, for
+    /// instance on an invalid spec, leaves the existing children alone.
+    Keep,
+}
+
+/// The children a handler wants, each a full object (`apiVersion`, `kind`,
+/// `metadata.name`), server-side applied with an owner reference to the object handled.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Children {
+    /// The desired objects, in the order the handler applied them.
+    pub objects: Vec<Value>,
+    /// What happens to former children left out.
+    pub prune: PruneMode,
+}
+
+/// `True`, `False` or `Unknown`, as Kubernetes conditions say it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConditionStatus {
+    /// The condition holds.
+    True,
+    /// It does not.
+    False,
+    /// It cannot be told.
+    Unknown,
+}
+
+/// One condition of the handled object's `status.conditions`, set by type.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Condition {
+    /// The condition's type, e.g. `Ready`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Whether it holds.
+    pub status: ConditionStatus,
+    /// A CamelCase reason.
+    pub reason: String,
+    /// A human message.
+    #[serde(default)]
+    pub message: String,
+}
+
+/// `Normal` or `Warning`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EventType {
+    /// Something happened as it should.
+    #[default]
+    Normal,
+    /// Something went wrong or needs attention.
+    Warning,
+}
+
+/// The object an event is about, when it is not the handled object.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectReference {
+    /// `group/version`.
+    #[serde(default)]
+    pub api_version: Option<String>,
+    /// Kind.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Namespace, for namespaced kinds.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Uid.
+    #[serde(default)]
+    pub uid: Option<String>,
+}
+
+/// A Kubernetes Event to record.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// Normal or Warning.
+    #[serde(rename = "type", default)]
+    pub type_: EventType,
+    /// A CamelCase reason.
+    pub reason: String,
+    /// A human message.
+    #[serde(default)]
+    pub message: String,
+    /// What the event is about; `None` means the handled object.
+    #[serde(default)]
+    pub regarding: Option<ObjectReference>,
+}
+
+/// Finalizers the handler added to or removed from the handled object.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinalizerChanges {
+    /// Added (ignored on an object being deleted: the API server refuses new ones).
+    #[serde(default)]
+    pub add: Vec<String>,
+    /// Removed.
+    #[serde(default)]
+    pub remove: Vec<String>,
+}
+
+impl FinalizerChanges {
+    /// Whether nothing changes.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.add.is_empty() && self.remove.is_empty()
+    }
+}
+
+/// How a handler ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum HandlerResult {
+    /// Done: next run on the next change (or the controller's period).
+    #[default]
+    Ok,
+    /// Done for now: run again after this long.
+    Requeue {
+        /// The delay.
+        after: Duration,
+    },
+    /// Failed: nothing is applied or pruned; retried with backoff.
+    Error {
+        /// Why, as the handler said it.
+        message: String,
+    },
+}
+
+/// What one reconcile wants done.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReconcileOutcome {
+    /// The desired children.
+    pub children: Children,
+    /// Merge patches of objects the operator does not own (no owner reference, never
+    /// pruned); each names its object by `apiVersion`, `kind` and `metadata.name`.
+    pub patches: Vec<Value>,
+    /// A JSON merge patch of the handled object's `status`: named fields are set, `null`
+    /// deletes one, fields not named are kept. `None`: the handler set no status.
+    pub status: Option<Map<String, Value>>,
+    /// Conditions to set on the handled object, by type.
+    pub conditions: Vec<Condition>,
+    /// Events to record.
+    pub events: Vec<EventRecord>,
+    /// Finalizer changes on the handled object.
+    pub finalizers: FinalizerChanges,
+    /// How the handler ended.
+    pub result: HandlerResult,
+}
+
+/// What `finalize` wants done while its object is being deleted: the same parts as a
+/// reconcile. Its children are the desired set during deletion (an empty set prunes every
+/// child, unless the deletion orphans them or the handler kept them); the controller's
+/// finalizer is removed once the handler returns [`HandlerResult::Ok`] and its effects
+/// succeeded.
+pub type FinalizeOutcome = ReconcileOutcome;
+
+/// What an `onStart` handler wants done: its children are applied without an owner and
+/// never pruned; it has no status.
+pub type StartOutcome = ReconcileOutcome;
+
+/// One primary object a mapper named.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MapRequest {
+    /// Its name.
+    pub name: String,
+    /// Its namespace, for a namespaced primary kind.
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+/// What a `.watches()` mapper returned: the primary objects to reconcile.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MapOutcome {
+    /// The objects, without duplicates.
+    pub requests: Vec<MapRequest>,
+}
+
+/// What an admission handler (`validate` or `mutate`) decided.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AdmissionOutcome {
+    /// Whether the request is admitted.
+    pub allowed: bool,
+    /// Why not (or a note when allowed).
+    pub message: Option<String>,
+    /// Warnings shown to the client.
+    pub warnings: Vec<String>,
+    /// For `mutate`: the object as it should be stored.
+    pub object: Option<Value>,
+}
+
+// ───────────────────────── reading the SDK's output ─────────────────────────
+
+/// The output of `__ct_dispatch` as the SDK writes it (`crates/runtime/sdk/ctop.js`,
+/// `newOutput` and `normalizeResult`).
+#[derive(Deserialize)]
+struct Wire {
+    #[serde(default)]
+    applies: Vec<Value>,
+    #[serde(default)]
+    patches: Vec<Value>,
+    #[serde(default)]
+    status: Option<Map<String, Value>>,
+    #[serde(default)]
+    conditions: Vec<Condition>,
+    #[serde(default)]
+    events: Vec<EventRecord>,
+    #[serde(default)]
+    finalizers: FinalizerChanges,
+    #[serde(default)]
+    result: Option<WireResult>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum WireResult {
+    Ok {
+        #[serde(default)]
+        keep: bool,
+    },
+    Requeue {
+        after: Duration,
+        #[serde(default)]
+        keep: bool,
+    },
+    Error {
+        #[serde(default)]
+        message: String,
+    },
+}
+
+impl ReconcileOutcome {
+    /// Read the output of a `reconcile`, `finalize` or `onStart` call.
+    pub fn from_output(handler: &'static str, output: Value) -> Result<Self, OutcomeError> {
+        let w: Wire = serde_json::from_value(output).map_err(|source| OutcomeError { handler, source })?;
+        let (result, keep) = match w.result {
+            None => (HandlerResult::Ok, false),
+            Some(WireResult::Ok { keep }) => (HandlerResult::Ok, keep),
+            Some(WireResult::Requeue { after, keep }) => (HandlerResult::Requeue { after }, keep),
+            Some(WireResult::Error { message }) => (HandlerResult::Error { message }, false),
+        };
+        Ok(Self {
+            children: Children {
+                objects: w.applies,
+                prune: if keep { PruneMode::Keep } else { PruneMode::Complete },
+            },
+            patches: w.patches,
+            status: w.status,
+            conditions: w.conditions,
+            events: w.events,
+            finalizers: w.finalizers,
+            result,
+        })
+    }
+}
+
+impl MapOutcome {
+    /// Read the output of a mapper call.
+    pub fn from_output(output: Value) -> Result<Self, OutcomeError> {
+        #[derive(Deserialize)]
+        struct W {
+            #[serde(default)]
+            requests: Vec<MapRequest>,
+        }
+        let w: W =
+            serde_json::from_value(output).map_err(|source| OutcomeError { handler: "mapper", source })?;
+        Ok(Self { requests: w.requests })
+    }
+}
+
+impl AdmissionOutcome {
+    /// Read the output of a `validate` or `mutate` call.
+    pub fn from_output(handler: &'static str, output: Value) -> Result<Self, OutcomeError> {
+        #[derive(Deserialize)]
+        struct W {
+            #[serde(default = "yes")]
+            allowed: bool,
+            #[serde(default)]
+            message: Option<String>,
+            #[serde(default)]
+            warnings: Vec<String>,
+            #[serde(default)]
+            object: Option<Value>,
+        }
+        fn yes() -> bool {
+            true
+        }
+        let w: W = serde_json::from_value(output).map_err(|source| OutcomeError { handler, source })?;
+        Ok(Self { allowed: w.allowed, message: w.message, warnings: w.warnings, object: w.object })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_reconcile_output_reads_as_its_parts() {
+        let out = json!({
+            "applies": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a"}}],
+            "patches": [],
+            "status": {"phase": "Ready", "gone": null},
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": ""}],
+            "events": [{"type": "Warning", "reason": "Bad", "message": "m",
+                        "regarding": {"apiVersion": "v1", "kind": "Secret", "name": "a"}}],
+            "finalizers": {"add": ["x"], "remove": []},
+            "result": {"type": "requeue", "after": "30s"}
+        });
+        let o = ReconcileOutcome::from_output("reconcile", out).expect("reads");
+        assert_eq!(o.children.objects.len(), 1);
+        assert_eq!(o.children.prune, PruneMode::Complete);
+        assert_eq!(o.status.as_ref().and_then(|s| s.get("gone")), Some(&Value::Null));
+        assert_eq!(o.conditions[0].status, ConditionStatus::True);
+        assert_eq!(o.events[0].type_, EventType::Warning);
+        assert_eq!(o.events[0].regarding.as_ref().and_then(|r| r.name.as_deref()), Some("a"));
+        assert_eq!(o.finalizers.add, ["x"]);
+        assert_eq!(o.result, HandlerResult::Requeue { after: "30s".parse().expect("duration") });
+    }
+
+    #[test]
+    fn keep_changes_the_prune_mode_and_an_error_never_keeps() {
+        let kept =
+            ReconcileOutcome::from_output("reconcile", json!({"result": {"type": "ok", "keep": true}}))
+                .expect("reads");
+        assert_eq!((kept.children.prune, kept.result), (PruneMode::Keep, HandlerResult::Ok));
+        let failed =
+            ReconcileOutcome::from_output("reconcile", json!({"result": {"type": "error", "message": "no"}}))
+                .expect("reads");
+        assert_eq!(failed.result, HandlerResult::Error { message: "no".into() });
+        assert_eq!(
+            ReconcileOutcome::from_output("reconcile", json!({})).expect("reads").result,
+            HandlerResult::Ok
+        );
+    }
+
+    #[test]
+    fn a_malformed_output_names_the_handler() {
+        let e = ReconcileOutcome::from_output("finalize", json!({"result": {"type": "later"}}))
+            .expect_err("unknown result");
+        assert!(e.to_string().starts_with("the finalize handler returned"), "{e}");
+    }
+
+    #[test]
+    fn mapper_and_admission_outputs_read() {
+        let m =
+            MapOutcome::from_output(json!({"requests": [{"name": "a", "namespace": "ns"}, {"name": "b"}]}))
+                .expect("reads");
+        assert_eq!(m.requests[1], MapRequest { name: "b".into(), namespace: None });
+        let a = AdmissionOutcome::from_output("validate", json!({"allowed": false, "message": "no"}))
+            .expect("reads");
+        assert!(!a.allowed);
+        let m = AdmissionOutcome::from_output("mutate", json!({"object": {"a": 1}})).expect("reads");
+        assert!(m.allowed && m.object.is_some());
+    }
+}

@@ -1,0 +1,168 @@
+//! A [`Script`] as the controller's [`Handlers`]: each call is dispatched to the script's
+//! handler with the run's `Env` and `Values`, and its output read as a typed outcome.
+//!
+//! Script failures map to [`FailureKind`]s the controller's error policy and metrics tell
+//! apart: a throw is an [`FailureKind::Exception`], a deadline a [`FailureKind::Timeout`],
+//! out of memory a [`FailureKind::Crash`], a broken output rule (too many children, an
+//! output too large or malformed) [`FailureKind::Invalid`].
+
+use std::sync::Arc;
+
+use ctop_core::{
+    FailureKind, FinalizeOutcome, HandlerCall, HandlerError, HandlerFuture, Handlers, MapOutcome,
+    OperatorSpec, ReconcileOutcome, StartOutcome,
+};
+use serde_json::Value;
+
+use crate::{Script, VmError};
+
+/// Prefix of the process environment variables passed to scripts as `Env` (stripped):
+/// `CTOP_ENV_REGION=eu` is `Env.REGION`. Nothing else of the environment is visible.
+pub const ENV_PREFIX: &str = "CTOP_ENV_";
+
+/// The environment scripts see: variables named `CTOP_ENV_<NAME>`, as `<NAME>`.
+#[must_use]
+pub fn script_env() -> Value {
+    let map: serde_json::Map<String, Value> = std::env::vars()
+        .filter_map(|(k, v)| k.strip_prefix(ENV_PREFIX).map(|n| (n.to_owned(), Value::String(v))))
+        .filter(|(k, _)| !k.is_empty())
+        .collect();
+    Value::Object(map)
+}
+
+/// Parse a values YAML document (empty means `{}`).
+pub fn values_from_yaml(text: &str) -> Result<Value, ValuesError> {
+    if text.trim().is_empty() {
+        return Ok(serde_json::json!({}));
+    }
+    let v: Value = ctop_core::yaml::from_str(text)?;
+    match v {
+        Value::Null => Ok(serde_json::json!({})),
+        Value::Object(_) => Ok(v),
+        other => Err(ValuesError::NotAMapping {
+            found: match other {
+                Value::Array(_) => "a list",
+                Value::String(_) => "a string",
+                Value::Number(_) => "a number",
+                _ => "a boolean",
+            },
+        }),
+    }
+}
+
+/// Why a values file was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ValuesError {
+    /// The file is not YAML.
+    #[error(transparent)]
+    Yaml(#[from] serde_saphyr::Error),
+    /// The file is YAML but not a mapping (scripts read `Values.key`).
+    #[error("the values file holds {found}, not a mapping of keys to values (scripts read Values.<key>)")]
+    NotAMapping {
+        /// What the document is.
+        found: &'static str,
+    },
+}
+
+/// A script serving a controller's handler calls.
+pub struct ScriptHandlers {
+    script: Arc<Script>,
+    /// `"env":{...},"values":{...}`, serialized once.
+    context: Arc<str>,
+}
+
+impl ScriptHandlers {
+    /// `script`, whose handlers see `env` as `Env` and `values` as `Values`.
+    #[must_use]
+    pub fn new(script: Arc<Script>, env: &Value, values: &Value) -> Self {
+        let context = format!(r#""env":{env},"values":{values}"#);
+        Self { script, context: context.into() }
+    }
+
+    /// The script.
+    #[must_use]
+    pub fn script(&self) -> &Arc<Script> {
+        &self.script
+    }
+
+    fn call(&self, handler: String, call: HandlerCall) -> HandlerFuture<Value> {
+        let script = self.script.clone();
+        let input = match &call.object {
+            Some(o) => format!(r#"{{"object":{o},{}}}"#, self.context),
+            None => format!("{{{}}}", self.context),
+        };
+        Box::pin(async move {
+            script
+                .dispatch_async(&handler, call.controller, input, Some(call.observer))
+                .await
+                .map_err(|e| failure(&handler, e))
+        })
+    }
+}
+
+/// A script failure as the controller reads it.
+fn failure(handler: &str, e: VmError) -> HandlerError {
+    let kind = match &e {
+        VmError::Exception { .. } | VmError::NeverSettled { .. } => FailureKind::Exception,
+        VmError::Timeout { .. } => FailureKind::Timeout,
+        VmError::OutOfMemory { .. } | VmError::Engine(_) | VmError::Load { .. } => FailureKind::Crash,
+        VmError::OutputTooLarge { .. } | VmError::TooManyChildren { .. } | VmError::BadOutput(_) => {
+            FailureKind::Invalid
+        }
+    };
+    let message = format!("{handler} failed: {e}");
+    HandlerError { kind, message, source: Some(Box::new(e)) }
+}
+
+fn outcome(handler: &'static str, out: Value) -> Result<ReconcileOutcome, HandlerError> {
+    ReconcileOutcome::from_output(handler, out).map_err(|e| HandlerError {
+        kind: FailureKind::Invalid,
+        message: e.to_string(),
+        source: Some(Box::new(e)),
+    })
+}
+
+impl Handlers for ScriptHandlers {
+    fn spec(&self) -> &OperatorSpec {
+        self.script.spec()
+    }
+
+    fn reconcile(&self, call: HandlerCall) -> HandlerFuture<ReconcileOutcome> {
+        let out = self.call("reconcile".into(), call);
+        Box::pin(async move { outcome("reconcile", out.await?) })
+    }
+
+    fn finalize(&self, call: HandlerCall) -> HandlerFuture<FinalizeOutcome> {
+        let out = self.call("finalize".into(), call);
+        Box::pin(async move { outcome("finalize", out.await?) })
+    }
+
+    fn on_start(&self, call: HandlerCall) -> HandlerFuture<StartOutcome> {
+        let out = self.call("onStart".into(), call);
+        Box::pin(async move { outcome("onStart", out.await?) })
+    }
+
+    fn map(&self, watch: usize, call: HandlerCall) -> HandlerFuture<MapOutcome> {
+        let out = self.call(format!("map:{watch}"), call);
+        Box::pin(async move {
+            MapOutcome::from_output(out.await?).map_err(|e| HandlerError {
+                kind: FailureKind::Invalid,
+                message: e.to_string(),
+                source: Some(Box::new(e)),
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_must_be_a_mapping() {
+        assert_eq!(values_from_yaml("").expect("empty"), serde_json::json!({}));
+        assert_eq!(values_from_yaml("a: 1").expect("map")["a"], 1);
+        let e = values_from_yaml("- a").expect_err("list");
+        assert!(e.to_string().contains("holds a list"), "{e}");
+    }
+}
