@@ -2,8 +2,8 @@
 //!
 //! 1. wait for leadership (not leading: requeue in 5 s, no side effect);
 //! 2. add the controller's finalizer when `.finalize()` is declared (the change triggers the
-//!    next reconcile); on deletion run [`crate::finalize`] instead;
-//! 3. call the handlers' `reconcile` with the object and a [`CacheView`];
+//!    next reconcile); on deletion run `finalize` instead;
+//! 3. call the handlers' `reconcile` with the object and a `CacheView`;
 //! 4. `Result.error`: nothing is applied or pruned. Otherwise check every object written is
 //!    declared, write the finalizer changes, apply the children (pruning former ones unless
 //!    the outcome keeps them), merge-patch unowned objects;
