@@ -7,8 +7,10 @@
 //! in each recorded namespace for namespaced kinds). A listed object is deleted only when it
 //! also has an owner reference to this owner's uid, is not in the desired set, is not
 //! already being deleted and has not opted out with `ctop.dev/prune: "false"`. Deletes carry
-//! a uid precondition, so an object re-created under the same name meanwhile is never hit,
-//! and use background propagation, so the object's own dependents are garbage-collected.
+//! uid and resourceVersion preconditions, so neither an object re-created under the same
+//! name meanwhile nor one changed since it was read (say, orphaned by its owner's deletion)
+//! is hit on stale grounds; such a one is left to the next pass. They use background
+//! propagation, so the object's own dependents are garbage-collected.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -116,7 +118,12 @@ pub(crate) async fn prune(
                 }
                 let params = DeleteParams {
                     propagation_policy: Some(PropagationPolicy::Background),
-                    preconditions: Some(Preconditions { uid: Some(uid), resource_version: None }),
+                    // The version read too: an object changed since (its owner reference
+                    // removed by an orphaning delete, say) is not deleted on stale grounds.
+                    preconditions: Some(Preconditions {
+                        uid: Some(uid),
+                        resource_version: meta.resource_version.clone(),
+                    }),
                     ..DeleteParams::default()
                 };
                 match resolved.api(client, child.namespace.as_deref()).delete(&child.name, &params).await {
@@ -124,8 +131,14 @@ pub(crate) async fn prune(
                         tracing::debug!(%child, "pruned");
                         report.pruned.push(child);
                     }
-                    // Gone already, or replaced by a new object with the same name: not ours.
-                    Err(e) if matches!(code(&e), Some(404 | 409)) => {}
+                    // Gone already: nothing to do.
+                    Err(e) if code(&e) == Some(404) => {}
+                    // Replaced under the same name, or changed since it was read: left for
+                    // the next pass to look at again (its kind stays recorded).
+                    Err(e) if code(&e) == Some(409) => {
+                        tracing::debug!(%child, "changed since it was read; pruning it is left to the next pass");
+                        left.push(child);
+                    }
                     Err(e) => return Err((format!("deleting {child}"), e)),
                 }
             }

@@ -231,7 +231,7 @@ impl LeaderElector {
         // Start of the last successful acquire or renew while leading.
         let mut renewed: Option<Instant> = None;
         let step_down = |tx: &watch::Sender<bool>, why: &str| {
-            if tx.send_replace(false) {
+            if set(tx, false) {
                 tracing::warn!(lease = %cfg.name, identity = %cfg.identity, "stopped leading: {why}");
             }
         };
@@ -249,7 +249,8 @@ impl LeaderElector {
             let wait = match outcome {
                 Ok(Attempt::Held) => {
                     renewed = Some(start);
-                    if !tx.send_replace(true) {
+                    // Subscribers hear of changes only: a renewal is not a new win.
+                    if set(&tx, true) {
                         tracing::info!(lease = %cfg.name, identity = %cfg.identity, "started leading");
                     }
                     cfg.retry_period
@@ -283,7 +284,7 @@ impl LeaderElector {
 
     /// Stop campaigning: step down first, then release if asked and we were leading.
     async fn stop(&self, tx: &watch::Sender<bool>, leading: bool, release: bool) -> Result<(), LeaderError> {
-        tx.send_replace(false);
+        set(tx, false);
         if !(leading && release) {
             return Ok(());
         }
@@ -292,6 +293,15 @@ impl LeaderElector {
             .await
             .unwrap_or(Err(LeaderError::Timeout))
     }
+}
+
+/// Set leadership to `leading`, telling subscribers only when it changes; whether it did.
+fn set(tx: &watch::Sender<bool>, leading: bool) -> bool {
+    tx.send_if_modified(|now| {
+        let changed = *now != leading;
+        *now = leading;
+        changed
+    })
 }
 
 /// Time left until `renewTime + leaseDurationSeconds`; zero when expired or unknown.

@@ -21,7 +21,9 @@
 //! - `queue`, `retry`: the work-queue figures and the retry policy;
 //! - [`health`] (health, readiness, `/status`, metrics; the Prometheus registry itself is
 //!   `metrics`, re-exported there) and [`leader`] (Lease election);
-//! - `cluster`: the client, discovery, CRD installation.
+//! - `cluster`: the client, discovery, CRD installation;
+//! - `publish`: each controller's health as a `ControllerStatus` object
+//!   (`kubectl get controllerstatuses`), written by the leader.
 //!
 //! Effects go through `ctop-applier`; the contract of each (status merge patch,
 //! `observedGeneration` only after full success, the `Reconciled` condition, pruning, keep)
@@ -39,6 +41,7 @@ mod metrics;
 mod observe;
 mod on_start;
 mod options;
+mod publish;
 mod queue;
 pub mod reconcile;
 mod retry;

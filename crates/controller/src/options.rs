@@ -29,6 +29,10 @@ pub struct RunOptions {
     pub lease_namespace: String,
     /// Name of the Lease and the field manager / event reporter.
     pub name: String,
+    /// Who this replica is, in the Lease and as the events' reporting instance; `None`:
+    /// the pod name (`POD_NAME`), else host and process. Two runs in one process need
+    /// their own.
+    pub identity: Option<String>,
     /// CRDs to server-side apply (and wait for) before starting.
     pub install_crds: Vec<Value>,
     /// The global limit on retries of failed reconciles, shared by every controller.

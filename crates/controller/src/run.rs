@@ -25,6 +25,7 @@ use crate::informer::{Cached, EventScope, InformerPlan, Role, WatchSource, witho
 use crate::leader::{LeaderElector, Leadership, LeaseConfig};
 use crate::on_start::on_start;
 use crate::options::{LeaseTiming, RunOptions};
+use crate::publish::Publisher;
 use crate::queue::QueueStats;
 use crate::reconcile::{error_policy, reconcile};
 use crate::retry::Bucket;
@@ -97,10 +98,11 @@ pub async fn run_reloadable(
     let leadership = if options.leader_elect {
         // Unique per replica: the pod name, else host and process (two processes on one
         // host must not share an identity).
-        let identity = std::env::var("POD_NAME").unwrap_or_else(|_| {
-            let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "ctop".into());
-            format!("{host}_{}", std::process::id())
-        });
+        let identity =
+            options.identity.clone().or_else(|| std::env::var("POD_NAME").ok()).unwrap_or_else(|| {
+                let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "ctop".into());
+                format!("{host}_{}", std::process::id())
+            });
         let mut config =
             LeaseConfig::new(options.lease_namespace.clone(), format!("{}-leader", options.name), identity);
         config.lease_duration = timing.lease_duration;
@@ -132,6 +134,7 @@ pub async fn run_reloadable(
     let retries = Arc::new(Bucket::new(options.retry_limit));
     let mut tasks = Vec::new();
     let resources = first.spec().resources.clone();
+    let mut published = Vec::new();
     for spec in first.spec().controllers.clone() {
         if !spec.handlers.iter().any(|h| h == "reconcile") {
             tracing::warn!(controller = spec.name, "no reconcile handler: not started");
@@ -141,6 +144,7 @@ pub async fn run_reloadable(
         let owns_status = resources.iter().any(|r| {
             r.api_version == spec.for_.api_version && r.kind == spec.for_.kind && r.status_subresource
         });
+        let name = spec.name.clone();
         let fut = start_controller(
             client.clone(),
             spec,
@@ -155,7 +159,17 @@ pub async fn run_reloadable(
         )
         .await?;
         tasks.push(tokio::spawn(fut));
+        published.push(name);
     }
+    let publisher = Publisher {
+        client: client.clone(),
+        health: health.clone(),
+        operator: options.name.clone(),
+        namespace: options.lease_namespace.clone(),
+        controllers: published,
+        leading: leadership.as_ref().map(Leadership::subscribe),
+    };
+    tasks.push(tokio::spawn(publisher.run(stop_rx.clone())));
     shutdown.await;
     tracing::info!("shutting down");
     stop_tx.send_replace(true);
@@ -360,7 +374,10 @@ async fn start_controller(
     }
     health.register(&name);
     metrics.register_controller(&name, usize::from(options.concurrency));
-    let reporter = Reporter { controller: options.name.clone(), instance: std::env::var("POD_NAME").ok() };
+    let reporter = Reporter {
+        controller: options.name.clone(),
+        instance: options.identity.clone().or_else(|| std::env::var("POD_NAME").ok()),
+    };
     let applier = Applier::new(client.clone(), ApplierConfig::new(options.name.clone()));
     let reloads = reloads(source.clone(), name.clone());
     let ctx = Arc::new(Ctx {

@@ -302,3 +302,55 @@ async fn an_undeclared_kind_is_refused_naming_the_builder_call() {
     assert!(config_maps(&op).get_opt("w-cm").await.expect("get").is_none());
     op.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_controllers_health_is_a_cluster_object() {
+    let op = start(
+        r#"operator(widget).reconcile((cr) => {
+          if (cr.spec.mode === "throw") throw new Error("boom");
+        });"#,
+    )
+    .await;
+    let ar = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("ctop.dev", "v1alpha1", "ControllerStatus"),
+        "controllerstatuses",
+    );
+    let statuses: Api<DynamicObject> = Api::namespaced_with(op.client.clone(), "default", &ar);
+    let ready = |o: &DynamicObject| {
+        o.data["status"]["conditions"].as_array().and_then(|cs| cs.iter().find(|c| c["type"] == "Ready")).map(
+            |c| {
+                (
+                    c["status"].as_str().unwrap_or_default().to_owned(),
+                    c["reason"].as_str().unwrap_or_default().to_owned(),
+                )
+            },
+        )
+    };
+    let healthy = eventually(20, "a Ready ControllerStatus", || async {
+        statuses
+            .get_opt("ctop-test-widget")
+            .await
+            .ok()
+            .flatten()
+            .filter(|o| ready(o) == Some(("True".into(), "Ready".into())))
+    })
+    .await;
+    assert_eq!(
+        (healthy.data["spec"]["operator"].as_str(), healthy.data["spec"]["controller"].as_str()),
+        (Some("ctop-test"), Some("widget"))
+    );
+
+    op.create("w", json!({"mode": "throw"})).await;
+    let failing = eventually(20, "the failure published", || async {
+        statuses
+            .get_opt("ctop-test-widget")
+            .await
+            .ok()
+            .flatten()
+            .filter(|o| ready(o) == Some(("Unknown".into(), "ReconciliationFailed".into())))
+    })
+    .await;
+    let last = failing.data["status"]["lastErrors"][0].as_str().unwrap_or_default();
+    assert!(last.contains("boom"), "newest error first: {:#}", failing.data["status"]);
+    op.stop().await;
+}

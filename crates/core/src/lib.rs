@@ -11,6 +11,7 @@
 //! `"5m"`/`"1h30m"`/`"250ms"` strings that scripts and the CLI use for periods and timeouts.
 
 mod bytes;
+pub mod controller_status;
 mod duration;
 mod egress;
 mod handlers;

@@ -235,6 +235,9 @@ pub fn generate(
         }
         docs.push(doc);
     }
+    // Where each controller's health is published (`kubectl get controllerstatuses`): one
+    // CRD shared by every operator, unlabelled since no single operator owns it.
+    docs.push(ctop_core::controller_status::crd());
     docs.push(workload::service_account(options, &labels));
     let perms = permissions(spec, options);
     notes.extend(perms.notes.iter().cloned());

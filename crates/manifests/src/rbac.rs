@@ -6,7 +6,7 @@
 //! | `.manages(kind)` | get, list, watch, create, update, patch, delete | none |
 //! | `.reads(kind)`, `.watches(kind)` | get, list, watch | none |
 //! | `.permission(rule)` | the rule's verbs | only if the rule names it |
-//! | always | `events.k8s.io` events: create, patch; `coordination.k8s.io` leases: get, create, update | |
+//! | always | `events.k8s.io` events: create, patch; `coordination.k8s.io` leases: get, create, update; `ctop.dev` controllerstatuses: get, create, patch (own namespace) | |
 //!
 //! Only primary kinds get `/status`: the script's `setStatus` and `setCondition` write the
 //! object being reconciled, and applying a child never writes its status (that is the
@@ -38,6 +38,8 @@ const FULL: &[&str] = &["get", "list", "watch", "create", "update", "patch", "de
 const READ: &[&str] = &["get", "list", "watch"];
 const EVENTS: &[&str] = &["create", "patch"];
 const LEASES: &[&str] = &["get", "create", "update"];
+/// Each controller's health object (server-side applied: creating one takes `create`).
+const CONTROLLER_STATUSES: &[&str] = &["get", "create", "patch"];
 
 /// Where a grant holds: cluster-wide (ClusterRole) or in one namespace (Role).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -158,6 +160,13 @@ pub fn permissions(spec: &OperatorSpec, options: &Options) -> Permissions {
     let events = c.place_of(true);
     c.add(&events, "events.k8s.io", "events", &[], EVENTS);
     c.add(&Place::Namespace(options.namespace()), "coordination.k8s.io", "leases", &[], LEASES);
+    c.add(
+        &Place::Namespace(options.namespace()),
+        ctop_core::controller_status::GROUP,
+        ctop_core::controller_status::PLURAL,
+        &[],
+        CONTROLLER_STATUSES,
+    );
 
     let atoms = minimal(&c.atoms);
     let mut out = Permissions { notes: c.notes.into_iter().collect(), ..Permissions::default() };
@@ -302,8 +311,13 @@ mod tests {
         }
     }
 
+    /// What every operator gets in its own namespace: its Lease and its controllers'
+    /// `ControllerStatus` objects.
     fn leases() -> Vec<PolicyRule> {
-        vec![rule("coordination.k8s.io", &["leases"], &["create", "get", "update"])]
+        vec![
+            rule("coordination.k8s.io", &["leases"], &["create", "get", "update"]),
+            rule("ctop.dev", &["controllerstatuses"], &["create", "get", "patch"]),
+        ]
     }
 
     #[test]

@@ -55,6 +55,7 @@ fn documents_in_apply_order() {
         [
             "Namespace",
             "CustomResourceDefinition",
+            "CustomResourceDefinition",
             "ServiceAccount",
             "ClusterRole",
             "ClusterRoleBinding",
@@ -67,7 +68,9 @@ fn documents_in_apply_order() {
     let ns = find(&m, "Namespace");
     assert_eq!(ns["metadata"]["name"], "webapp-operator-system");
     assert_eq!(ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "restricted");
-    for d in &m.documents[2..] {
+    // The ControllerStatus CRD is shared by every operator: no namespace, no operator labels.
+    assert_eq!(m.documents[2]["metadata"]["name"], "controllerstatuses.ctop.dev");
+    for d in &m.documents[3..] {
         if d["kind"] != "ClusterRole" && d["kind"] != "ClusterRoleBinding" {
             assert_eq!(d["metadata"]["namespace"], "webapp-operator-system", "{}", d["kind"]);
         }

@@ -17,19 +17,18 @@ mod support;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use ctop_webhook::core::AdmissionOutcome;
 use ctop_webhook::{FailurePolicy, HandlerCall, HandlerError, HandlerKind, ServerConfig, review_for};
-use serde_json::{Value, json};
+use serde_json::json;
 
-fn handler(call: &HandlerCall<'_>) -> Result<Value, HandlerError> {
+fn handler(call: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> {
     Ok(match call.handler {
-        HandlerKind::Validate => {
-            let ok = call.object["spec"]["color"] != "red";
-            json!({"allowed": ok, "message": "no red"})
-        }
+        HandlerKind::Validate if call.object["spec"]["color"] == "red" => support::denied("no red"),
+        HandlerKind::Validate => support::allowed(),
         HandlerKind::Mutate => {
             let mut o = call.object.clone();
             o["metadata"]["labels"] = json!({"team": "core"});
-            json!({"object": o})
+            support::mutated(o)
         }
     })
 }

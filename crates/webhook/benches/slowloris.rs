@@ -24,14 +24,14 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use ctop_webhook::core::AdmissionOutcome;
 use ctop_webhook::{HandlerCall, HandlerError, ServerConfig, review_for};
-use serde_json::{Value, json};
 use support::{Slow, SlowClients};
 
 const VALIDATE: &str = "/validate/demo.ctop.dev/v1/widgets";
 
-fn handler(call: &HandlerCall<'_>) -> Result<Value, HandlerError> {
-    Ok(json!({"allowed": call.object["spec"]["color"] != "red", "message": "no red"}))
+fn handler(call: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> {
+    Ok(if call.object["spec"]["color"] == "red" { support::denied("no red") } else { support::allowed() })
 }
 
 fn env_usize(name: &str, default: usize) -> usize {

@@ -9,10 +9,14 @@
 //!   `/validate/<group>/<version>/<plural>` and `/mutate/<group>/<version>/<plural>`
 //!   (`core` for the core group). `ctop manifests` uses the same function, so the webhook
 //!   configurations always point at paths the server has.
-//! - [`AdmissionScript`] is the only way the server reaches the script. This crate does not
-//!   depend on `ctop-runtime` (QuickJS): `ctop` implements the trait over
-//!   `ctop_runtime::Script::dispatch`, which already enforces the script's time and memory
-//!   limits; the server adds its own deadline, a concurrency bound and the failure policy.
+//! - [`AdmissionScript`] is the only way the server reaches the script, and it answers with
+//!   a typed [`AdmissionOutcome`](ctop_core::AdmissionOutcome) (`allowed`, `message` and
+//!   `warnings` of a `validate`, the `object` of a `mutate`): nothing here reads the
+//!   script's JSON by key. This crate does not depend on `ctop-runtime` (QuickJS): `ctop`
+//!   implements the trait over `ctop_runtime::Script::dispatch`, which already enforces the
+//!   script's time and memory limits, and reads its output with
+//!   [`AdmissionOutcome::from_output`](ctop_core::AdmissionOutcome::from_output); the server
+//!   adds its own deadline, a concurrency bound and the failure policy.
 //!   Keeping the seam a trait keeps this crate small, lets tests and the benchmark drive the
 //!   server with plain Rust handlers, and keeps the arrow of dependencies pointing down.
 //! - [`Admission`] (or [`router`]) builds the axum app ([`ServerConfig`] bounds body size,

@@ -1,11 +1,14 @@
 //! The one seam between the server and the operator script: [`AdmissionScript`].
 //!
 //! The server never sees JavaScript. It hands the script a [`HandlerCall`] (which handler
-//! of which controller, the object and the old object) and gets plain JSON back: for
-//! `validate` `{allowed, message?, warnings?}`, for `mutate` `{object}`. `ctop` implements
-//! the trait on top of `ctop_runtime::Script` (the QuickJS pool, with its time and memory
-//! limits); tests and other hosts can implement it with plain Rust.
+//! of which controller, the object and the old object) and gets a typed
+//! [`AdmissionOutcome`] back, never JSON to read by key: `validate` answers with
+//! `allowed`, `message` and `warnings`, `mutate` with the `object` to store (the server
+//! computes the JSONPatch). `ctop` implements the trait on top of `ctop_runtime::Script`
+//! (the QuickJS pool, with its time and memory limits), reading the SDK's output with
+//! [`AdmissionOutcome::from_output`]; tests and other hosts can implement it with plain Rust.
 
+use ctop_core::AdmissionOutcome;
 use serde_json::Value;
 
 use crate::routes::HandlerKind;
@@ -53,16 +56,25 @@ pub enum HandlerError {
 
 /// How the server reaches the script. Calls block (a script runtime runs them), so the
 /// server runs them on the blocking thread pool, at most `concurrency` at once.
+///
+/// What the server reads of the [`AdmissionOutcome`]:
+/// - `validate`: `allowed`, `warnings`, and `message` when denied (denied without one
+///   reads `denied by the operator`); `object` is not read.
+/// - `mutate`: `object`, the object as it should be stored, turned into a JSONPatch
+///   against the request's object (none: allowed unchanged; not a JSON object: a
+///   [`HandlerError::Failed`]), and `warnings` with it; `allowed` and `message` are not
+///   read (the SDK's `mutate` cannot deny).
 pub trait AdmissionScript: Send + Sync + 'static {
-    /// Run one handler and return its output JSON.
-    fn call(&self, call: &HandlerCall<'_>) -> Result<Value, HandlerError>;
+    /// Run one handler and return what it decided. An output that cannot be read as an
+    /// [`AdmissionOutcome`] is a [`HandlerError::Failed`].
+    fn call(&self, call: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError>;
 }
 
 impl<F> AdmissionScript for F
 where
-    F: Fn(&HandlerCall<'_>) -> Result<Value, HandlerError> + Send + Sync + 'static,
+    F: Fn(&HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> + Send + Sync + 'static,
 {
-    fn call(&self, call: &HandlerCall<'_>) -> Result<Value, HandlerError> {
+    fn call(&self, call: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> {
         self(call)
     }
 }

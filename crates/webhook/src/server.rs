@@ -20,6 +20,7 @@ use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use bytes::Bytes;
+use ctop_core::AdmissionOutcome;
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::Semaphore;
@@ -272,48 +273,38 @@ async fn call(
             request: &raw,
         })
     });
-    let output = match tokio::time::timeout_at(deadline, task).await {
+    let outcome = match tokio::time::timeout_at(deadline, task).await {
         Err(_) => return Err(HandlerError::Timeout { handler: handler.as_str(), after: timeout }),
         Ok(Err(join)) => return Err(HandlerError::Failed(format!("the handler panicked: {join}"))),
         Ok(Ok(result)) => result?,
     };
     match handler {
-        HandlerKind::Validate => validation(&output),
-        HandlerKind::Mutate => mutation(&request.object, &output),
+        HandlerKind::Validate => Ok(validation(outcome)),
+        HandlerKind::Mutate => mutation(&request.object, outcome),
     }
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| a.iter().map(|w| w.as_str().map_or_else(|| w.to_string(), str::to_owned)).collect())
-        .unwrap_or_default()
-}
-
-fn validation(output: &Value) -> Result<Answer, HandlerError> {
-    let Some(allowed) = output.get("allowed").and_then(Value::as_bool) else {
-        return Err(HandlerError::Failed(format!("validate returned no `allowed`: {}", short(output))));
-    };
-    let warnings = strings(output.get("warnings"));
+/// A `validate` answer: allowed with its warnings, or denied (403) with its message.
+fn validation(outcome: AdmissionOutcome) -> Answer {
+    let AdmissionOutcome { allowed, message, warnings, object: _ } = outcome;
     if allowed {
-        return Ok(Answer { warnings, ..Answer::allow() });
+        return Answer { warnings, ..Answer::allow() };
     }
-    let message = output.get("message").and_then(Value::as_str).unwrap_or("denied by the operator");
-    Ok(Answer { warnings, ..Answer::deny(message, 403) })
+    let message = message.unwrap_or_else(|| "denied by the operator".to_owned());
+    Answer { warnings, ..Answer::deny(message, 403) }
 }
 
-fn mutation(before: &Value, output: &Value) -> Result<Answer, HandlerError> {
-    let after = match output.get("object") {
+/// A `mutate` answer: allowed, with the JSONPatch from `before` to the returned object.
+fn mutation(before: &Value, outcome: AdmissionOutcome) -> Result<Answer, HandlerError> {
+    let AdmissionOutcome { object, warnings, allowed: _, message: _ } = outcome;
+    let after = match object {
         Some(o @ Value::Object(_)) => o,
         Some(Value::Null) | None => return Ok(Answer::allow()),
         Some(other) => {
-            return Err(HandlerError::Failed(format!("mutate returned a non-object: {}", short(other))));
+            return Err(HandlerError::Failed(format!("mutate returned a non-object: {}", short(&other))));
         }
     };
-    Ok(Answer {
-        patch: review::patch(before, after),
-        warnings: strings(output.get("warnings")),
-        ..Answer::allow()
-    })
+    Ok(Answer { patch: review::patch(before, &after), warnings, ..Answer::allow() })
 }
 
 fn short(v: &Value) -> String {
@@ -405,4 +396,48 @@ pub async fn serve(
 pub fn review_for(uid: &str, operation: &str, object: &Value, old_object: Option<&Value>) -> Value {
     json!({"apiVersion": review::API_VERSION, "kind": "AdmissionReview",
         "request": {"uid": uid, "operation": operation, "object": object, "oldObject": old_object}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_validation_answers_with_its_message_and_warnings() {
+        let allowed = AdmissionOutcome {
+            allowed: true,
+            message: Some("a note".into()),
+            warnings: vec!["w".into()],
+            object: None,
+        };
+        assert_eq!(validation(allowed), Answer { warnings: vec!["w".into()], ..Answer::allow() });
+        let denied = AdmissionOutcome { message: Some("no red".into()), ..AdmissionOutcome::default() };
+        assert_eq!(validation(denied), Answer::deny("no red", 403));
+        let silent = AdmissionOutcome::default();
+        assert_eq!(validation(silent), Answer::deny("denied by the operator", 403));
+    }
+
+    #[test]
+    fn a_mutation_answers_with_a_patch_or_fails_on_a_non_object() {
+        let before = json!({"metadata": {}});
+        let after = json!({"metadata": {"labels": {"a": "b"}}});
+        let mutated = AdmissionOutcome {
+            allowed: true,
+            warnings: vec!["w".into()],
+            object: Some(after.clone()),
+            ..AdmissionOutcome::default()
+        };
+        let answer = mutation(&before, mutated).expect("a patch");
+        assert_eq!(answer.warnings, ["w"]);
+        assert_eq!(answer.patch, review::patch(&before, &after));
+        assert!(answer.allowed && answer.patch.is_some());
+        let unchanged = AdmissionOutcome { allowed: true, ..AdmissionOutcome::default() };
+        assert_eq!(mutation(&before, unchanged).expect("no object"), Answer::allow());
+        // `allowed` is not read for a mutation: the object decides.
+        let same = AdmissionOutcome { object: Some(before.clone()), ..AdmissionOutcome::default() };
+        assert_eq!(mutation(&before, same).expect("no change"), Answer::allow());
+        let bad = AdmissionOutcome { object: Some(json!("text")), ..AdmissionOutcome::default() };
+        let e = mutation(&before, bad).expect_err("a non-object");
+        assert_eq!(e.to_string(), r#"mutate returned a non-object: "text""#);
+    }
 }

@@ -8,18 +8,21 @@ mod support;
 use std::time::Duration;
 
 use base64::Engine as _;
+use ctop_webhook::core::AdmissionOutcome;
 use ctop_webhook::{
     FailurePolicy, HandlerCall, HandlerError, HandlerKind, ServerConfig, TlsSource, review_for,
 };
 use serde_json::{Value, json};
-use support::{client_config, connect, post, start, start_with, widget, widget_routes};
+use support::{
+    allowed_with, client_config, connect, denied, mutated, post, start, start_with, widget, widget_routes,
+};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 const VALIDATE: &str = "/validate/demo.ctop.dev/v1/widgets";
 const MUTATE: &str = "/mutate/demo.ctop.dev/v1/widgets";
 
 /// Like the test operator: red is denied, `throw` fails, `slow` sleeps; mutate labels.
-fn handlers(call: &HandlerCall<'_>) -> Result<Value, HandlerError> {
+fn handlers(call: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> {
     let color = call.object["spec"]["color"].as_str().unwrap_or_default();
     match color {
         "throw" => return Err(HandlerError::Failed("Error: boom (at operator.ct:3:9)".into())),
@@ -27,17 +30,17 @@ fn handlers(call: &HandlerCall<'_>) -> Result<Value, HandlerError> {
         _ => {}
     }
     Ok(match call.handler {
-        HandlerKind::Validate if color == "red" => json!({"allowed": false, "message": "no red"}),
+        HandlerKind::Validate if color == "red" => denied("no red"),
         HandlerKind::Validate => match call.old_object {
             Some(old) if old["spec"]["color"] != call.object["spec"]["color"] => {
-                json!({"allowed": false, "message": format!("was {}", old["spec"]["color"])})
+                denied(format!("was {}", old["spec"]["color"]))
             }
-            _ => json!({"allowed": true, "warnings": ["checked"]}),
+            _ => allowed_with(&["checked"]),
         },
         HandlerKind::Mutate => {
             let mut o = call.object.clone();
             o["metadata"]["labels"] = json!({"team": "core"});
-            json!({"object": o})
+            mutated(o)
         }
     })
 }

@@ -9,17 +9,19 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use ctop_webhook::core::AdmissionOutcome;
 use ctop_webhook::{ConnectionLimits, HandlerCall, HandlerError, ServerConfig, review_for};
-use serde_json::{Value, json};
+use serde_json::Value;
 use support::{
-    Slow, SlowClients, client_config, connect, connect_tls, post, start_with_limits, widget, widget_routes,
+    Slow, SlowClients, allowed, client_config, connect, connect_tls, post, start_with_limits, widget,
+    widget_routes,
 };
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 const VALIDATE: &str = "/validate/demo.ctop.dev/v1/widgets";
 
-fn allow(_: &HandlerCall<'_>) -> Result<Value, HandlerError> {
-    Ok(json!({"allowed": true}))
+fn allow(_: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> {
+    Ok(allowed())
 }
 
 fn review(uid: &str) -> Vec<u8> {
@@ -136,9 +138,9 @@ async fn a_keep_alive_connection_is_not_held_to_the_header_deadline() {
 /// wake itself for the idle deadline).
 #[tokio::test]
 async fn a_connection_left_idle_after_a_slow_handler_is_closed_at_the_idle_deadline() {
-    fn slow(_: &HandlerCall<'_>) -> Result<Value, HandlerError> {
+    fn slow(_: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> {
         std::thread::sleep(Duration::from_millis(300));
-        Ok(json!({"allowed": true}))
+        Ok(allowed())
     }
     let limits = ConnectionLimits { idle_timeout: Duration::from_millis(400), ..ConnectionLimits::default() };
     let (addr, ca) = start_with_limits(slow, &widget_routes(), ServerConfig::default(), limits).await;

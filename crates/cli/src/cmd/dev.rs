@@ -93,6 +93,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         leader_elect: false,
         lease_namespace: "default".into(),
         name: MANAGER.into(),
+        identity: None,
         install_crds: Vec::new(),
         retry_limit: RetryLimit::default(),
     };
@@ -298,6 +299,7 @@ async fn install_crds(client: &Client, script: &Script) -> anyhow::Result<()> {
         .resources
         .iter()
         .map(|r| ctop_manifests::crd(r, &labels))
+        .chain([Ok(ctop_core::controller_status::crd())])
         .collect::<Result<Vec<_>, _>>()?;
     ctop_controller::install_crds(client, &crds, MANAGER).await?;
     Ok(())

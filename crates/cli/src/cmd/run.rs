@@ -132,6 +132,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             .resources
             .iter()
             .map(|r| ctop_manifests::crd(r, &labels))
+            .chain([Ok(ctop_core::controller_status::crd())])
             .collect::<Result<Vec<_>, _>>()?
     } else {
         Vec::new()
@@ -152,6 +153,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             .or_else(|| std::env::var("POD_NAMESPACE").ok())
             .unwrap_or_else(|| "default".into()),
         name: args.name,
+        identity: None,
         install_crds,
         retry_limit: RetryLimit { qps: args.retry_qps, burst: args.retry_burst },
     };

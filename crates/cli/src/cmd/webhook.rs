@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use ctop_core::AdmissionOutcome;
 use ctop_runtime::Script;
 use ctop_runtime::{script_env, values_from_yaml};
 use ctop_webhook::{
@@ -177,7 +178,9 @@ impl WebhookFlags {
 }
 
 /// The script's handlers behind `ctop_webhook`'s trait: the input is what the SDK's
-/// `__ct_dispatch` expects for `validate`/`mutate` (`object`, `oldObject`, `env`, `values`).
+/// `__ct_dispatch` expects for `validate`/`mutate` (`object`, `oldObject`, `env`, `values`),
+/// the output is read with [`AdmissionOutcome::from_output`] (one it cannot read fails the
+/// call, answered per the failure policy).
 pub struct ScriptAdmission {
     script: Arc<Script>,
     env: Value,
@@ -192,7 +195,7 @@ impl ScriptAdmission {
 }
 
 impl AdmissionScript for ScriptAdmission {
-    fn call(&self, call: &HandlerCall<'_>) -> Result<Value, HandlerError> {
+    fn call(&self, call: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> {
         let input = json!({
             "object": call.object,
             "oldObject": call.old_object,
@@ -200,9 +203,12 @@ impl AdmissionScript for ScriptAdmission {
             "values": self.values,
             "request": call.request,
         });
-        self.script
-            .dispatch(call.handler.as_str(), call.controller, &input.to_string())
-            .map_err(|e| HandlerError::Failed(e.to_string()))
+        let handler = call.handler.as_str();
+        let output = self
+            .script
+            .dispatch(handler, call.controller, &input.to_string())
+            .map_err(|e| HandlerError::Failed(e.to_string()))?;
+        AdmissionOutcome::from_output(handler, output).map_err(|e| HandlerError::Failed(e.to_string()))
     }
 }
 

@@ -1,11 +1,13 @@
-//! A TLS HTTP/1.1 client for the webhook server (tests and the benchmark share it), and a
-//! way to start the server on a free loopback port.
+//! A TLS HTTP/1.1 client for the webhook server (tests and the benchmark share it), a
+//! way to start the server on a free loopback port, and short ways to write the
+//! [`AdmissionOutcome`] a Rust handler returns.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use ctop_webhook::core::AdmissionOutcome;
 use ctop_webhook::{
     Admission, AdmissionScript, ConnectionLimits, Route, SelfIssued, ServerConfig, TlsSource,
 };
@@ -14,6 +16,26 @@ use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, ServerName};
+
+/// A `validate` answer: allowed.
+pub fn allowed() -> AdmissionOutcome {
+    AdmissionOutcome { allowed: true, ..AdmissionOutcome::default() }
+}
+
+/// A `validate` answer: allowed, with `warnings`.
+pub fn allowed_with(warnings: &[&str]) -> AdmissionOutcome {
+    AdmissionOutcome { warnings: warnings.iter().map(|&w| w.to_owned()).collect(), ..allowed() }
+}
+
+/// A `validate` answer: denied with `message`.
+pub fn denied(message: impl Into<String>) -> AdmissionOutcome {
+    AdmissionOutcome { allowed: false, message: Some(message.into()), ..AdmissionOutcome::default() }
+}
+
+/// A `mutate` answer: store `object`.
+pub fn mutated(object: serde_json::Value) -> AdmissionOutcome {
+    AdmissionOutcome { object: Some(object), ..allowed() }
+}
 
 /// A rustls client configuration trusting only `ca_pem`.
 pub fn client_config(ca_pem: &str) -> Arc<rustls::ClientConfig> {

@@ -1,0 +1,114 @@
+//! Each controller's health as a cluster object: a `ControllerStatus`
+//! (`ctop_core::controller_status`) per controller, named `<operator>-<controller>` in the
+//! operator's namespace, with the `Ready` condition and the last errors (newest first) that
+//! `/status` serves. Written by the leader (or the only replica), only when it changed.
+//! Without the CRD installed, the run says once how to get it and keeps going.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use ctop_core::controller_status::{GROUP, KIND, OPERATOR_LABEL, PLURAL, VERSION};
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::error::api_error_text;
+use crate::health::{ControllerStatus, Health};
+
+/// How often the objects are brought up to date.
+pub(crate) const EVERY: Duration = Duration::from_secs(2);
+
+/// Where and as whom the objects are written.
+pub(crate) struct Publisher {
+    pub(crate) client: Client,
+    pub(crate) health: Health,
+    /// The operator's name (the field manager too).
+    pub(crate) operator: String,
+    /// The operator's namespace.
+    pub(crate) namespace: String,
+    /// The controllers to publish.
+    pub(crate) controllers: Vec<String>,
+    /// Leadership, when elected: only the leader publishes.
+    pub(crate) leading: Option<watch::Receiver<bool>>,
+}
+
+impl Publisher {
+    /// Publish until `stop` reads `true`.
+    pub(crate) async fn run(self, mut stop: watch::Receiver<bool>) {
+        let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(GROUP, VERSION, KIND), PLURAL);
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.namespace, &ar);
+        let params = PatchParams::apply(&self.operator).force();
+        let mut sent: HashMap<String, Value> = HashMap::new();
+        let mut missing_said = false;
+        loop {
+            let leading = self.leading.as_ref().is_none_or(|l| *l.borrow());
+            for controller in self.controllers.iter().filter(|_| leading) {
+                let Some(status) = self.health.status(controller) else { continue };
+                let name = object_name(&self.operator, controller);
+                let doc = document(&self.operator, &self.namespace, &name, &status);
+                if sent.get(&name) == Some(&doc) {
+                    continue;
+                }
+                match api.patch(&name, &params, &Patch::Apply(&doc)).await {
+                    Ok(_) => {
+                        sent.insert(name, doc);
+                    }
+                    Err(kube::Error::Api(s)) if s.code == 404 => {
+                        if !missing_said {
+                            missing_said = true;
+                            tracing::info!(
+                                "controller health is not published as ControllerStatus objects: their CRD \
+                                 ({PLURAL}.{GROUP}) is not installed; apply the output of ctop manifests, or run with \
+                                 --install-crds"
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(object = name, error = %api_error_text(&e), "cannot publish the controller's status");
+                    }
+                }
+            }
+            tokio::select! {
+                () = tokio::time::sleep(EVERY) => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+        }
+    }
+}
+
+/// `<operator>-<controller>`, made a valid object name.
+fn object_name(operator: &str, controller: &str) -> String {
+    let raw = format!("{operator}-{controller}").to_lowercase();
+    let cleaned: String = raw
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '-' })
+        .collect();
+    cleaned.trim_matches(|c: char| !c.is_ascii_alphanumeric()).chars().take(253).collect()
+}
+
+/// The server-side apply body of one controller's object.
+fn document(operator: &str, namespace: &str, name: &str, status: &ControllerStatus) -> Value {
+    json!({
+        "apiVersion": format!("{GROUP}/{VERSION}"),
+        "kind": KIND,
+        "metadata": {"name": name, "namespace": namespace, "labels": {OPERATOR_LABEL: operator}},
+        "spec": {"operator": operator, "controller": status.name},
+        "status": {
+            "conditions": [status.ready_condition()],
+            "lastErrors": status.last_errors.iter().rev().map(|e| e.display()).collect::<Vec<_>>(),
+            "cachesSynced": status.caches_synced,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_valid_object_names() {
+        assert_eq!(object_name("ctop", "webapp"), "ctop-webapp");
+        assert_eq!(object_name("op", "My_Controller!"), "op-my-controller");
+    }
+}
