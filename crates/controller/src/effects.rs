@@ -4,7 +4,9 @@
 
 use ctop_core::{EventRecord, EventType, FinalizerChanges, KindRef};
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy,
+};
 use kube::runtime::events::{Event, EventType as KubeEventType};
 use kube::{Resource as _, ResourceExt as _};
 use serde_json::{Value, json};
@@ -133,7 +135,13 @@ pub(crate) async fn check_outcome(
     owner: Option<&DynamicObject>,
     children: &[Value],
     patches: &[Value],
+    deletes: &[ctop_core::ObjectReference],
 ) -> Result<(), ReconcileError> {
+    for r in deletes {
+        let obj = json!({"apiVersion": r.api_version, "kind": r.kind, "metadata": {"name": r.name, "namespace": r.namespace}});
+        let t = target_of(ctx, "remove", &obj, owner).await?;
+        check_declared(ctx, Write::Apply, &t)?;
+    }
     for c in children {
         let t = target_of(ctx, "apply", c, owner).await?;
         check_declared(ctx, Write::Apply, &t)?;
@@ -141,6 +149,62 @@ pub(crate) async fn check_outcome(
     for p in patches {
         let t = target_of(ctx, "patch", p, owner).await?;
         check_declared(ctx, Write::Patch, &t)?;
+    }
+    Ok(())
+}
+
+/// Delete the children `deletes` names (`remove()`): each only when the cache holds it as a
+/// child controlled by `owner`, with uid and resourceVersion preconditions; anything else
+/// (not a child of this object, gone, changed meanwhile) is left alone.
+pub(crate) async fn delete_children(
+    ctx: &Ctx,
+    owner: &DynamicObject,
+    deletes: &[ctop_core::ObjectReference],
+) -> Result<(), ReconcileError> {
+    let Some(owner_uid) = owner.uid() else { return Ok(()) };
+    for r in deletes {
+        let obj = json!({
+            "apiVersion": r.api_version, "kind": r.kind,
+            "metadata": {"name": r.name, "namespace": r.namespace},
+        });
+        let t = target_of(ctx, "remove", &obj, Some(owner)).await?;
+        let key = format!("{}/{}", t.ar.api_version, t.ar.kind);
+        let cached = ctx.caches.iter().find(|c| c.key == key).and_then(|c| {
+            let at = kube::runtime::reflector::ObjectRef::new_with(&t.name, c.ar.clone());
+            c.store.get(&match (&t.namespace, c.namespaced) {
+                (Some(ns), true) => at.within(ns),
+                _ => at,
+            })
+        });
+        let Some(child) = cached else { continue };
+        let ours = child.owner_references().iter().any(|o| o.controller == Some(true) && o.uid == owner_uid);
+        if !ours {
+            tracing::info!(
+                controller = ctx.spec.name,
+                object = t.describe(),
+                "remove: not a child of this object; left alone"
+            );
+            continue;
+        }
+        if child.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let params = DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Background),
+            preconditions: Some(Preconditions {
+                uid: child.uid(),
+                resource_version: child.resource_version(),
+            }),
+            ..DeleteParams::default()
+        };
+        let api = api_for(&ctx.client, &t.ar, t.namespaced, t.namespace.as_deref());
+        match api.delete(&t.name, &params).await {
+            Ok(_) => ctx.metrics.prunes(&ctx.spec.name, 1),
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+            Err(source) => {
+                return Err(ReconcileError::Api { what: format!("delete {}", t.describe()), source });
+            }
+        }
     }
     Ok(())
 }

@@ -16,8 +16,9 @@ use tokio::sync::watch;
 use crate::error::api_error_text;
 use crate::health::{ControllerStatus, Health};
 
-/// How often the objects are brought up to date.
-pub(crate) const EVERY: Duration = Duration::from_secs(2);
+/// How often the health is compared with what was published (in memory; a write only when
+/// it changed).
+pub(crate) const EVERY: Duration = Duration::from_millis(500);
 
 /// Where and as whom the objects are written.
 pub(crate) struct Publisher {
@@ -69,8 +70,19 @@ impl Publisher {
                     }
                 }
             }
+            // A replica that wins the Lease publishes at once.
+            let mut leading = self.leading.clone();
+            let won = async {
+                match leading.as_mut() {
+                    Some(l) => {
+                        let _ = l.changed().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 () = tokio::time::sleep(EVERY) => {}
+                () = won => {}
                 _ = stop.wait_for(|s| *s) => return,
             }
         }

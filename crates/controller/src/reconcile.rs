@@ -211,7 +211,8 @@ pub(crate) async fn carry_out(
     };
     // Nothing is written if any object is of an undeclared kind.
     if failure.is_none()
-        && let Err(e) = check_outcome(ctx, Some(owner), &out.children.objects, &out.patches).await
+        && let Err(e) =
+            check_outcome(ctx, Some(owner), &out.children.objects, &out.patches, &out.children.deletes).await
     {
         failure = Some(e);
     }
@@ -229,6 +230,8 @@ pub(crate) async fn carry_out(
         if let Err(e) = apply_children(ctx, owner, objects, prune).await {
             failure = Some(e);
             applied = false;
+        } else if let Err(e) = effects::delete_children(ctx, owner, &out.children.deletes).await {
+            failure = Some(e);
         } else if let Err(e) = effects::apply_patches(ctx, Some(owner), &out.patches).await {
             failure = Some(e);
         }

@@ -354,3 +354,45 @@ async fn each_controllers_health_is_a_cluster_object() {
     assert!(last.contains("boom"), "newest error first: {:#}", failing.data["status"]);
     op.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remove_deletes_a_child_of_this_object_only() {
+    let op = start(
+        r#"import { remove } from "ctop";
+        operator(widget).manages(ConfigMap).reconcile((cr) => {
+          const name = cr.metadata.name;
+          if (cr.spec.mode === "drop") {
+            apply(ConfigMap({ metadata: { name: `${name}-a` } }));
+            remove(ConfigMap({ metadata: { name: `${name}-b` } }));
+            remove(ConfigMap({ metadata: { name: "bystander" } }));
+            setStatus(cr, { phase: "Dropped" });
+            return Result.keep();
+          }
+          apply(ConfigMap({ metadata: { name: `${name}-a` } }));
+          apply(ConfigMap({ metadata: { name: `${name}-b` } }));
+        });"#,
+    )
+    .await;
+    let bystander: k8s_openapi::api::core::v1::ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "bystander", "namespace": "default"}}))
+            .expect("cm");
+    config_maps(&op).create(&kube::api::PostParams::default(), &bystander).await.expect("bystander");
+    op.create("w", json!({})).await;
+    eventually(20, "both children", || async {
+        let cms = config_maps(&op);
+        (cms.get_opt("w-a").await.ok()??, cms.get_opt("w-b").await.ok()??).into()
+    })
+    .await;
+    set_spec(&op, "w", json!({"mode": "drop"})).await;
+    eventually(20, "w-b removed", || async {
+        config_maps(&op).get_opt("w-b").await.ok().and_then(|o| o.is_none().then_some(()))
+    })
+    .await;
+    eventually(20, "the reconcile done", || async {
+        op.widget("w").await.filter(|o| o.data["status"]["phase"] == "Dropped")
+    })
+    .await;
+    assert!(config_maps(&op).get_opt("w-a").await.expect("get").is_some(), "w-a kept");
+    assert!(config_maps(&op).get_opt("bystander").await.expect("get").is_some(), "not a child: left alone");
+    op.stop().await;
+}

@@ -45,6 +45,9 @@ pub struct Children {
     pub objects: Vec<Value>,
     /// What happens to former children left out.
     pub prune: PruneMode,
+    /// Children to delete (`remove()`), once the applies succeeded; only children of the
+    /// object handled are deleted.
+    pub deletes: Vec<ObjectReference>,
 }
 
 /// `True`, `False` or `Unknown`, as Kubernetes conditions say it.
@@ -230,6 +233,8 @@ struct Wire {
     #[serde(default)]
     patches: Vec<Value>,
     #[serde(default)]
+    deletes: Vec<WireRef>,
+    #[serde(default)]
     status: Option<Map<String, Value>>,
     #[serde(default)]
     conditions: Vec<Condition>,
@@ -239,6 +244,22 @@ struct Wire {
     finalizers: FinalizerChanges,
     #[serde(default)]
     result: Option<WireResult>,
+}
+
+/// An object named as `{apiVersion, kind, metadata: {name, namespace?}}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireRef {
+    api_version: String,
+    kind: String,
+    metadata: WireMeta,
+}
+
+#[derive(Deserialize)]
+struct WireMeta {
+    name: String,
+    #[serde(default)]
+    namespace: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -273,6 +294,17 @@ impl ReconcileOutcome {
             children: Children {
                 objects: w.applies,
                 prune: if keep { PruneMode::Keep } else { PruneMode::Complete },
+                deletes: w
+                    .deletes
+                    .into_iter()
+                    .map(|r| ObjectReference {
+                        api_version: Some(r.api_version),
+                        kind: Some(r.kind),
+                        name: Some(r.metadata.name),
+                        namespace: r.metadata.namespace,
+                        uid: None,
+                    })
+                    .collect(),
             },
             patches: w.patches,
             status: w.status,
@@ -341,6 +373,13 @@ mod tests {
         let o = ReconcileOutcome::from_output("reconcile", out).expect("reads");
         assert_eq!(o.children.objects.len(), 1);
         assert_eq!(o.children.prune, PruneMode::Complete);
+        assert!(o.children.deletes.is_empty());
+        let removed = ReconcileOutcome::from_output(
+            "finalize",
+            json!({"deletes": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"}}]}),
+        )
+        .expect("reads");
+        assert_eq!(removed.children.deletes[0].name.as_deref(), Some("a"));
         assert_eq!(o.status.as_ref().and_then(|s| s.get("gone")), Some(&Value::Null));
         assert_eq!(o.conditions[0].status, ConditionStatus::True);
         assert_eq!(o.events[0].type_, EventType::Warning);

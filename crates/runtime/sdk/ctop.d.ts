@@ -493,6 +493,12 @@ export declare function operator<T extends KubeObject>(res: Kind<T, never>, opti
 export declare function apply<T extends KubeObject>(obj: T): T;
 /** Merge a partial object into an object the operator does not own (no owner reference, never pruned). */
 export declare function patch<T extends KubeObject>(obj: T): T;
+/**
+ * Delete the child `obj` (by apiVersion, kind, name; namespace defaults to the CR's) once this
+ * call's applies succeeded: a finalize that tears down in order, or a reconcile returning
+ * `Result.keep()`. Only a child of the object handled, of a `.manages()` kind, is deleted.
+ */
+export declare function remove<T extends KubeObject>(obj: T): T;
 
 /** The cached object, or undefined; namespace defaults to the CR's. */
 export declare function getObserved<T extends KubeObject>(kind: Kind<T, never>, name: string, namespace?: string): T | undefined;

@@ -841,6 +841,7 @@ export function apply(obj) {
     spec._run(obj.spec, ["spec"], issues);
     if (issues.length) throw new ZodError(issues);
   }
+  if (c.removed.has(snap.key)) throw new Error(`apply: ${snap.key} was removed in this call; apply or remove it, not both`);
   pushUnique(c, "applies", snap);
   return obj;
 }
@@ -850,6 +851,32 @@ export function patch(obj) {
   const c = active("patch");
   const snap = checkObject(obj, "patch");
   pushUnique(c, "patches", snap);
+  return obj;
+}
+
+/**
+ * Delete the child `obj` (named by apiVersion, kind, metadata.name and, for namespaced kinds,
+ * metadata.namespace, which defaults to the CR's) once this call's applies succeeded: for a
+ * `finalize` that tears down in order, or a reconcile that returns `Result.keep()`. Only a
+ * child of the object handled, of a `.manages()` kind, is deleted; anything else is left
+ * alone. Returns `obj`.
+ */
+export function remove(obj) {
+  const c = active("remove");
+  if (!isPlainObject(obj) || typeof obj.apiVersion !== "string" || typeof obj.kind !== "string"
+      || typeof obj.metadata?.name !== "string" || !obj.metadata.name) {
+    throw new TypeError("remove: expected an object with apiVersion, kind and metadata.name (e.g. ConfigMap({ metadata: { name } }))");
+  }
+  const ns = c.cr?.metadata?.namespace;
+  const namespace = obj.metadata.namespace ?? (ns && isNamespaced(obj) ? ns : undefined);
+  const key = `${obj.apiVersion}/${obj.kind}/${namespace ?? ""}/${obj.metadata.name}`;
+  if (c.index.applies.has(key)) throw new Error(`remove: ${key} was applied in this call; apply or remove it, not both`);
+  if (!c.removed.has(key)) {
+    c.removed.add(key);
+    // Only outputs that remove something carry `deletes`.
+    (c.out.deletes ??= []).push({ apiVersion: obj.apiVersion, kind: obj.kind,
+      metadata: { name: obj.metadata.name, ...(namespace && { namespace }) } });
+  }
   return obj;
 }
 
@@ -1161,7 +1188,7 @@ function dispatch(handler, controllerIndex, inputJson) {
   const out = newOutput();
   ctx = { cr: isMap || handler === "onStart" ? null : object, namespace: object?.metadata?.namespace,
     observed: input.observed ?? null, observedInput: input.observed != null, out, fns,
-    index: { applies: new Map(), patches: new Map() } };
+    index: { applies: new Map(), patches: new Map() }, removed: new Set() };
 
   /** Turns the handler's return value into the output for this kind of handler. */
   let finish;

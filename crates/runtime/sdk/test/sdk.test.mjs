@@ -15,7 +15,7 @@ globalThis.webApp = webApp;
 /** Load the SDK plus a WebApp resource and `body` (which may use every export and `webApp`). */
 const withOperator = (body, opts = {}) =>
   load({ ...opts, script: `${WEBAPP}\nimport * as ct from "./ctop.js";\nconst { ${[
-    "operator", "apply", "patch", "getObserved", "listObserved", "getStatus", "setStatus", "setCondition", "event",
+    "operator", "apply", "patch", "remove", "getObserved", "listObserved", "getStatus", "setStatus", "setCondition", "event",
     "addFinalizer", "removeFinalizer", "randomString", "fetch", "log", "Env", "Values", "Result", "now", "kindOf",
     "Secret", "ConfigMap", "Deployment", "Service", "Namespace", "ClusterRole",
   ].join(", ")} } = ct;\n${body}` });
@@ -334,6 +334,19 @@ test("results, Env, Values, randomString, now, log, buffers cleared between call
   assert.deepEqual(t.sdk.Result.ok(), { type: "ok" });
   assert.deepEqual(t.sdk.Result.keep(), { type: "ok", keep: true });
   assert.deepEqual(t.sdk.Result.keep("10s"), { type: "requeue", after: "10s", keep: true });
+});
+
+test("remove names children to delete, never one applied in the same call", async () => {
+  const t = await withOperator(`
+    operator(webApp).manages(Secret).reconcile((cr) => {
+      remove(Secret({ metadata: { name: "old" } }));
+      remove(Secret({ metadata: { name: "old" } }));
+      if (Values.both) apply(Secret({ metadata: { name: "old" } }));
+      return Result.keep();
+    });`);
+  const out = t.dispatch("reconcile", 0, { object: webAppCr(), values: {} });
+  assert.deepEqual(out.deletes, [{ apiVersion: "v1", kind: "Secret", metadata: { name: "old", namespace: "prod" } }]);
+  assert.throws(() => t.dispatch("reconcile", 0, { object: webAppCr(), values: { both: true } }), /apply or remove it, not both/);
 });
 
 test("Result.keep reaches the runtime with the children applied in the call", async () => {
