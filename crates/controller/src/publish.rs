@@ -20,6 +20,10 @@ use crate::health::{ControllerStatus, Health};
 /// it changed).
 pub(crate) const EVERY: Duration = Duration::from_millis(500);
 
+/// How long a run without the CRD waits before trying again (a changed status is tried
+/// at once).
+const RETRY_MISSING: Duration = Duration::from_secs(300);
+
 /// Where and as whom the objects are written.
 pub(crate) struct Publisher {
     pub(crate) client: Client,
@@ -42,7 +46,14 @@ impl Publisher {
         let params = PatchParams::apply(&self.operator).force();
         let mut sent: HashMap<String, Value> = HashMap::new();
         let mut missing_said = false;
+        // Without the CRD, a document counts as sent (no request per tick); everything is
+        // tried again now and then, in case the CRD was installed since.
+        let mut missing_since: Option<tokio::time::Instant> = None;
         loop {
+            if missing_since.is_some_and(|t| t.elapsed() >= RETRY_MISSING) {
+                missing_since = None;
+                sent.clear();
+            }
             let leading = self.leading.as_ref().is_none_or(|l| *l.borrow());
             for controller in self.controllers.iter().filter(|_| leading) {
                 let Some(status) = self.health.status(controller) else { continue };
@@ -56,6 +67,8 @@ impl Publisher {
                         sent.insert(name, doc);
                     }
                     Err(kube::Error::Api(s)) if s.code == 404 => {
+                        sent.insert(name, doc);
+                        missing_since.get_or_insert_with(tokio::time::Instant::now);
                         if !missing_said {
                             missing_said = true;
                             tracing::info!(
