@@ -6,24 +6,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{condition, eventually, start};
+use common::{condition, eventually, observed_generation, start};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use serde_json::json;
-
-fn config_maps(op: &common::Operator) -> Api<k8s_openapi::api::core::v1::ConfigMap> {
-    Api::namespaced(op.client.clone(), "default")
-}
-
-async fn set_spec(op: &common::Operator, name: &str, spec: serde_json::Value) {
-    op.widgets()
-        .patch(name, &PatchParams::default(), &Patch::Merge(json!({"spec": spec})))
-        .await
-        .expect("spec patched");
-}
-
-fn observed_generation(o: &DynamicObject) -> Option<i64> {
-    o.data["status"]["observedGeneration"].as_i64()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_patches_merge_and_null_deletes() {
@@ -40,7 +25,7 @@ async fn status_patches_merge_and_null_deletes() {
         op.widget("w").await.filter(|o| observed_generation(o) == Some(1))
     })
     .await;
-    set_spec(&op, "w", json!({"mode": "b"})).await;
+    op.set_spec("w", json!({"mode": "b"})).await;
     let w = eventually(20, "status.b", || async {
         op.widget("w").await.filter(|o| observed_generation(o) == Some(2))
     })
@@ -51,7 +36,7 @@ async fn status_patches_merge_and_null_deletes() {
         "{:#}",
         w.data
     );
-    set_spec(&op, "w", json!({"mode": "drop"})).await;
+    op.set_spec("w", json!({"mode": "drop"})).await;
     let w = eventually(20, "a deleted", || async {
         op.widget("w").await.filter(|o| observed_generation(o) == Some(3))
     })
@@ -206,10 +191,10 @@ async fn finalize_can_delete_the_children_and_wait_for_them() {
     )
     .await;
     op.create("w", json!({})).await;
-    eventually(20, "the child", || async { config_maps(&op).get_opt("w-a").await.ok().flatten() }).await;
+    eventually(20, "the child", || async { op.config_maps().get_opt("w-a").await.ok().flatten() }).await;
     op.widgets().delete("w", &DeleteParams::default()).await.expect("delete");
     eventually(20, "the Widget is gone", || async { op.widget("w").await.is_none().then_some(()) }).await;
-    assert!(config_maps(&op).get_opt("w-a").await.expect("get").is_none(), "the child was deleted");
+    assert!(op.config_maps().get_opt("w-a").await.expect("get").is_none(), "the child was deleted");
     assert!(op.finalizes.load(std::sync::atomic::Ordering::SeqCst) >= 1);
     op.stop().await;
 }
@@ -225,11 +210,11 @@ async fn an_orphaning_delete_keeps_the_children_through_finalize() {
     )
     .await;
     op.create("w", json!({})).await;
-    eventually(20, "the child", || async { config_maps(&op).get_opt("w-a").await.ok().flatten() }).await;
+    eventually(20, "the child", || async { op.config_maps().get_opt("w-a").await.ok().flatten() }).await;
     op.widgets().delete("w", &DeleteParams::orphan()).await.expect("delete");
     eventually(20, "the Widget is gone", || async { op.widget("w").await.is_none().then_some(()) }).await;
     assert!(
-        config_maps(&op).get_opt("w-a").await.expect("get").is_some(),
+        op.config_maps().get_opt("w-a").await.expect("get").is_some(),
         "the user asked to orphan the child"
     );
     op.stop().await;
@@ -250,26 +235,26 @@ async fn result_keep_leaves_the_children_alone() {
     .await;
     op.create("w", json!({"names": ["x", "y"]})).await;
     eventually(20, "both children", || async {
-        let cms = config_maps(&op);
+        let cms = op.config_maps();
         (cms.get_opt("w-x").await.ok()??, cms.get_opt("w-y").await.ok()??).into()
     })
     .await;
-    set_spec(&op, "w", json!({"mode": "invalid", "names": []})).await;
+    op.set_spec("w", json!({"mode": "invalid", "names": []})).await;
     let w = eventually(20, "the invalid spec reported", || async {
         op.widget("w").await.filter(|o| observed_generation(o) == Some(2))
     })
     .await;
     assert_eq!(w.data["status"]["phase"], "Invalid");
     for name in ["w-x", "w-y"] {
-        assert!(config_maps(&op).get_opt(name).await.expect("get").is_some(), "{name} kept");
+        assert!(op.config_maps().get_opt(name).await.expect("get").is_some(), "{name} kept");
     }
     // Back to a complete desired set: what it leaves out is pruned again.
-    set_spec(&op, "w", json!({"mode": "ok", "names": ["x"]})).await;
+    op.set_spec("w", json!({"mode": "ok", "names": ["x"]})).await;
     eventually(20, "w-y pruned", || async {
-        config_maps(&op).get_opt("w-y").await.ok().and_then(|o| o.is_none().then_some(()))
+        op.config_maps().get_opt("w-y").await.ok().and_then(|o| o.is_none().then_some(()))
     })
     .await;
-    assert!(config_maps(&op).get_opt("w-x").await.expect("get").is_some());
+    assert!(op.config_maps().get_opt("w-x").await.expect("get").is_some());
     op.stop().await;
 }
 
@@ -299,7 +284,7 @@ async fn an_undeclared_kind_is_refused_naming_the_builder_call() {
         secrets.get_opt("w-s").await.expect("get").is_none(),
         "nothing is written when one object is refused"
     );
-    assert!(config_maps(&op).get_opt("w-cm").await.expect("get").is_none());
+    assert!(op.config_maps().get_opt("w-cm").await.expect("get").is_none());
     op.stop().await;
 }
 
@@ -376,23 +361,23 @@ async fn remove_deletes_a_child_of_this_object_only() {
     let bystander: k8s_openapi::api::core::v1::ConfigMap =
         serde_json::from_value(json!({"metadata": {"name": "bystander", "namespace": "default"}}))
             .expect("cm");
-    config_maps(&op).create(&kube::api::PostParams::default(), &bystander).await.expect("bystander");
+    op.config_maps().create(&kube::api::PostParams::default(), &bystander).await.expect("bystander");
     op.create("w", json!({})).await;
     eventually(20, "both children", || async {
-        let cms = config_maps(&op);
+        let cms = op.config_maps();
         (cms.get_opt("w-a").await.ok()??, cms.get_opt("w-b").await.ok()??).into()
     })
     .await;
-    set_spec(&op, "w", json!({"mode": "drop"})).await;
+    op.set_spec("w", json!({"mode": "drop"})).await;
     eventually(20, "w-b removed", || async {
-        config_maps(&op).get_opt("w-b").await.ok().and_then(|o| o.is_none().then_some(()))
+        op.config_maps().get_opt("w-b").await.ok().and_then(|o| o.is_none().then_some(()))
     })
     .await;
     eventually(20, "the reconcile done", || async {
         op.widget("w").await.filter(|o| o.data["status"]["phase"] == "Dropped")
     })
     .await;
-    assert!(config_maps(&op).get_opt("w-a").await.expect("get").is_some(), "w-a kept");
-    assert!(config_maps(&op).get_opt("bystander").await.expect("get").is_some(), "not a child: left alone");
+    assert!(op.config_maps().get_opt("w-a").await.expect("get").is_some(), "w-a kept");
+    assert!(op.config_maps().get_opt("bystander").await.expect("get").is_some(), "not a child: left alone");
     op.stop().await;
 }

@@ -9,7 +9,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Launch, Operator, condition, eventually, http_get, sample, start, start_on};
+use common::{
+    Launch, Operator, condition, eventually, http_get, observed_generation, sample, start, start_on,
+};
 use ctop_applier::applyset::{
     CONTAINS_GROUP_KINDS_ANNOTATION, ID_LABEL, PART_OF_LABEL, PRUNE_ANNOTATION, applyset_id,
 };
@@ -19,22 +21,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::{Resource as _, ResourceExt as _};
-use serde_json::{Value, json};
-
-fn config_maps(op: &Operator) -> Api<ConfigMap> {
-    Api::namespaced(op.client.clone(), "default")
-}
-
-async fn set_spec(op: &Operator, name: &str, spec: Value) {
-    op.widgets()
-        .patch(name, &PatchParams::default(), &Patch::Merge(json!({"spec": spec})))
-        .await
-        .expect("spec patched");
-}
-
-fn observed_generation(o: &DynamicObject) -> Option<i64> {
-    o.data["status"]["observedGeneration"].as_i64()
-}
+use serde_json::json;
 
 /// The Widget `name` once its status records generation `generation`.
 async fn reconciled(op: &Operator, name: &str, generation: i64) -> DynamicObject {
@@ -47,7 +34,7 @@ async fn reconciled(op: &Operator, name: &str, generation: i64) -> DynamicObject
 /// The ConfigMap `name` in `default`, once it exists.
 async fn config_map(op: &Operator, name: &str) -> ConfigMap {
     eventually(20, &format!("the ConfigMap {name}"), || async {
-        config_maps(op).get_opt(name).await.ok().flatten()
+        op.config_maps().get_opt(name).await.ok().flatten()
     })
     .await
 }
@@ -55,7 +42,7 @@ async fn config_map(op: &Operator, name: &str) -> ConfigMap {
 /// Wait until the ConfigMap `name` in `default` is gone.
 async fn config_map_gone(op: &Operator, name: &str) {
     eventually(20, &format!("the ConfigMap {name} is gone"), || async {
-        config_maps(op).get_opt(name).await.ok().and_then(|o| o.is_none().then_some(()))
+        op.config_maps().get_opt(name).await.ok().and_then(|o| o.is_none().then_some(()))
     })
     .await;
 }
@@ -124,11 +111,11 @@ async fn a_spec_change_reapplies_the_child_and_observed_generation_follows() {
     assert_eq!(data(&first, "mode"), Some("a"));
 
     for (mode, generation) in [("b", 2), ("c", 3)] {
-        set_spec(&op, "w", json!({"mode": mode})).await;
+        op.set_spec("w", json!({"mode": mode})).await;
         let w = reconciled(&op, "w", generation).await;
         assert_eq!(w.data["status"]["phase"], mode, "{:#}", w.data);
         // The status is written after the children: the new content is already there.
-        let cm = config_maps(&op).get("w-config").await.expect("the child");
+        let cm = op.config_maps().get("w-config").await.expect("the child");
         assert_eq!(data(&cm, "mode"), Some(mode), "the child carries generation {generation}'s spec");
         assert_eq!(cm.uid(), first.uid(), "updated in place, not re-created");
     }
@@ -154,7 +141,7 @@ async fn a_child_dropped_from_the_desired_set_is_pruned_and_nothing_else() {
     for (name, labels) in [("bystander", json!({})), ("lookalike", json!({ PART_OF_LABEL: set }))] {
         let cm: ConfigMap =
             serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).expect("configmap");
-        config_maps(&op).create(&PostParams::default(), &cm).await.expect("created");
+        op.config_maps().create(&PostParams::default(), &cm).await.expect("created");
     }
     op.create("w", json!({"names": ["x", "y", "keep"]})).await;
     op.create("other", json!({"names": ["z"]})).await;
@@ -166,16 +153,16 @@ async fn a_child_dropped_from_the_desired_set_is_pruned_and_nothing_else() {
     }
     config_map(&op, "w-y").await;
 
-    set_spec(&op, "w", json!({"names": ["x"]})).await;
+    op.set_spec("w", json!({"names": ["x"]})).await;
     let w = reconciled(&op, "w", 2).await;
     assert_eq!(w.data["status"]["phase"], "x");
     config_map_gone(&op, "w-y").await;
     for (name, uid) in before {
-        let now = config_maps(&op).get_opt(name).await.expect("get");
+        let now = op.config_maps().get_opt(name).await.expect("get");
         assert_eq!(now.and_then(|o| o.uid()), uid, "{name} is untouched");
     }
     // Opted out of pruning, it is still w's: deleting w would still collect it.
-    let kept = config_maps(&op).get("w-keep").await.expect("kept");
+    let kept = op.config_maps().get("w-keep").await.expect("kept");
     let owners = kept.owner_references();
     assert!(owners.iter().any(|o| o.name == "w" && o.controller == Some(true)), "{owners:?}");
     op.stop().await;
@@ -194,7 +181,7 @@ async fn deleting_the_owner_collects_its_children() {
     }
     secrets.get("w-token").await.expect("w's Secret");
     let others = (
-        config_maps(&op).get("other-config").await.expect("get").uid(),
+        op.config_maps().get("other-config").await.expect("get").uid(),
         secrets.get("other-token").await.expect("get").uid(),
     );
 
@@ -209,7 +196,7 @@ async fn deleting_the_owner_collects_its_children() {
     .await;
     assert_eq!(
         (
-            config_maps(&op).get("other-config").await.expect("another owner's child stays").uid(),
+            op.config_maps().get("other-config").await.expect("another owner's child stays").uid(),
             secrets.get("other-token").await.expect("another owner's child stays").uid(),
         ),
         others
@@ -232,7 +219,7 @@ async fn finalize_patches_before_the_finalizer_goes() {
     .await;
     let log: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "log"}, "data": {"keep": "me"}}))
         .expect("configmap");
-    config_maps(&op).create(&PostParams::default(), &log).await.expect("created");
+    op.config_maps().create(&PostParams::default(), &log).await.expect("created");
     let finalizer = format!("widgets.{}/finalizer", common::GROUP);
     op.create("w", json!({})).await;
     let w = reconciled(&op, "w", 1).await;
@@ -262,7 +249,7 @@ async fn finalize_patches_before_the_finalizer_goes() {
     eventually(20, "w is gone", || async { op.widget("w").await.is_none().then_some(()) }).await;
 
     assert!(op.finalizes() >= 1);
-    let log = config_maps(&op).get("log").await.expect("log");
+    let log = op.config_maps().get("log").await.expect("log");
     assert_eq!((data(&log, "w"), data(&log, "keep")), (Some("finalized"), Some("me")), "merged in");
     assert!(log.owner_references().is_empty(), "a patched object gets no owner");
     assert!(
@@ -345,7 +332,7 @@ async fn on_start_runs_once_after_the_caches_sync_and_applies_unowned_objects() 
     config_map(&op, "b-child").await;
     assert_eq!(op.on_starts(), 1, "onStart ran once");
     assert_eq!(
-        config_maps(&op).get("started").await.expect("started").resource_version(),
+        op.config_maps().get("started").await.expect("started").resource_version(),
         started.resource_version(),
         "and its object was not written again"
     );
@@ -388,7 +375,7 @@ async fn watches_map_selected_changes_that_pass_the_predicate() {
         "name": "w-settings", "labels": {"watched": "yes", "widget": "w"}, "annotations": {"note": "1"},
     }, "data": {"v": "1"}}))
     .expect("configmap");
-    config_maps(&op).create(&PostParams::default(), &settings).await.expect("created");
+    op.config_maps().create(&PostParams::default(), &settings).await.expect("created");
     let w = status("1").await;
     assert_eq!(w.data["status"]["b"], "1");
     assert_eq!((op.reconciles(), op.maps()), (reconciles + 1, maps + 1), "w alone reconciled");
@@ -397,15 +384,15 @@ async fn watches_map_selected_changes_that_pass_the_predicate() {
     // neither reaches the mapper. Then an annotation change does; its events come in
     // order on one watch, so by the time it is mapped the two before were filtered out.
     let (reconciles, maps) = (op.reconciles(), op.maps());
-    config_maps(&op)
+    op.config_maps()
         .patch("w-settings", &PatchParams::default(), &Patch::Merge(json!({"data": {"v": "2"}})))
         .await
         .expect("patched");
     let unselected: ConfigMap =
         serde_json::from_value(json!({"metadata": {"name": "unselected", "labels": {"widget": "w"}}}))
             .expect("configmap");
-    config_maps(&op).create(&PostParams::default(), &unselected).await.expect("created");
-    config_maps(&op)
+    op.config_maps().create(&PostParams::default(), &unselected).await.expect("created");
+    op.config_maps()
         .patch(
             "w-settings",
             &PatchParams::default(),

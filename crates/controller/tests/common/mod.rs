@@ -166,6 +166,19 @@ impl Operator {
         .await
     }
 
+    /// The ConfigMaps of `default`.
+    pub fn config_maps(&self) -> Api<k8s_openapi::api::core::v1::ConfigMap> {
+        Api::namespaced(self.client.clone(), "default")
+    }
+
+    /// Merge `spec` into the Widget `name`'s spec.
+    pub async fn set_spec(&self, name: &str, spec: Value) {
+        self.widgets()
+            .patch(name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(json!({"spec": spec})))
+            .await
+            .expect("spec patched");
+    }
+
     /// The Widget `name`, if it exists.
     pub async fn widget(&self, name: &str) -> Option<DynamicObject> {
         self.widgets().get_opt(name).await.expect("get widget")
@@ -353,6 +366,11 @@ where
         assert!(Instant::now() < deadline, "timed out waiting for: {what}");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
+}
+
+/// The `status.observedGeneration` of `o`.
+pub fn observed_generation(o: &DynamicObject) -> Option<i64> {
+    o.data["status"]["observedGeneration"].as_i64()
 }
 
 /// The condition `type` of `o`'s status.
