@@ -114,9 +114,10 @@ fn greeting_greets_families_and_holds_referenced_persons() {
     // holds it while the Greeting still lists it.
     stop(run);
     k.ok(&["delete", "person", "janed", "--wait=false"]);
-    std::thread::sleep(Duration::from_secs(1));
-    let marked = jsonpath(&k, "person", "janed", "{.metadata.deletionTimestamp}");
-    assert!(!marked.is_empty(), "janed is soft-deleted and still there");
+    // Soft-deleted and still there (`get` would fail once it is gone).
+    k.eventually(&["get", "person", "janed", "-o", "jsonpath={.metadata.deletionTimestamp}"], |s| {
+        !s.is_empty()
+    });
     // Back up: janed drops out of the Greeting, then the finalizer goes and so does janed.
     let run = run_example("greeting", &k);
     family(r#"Hello to the Doe family: Adam, John|["maxm","johnd"]"#);

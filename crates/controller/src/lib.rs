@@ -3,7 +3,8 @@
 //! Start with [`run`]: give it a [`ctop_core::Handlers`] (the script runtime's
 //! `ScriptHandlers`, or a Rust reconciler) and [`RunOptions`], and it runs one kube-runtime
 //! controller per declared [`ctop_core::ControllerSpec`] until shutdown. [`run_reloadable`]
-//! lets `ctop dev` replace the handlers in place.
+//! replaces the handlers in place, and [`dev::run_dev`] is `ctop dev`'s loop around it
+//! (reload on change, hot swap or restart, sample objects, the live summary).
 //!
 //! What a handler returns is a typed outcome of `ctop-core` ([`ctop_core::ReconcileOutcome`]
 //! and its siblings); this crate carries it out. The modules, one concern each:
@@ -31,6 +32,7 @@
 
 mod cluster;
 mod context;
+pub mod dev;
 mod effects;
 mod error;
 mod finalize;

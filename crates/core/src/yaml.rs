@@ -5,6 +5,9 @@
 //! repeated key keeps its last value; `<<` is an ordinary key; `.nan` and `.inf` become
 //! null; `!!binary` is kept as text; nesting is limited to 128; errors are one line.
 
+/// Why a text is not YAML (one line, with the position).
+pub use serde_saphyr::Error;
+
 /// The reading rules; `max_nodes` raises the node budget for large bodies (the default
 /// budget allows 250,000 nodes).
 #[must_use]
@@ -28,13 +31,13 @@ pub fn options(max_nodes: Option<usize>) -> serde_saphyr::Options {
 }
 
 /// Read one YAML document with [`options`].
-pub fn from_str<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_saphyr::Error> {
+pub fn from_str<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Error> {
     serde_saphyr::from_str_with_options(text, options(None))
 }
 
 /// Read every document of a `---`-separated stream with [`options`] (empty documents are
 /// left out).
-pub fn documents<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>, serde_saphyr::Error> {
+pub fn documents<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>, Error> {
     serde_saphyr::from_multiple_with_options(text, options(None))
 }
 

@@ -24,6 +24,7 @@ pub mod scaffold;
 pub mod script;
 pub mod sdk;
 mod snapshot;
+pub mod sources;
 pub mod typegen;
 pub mod vm;
 
@@ -32,4 +33,5 @@ pub use handlers::{ScriptHandlers, ValuesError, script_env, values_from_yaml};
 pub use load::{LoadError, load_dir};
 pub use pool::Pool;
 pub use script::{Script, ScriptError};
+pub use sources::SourceWatch;
 pub use vm::{Limits, Observer, Vm, VmError};

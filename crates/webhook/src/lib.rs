@@ -24,6 +24,8 @@
 //!   answers; [`Admission::replace`] swaps in a reloaded script), and
 //!   [`bind`]/[`serve`] run it behind rustls with a [`TlsSource`]: PEM files reloaded when
 //!   they change, or a [`SelfIssued`] CA and certificate made at startup.
+//! - [`dev::DevWebhook`] is `ctop dev`'s server: loopback, self-issued, its configurations
+//!   applied to the embedded cluster and rewritten on every reload.
 //! - [`configurations()`] writes the Validating/MutatingWebhookConfigurations for the routes
 //!   (Service endpoint for `ctop manifests`, loopback URL for `ctop dev`).
 //! - [`cabundle::CaBundleKeeper`] keeps a self-issued CA in the operator's own
@@ -52,6 +54,7 @@
 pub mod cabundle;
 mod configuration;
 mod conn;
+pub mod dev;
 mod listener;
 pub mod review;
 mod routes;

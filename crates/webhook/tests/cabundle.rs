@@ -2,6 +2,8 @@
 //! configurations the routes produce (a validate-only operator has no mutating one to look
 //! for), sets the CA in them, and warns once about an expected one that is missing.
 
+mod support;
+
 use ctop_kubesim::{Config, KubeSim};
 use ctop_webhook::cabundle::{CaBundleKeeper, Change, Checked, Configurations, Found, Looked};
 use ctop_webhook::{ConfigurationOptions, Endpoint, FailurePolicy, Route, SelfIssued, configurations};
@@ -12,14 +14,6 @@ use kube::api::{Api, PostParams};
 use serde_json::Value;
 
 const NAME: &str = "op";
-
-async fn client(sim: &KubeSim) -> kube::Client {
-    let kc = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig()).expect("kubeconfig parses");
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-        .await
-        .expect("kubeconfig loads");
-    kube::Client::try_from(cfg).expect("client")
-}
 
 /// The configurations `ctop manifests` generates for `routes` (no caBundle: the operator
 /// patches it in), by kind.
@@ -78,7 +72,7 @@ fn widget_routes(handlers: &[&str]) -> Vec<Route> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_validate_only_operator_looks_after_its_validating_configuration_alone() {
     let sim = KubeSim::start(Config::default()).await.expect("kubesim starts");
-    let client = client(&sim).await;
+    let client = support::client(&sim).await;
     let routes = widget_routes(&["reconcile", "validate"]);
     let docs = generated(&routes);
     assert_eq!(docs.len(), 1, "no mutating configuration is generated: {docs:?}");
@@ -117,7 +111,7 @@ async fn a_validate_only_operator_looks_after_its_validating_configuration_alone
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expected_configuration_that_is_missing_is_warned_about_once() {
     let sim = KubeSim::start(Config::default()).await.expect("kubesim starts");
-    let client = client(&sim).await;
+    let client = support::client(&sim).await;
     let routes = widget_routes(&["validate", "mutate"]);
     let docs = generated(&routes);
     create_validating(&client, &docs).await;

@@ -3,6 +3,8 @@
 //! Secret for other hosts or with garbage in it is replaced, and a missing permission is a
 //! clear error.
 
+mod support;
+
 use std::collections::BTreeMap;
 
 use ctop_kubesim::{Config, KubeSim};
@@ -11,14 +13,6 @@ use ctop_webhook::{SelfIssued, TlsSource};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, PostParams};
-
-async fn client(sim: &KubeSim) -> kube::Client {
-    let kc = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig()).expect("kubeconfig parses");
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-        .await
-        .expect("kubeconfig loads");
-    kube::Client::try_from(cfg).expect("client")
-}
 
 fn hosts() -> Vec<String> {
     vec!["op-webhook.op-system.svc".to_owned(), "127.0.0.1".to_owned()]
@@ -32,7 +26,7 @@ fn data(secret: &Secret, key: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_share_one_certificate_through_the_secret() {
     let sim = KubeSim::start(Config::default()).await.expect("kubesim starts");
-    let client = client(&sim).await;
+    let client = support::client(&sim).await;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
 
     // Four replicas start at once: one create wins, the others read its Secret.
@@ -87,7 +81,7 @@ async fn replicas_share_one_certificate_through_the_secret() {
 #[tokio::test]
 async fn without_permission_the_error_says_what_to_grant() {
     let sim = KubeSim::start(Config { authz: true, ..Config::default() }).await.expect("kubesim starts");
-    let admin = client(&sim).await;
+    let admin = support::client(&sim).await;
     // A ServiceAccount with no role at all.
     let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(admin.clone(), "default");
     let sa = serde_json::from_value(serde_json::json!({"metadata": {"name": "op"}})).expect("sa");

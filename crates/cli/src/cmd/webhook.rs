@@ -1,7 +1,8 @@
 //! `ctop webhook serve`: the script's `validate`/`mutate` handlers as an HTTPS admission
 //! webhook. Also the glue `ctop run --webhook-port` and `ctop dev` share: the
 //! [`ScriptAdmission`] adapter from `ctop_runtime::Script` to `ctop_webhook::AdmissionScript`,
-//! the TLS and limit flags ([`WebhookFlags`]) and [`start`].
+//! the TLS and limit flags ([`WebhookFlags`]) and [`start`]. `ctop dev`'s own server is
+//! `ctop_webhook::dev::DevWebhook`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -212,12 +213,10 @@ impl AdmissionScript for ScriptAdmission {
     }
 }
 
-/// A bound webhook server with its admission state and, when self-issued, its certificate.
+/// A bound webhook server and, when self-issued, its certificate.
 pub struct Started {
     /// The server, ready to run.
     pub bound: Bound,
-    /// Swap the script on reload (used by `ctop dev`).
-    pub admission: Admission,
     /// The self-issued CA and certificate, when no files were given.
     pub issued: Option<SelfIssued>,
 }
@@ -243,7 +242,7 @@ pub async fn start(
     );
     let (tls, issued) = flags.tls(kubeconfig).await?;
     let bound = ctop_webhook::bind(addr, &tls, admission.router()).await?;
-    Ok(Started { bound, admission, issued })
+    Ok(Started { bound, issued })
 }
 
 /// Run `ctop webhook …`.
@@ -355,135 +354,4 @@ pub async fn kube_client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result
         None => kube::Config::infer().await.context("cannot find a cluster configuration")?,
     };
     Ok(kube::Client::try_from(config)?)
-}
-
-/// The name of the webhook configurations `ctop dev` applies to its embedded cluster.
-const DEV_CONFIGURATION: &str = "ctop-dev";
-
-/// `ctop dev`'s webhook: served on loopback with a self-issued certificate, its
-/// configurations applied to the embedded kubesim with the CA and a `https://127.0.0.1` URL,
-/// so `kubectl` sees the handlers enforced with no setup. [`DevWebhook::reload`] swaps in a
-/// changed script and re-applies the configurations.
-pub struct DevWebhook {
-    admission: Admission,
-    base_url: String,
-    ca_pem: String,
-    env: Value,
-    values: Value,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl DevWebhook {
-    /// `ctop dev`'s choice: on the embedded kubesim, start (even without handlers yet, so a
-    /// later save can add them); on a real cluster (`--context`) the API server cannot reach
-    /// a loopback server, so handlers are only reported.
-    pub async fn for_dev(
-        embedded: bool,
-        client: &kube::Client,
-        script: &Arc<Script>,
-        values: &Value,
-    ) -> anyhow::Result<Option<Self>> {
-        if embedded {
-            return Self::start(client, script.clone(), values.clone()).await.map(Some);
-        }
-        if !ctop_webhook::routes(script.spec()).is_empty() {
-            tracing::warn!(
-                "the script declares validate/mutate handlers; with --context they are not wired (deploy with \
-                 `ctop manifests`, or serve them with `ctop webhook serve` and a configuration of your own)"
-            );
-        }
-        Ok(None)
-    }
-
-    /// Start serving `script` and apply its configurations.
-    pub async fn start(client: &kube::Client, script: Arc<Script>, values: Value) -> anyhow::Result<Self> {
-        let flags = WebhookFlags {
-            tls_cert: None,
-            tls_key: None,
-            tls_reload: ctop_core::Duration::from_secs(10),
-            tls_hosts: Vec::new(),
-            ca_bundle_out: None,
-            tls_secret: None,
-            failure_policy: FailurePolicy::Fail,
-            webhook_timeout: ctop_core::Duration::from_secs(10),
-            webhook_handler_timeout: None,
-            webhook_max_body: 3 * 1024 * 1024,
-        };
-        let env = script_env();
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-        let started = start(script.clone(), env.clone(), values.clone(), addr, &flags, 2, None).await?;
-        let ca_pem = started.issued.as_ref().map(|i| i.ca_pem.clone()).unwrap_or_default();
-        let base_url = format!("https://127.0.0.1:{}", started.bound.local_addr()?.port());
-        let bound = started.bound;
-        let task = tokio::spawn(async move {
-            if let Err(e) = bound.run(std::future::pending()).await {
-                tracing::error!(error = %e, "the dev webhook server stopped");
-            }
-        });
-        let hook = Self { admission: started.admission, base_url, ca_pem, env, values, task };
-        hook.apply(client, &script).await?;
-        Ok(hook)
-    }
-
-    /// Serve `script` from now on and re-apply the configurations for its routes.
-    pub async fn reload(&self, client: &kube::Client, script: &Arc<Script>) -> anyhow::Result<()> {
-        let routes = ctop_webhook::routes(script.spec());
-        self.admission.replace(
-            Arc::new(ScriptAdmission::new(script.clone(), self.env.clone(), self.values.clone())),
-            &routes,
-        );
-        self.apply(client, script).await
-    }
-
-    async fn apply(&self, client: &kube::Client, script: &Script) -> anyhow::Result<()> {
-        use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
-        let routes = ctop_webhook::routes(script.spec());
-        let options = ctop_webhook::ConfigurationOptions {
-            name: DEV_CONFIGURATION.into(),
-            endpoint: ctop_webhook::Endpoint::Url(self.base_url.clone()),
-            ca_bundle: Some(self.ca_pem.clone()),
-            failure_policy: FailurePolicy::Fail,
-            timeout_seconds: 10,
-            labels: serde_json::Map::new(),
-            annotations: serde_json::Map::new(),
-        };
-        let docs = ctop_webhook::configurations(&routes, &options);
-        for (kind, plural) in [
-            ("ValidatingWebhookConfiguration", "validatingwebhookconfigurations"),
-            ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations"),
-        ] {
-            let gvk = kube::api::GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
-            let api: Api<DynamicObject> =
-                Api::all_with(client.clone(), &kube::api::ApiResource::from_gvk_with_plural(&gvk, plural));
-            match docs.iter().find(|d| d["kind"] == kind) {
-                Some(doc) => {
-                    api.patch(DEV_CONFIGURATION, &PatchParams::apply("ctop-dev").force(), &Patch::Apply(doc))
-                        .await
-                        .with_context(|| format!("cannot apply the {kind} of the dev webhook"))?;
-                }
-                None => {
-                    if let Err(e) = api.delete(DEV_CONFIGURATION, &DeleteParams::default()).await
-                        && !matches!(&e, kube::Error::Api(s) if s.code == 404)
-                    {
-                        return Err(e)
-                            .with_context(|| format!("cannot delete the stale {kind} of the dev webhook"));
-                    }
-                }
-            }
-        }
-        if !routes.is_empty() {
-            tracing::info!(
-                url = self.base_url,
-                webhooks = routes.len(),
-                "admission webhooks wired into kubesim"
-            );
-        }
-        Ok(())
-    }
-}
-
-impl Drop for DevWebhook {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }

@@ -281,3 +281,12 @@ impl Held {
         }
     }
 }
+
+/// A client of `sim`, as its admin.
+pub async fn client(sim: &ctop_kubesim::KubeSim) -> kube::Client {
+    let kc = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig()).expect("kubeconfig parses");
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        .await
+        .expect("kubeconfig loads");
+    kube::Client::try_from(cfg).expect("client")
+}

@@ -1,0 +1,212 @@
+//! The dev loop behind `ctop dev`: run the controllers, poll the operator's sources, and on
+//! every change load them again and put the new handlers to work, keeping the caches when
+//! the new handlers watch what the old ones did and restarting the controllers when not.
+//! A load that fails, or whose CRDs cannot be installed, leaves the running handlers in
+//! place; controllers that stop are started again by the next change.
+//!
+//! Start with [`run_dev`] and the [`DevSource`] it polls (the cli's source loads a script
+//! from a directory). [`apply_samples`] applies sample objects, and [`Summary`] is the live
+//! view printed on every poll.
+
+mod samples;
+mod summary;
+
+use std::future::Future;
+use std::io::Write as _;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ctop_core::Handlers;
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::cluster::{client, install_crds};
+use crate::error::RunError;
+use crate::options::{LeaseTiming, RunOptions};
+use crate::retry::RetryLimit;
+use crate::run::{hot_swappable, run_reloadable};
+
+pub use samples::{SampleError, SampleReport, apply_samples};
+pub use summary::Summary;
+
+/// Why a [`DevSource`] could not load: any error, shown with its chain of causes.
+pub type LoadError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What a [`DevSource`] loaded: the handlers to run and the CRDs they need (installed
+/// before the handlers run).
+pub struct Reload {
+    /// The handlers.
+    pub handlers: Arc<dyn Handlers>,
+    /// The CustomResourceDefinitions, as objects.
+    pub crds: Vec<Value>,
+}
+
+/// Where the dev loop gets new handlers from.
+pub trait DevSource: Send {
+    /// Whether the sources changed since the last call (polled every [`DevOptions::poll`]).
+    fn changed(&mut self) -> bool;
+
+    /// Load the changed sources. An error is logged and keeps the running handlers.
+    fn load(&mut self) -> impl Future<Output = Result<Reload, LoadError>> + Send;
+
+    /// The handlers of the last load now run (their CRDs installed): the place for work
+    /// that follows them, such as serving their admission handlers.
+    fn activated(&mut self, handlers: &Arc<dyn Handlers>) -> impl Future<Output = ()> + Send;
+}
+
+/// How [`run_dev`] runs.
+#[derive(Clone, Debug)]
+pub struct DevOptions {
+    /// How the controllers run (`install_crds` is done before, by the caller, for the first
+    /// handlers; reloads install their own).
+    pub run: RunOptions,
+    /// How often the sources are checked and the summary printed.
+    pub poll: Duration,
+}
+
+impl DevOptions {
+    /// The development defaults against the cluster of `kubeconfig`, as `name` (field
+    /// manager, event reporter): two reconciles at once, no leader election, health and
+    /// metrics on free loopback ports, the default retry limit, a poll every half second.
+    #[must_use]
+    pub fn new(kubeconfig: PathBuf, name: &str) -> Self {
+        let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let run = RunOptions {
+            kubeconfig: Some(kubeconfig),
+            context: None,
+            namespace: None,
+            concurrency: 2,
+            health_addr: loopback,
+            metrics_addr: loopback,
+            leader_elect: false,
+            lease_namespace: "default".into(),
+            name: name.into(),
+            identity: None,
+            install_crds: Vec::new(),
+            retry_limit: RetryLimit::default(),
+        };
+        Self { run, poll: Duration::from_millis(500) }
+    }
+}
+
+/// Run `first`'s controllers, reloading from `source` on every change, until `shutdown`
+/// completes; each poll prints the [`Summary`] lines that changed to stdout. Fails only
+/// when the cluster cannot be reached at start.
+pub async fn run_dev<S: DevSource>(
+    first: Arc<dyn Handlers>,
+    mut source: S,
+    options: DevOptions,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), RunError> {
+    let client = client(options.run.kubeconfig.as_ref(), options.run.context.as_ref()).await?;
+    let mut summary = Summary::default();
+    let mut poll = tokio::time::interval(options.poll);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(shutdown);
+    let (handlers_tx, handlers) = watch::channel(first);
+    'restart: loop {
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let mut controllers = tokio::spawn(run_reloadable(
+            handlers.clone(),
+            options.run.clone(),
+            LeaseTiming::default(),
+            async move {
+                let _ = stop_rx.await;
+            },
+        ));
+        let mut running = true;
+        loop {
+            tokio::select! {
+                () = &mut shutdown => {
+                    let _ = stop_tx.send(());
+                    if running {
+                        let _ = controllers.await;
+                    }
+                    return Ok(());
+                }
+                done = &mut controllers, if running => {
+                    running = false;
+                    match done {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => tracing::error!("the operator stopped: {e}; save a file to restart it"),
+                        Err(e) => tracing::error!("the operator crashed: {e}; save a file to restart it"),
+                    }
+                }
+                _ = poll.tick() => {
+                    let current = handlers.borrow().clone();
+                    print_lines(&summary.update(&client, current.spec()).await);
+                    if !source.changed() {
+                        continue;
+                    }
+                    let reload = match source.load().await {
+                        Ok(reload) => reload,
+                        Err(e) => {
+                            tracing::error!("{}; the previous script keeps running", chain(e.as_ref()));
+                            continue;
+                        }
+                    };
+                    if let Err(e) = install_crds(&client, &reload.crds, &options.run.name).await {
+                        tracing::error!("{e}; the previous script keeps running");
+                        continue;
+                    }
+                    if running && hot_swappable(current.spec(), reload.handlers.spec()) {
+                        handlers_tx.send_replace(reload.handlers.clone());
+                        source.activated(&reload.handlers).await;
+                        tracing::info!("script reloaded; caches kept, every object reconciles again");
+                        continue;
+                    }
+                    tracing::info!("the controllers restart with the new script");
+                    let _ = stop_tx.send(());
+                    if running {
+                        let _ = controllers.await;
+                    }
+                    handlers_tx.send_replace(reload.handlers.clone());
+                    source.activated(&reload.handlers).await;
+                    continue 'restart;
+                }
+            }
+        }
+    }
+}
+
+/// `e` and its causes, joined by `: ` (the chain a boxed `anyhow` error keeps).
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let next = c.to_string();
+        if !text.ends_with(&next) {
+            text = format!("{text}: {next}");
+        }
+        cause = c.source();
+    }
+    text
+}
+
+fn print_lines(lines: &[String]) {
+    if lines.is_empty() {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    for line in lines {
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chain;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer")]
+    struct Outer(#[source] std::io::Error);
+
+    #[test]
+    fn chain_names_every_cause_once() {
+        let e = Outer(std::io::Error::other("inner"));
+        assert_eq!(chain(&e), "outer: inner");
+    }
+}
