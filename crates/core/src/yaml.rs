@@ -41,6 +41,18 @@ pub fn documents<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<T>, E
     serde_saphyr::from_multiple_with_options(text, options(None))
 }
 
+/// Why a value could not be written as YAML.
+pub use serde_saphyr::SerializeError;
+
+/// Write `value` as block YAML, multi-line strings quoted rather than as block scalars
+/// (what `ctop manifests` prints and golden files keep), so that YAML 1.1 readers such as
+/// kubectl's read back the same value.
+pub fn to_string<T: serde::Serialize>(value: &T) -> Result<String, SerializeError> {
+    let mut options = serde_saphyr::SerializerOptions::default();
+    options.prefer_block_scalars = false;
+    serde_saphyr::to_string_with_options(value, options)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};

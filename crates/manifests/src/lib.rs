@@ -148,7 +148,7 @@ pub enum Error {
     },
     /// A document could not be written as YAML (a bug: documents are plain JSON).
     #[error("cannot write YAML: {0}")]
-    Yaml(#[from] serde_saphyr::SerializeError),
+    Yaml(#[from] ctop_core::yaml::SerializeError),
 }
 
 /// The generated documents, in the order they should be applied.
@@ -170,7 +170,7 @@ impl Manifests {
         );
         for doc in &self.documents {
             out.push_str("---\n");
-            out.push_str(&serde_saphyr::to_string_with_options(doc, yaml_options())?);
+            out.push_str(&ctop_core::yaml::to_string(doc)?);
         }
         Ok(out)
     }
@@ -179,12 +179,6 @@ impl Manifests {
 /// How documents are written: YAML 1.1-ambiguous strings quoted (the default; kubectl reads
 /// YAML the 1.1 way), and long strings on one line rather than folded, so that the bundle's
 /// base64 and long descriptions read as they are.
-fn yaml_options() -> serde_saphyr::SerializerOptions {
-    let mut options = serde_saphyr::SerializerOptions::default();
-    options.prefer_block_scalars = false;
-    options
-}
-
 /// Labels every generated object carries.
 fn common_labels(options: &Options) -> Map<String, Value> {
     let mut m = Map::new();

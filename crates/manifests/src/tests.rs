@@ -198,7 +198,7 @@ fn same_input_same_bytes() {
     assert_eq!(a, b);
     // The YAML reads back as the same documents, strings like "true" staying strings.
     // (The header comment before the first `---` is an empty document, which is skipped.)
-    let docs: Vec<Value> = serde_saphyr::from_multiple(&a).unwrap();
+    let docs: Vec<Value> = ctop_core::yaml::documents(&a).unwrap();
     let m = generate(&spec(), &bundle(1), &o, &[&PodDisruptionBudget, &NetworkPolicy]).unwrap();
     assert_eq!(docs, m.documents);
     assert!(a.contains("applyset.kubernetes.io/is-parent-type: \"true\""), "{a}");

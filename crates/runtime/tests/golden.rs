@@ -67,7 +67,7 @@ fn case_limits(dir: &Path) -> Limits {
     let Ok(text) = std::fs::read_to_string(dir.join("limits.yaml")) else {
         return Limits::default();
     };
-    let case: CaseLimits = serde_yaml_ng::from_str(&text)
+    let case: CaseLimits = ctop_core::yaml::from_str(&text)
         .unwrap_or_else(|e| panic!("{}: not a limits file: {e}", dir.join("limits.yaml").display()));
     let d = Limits::default();
     Limits {
@@ -153,7 +153,7 @@ impl Outcome {
                 "error"
             }
         };
-        let text = serde_yaml_ng::to_string(&map).expect("JSON values serialize as YAML");
+        let text = ctop_core::yaml::to_string(&map).expect("JSON values serialize as YAML");
         debug_assert!(text.starts_with(key));
         text
     }
@@ -212,7 +212,7 @@ fn run_case(case: &str) {
 
     for (path, text) in call_files(&dir) {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let call: Call = serde_yaml_ng::from_str(&text)
+        let call: Call = ctop_core::yaml::from_str(&text)
             .unwrap_or_else(|e| panic!("case {case}: calls/{name} is not a call file: {e}"));
         let stem = name.strip_suffix(".yaml").unwrap();
         let (_, handler_in_name) = stem.split_once('-').unwrap();
@@ -311,8 +311,8 @@ fn rewrite_outcome(text: &str, got: &Outcome, name: &str) -> String {
     }
     let new = kept + &got.to_yaml();
     // Only the outcome may change: keys after `expected:` would have been dropped.
-    let before: Value = serde_yaml_ng::from_str(text).expect("parsed before");
-    let after: Value = serde_yaml_ng::from_str(&new).expect("blessed call files parse");
+    let before: Value = ctop_core::yaml::from_str(text).expect("parsed before");
+    let after: Value = ctop_core::yaml::from_str(&new).expect("blessed call files parse");
     for key in ["handler", "controller", "input"] {
         assert_eq!(
             before.get(key),
