@@ -369,6 +369,8 @@ fn admission_handlers_get_a_service_configurations_and_ca_bundle_rbac() {
         .expect("the caBundle role");
     assert_eq!(role["rules"][0]["resourceNames"], json!(["op"]));
     assert_eq!(role["rules"][0]["verbs"], json!(["get", "update"]));
+    let resources = json!(["mutatingwebhookconfigurations", "validatingwebhookconfigurations"]);
+    assert_eq!(role["rules"][0]["resources"], resources);
     let policy = find(&m, "NetworkPolicy");
     assert!(policy["spec"]["ingress"][0]["ports"].as_array().unwrap().iter().any(|p| p["port"] == 9443));
 
@@ -527,4 +529,18 @@ fn explicit_memory_wins_over_the_formula() {
     assert!(matches!(generate(&spec(), &bundle(1), &o, &[]), Err(Error::RequestAboveLimit { .. })));
     o.concurrency = 0;
     assert!(matches!(generate(&spec(), &bundle(1), &o, &[]), Err(Error::NoRuntimes { flag: "concurrency" })));
+}
+
+#[test]
+fn a_validate_only_operator_may_touch_its_validating_configuration_only() {
+    let mut s = spec();
+    s.controllers[0].handlers = vec!["reconcile".into(), "validate".into()];
+    let m = generate(&s, &bundle(1), &Options::new("op"), &[]).unwrap();
+    assert!(!kinds(&m).contains(&"MutatingWebhookConfiguration"));
+    let role = m
+        .documents
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "op-webhook")
+        .expect("the caBundle role");
+    assert_eq!(role["rules"][0]["resources"], json!(["validatingwebhookconfigurations"]));
 }

@@ -12,7 +12,7 @@
 //! and `update` on that Secret by name and `create` on Secrets in its namespace (a Role).
 
 use ctop_core::OperatorSpec;
-use ctop_webhook::{ConfigurationOptions, Endpoint, configurations, routes};
+use ctop_webhook::{ConfigurationOptions, Endpoint, HandlerKind, configurations, routes};
 use serde_json::{Map, Value, json};
 
 use crate::options::{DEFAULT_WEBHOOK_CONCURRENCY, Options, WEBHOOK_PORT};
@@ -94,6 +94,16 @@ pub(crate) fn add(
         },
     }));
 
+    // Get and update only the configurations the routes produce (those whose caBundle the
+    // operator keeps): a validate-only operator is granted nothing on mutating ones.
+    let resources: Vec<&str> = [
+        (HandlerKind::Mutate, "mutatingwebhookconfigurations"),
+        (HandlerKind::Validate, "validatingwebhookconfigurations"),
+    ]
+    .into_iter()
+    .filter(|(kind, _)| routes.iter().any(|r| r.handler == *kind))
+    .map(|(_, resource)| resource)
+    .collect();
     let role = format!("{}-webhook", options.name);
     docs.push(json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -101,7 +111,7 @@ pub(crate) fn add(
         "metadata": {"name": role, "labels": labels},
         "rules": [{
             "apiGroups": ["admissionregistration.k8s.io"],
-            "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+            "resources": resources,
             "resourceNames": [options.name],
             "verbs": ["get", "update"],
         }],
