@@ -383,7 +383,15 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     let history = (size * 20).max(10_000).to_string();
     let _sim = spawn(
         Command::new(&opts.ctop)
-            .args(["sim", "--plain-http", "--addr", "127.0.0.1:0", "--watch-history", &history])
+            .args([
+                "sim",
+                "--plain-http",
+                "--no-workloads",
+                "--addr",
+                "127.0.0.1:0",
+                "--watch-history",
+                &history,
+            ])
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .env("CTOP_LOG", "warn"),

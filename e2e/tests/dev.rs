@@ -69,8 +69,15 @@ fn dev_serves_reloads_and_survives_errors() {
     for (kind, name) in [("deployment", "shop"), ("service", "shop"), ("secret", "shop-token")] {
         k.eventually(&["get", kind, name, "-o", owner], |s| s == "WebApp/shop");
     }
-    k.eventually(&["get", "webapp", "shop", "-o", "jsonpath={.status.phase}"], |s| s == "Pending");
-    eventually_in(&stdout, "WebApp default/shop: Pending/false, 3 children");
+    // The embedded cluster runs the Deployment's Pods: the WebApp turns Running by itself.
+    k.eventually(
+        &["get", "deployment", "shop", "-o", "jsonpath={.status.availableReplicas}/{.spec.replicas}"],
+        |s| s == "2/2",
+    );
+    k.eventually(&["get", "webapp", "shop", "-o", "jsonpath={.status.phase}/{.status.ready}"], |s| {
+        s == "Running/true"
+    });
+    eventually_in(&stdout, "WebApp default/shop: Running/true, 3 children");
     eventually_in(&stderr, &format!("kubectl --kubeconfig {}", kubeconfig.display()));
 
     // An edit is reloaded and applied.

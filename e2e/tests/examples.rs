@@ -474,20 +474,50 @@ fn myresource_waits_for_its_dependency_and_reports_each_child() {
 
 /// `ctop dev examples/<name>` for each example: the embedded cluster, the samples applied
 /// and reconciled, a clean exit on SIGTERM.
+/// On a cluster that runs Pods, myresource's dependency chain and myapp's readiness
+/// resolve by themselves: no status is written by hand.
+#[test]
+fn examples_that_wait_for_readiness_converge_on_a_cluster_that_runs_pods() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = common::start_cluster(dir.path());
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    let run = run_example("myresource", &k);
+    apply(&k, &example("myresource").join("samples"), "blog");
+    for name in ["database-ui", "blog"] {
+        condition(&k, name, "Ready", "True/Ready");
+        condition(&k, name, "Deployment", "True/Ready");
+    }
+    condition(&k, "blog", "WaitingForDependency", "False/DependenciesReady");
+    eventually_is(&k, "deployment", "blog", "{.status.availableReplicas}/{.spec.replicas}", "2/2");
+    stop(run);
+
+    let (url, seen) = registry();
+    let values = dir.path().join("values.yaml");
+    std::fs::write(&values, format!("registryUrl: {url}\n")).expect("write values");
+    let run = run_example_with("myapp", &k, &["--values", values.to_str().expect("utf-8"), "--egress", &url]);
+    apply(&k, &example("myapp").join("samples"), "my-app");
+    eventually_is(&k, "myapp", "my-app", "{.status.phase}/{.status.registered}", "Running/true");
+    eventually_is(&k, "deployment", "my-app", "{.status.readyReplicas}/{.spec.replicas}", "3/3");
+    assert!(seen.lock().expect("lock").contains(&"PUT /apps/default/my-app".to_owned()));
+    stop(run);
+}
+
 #[test]
 fn dev_runs_each_example_with_its_samples() {
-    let cases: [(&str, [&str; 4], &str); 4] = [
+    // The embedded cluster runs Pods, so the examples that wait for readiness get there.
+    let cases: [(&str, [&str; 4], &str); 5] = [
         (
             "greeting",
             ["greeting", "doe-family", "", "{.status.message}"],
             "Hello to the Doe family: Jane, John",
         ),
-        ("myapp", ["myapp", "my-app", "", "{.status.phase}/{.status.registered}"], "Pending/false"),
+        ("myapp", ["myapp", "my-app", "", "{.status.phase}/{.status.registered}"], "Running/false"),
         (
             "myresource",
-            ["myresource", "blog", "", r#"{.status.conditions[?(@.type=="WaitingForDependency")].reason}"#],
-            "DependencyNotReady",
+            ["myresource", "blog", "", r#"{.status.conditions[?(@.type=="Ready")].status}"#],
+            "True",
         ),
+        ("webapp", ["webapp", "shop", "", "{.status.phase}/{.status.ready}"], "Running/true"),
         (
             "pod-annotator",
             ["pod", "web-1", "production", "{.metadata.annotations.example\\.com/pod-labels}"],

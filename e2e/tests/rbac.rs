@@ -142,7 +142,8 @@ fn prove(example: &str, reconciled: fn(&Kubectl, &str) -> bool, unproven: &[&str
     let hook = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
     let _sim = Proc(
         Command::new(binary::ctop())
-            .args(["sim", "--authz", "--addr", "127.0.0.1:0", "--kubeconfig"])
+            // A bare API server: the samples stay `Pending`, which is what `reconciled` reads.
+            .args(["sim", "--authz", "--no-workloads", "--addr", "127.0.0.1:0", "--kubeconfig"])
             .arg(&admin)
             .arg("--webhook-service")
             .arg(format!("{example}-system/{example}-webhook=127.0.0.1:{hook}"))

@@ -92,7 +92,7 @@ async fn scenario(opts: &Opts, loops: usize) -> anyhow::Result<Vec<f64>> {
     let _ = std::fs::remove_file(&kubeconfig);
     let _sim = spawn(
         Command::new(&opts.ctop)
-            .args(["sim", "--plain-http", "--addr", "127.0.0.1:0", "--kubeconfig"])
+            .args(["sim", "--plain-http", "--no-workloads", "--addr", "127.0.0.1:0", "--kubeconfig"])
             .arg(&kubeconfig),
         &dir.join("sim.log"),
     )?;

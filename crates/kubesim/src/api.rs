@@ -137,6 +137,10 @@ pub struct Api {
     pub registry: Registry,
     gc: mpsc::UnboundedSender<Work>,
     webhooks: parking_lot::RwLock<admission::Caller>,
+    /// Where committed changes go when the workload controllers run.
+    workloads: std::sync::OnceLock<mpsc::UnboundedSender<Arc<Change>>>,
+    /// Cluster IPs handed out to Services, when the workload controllers run.
+    service_ips: parking_lot::Mutex<Option<crate::service_ip::ServiceIps>>,
 }
 
 impl std::fmt::Debug for Api {
@@ -232,7 +236,16 @@ impl Api {
             registry: Registry::with_builtins(),
             gc,
             webhooks: parking_lot::RwLock::new(admission::Caller::new(std::collections::HashMap::new())),
+            workloads: std::sync::OnceLock::new(),
+            service_ips: parking_lot::Mutex::new(None),
         }
+    }
+
+    /// Hand every committed change to the workload controllers through `changes`, and give
+    /// Services cluster IPs from now on.
+    pub(crate) fn enable_workloads(&self, changes: mpsc::UnboundedSender<Arc<Change>>) {
+        let _ = self.workloads.set(changes);
+        *self.service_ips.lock() = Some(crate::service_ip::ServiceIps::default());
     }
 
     /// Create the namespaces every cluster has.
@@ -707,6 +720,22 @@ impl Api {
         Self::normalize(rt, &mut body);
         let mut warnings = Vec::new();
         body = self.admit_create(rt, ns, &name, body, opts, &mut warnings).await?;
+        if rt.group.is_empty()
+            && rt.kind == "Service"
+            && !opts.dry_run
+            && let Some(ips) = self.service_ips.lock().as_mut()
+        {
+            ips.allocate(&mut body).map_err(|message| {
+                ApiError::invalid_field(
+                    rt.gr(),
+                    &rt.kind_group(),
+                    &name,
+                    "FieldValueInvalid",
+                    "spec.clusterIPs",
+                    &message,
+                )
+            })?;
+        }
         let meta = meta_mut(&mut body);
         meta.insert("uid".into(), json!(meta::new_uid()));
         meta.insert("creationTimestamp".into(), json!(meta::now()));
@@ -1212,7 +1241,17 @@ impl Api {
     }
 
     /// Side effects of a committed change: CRD routes, garbage collection, namespaces.
-    fn after_commit(&self, rt: &ResourceType, change: &Change) {
+    fn after_commit(&self, rt: &ResourceType, change: &Arc<Change>) {
+        if let Some(tx) = self.workloads.get() {
+            let _ = tx.send(change.clone());
+        }
+        if rt.group.is_empty()
+            && rt.kind == "Service"
+            && change.kind == EventKind::Deleted
+            && let Some(ips) = self.service_ips.lock().as_mut()
+        {
+            ips.release(&change.object);
+        }
         let obj = &change.object;
         if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
             let crd_name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();

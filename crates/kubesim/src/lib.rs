@@ -37,16 +37,19 @@ pub mod registry;
 pub mod schema;
 pub mod selector;
 mod server;
+mod service_ip;
 pub mod shape;
 mod smp;
 pub mod ssa;
 pub mod store;
 mod table;
 pub mod tls;
+mod workloads;
 
 pub use api::Api;
 pub use error::ApiError;
 pub use faults::{FaultRule, Faults};
+pub use workloads::WorkloadConfig;
 
 /// The Kubernetes version kubesim reports (`/version`).
 pub const KUBERNETES_VERSION: (&str, &str) = ("1", "33");
@@ -74,6 +77,10 @@ pub struct Config {
     /// Serve HTTPS with a self-issued CA (the kubeconfig carries the CA). Off serves plain
     /// HTTP; note that kubectl then sends no credentials, so `authz` needs TLS.
     pub tls: bool,
+    /// Run workloads like a cluster (nodes, Deployments → ReplicaSets → Pods that become
+    /// Ready, Service IPs and EndpointSlices, each namespace's ServiceAccount); `None` is a
+    /// bare API server.
+    pub workloads: Option<WorkloadConfig>,
 }
 
 impl Default for Config {
@@ -86,6 +93,7 @@ impl Default for Config {
             watch_history_bytes: store::HistoryLimits::default().bytes,
             bookmark_interval: Duration::from_secs(10),
             tls: true,
+            workloads: None,
         }
     }
 }
@@ -190,6 +198,10 @@ impl KubeSim {
             });
             None
         };
+        if let Some(workloads) = config.workloads.clone() {
+            let ca = cert.as_ref().map(|c| c.ca_pem.clone());
+            workloads::start(&api, workloads, ca).await.map_err(StartError::Seed)?;
+        }
         tracing::info!(%addr, authz = config.authz, tls = config.tls, "kubesim serving");
         Ok(Self { addr, api, server, admin_token, cert, shutdown: Mutex::new(Some(tx)) })
     }

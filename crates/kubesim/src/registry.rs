@@ -212,6 +212,7 @@ fn builtins() -> Vec<ResourceType> {
             .all()
             .status(),
         b("coordination.k8s.io", "v1", "Lease", "leases", true),
+        b("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true),
         b("events.k8s.io", "v1", "Event", "events", true).short(&["ev"]).store("/events"),
         b("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
         b("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true),

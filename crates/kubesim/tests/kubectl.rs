@@ -1691,3 +1691,39 @@ async fn authz_auth_can_i() {
     let out = env.run_as(&bot, &["auth", "can-i", "delete", "configmaps"], None);
     assert_eq!(out.stdout.trim(), "no", "{}", out.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollout_status_scale_and_pods_of_a_running_deployment() {
+    let workloads = ctop_kubesim::WorkloadConfig { nodes: 1, pod_start: Duration::from_millis(50) };
+    let env = Env::start_with(Config { workloads: Some(workloads), ..Config::default() }).await;
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: default}\n\
+        spec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    \
+        spec: {containers: [{name: web, image: nginx:1}]}\n";
+    assert!(env.apply(deployment, &[]).ok());
+    let out = env.ok(&["rollout", "status", "deployment/web", "--timeout=20s"]);
+    assert!(out.contains("deployment \"web\" successfully rolled out"), "{out}");
+    env.ok(&["scale", "deployment/web", "--replicas=3"]);
+    let out = env.ok(&["rollout", "status", "deployment/web", "--timeout=20s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+    let pods = env.ok(&[
+        "get",
+        "pods",
+        "-l",
+        "app=web",
+        "-o",
+        "jsonpath={range .items[*]}{.status.phase}/{.spec.nodeName} {end}",
+    ]);
+    assert_eq!(pods.trim(), "Running/kubesim-node-1 Running/kubesim-node-1 Running/kubesim-node-1", "{pods}");
+    env.ok(&["set", "image", "deployment/web", "web=nginx:2"]);
+    let out = env.ok(&["rollout", "status", "deployment/web", "--timeout=20s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+    let history = env.ok(&["rollout", "history", "deployment/web"]);
+    assert!(history.contains('1') && history.contains('2'), "{history}");
+    let nodes = env.ok(&[
+        "get",
+        "nodes",
+        "-o",
+        "jsonpath={.items[0].status.conditions[?(@.type==\"Ready\")].status}",
+    ]);
+    assert_eq!(nodes, "True");
+}

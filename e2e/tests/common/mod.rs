@@ -59,12 +59,25 @@ pub fn wait_for(path: &Path) {
     }
 }
 
-/// `ctop sim` on a free port, writing its kubeconfig to `dir/kc`; returns once it is ready.
+/// `ctop sim --no-workloads` (a bare API server: nothing runs Pods or writes the status of
+/// Deployments) on a free port, writing its kubeconfig to `dir/kc`; returns once it is ready.
 pub fn start_sim(dir: &Path) -> (Proc, PathBuf) {
+    start_sim_with(dir, &["--no-workloads"])
+}
+
+/// `ctop sim` running workloads like a cluster (Pods start after 100 ms), writing its
+/// kubeconfig to `dir/kc`; returns once it is ready.
+pub fn start_cluster(dir: &Path) -> (Proc, PathBuf) {
+    start_sim_with(dir, &["--pod-start", "100ms"])
+}
+
+fn start_sim_with(dir: &Path, extra: &[&str]) -> (Proc, PathBuf) {
     let kubeconfig = dir.join("kc");
     let sim = Proc(
         Command::new(binary::ctop())
-            .args(["sim", "--addr", "127.0.0.1:0", "--kubeconfig"])
+            .args(["sim", "--addr", "127.0.0.1:0"])
+            .args(extra)
+            .arg("--kubeconfig")
             .arg(&kubeconfig)
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -49,6 +49,8 @@ pub struct DevArgs {
     no_samples: bool,
     #[command(flatten)]
     script_limits: super::ScriptFlags,
+    #[command(flatten)]
+    workloads: super::WorkloadFlags,
 }
 
 /// Run the dev loop until Ctrl-C or SIGTERM.
@@ -56,7 +58,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let (sim, kubeconfig) = match &args.context {
         Some(ctx) => (None, context_kubeconfig(args.kubeconfig.as_deref(), ctx)?),
         None => {
-            let (sim, path) = start_sim(args.kubeconfig.clone()).await?;
+            let (sim, path) = start_sim(args.kubeconfig.clone(), args.workloads.config()).await?;
             (Some(sim), path)
         }
     };
@@ -167,13 +169,17 @@ async fn dev_webhook(
     Ok(None)
 }
 
-async fn start_sim(kubeconfig: Option<PathBuf>) -> anyhow::Result<(KubeSim, PathBuf)> {
+async fn start_sim(
+    kubeconfig: Option<PathBuf>,
+    workloads: Option<ctop_kubesim::WorkloadConfig>,
+) -> anyhow::Result<(KubeSim, PathBuf)> {
     let config = |addr| Config {
         addr,
         authz: false,
         admin_token: None,
         bookmark_interval: Duration::from_secs(10),
         tls: true,
+        workloads: workloads.clone(),
         ..Config::default()
     };
     let sim = match KubeSim::start(config(SocketAddr::from(DEFAULT_ADDR))).await {

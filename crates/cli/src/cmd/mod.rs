@@ -41,6 +41,31 @@ impl ScriptFlags {
     }
 }
 
+/// How an embedded kubesim runs workloads (`ctop sim`, and `ctop dev` without --context).
+#[derive(Debug, Clone, clap::Args)]
+pub struct WorkloadFlags {
+    /// Serve a bare API server: no nodes, no Pods for Deployments and ReplicaSets, no
+    /// Service IPs or EndpointSlices (for tests that want only the API).
+    #[arg(long)]
+    pub no_workloads: bool,
+    /// Simulated nodes that Pods are scheduled on.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub nodes: u16,
+    /// How long a scheduled Pod stays Pending before it runs and is Ready.
+    #[arg(long, default_value = "500ms")]
+    pub pod_start: ctop_core::Duration,
+}
+
+impl WorkloadFlags {
+    /// The kubesim setting these flags ask for.
+    pub fn config(&self) -> Option<ctop_kubesim::WorkloadConfig> {
+        (!self.no_workloads).then(|| ctop_kubesim::WorkloadConfig {
+            nodes: usize::from(self.nodes),
+            pod_start: self.pod_start.into(),
+        })
+    }
+}
+
 /// Resolves on Ctrl-C or SIGTERM: when a serving command should stop.
 pub async fn shutdown_signal() {
     let ctrl_c = async {

@@ -37,6 +37,8 @@ pub struct SimArgs {
     /// no cluster network); repeatable.
     #[arg(long, value_name = "NAMESPACE/NAME=HOST:PORT", value_parser = webhook_service)]
     webhook_service: Vec<(String, String)>,
+    #[command(flatten)]
+    workloads: super::WorkloadFlags,
 }
 
 fn webhook_service(s: &str) -> Result<(String, String), String> {
@@ -58,6 +60,7 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
         watch_history_bytes: args.watch_history_bytes,
         bookmark_interval: Duration::from_secs(args.bookmark_seconds.max(1)),
         tls: !args.plain_http,
+        workloads: args.workloads.config(),
     };
     let sim = KubeSim::start(config).await.context("kubesim could not start")?;
     if !args.webhook_service.is_empty() {
