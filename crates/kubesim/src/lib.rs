@@ -49,7 +49,7 @@ mod workloads;
 pub use api::Api;
 pub use error::ApiError;
 pub use faults::{FaultRule, Faults};
-pub use workloads::WorkloadConfig;
+pub use workloads::{PodStage, StageOutcome, WorkloadConfig};
 
 /// The Kubernetes version kubesim reports (`/version`).
 pub const KUBERNETES_VERSION: (&str, &str) = ("1", "33");

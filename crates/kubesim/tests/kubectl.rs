@@ -1694,7 +1694,8 @@ async fn authz_auth_can_i() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollout_status_scale_and_pods_of_a_running_deployment() {
-    let workloads = ctop_kubesim::WorkloadConfig { nodes: 1, pod_start: Duration::from_millis(50) };
+    let workloads =
+        ctop_kubesim::WorkloadConfig { nodes: 1, pod_start: Duration::from_millis(50), ..Default::default() };
     let env = Env::start_with(Config { workloads: Some(workloads), ..Config::default() }).await;
     let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: default}\n\
         spec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    \
@@ -1726,4 +1727,19 @@ async fn rollout_status_scale_and_pods_of_a_running_deployment() {
         "jsonpath={.items[0].status.conditions[?(@.type==\"Ready\")].status}",
     ]);
     assert_eq!(nodes, "True");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_a_job_to_complete() {
+    let workloads = ctop_kubesim::WorkloadConfig {
+        pod_start: Duration::from_millis(50),
+        job_duration: Duration::from_millis(100),
+        ..Default::default()
+    };
+    let env = Env::start_with(Config { workloads: Some(workloads), ..Config::default() }).await;
+    env.ok(&["create", "job", "once", "--image=busybox"]);
+    let out = env.ok(&["wait", "--for=condition=complete", "job/once", "--timeout=20s"]);
+    assert!(out.contains("job.batch/once condition met"), "{out}");
+    let pods = env.ok(&["get", "pods", "-l", "job-name=once", "-o", "jsonpath={.items[*].status.phase}"]);
+    assert_eq!(pods, "Succeeded");
 }

@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use common::{eventually, start_with};
 use ctop_kubesim::{Config, WorkloadConfig};
+use std::str::FromStr as _;
+
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Service, ServiceAccount};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -20,7 +23,11 @@ use serde_json::json;
 
 fn config() -> Config {
     Config {
-        workloads: Some(WorkloadConfig { nodes: 2, pod_start: Duration::from_millis(50) }),
+        workloads: Some(WorkloadConfig {
+            nodes: 2,
+            pod_start: Duration::from_millis(50),
+            ..WorkloadConfig::default()
+        }),
         ..Config::default()
     }
 }
@@ -270,4 +277,146 @@ async fn a_bare_api_server_runs_nothing() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let sets: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
     assert!(sets.list(&ListParams::default()).await.expect("list").items.is_empty());
+}
+
+fn staged(stages: &[&str]) -> Config {
+    let stages = stages.iter().map(|s| s.parse().expect("a stage")).collect();
+    Config {
+        workloads: Some(WorkloadConfig {
+            nodes: 1,
+            pod_start: Duration::from_millis(50),
+            job_duration: Duration::from_millis(100),
+            stages,
+        }),
+        ..Config::default()
+    }
+}
+
+fn job(name: &str, completions: i32, backoff_limit: i32) -> Job {
+    serde_json::from_value(json!({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "completions": completions, "parallelism": 1, "backoffLimit": backoff_limit,
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "work", "image": "busybox"}]}},
+        },
+    }))
+    .expect("a Job")
+}
+
+fn condition_of(job: &Job, type_: &str) -> Option<(String, String)> {
+    let c = job.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == type_)?;
+    Some((c.status.clone(), c.reason.clone().unwrap_or_default()))
+}
+
+#[tokio::test]
+async fn jobs_complete_and_fail_past_their_backoff_limit() {
+    let (_sim, client) = start_with(staged(&["app=broken:fail"])).await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    jobs.create(&PostParams::default(), &job("batch", 2, 6)).await.expect("created");
+    let done = eventually(20, "the Job completes", || async {
+        let j = jobs.get("batch").await.ok()?;
+        (condition_of(&j, "Complete")? == ("True".into(), "CompletionsReached".into())).then_some(j)
+    })
+    .await;
+    let status = done.status.clone().expect("status");
+    assert_eq!((status.succeeded, status.active), (Some(2), None));
+    assert!(status.start_time.is_some() && status.completion_time.is_some());
+    assert_eq!(condition_of(&done, "SuccessCriteriaMet").map(|c| c.0).as_deref(), Some("True"));
+    let pods = pods_of(&client, "batch").await;
+    assert_eq!(pods.len(), 2);
+    for p in &pods {
+        assert_eq!(p.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded"));
+        assert_eq!(p.labels().get("batch.kubernetes.io/job-name").map(String::as_str), Some("batch"));
+    }
+
+    jobs.create(&PostParams::default(), &job("broken", 1, 1)).await.expect("created");
+    let failed = eventually(20, "the Job fails", || async {
+        let j = jobs.get("broken").await.ok()?;
+        (condition_of(&j, "Failed")? == ("True".into(), "BackoffLimitExceeded".into())).then_some(j)
+    })
+    .await;
+    assert_eq!(
+        failed.status.and_then(|s| s.failed),
+        Some(2),
+        "backoffLimit 1: the second failure fails the Job"
+    );
+}
+
+#[tokio::test]
+async fn stages_hold_pods_unready_or_crashing_and_the_deployment_says_so() {
+    let (_sim, client) = start_with(staged(&["app=stuck:never-ready", "app=crashy:fail"])).await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    for name in ["stuck", "crashy"] {
+        deployments.create(&PostParams::default(), &deployment(name, 1, "x:1")).await.expect("created");
+    }
+    for name in ["stuck", "crashy"] {
+        let d = eventually(20, &format!("{name} is running but unavailable"), || async {
+            let d = deployments.get(name).await.ok()?;
+            let s = d.status.as_ref()?;
+            (s.replicas == Some(1) && s.unavailable_replicas == Some(1)).then_some(d)
+        })
+        .await;
+        let s = d.status.expect("status");
+        assert_eq!(s.available_replicas, None);
+        let available =
+            s.conditions.unwrap_or_default().into_iter().find(|c| c.type_ == "Available").expect("Available");
+        assert_eq!(
+            (available.status.as_str(), available.reason.as_deref()),
+            ("False", Some("MinimumReplicasUnavailable"))
+        );
+    }
+    let crashy = eventually(20, "the crashing Pod", || async {
+        let p = pods_of(&client, "crashy").await.into_iter().next()?;
+        let cs = p.status.as_ref()?.container_statuses.as_ref()?.first()?.clone();
+        cs.state.as_ref()?.waiting.clone()
+    })
+    .await;
+    assert_eq!(crashy.reason.as_deref(), Some("CrashLoopBackOff"));
+    let stuck = pods_of(&client, "stuck").await.into_iter().next().expect("a Pod");
+    let ready = stuck
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "Ready")
+        .expect("Ready");
+    assert_eq!((ready.status.as_str(), ready.reason.as_deref()), ("False", Some("ContainersNotReady")));
+}
+
+#[tokio::test]
+async fn a_cronjob_runs_the_job_it_missed_and_records_it() {
+    let (_sim, client) = start_with(staged(&[])).await;
+    let cronjobs: Api<CronJob> = Api::namespaced(client.clone(), "default");
+    let cj: CronJob = serde_json::from_value(json!({
+        "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "nightly", "namespace": "default"},
+        "spec": {"schedule": "0 * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "OnFailure", "containers": [{"name": "work", "image": "busybox"}]}}}}},
+    }))
+    .expect("a CronJob");
+    cronjobs.create(&PostParams::default(), &cj).await.expect("created");
+    // As if the last run was two hours ago: the latest missed hour runs now.
+    let two_hours_ago = (jiff::Timestamp::now() - jiff::SignedDuration::from_hours(2))
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let status = json!({"status": {"lastScheduleTime": two_hours_ago}});
+    cronjobs.patch_status("nightly", &PatchParams::default(), &Patch::Merge(&status)).await.expect("status");
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let job = eventually(20, "the missed Job", || async {
+        jobs.list(&ListParams::default()).await.ok()?.items.into_iter().next()
+    })
+    .await;
+    let scheduled =
+        job.annotations().get("batch.kubernetes.io/cronjob-scheduled-timestamp").cloned().expect("scheduled");
+    assert!(scheduled.ends_with(":00:00Z"), "on the hour: {scheduled}");
+    let minutes = jiff::Timestamp::from_str(&scheduled).expect("a time").as_second() / 60;
+    assert_eq!(job.name_any(), format!("nightly-{minutes}"));
+    let cj = eventually(20, "the run recorded", || async {
+        let cj = cronjobs.get("nightly").await.ok()?;
+        let s = cj.status.clone()?;
+        (s.last_successful_time.is_some() && s.active.is_none_or(|a| a.is_empty())).then_some(cj)
+    })
+    .await;
+    let last = cj.status.and_then(|s| s.last_schedule_time).expect("lastScheduleTime");
+    assert_eq!(last.0.to_string(), jiff::Timestamp::from_str(&scheduled).expect("a time").to_string());
 }

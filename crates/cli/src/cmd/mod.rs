@@ -54,6 +54,14 @@ pub struct WorkloadFlags {
     /// How long a scheduled Pod stays Pending before it runs and is Ready.
     #[arg(long, default_value = "500ms")]
     pub pod_start: ctop_core::Duration,
+    /// How long a Job's Pod runs before it succeeds.
+    #[arg(long, default_value = "1s")]
+    pub job_duration: ctop_core::Duration,
+    /// What happens to the Pods a label selector picks, as SELECTOR:ACTION[;ACTION]: fail,
+    /// never-ready, start=DURATION, complete=DURATION (e.g. app=flaky:fail,
+    /// tier=db:start=5s); repeatable, the first match applies.
+    #[arg(long = "pod-stage", value_name = "SELECTOR:ACTION")]
+    pub pod_stages: Vec<ctop_kubesim::PodStage>,
 }
 
 impl WorkloadFlags {
@@ -62,6 +70,8 @@ impl WorkloadFlags {
         (!self.no_workloads).then(|| ctop_kubesim::WorkloadConfig {
             nodes: usize::from(self.nodes),
             pod_start: self.pod_start.into(),
+            job_duration: self.job_duration.into(),
+            stages: self.pod_stages.clone(),
         })
     }
 }

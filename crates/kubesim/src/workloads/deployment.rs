@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::replicaset::{active_pods, patch_of, same_status};
-use super::{Cluster, Next, controlled_by, owner_ref, scaled};
+use super::{Cluster, Next, owner_ref, scaled};
 use crate::error::ApiError;
 use crate::meta::deleting;
 use crate::registry::ResourceType;
@@ -36,14 +36,8 @@ pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, Ap
     let sets = cluster.rt("apps", "v1", "replicasets")?;
     let uid = d["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
     let owned = |cluster: &Cluster<'_>| -> Vec<Arc<Value>> {
-        let mut owned: Vec<Arc<Value>> = cluster
-            .api
-            .store
-            .dependents(&uid)
-            .into_iter()
-            .filter(|(loc, rs)| loc.store == sets.store && controlled_by(rs, &uid) && !deleting(rs))
-            .map(|(_, rs)| rs)
-            .collect();
+        let mut owned: Vec<Arc<Value>> =
+            cluster.controlled(&sets, &uid).into_iter().filter(|rs| !deleting(rs)).collect();
         owned.sort_by(|a, b| name_of(a).cmp(name_of(b)));
         owned
     };

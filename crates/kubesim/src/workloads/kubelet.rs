@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+use super::stages::Outcome;
 use super::{Cluster, Next, nodes};
 use crate::error::ApiError;
 use crate::meta::deleting;
@@ -20,11 +21,31 @@ pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, Ap
     let pods = cluster.rt("", "v1", "pods")?;
     let Some(pod) = cluster.get(&pods, key) else { return Ok(Next::Done) };
     let uid = pod["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
-    if deleting(&pod) || matches!(pod["status"]["phase"].as_str(), Some("Running" | "Succeeded" | "Failed")) {
+    let phase = pod["status"]["phase"].as_str().unwrap_or("Pending");
+    if deleting(&pod) || matches!(phase, "Succeeded" | "Failed") {
         cluster.starting.lock().remove(&uid);
         return Ok(Next::Done);
     }
+    let stage = cluster.config.stages.iter().find(|s| s.picks(&pod));
+    let outcome = stage.map(|s| s.outcome.clone()).unwrap_or_default();
+    let restarts = pod["spec"]["restartPolicy"].as_str().unwrap_or("Always") == "Always";
     let node = pod["spec"]["nodeName"].as_str().unwrap_or_default().to_owned();
+    let index = node.strip_prefix("kubesim-node-").and_then(|i| i.parse::<usize>().ok()).unwrap_or(1);
+    if phase == "Running" {
+        // A Pod that does not restart its containers (a Job's) finishes after running a while.
+        if restarts || outcome != Outcome::Ready {
+            return Ok(Next::Done);
+        }
+        let run_for = stage.and_then(|s| s.complete).unwrap_or(cluster.config.job_duration);
+        let since = *cluster.starting.lock().entry(uid.clone()).or_insert_with(Instant::now);
+        if since.elapsed() < run_for {
+            return Ok(Next::After(run_for - since.elapsed()));
+        }
+        let ip = pod["status"]["podIP"].as_str().unwrap_or_default().to_owned();
+        cluster.merge(&pods, key, true, &status(&pod, index, &ip, State::Succeeded), KUBELET).await?;
+        cluster.starting.lock().remove(&uid);
+        return Ok(Next::Done);
+    }
     if node.is_empty() {
         let node = least_loaded(cluster, &pods.store)?;
         cluster.merge(&pods, key, false, &json!({"spec": {"nodeName": node}}), SCHEDULER).await?;
@@ -33,18 +54,37 @@ pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, Ap
         ]}});
         cluster.merge(&pods, key, true, &scheduled, SCHEDULER).await?;
         cluster.starting.lock().insert(uid, Instant::now());
-        return Ok(Next::After(cluster.config.pod_start));
+        return Ok(Next::After(stage.and_then(|s| s.start).unwrap_or(cluster.config.pod_start)));
     }
+    let pod_start = stage.and_then(|s| s.start).unwrap_or(cluster.config.pod_start);
     let since = *cluster.starting.lock().entry(uid.clone()).or_insert_with(Instant::now);
-    let waited = since.elapsed();
-    if waited < cluster.config.pod_start {
-        return Ok(Next::After(cluster.config.pod_start - waited));
+    if since.elapsed() < pod_start {
+        return Ok(Next::After(pod_start - since.elapsed()));
     }
-    let index = node.strip_prefix("kubesim-node-").and_then(|i| i.parse::<usize>().ok()).unwrap_or(1);
     let n = cluster.next_ip.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    cluster.merge(&pods, key, true, &running(&pod, index, &nodes::pod_ip(index, n)), KUBELET).await?;
+    let state = match (outcome, restarts) {
+        (Outcome::Ready, _) => State::Running { ready: true },
+        (Outcome::NeverReady, _) => State::Running { ready: false },
+        (Outcome::Fail, true) => State::CrashLoop,
+        (Outcome::Fail, false) => State::Failed,
+    };
+    let finishes = matches!(state, State::Running { ready: true }) && !restarts;
+    cluster.merge(&pods, key, true, &status(&pod, index, &nodes::pod_ip(index, n), state), KUBELET).await?;
     cluster.starting.lock().remove(&uid);
+    if finishes {
+        cluster.starting.lock().insert(uid, Instant::now());
+        return Ok(Next::After(stage.and_then(|s| s.complete).unwrap_or(cluster.config.job_duration)));
+    }
     Ok(Next::Done)
+}
+
+/// Where the kubelet leaves a Pod's containers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Running { ready: bool },
+    CrashLoop,
+    Failed,
+    Succeeded,
 }
 
 /// The node with the fewest Pods bound to it (the first on a tie).
@@ -62,38 +102,74 @@ fn least_loaded(cluster: &Cluster<'_>, pods: &str) -> Result<String, ApiError> {
     Ok(nodes::name(i + 1))
 }
 
-/// The status of a Pod whose containers all run and are ready.
-fn running(pod: &Value, node: usize, ip: &str) -> Value {
+/// The status a kubelet reports for a Pod whose containers are in `state`.
+fn status(pod: &Value, node: usize, ip: &str, state: State) -> Value {
     let now = super::now();
-    let condition = |type_: &str| json!({"type": type_, "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
     let containers = |list: &str| pod["spec"][list].as_array().cloned().unwrap_or_default();
-    let statuses: Vec<Value> = containers("containers")
+    let names: Vec<&str> = pod["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    let ready = state == State::Running { ready: true };
+    let (phase, not_ready) = match state {
+        State::Running { .. } | State::CrashLoop => (
+            "Running",
+            ("ContainersNotReady", format!("containers with unready status: [{}]", names.join(" "))),
+        ),
+        State::Failed => ("Failed", ("PodFailed", String::new())),
+        State::Succeeded => ("Succeeded", ("PodCompleted", String::new())),
+    };
+    let condition = |type_: &str, up: bool| {
+        let mut c = json!({"type": type_, "status": if up { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": now});
+        if !up {
+            c["reason"] = json!(not_ready.0);
+            if !not_ready.1.is_empty() {
+                c["message"] = json!(not_ready.1);
+            }
+        }
+        c
+    };
+    let pod_name = pod["metadata"]["name"].as_str().unwrap_or_default();
+    let mut statuses: Vec<Value> = containers("containers")
         .iter()
         .map(|c| {
             let name = c["name"].as_str().unwrap_or_default();
+            let image = c["image"].as_str().unwrap_or_default();
+            let terminated = |code: i32, reason: &str| json!({"terminated": {"exitCode": code, "reason": reason, "startedAt": now, "finishedAt": now, "containerID": format!("kubesim://{name}")}});
+            let (state, last, restarts, started) = match state {
+                State::Running { .. } => (json!({"running": {"startedAt": now}}), json!({}), 0, true),
+                State::CrashLoop => (
+                    json!({"waiting": {"reason": "CrashLoopBackOff", "message": format!("back-off 10s restarting failed container={name} pod={pod_name}")}}),
+                    terminated(1, "Error"),
+                    1,
+                    false,
+                ),
+                State::Failed => (terminated(1, "Error"), json!({}), 0, false),
+                State::Succeeded => (terminated(0, "Completed"), json!({}), 0, false),
+            };
             json!({
-                "name": name,
-                "state": {"running": {"startedAt": now}},
-                "lastState": {},
-                "ready": true,
-                "restartCount": 0,
-                "image": c["image"],
-                "imageID": format!("kubesim://{}", c["image"].as_str().unwrap_or_default()),
+                "name": name, "state": state, "lastState": last, "ready": ready, "restartCount": restarts,
+                "image": image, "imageID": format!("kubesim://{image}"),
                 "containerID": format!("kubesim://{}", crate::meta::new_uid().replace('-', "")),
-                "started": true,
+                "started": started,
             })
         })
         .collect();
+    // The kubelet lists container statuses by name.
+    statuses.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     let host = nodes::ip(node);
+    let running = matches!(state, State::Running { .. } | State::CrashLoop);
     let mut status = json!({
-        "phase": "Running",
+        "phase": phase,
         "conditions": [
-            condition("PodReadyToStartContainers"), condition("Initialized"), condition("Ready"),
-            condition("ContainersReady"), condition("PodScheduled"),
+            condition("PodReadyToStartContainers", running), condition("Initialized", true), condition("Ready", ready),
+            condition("ContainersReady", ready), condition("PodScheduled", true),
         ],
         "hostIP": host, "hostIPs": [{"ip": host}],
         "podIP": ip, "podIPs": [{"ip": ip}],
-        "startTime": now,
+        "startTime": pod["status"]["startTime"].as_str().map_or_else(|| json!(now), |t| json!(t)),
         "containerStatuses": statuses,
         "qosClass": qos_class(&containers("containers")),
     });

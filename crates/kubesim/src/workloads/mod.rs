@@ -11,12 +11,17 @@
 //! that loses a race (409) is retried shortly; delays (a Pod's start) are timers that put
 //! the item back.
 
+mod cronjobs;
 mod deployment;
 mod endpoints;
+mod jobs;
 mod kubelet;
 mod namespaces;
 mod nodes;
 mod replicaset;
+mod stages;
+
+pub use stages::{Outcome as StageOutcome, PodStage};
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::AtomicU64;
@@ -40,11 +45,22 @@ pub struct WorkloadConfig {
     pub nodes: usize,
     /// How long a scheduled Pod stays `Pending` before it is `Running` and Ready.
     pub pod_start: Duration,
+    /// How long a Pod that does not restart its containers (a Job's) runs before it
+    /// succeeds.
+    pub job_duration: Duration,
+    /// What happens to the Pods picked by label: failing, never ready, slower (the first
+    /// stage that picks a Pod applies).
+    pub stages: Vec<PodStage>,
 }
 
 impl Default for WorkloadConfig {
     fn default() -> Self {
-        Self { nodes: 1, pod_start: Duration::from_millis(500) }
+        Self {
+            nodes: 1,
+            pod_start: Duration::from_millis(500),
+            job_duration: Duration::from_secs(1),
+            stages: Vec::new(),
+        }
     }
 }
 
@@ -53,6 +69,8 @@ impl Default for WorkloadConfig {
 pub(crate) enum Work {
     Deployment(ObjKey),
     ReplicaSet(ObjKey),
+    Job(ObjKey),
+    CronJob(ObjKey),
     Pod(ObjKey),
     Service(ObjKey),
     Namespace(String),
@@ -210,9 +228,19 @@ fn route(api: &Api, change: &Change, queue: &mut Queue) {
             }
             queue.push(Work::ReplicaSet(key));
         }
+        ("batch", "Job") => {
+            if let Some(owner) = controller_of(obj, "CronJob") {
+                queue.push(Work::CronJob((key.0.clone(), owner)));
+            }
+            queue.push(Work::Job(key));
+        }
+        ("batch", "CronJob") => queue.push(Work::CronJob(key)),
         ("", "Pod") => {
             if let Some(owner) = controller_of(obj, "ReplicaSet") {
                 queue.push(Work::ReplicaSet((key.0.clone(), owner)));
+            }
+            if let Some(owner) = controller_of(obj, "Job") {
+                queue.push(Work::Job((key.0.clone(), owner)));
             }
             for svc in endpoints::services_selecting(api, obj, change.old.as_deref()) {
                 queue.push(Work::Service(svc));
@@ -231,6 +259,8 @@ async fn step(cluster: &Cluster<'_>, work: &Work) -> Result<Next, ApiError> {
     match work {
         Work::Deployment(key) => deployment::sync(cluster, key).await,
         Work::ReplicaSet(key) => replicaset::sync(cluster, key).await,
+        Work::Job(key) => jobs::sync(cluster, key).await,
+        Work::CronJob(key) => cronjobs::sync(cluster, key).await,
         Work::Pod(key) => kubelet::sync(cluster, key).await,
         Work::Service(key) => endpoints::sync(cluster, key).await,
         Work::Namespace(name) => namespaces::sync(cluster, name).await,
@@ -283,6 +313,18 @@ impl Cluster<'_> {
     /// One object, if it exists.
     pub(crate) fn get(&self, rt: &ResourceType, key: &ObjKey) -> Option<Arc<Value>> {
         self.api.store.get(&rt.store, key)
+    }
+
+    /// The objects of `rt` that the object with `uid` controls (from the store's owner
+    /// index, not a scan), those being deleted included.
+    pub(crate) fn controlled(&self, rt: &ResourceType, uid: &str) -> Vec<Arc<Value>> {
+        self.api
+            .store
+            .dependents(uid)
+            .into_iter()
+            .filter(|(loc, obj)| loc.store == rt.store && controlled_by(obj, uid))
+            .map(|(_, obj)| obj)
+            .collect()
     }
 
     /// The objects of `rt` in namespace `ns`.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
-use super::{Cluster, Next, controlled_by, owner_ref};
+use super::{Cluster, Next, owner_ref};
 use crate::error::ApiError;
 use crate::meta::deleting;
 use crate::store::ObjKey;
@@ -55,13 +55,9 @@ pub(crate) fn active_pods(
     uid: &str,
 ) -> Vec<Arc<Value>> {
     cluster
-        .api
-        .store
-        .dependents(uid)
+        .controlled(pods, uid)
         .into_iter()
-        .filter(|(loc, _)| loc.store == pods.store && loc.key.0 == ns)
-        .map(|(_, p)| p)
-        .filter(|p| controlled_by(p, uid) && !deleting(p))
+        .filter(|p| p["metadata"]["namespace"] == ns && !deleting(p))
         .filter(|p| !matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed")))
         .collect()
 }
