@@ -593,11 +593,8 @@ impl Api {
                     }
                 }
             }
-            ("apps", "Deployment" | "StatefulSet" | "ReplicaSet")
-                if obj.get("spec").is_some_and(Value::is_object)
-                    && obj.pointer("/spec/replicas").is_none() =>
-            {
-                obj["spec"]["replicas"] = json!(1);
+            ("apps", _) | ("batch", _) if obj.get("spec").is_some_and(Value::is_object) => {
+                workload_defaults(&rt.kind, &mut obj["spec"]);
             }
             _ => {}
         }
@@ -1356,6 +1353,59 @@ fn obj_key_of(obj: &Value) -> ObjKey {
 
 fn manager<'a>(name: &'a str, rt: &'a ResourceType, sub: Option<&'a str>, now: &'a str) -> ssa::Manager<'a> {
     ssa::Manager { name, api_version: &rt.gv, subresource: sub, time: now }
+}
+
+/// The API server's defaults for the workload kinds' specs (`pkg/apis/apps/v1` and
+/// `pkg/apis/batch/v1` defaulting), set where absent.
+fn workload_defaults(kind: &str, spec: &mut Value) {
+    let Some(spec) = spec.as_object_mut() else { return };
+    let mut default = |key: &str, value: Value| {
+        spec.entry(key).or_insert(value);
+    };
+    match kind {
+        "Deployment" => {
+            default("replicas", json!(1));
+            default(
+                "strategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}),
+            );
+            default("revisionHistoryLimit", json!(10));
+            default("progressDeadlineSeconds", json!(600));
+        }
+        "ReplicaSet" => default("replicas", json!(1)),
+        "StatefulSet" => {
+            default("replicas", json!(1));
+            default("podManagementPolicy", json!("OrderedReady"));
+            default("updateStrategy", json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
+            default("revisionHistoryLimit", json!(10));
+            default(
+                "persistentVolumeClaimRetentionPolicy",
+                json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+            );
+        }
+        "DaemonSet" => {
+            default(
+                "updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
+            );
+            default("revisionHistoryLimit", json!(10));
+        }
+        "Job" => {
+            default("parallelism", json!(1));
+            default("completions", json!(1));
+            default("backoffLimit", json!(6));
+            default("completionMode", json!("NonIndexed"));
+            default("suspend", json!(false));
+            default("podReplacementPolicy", json!("TerminatingOrFailed"));
+        }
+        "CronJob" => {
+            default("concurrencyPolicy", json!("Allow"));
+            default("suspend", json!(false));
+            default("successfulJobsHistoryLimit", json!(3));
+            default("failedJobsHistoryLimit", json!(1));
+        }
+        _ => {}
+    }
 }
 
 /// Where a kind keeps its PodSpec, as a JSON pointer.

@@ -1743,3 +1743,53 @@ async fn wait_for_a_job_to_complete() {
     let pods = env.ok(&["get", "pods", "-l", "job-name=once", "-o", "jsonpath={.items[*].status.phase}"]);
     assert_eq!(pods, "Succeeded");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statefulsets_and_daemonsets_roll_out() {
+    let workloads =
+        ctop_kubesim::WorkloadConfig { nodes: 3, pod_start: Duration::from_millis(30), ..Default::default() };
+    let env = Env::start_with(Config { workloads: Some(workloads), ..Config::default() }).await;
+    let sts = "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db, namespace: default}\n\
+        spec:\n  replicas: 3\n  serviceName: db\n  selector: {matchLabels: {app: db}}\n  template:\n    \
+        metadata: {labels: {app: db}}\n    spec: {containers: [{name: db, image: postgres:16}]}\n  \
+        volumeClaimTemplates:\n  - metadata: {name: data}\n    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n";
+    assert!(env.apply(sts, &[]).ok());
+    let out = env.ok(&["rollout", "status", "statefulset/db", "--timeout=20s"]);
+    // The defaulted `partition: 0` makes kubectl report a partitioned rollout, as on a cluster.
+    assert!(out.contains("partitioned roll out complete: 3 new pods have been updated"), "{out}");
+    let pods = env.ok(&[
+        "get",
+        "pods",
+        "-l",
+        "app=db",
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.name}/{.spec.hostname} {end}",
+    ]);
+    assert_eq!(pods.trim(), "db-0/db-0 db-1/db-1 db-2/db-2");
+    let claims =
+        env.ok(&["get", "pvc", "-o", "jsonpath={range .items[*]}{.metadata.name}={.status.phase} {end}"]);
+    assert_eq!(claims.trim(), "data-db-0=Bound data-db-1=Bound data-db-2=Bound");
+    env.ok(&["set", "image", "statefulset/db", "db=postgres:17"]);
+    let out = env.ok(&["rollout", "status", "statefulset/db", "--timeout=20s"]);
+    assert!(out.contains("partitioned roll out complete: 3 new pods have been updated"), "{out}");
+    let images =
+        env.ok(&["get", "pods", "-l", "app=db", "-o", "jsonpath={.items[*].spec.containers[0].image}"]);
+    assert_eq!(images, "postgres:17 postgres:17 postgres:17");
+
+    let ds = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent, namespace: default}\n\
+        spec:\n  selector: {matchLabels: {app: agent}}\n  template:\n    metadata: {labels: {app: agent}}\n    \
+        spec: {containers: [{name: agent, image: agent:1}]}\n";
+    assert!(env.apply(ds, &[]).ok());
+    let out = env.ok(&["rollout", "status", "daemonset/agent", "--timeout=20s"]);
+    assert!(out.contains("daemon set \"agent\" successfully rolled out"), "{out}");
+    let nodes = env.ok(&["get", "pods", "-l", "app=agent", "-o", "jsonpath={.items[*].spec.nodeName}"]);
+    let mut nodes: Vec<&str> = nodes.split(' ').collect();
+    nodes.sort_unstable();
+    assert_eq!(nodes, ["kubesim-node-1", "kubesim-node-2", "kubesim-node-3"]);
+    env.ok(&["set", "image", "daemonset/agent", "agent=agent:2"]);
+    let out = env.ok(&["rollout", "status", "daemonset/agent", "--timeout=20s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+    let images =
+        env.ok(&["get", "pods", "-l", "app=agent", "-o", "jsonpath={.items[*].spec.containers[0].image}"]);
+    assert_eq!(images, "agent:2 agent:2 agent:2");
+}

@@ -253,7 +253,7 @@ fn new_replica_set(d: &Value, hash: &str, revision: i64, replicas: i64, max: i64
 
 /// `pod-template-hash`: FNV-32a of the template and the collision count, its decimal
 /// digits mapped onto the API server's safe alphabet (as `rand.SafeEncodeString`).
-fn template_hash(template: &Value, collisions: i64) -> String {
+pub(crate) fn template_hash(template: &Value, collisions: i64) -> String {
     // FNV-32a by hand: eight lines, and the `fnv` crate has only the 64-bit variant.
     let mut h: u32 = 0x811c_9dc5;
     let mut feed = |bytes: &[u8]| {

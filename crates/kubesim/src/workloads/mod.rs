@@ -12,6 +12,7 @@
 //! the item back.
 
 mod cronjobs;
+mod daemonset;
 mod deployment;
 mod endpoints;
 mod jobs;
@@ -20,6 +21,7 @@ mod namespaces;
 mod nodes;
 mod replicaset;
 mod stages;
+mod statefulset;
 
 pub use stages::{Outcome as StageOutcome, PodStage};
 
@@ -71,6 +73,8 @@ pub(crate) enum Work {
     ReplicaSet(ObjKey),
     Job(ObjKey),
     CronJob(ObjKey),
+    StatefulSet(ObjKey),
+    DaemonSet(ObjKey),
     Pod(ObjKey),
     Service(ObjKey),
     Namespace(String),
@@ -235,12 +239,20 @@ fn route(api: &Api, change: &Change, queue: &mut Queue) {
             queue.push(Work::Job(key));
         }
         ("batch", "CronJob") => queue.push(Work::CronJob(key)),
+        ("apps", "StatefulSet") => queue.push(Work::StatefulSet(key)),
+        ("apps", "DaemonSet") => queue.push(Work::DaemonSet(key)),
         ("", "Pod") => {
             if let Some(owner) = controller_of(obj, "ReplicaSet") {
                 queue.push(Work::ReplicaSet((key.0.clone(), owner)));
             }
             if let Some(owner) = controller_of(obj, "Job") {
                 queue.push(Work::Job((key.0.clone(), owner)));
+            }
+            if let Some(owner) = controller_of(obj, "StatefulSet") {
+                queue.push(Work::StatefulSet((key.0.clone(), owner)));
+            }
+            if let Some(owner) = controller_of(obj, "DaemonSet") {
+                queue.push(Work::DaemonSet((key.0.clone(), owner)));
             }
             for svc in endpoints::services_selecting(api, obj, change.old.as_deref()) {
                 queue.push(Work::Service(svc));
@@ -261,6 +273,8 @@ async fn step(cluster: &Cluster<'_>, work: &Work) -> Result<Next, ApiError> {
         Work::ReplicaSet(key) => replicaset::sync(cluster, key).await,
         Work::Job(key) => jobs::sync(cluster, key).await,
         Work::CronJob(key) => cronjobs::sync(cluster, key).await,
+        Work::StatefulSet(key) => statefulset::sync(cluster, key).await,
+        Work::DaemonSet(key) => daemonset::sync(cluster, key).await,
         Work::Pod(key) => kubelet::sync(cluster, key).await,
         Work::Service(key) => endpoints::sync(cluster, key).await,
         Work::Namespace(name) => namespaces::sync(cluster, name).await,
