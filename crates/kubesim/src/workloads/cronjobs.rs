@@ -23,11 +23,7 @@ use crate::store::ObjKey;
 const MANAGER: &str = "cronjob-controller";
 
 pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, ApiError> {
-    let cronjobs = cluster.rt("batch", "v1", "cronjobs")?;
-    let Some(cj) = cluster.get(&cronjobs, key) else { return Ok(Next::Done) };
-    if deleting(&cj) {
-        return Ok(Next::Done);
-    }
+    let Some((cronjobs, cj)) = cluster.live(("batch", "v1", "cronjobs"), key)? else { return Ok(Next::Done) };
     let jobs_rt = cluster.rt("batch", "v1", "jobs")?;
     let uid = cj["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
     let owned = || -> Vec<Arc<Value>> {

@@ -19,11 +19,7 @@ const MANAGER: &str = "daemon-set-controller";
 const REVISION: &str = "controller-revision-hash";
 
 pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, ApiError> {
-    let sets = cluster.rt("apps", "v1", "daemonsets")?;
-    let Some(ds) = cluster.get(&sets, key) else { return Ok(Next::Done) };
-    if deleting(&ds) {
-        return Ok(Next::Done);
-    }
+    let Some((sets, ds)) = cluster.live(("apps", "v1", "daemonsets"), key)? else { return Ok(Next::Done) };
     let pods_rt = cluster.rt("", "v1", "pods")?;
     let nodes_rt = cluster.rt("", "v1", "nodes")?;
     let uid = ds["metadata"]["uid"].as_str().unwrap_or_default().to_owned();

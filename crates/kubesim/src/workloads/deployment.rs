@@ -28,11 +28,9 @@ const DESIRED: &str = "deployment.kubernetes.io/desired-replicas";
 const MAX: &str = "deployment.kubernetes.io/max-replicas";
 
 pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, ApiError> {
-    let deployments = cluster.rt("apps", "v1", "deployments")?;
-    let Some(d) = cluster.get(&deployments, key) else { return Ok(Next::Done) };
-    if deleting(&d) {
+    let Some((deployments, d)) = cluster.live(("apps", "v1", "deployments"), key)? else {
         return Ok(Next::Done);
-    }
+    };
     let sets = cluster.rt("apps", "v1", "replicasets")?;
     let uid = d["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
     let owned = |cluster: &Cluster<'_>| -> Vec<Arc<Value>> {

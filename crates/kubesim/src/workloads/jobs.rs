@@ -18,9 +18,8 @@ use crate::store::ObjKey;
 const MANAGER: &str = "job-controller";
 
 pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, ApiError> {
-    let jobs = cluster.rt("batch", "v1", "jobs")?;
-    let Some(job) = cluster.get(&jobs, key) else { return Ok(Next::Done) };
-    if deleting(&job) || finished(&job) {
+    let Some((jobs, job)) = cluster.live(("batch", "v1", "jobs"), key)? else { return Ok(Next::Done) };
+    if finished(&job) {
         return Ok(Next::Done);
     }
     let pods_rt = cluster.rt("", "v1", "pods")?;

@@ -89,6 +89,9 @@ pub(crate) enum Next {
     Retry,
 }
 
+/// A type and one of its objects, alive.
+pub(crate) type Live = (Arc<ResourceType>, Arc<Value>);
+
 /// What a controller step sees: the API and the state the controllers keep between steps.
 pub(crate) struct Cluster<'a> {
     pub api: Arc<Api>,
@@ -322,6 +325,17 @@ impl Cluster<'_> {
             .registry
             .get(group, version, plural)
             .ok_or_else(|| ApiError::internal(format!("kubesim serves no {plural}")))
+    }
+
+    /// The type `group/version/plural` and its object `key`, unless the object is gone or
+    /// being deleted (then a controller has nothing to do).
+    pub(crate) fn live(
+        &self,
+        (group, version, plural): (&str, &str, &str),
+        key: &ObjKey,
+    ) -> Result<Option<Live>, ApiError> {
+        let rt = self.rt(group, version, plural)?;
+        Ok(self.get(&rt, key).filter(|o| !crate::meta::deleting(o)).map(|o| (rt, o)))
     }
 
     /// One object, if it exists.

@@ -15,11 +15,7 @@ use crate::store::ObjKey;
 const MANAGER: &str = "replicaset-controller";
 
 pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, ApiError> {
-    let sets = cluster.rt("apps", "v1", "replicasets")?;
-    let Some(rs) = cluster.get(&sets, key) else { return Ok(Next::Done) };
-    if deleting(&rs) {
-        return Ok(Next::Done);
-    }
+    let Some((sets, rs)) = cluster.live(("apps", "v1", "replicasets"), key)? else { return Ok(Next::Done) };
     let pods_rt = cluster.rt("", "v1", "pods")?;
     let uid = rs["metadata"]["uid"].as_str().unwrap_or_default();
     let pods = active_pods(cluster, &pods_rt, &key.0, uid);

@@ -21,11 +21,7 @@ const MANAGER: &str = "statefulset-controller";
 const REVISION: &str = "controller-revision-hash";
 
 pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, ApiError> {
-    let sets = cluster.rt("apps", "v1", "statefulsets")?;
-    let Some(sts) = cluster.get(&sets, key) else { return Ok(Next::Done) };
-    if deleting(&sts) {
-        return Ok(Next::Done);
-    }
+    let Some((sets, sts)) = cluster.live(("apps", "v1", "statefulsets"), key)? else { return Ok(Next::Done) };
     let pods_rt = cluster.rt("", "v1", "pods")?;
     let name = sts["metadata"]["name"].as_str().unwrap_or_default().to_owned();
     let uid = sts["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
