@@ -1172,13 +1172,16 @@ impl Api {
                 match self.store.remove(&rt.store, &key, object_rv(&live)) {
                     Ok(change) => {
                         self.after_commit(rt, &change);
-                        let returns_object = rt.crd.is_some() || rt.kind == "Pod";
-                        let body = if returns_object {
+                        let body = if returns_deleted_object(rt) {
                             convert::to_served(rt, &change.object)
                         } else {
+                            let mut details = json!({"name": name, "kind": rt.plural, "uid": uid_of(&live)});
+                            if !rt.group.is_empty() {
+                                details["group"] = json!(rt.group);
+                            }
                             json!({
                                 "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                                "details": {"name": name, "group": rt.group, "kind": rt.plural, "uid": uid_of(&live)},
+                                "details": details,
                             })
                         };
                         return Ok(Deleted::Gone(body));
@@ -1353,6 +1356,25 @@ fn obj_key_of(obj: &Value) -> ObjKey {
 
 fn manager<'a>(name: &'a str, rt: &'a ResourceType, sub: Option<&'a str>, now: &'a str) -> ssa::Manager<'a> {
     ssa::Manager { name, api_version: &rt.gv, subresource: sub, time: now }
+}
+
+/// Whether `DELETE` answers with the deleted object rather than a `Status`: custom
+/// resources and the built-in kinds whose storage says so (`ReturnDeletedObject` in
+/// kube-apiserver's registry).
+fn returns_deleted_object(rt: &ResourceType) -> bool {
+    rt.crd.is_some()
+        || matches!(
+            (rt.group.as_str(), rt.kind.as_str()),
+            (
+                "",
+                "Pod"
+                    | "Service"
+                    | "PersistentVolume"
+                    | "PersistentVolumeClaim"
+                    | "ServiceAccount"
+                    | "ResourceQuota"
+            ) | ("storage.k8s.io", "StorageClass")
+        )
 }
 
 /// The API server's defaults for the workload kinds' specs (`pkg/apis/apps/v1` and

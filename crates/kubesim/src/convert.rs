@@ -35,6 +35,16 @@ pub fn out_in_place(rt: &ResourceType, out: &mut Value) {
     if let Some(map) = out.as_object_mut() {
         map.insert("apiVersion".into(), Value::String(rt.api_version()));
         map.insert("kind".into(), Value::String(rt.kind.clone()));
+        // A built-in kind's status is a struct in Go, which JSON never omits: an object
+        // written without one reads back with an empty one (as its strategy leaves it).
+        if rt.crd.is_none() && rt.status && !map.contains_key("status") {
+            let empty = match rt.kind.as_str() {
+                "Service" | "Ingress" => serde_json::json!({"loadBalancer": {}}),
+                "PersistentVolume" | "PersistentVolumeClaim" => serde_json::json!({"phase": "Pending"}),
+                _ => serde_json::json!({}),
+            };
+            map.insert("status".into(), empty);
+        }
         if rt.kind == "Event" && rt.group == "events.k8s.io" {
             for (core, ev) in EVENT_FIELDS {
                 rename(map, core, ev);

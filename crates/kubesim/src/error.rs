@@ -341,3 +341,101 @@ impl ApiError {
         status
     }
 }
+
+/// A failure `Status` in the API server's own bytes: its fields in the order of Go's
+/// `metav1.Status` (kind, apiVersion, metadata, status, message, reason, details, code),
+/// `group` left out when empty (core kinds), and a trailing newline.
+#[derive(serde::Serialize)]
+struct WireStatus<'a> {
+    kind: &'static str,
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    metadata: serde_json::Map<String, Value>,
+    status: &'static str,
+    message: &'a str,
+    reason: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<WireDetails<'a>>,
+    code: u16,
+}
+
+#[derive(serde::Serialize)]
+struct WireDetails<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    causes: Vec<WireCause<'a>>,
+    #[serde(rename = "retryAfterSeconds", skip_serializing_if = "Option::is_none")]
+    retry_after_seconds: Option<u64>,
+}
+
+#[derive(serde::Serialize)]
+struct WireCause<'a> {
+    reason: &'a str,
+    message: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    field: &'a str,
+}
+
+impl ApiError {
+    /// The response body: [`ApiError::to_status`] in the API server's field order, with its
+    /// trailing newline.
+    pub fn to_status_bytes(&self) -> Vec<u8> {
+        let details = WireDetails {
+            name: self.name.as_deref(),
+            group: self.group.as_deref().filter(|g| !g.is_empty()),
+            kind: self.kind.as_deref(),
+            causes: self
+                .causes
+                .iter()
+                .map(|c| WireCause { reason: &c.reason, message: &c.message, field: &c.field })
+                .collect(),
+            retry_after_seconds: self.retry_after,
+        };
+        let has_details = details.name.is_some()
+            || details.group.is_some()
+            || details.kind.is_some()
+            || !details.causes.is_empty()
+            || details.retry_after_seconds.is_some();
+        let wire = WireStatus {
+            kind: "Status",
+            api_version: "v1",
+            metadata: serde_json::Map::new(),
+            status: "Failure",
+            message: &self.message,
+            reason: self.reason,
+            details: has_details.then_some(details),
+            code: self.code,
+        };
+        let mut bytes = serde_json::to_vec(&wire).unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ApiError, GroupResource};
+
+    #[test]
+    fn a_failure_status_has_the_api_servers_bytes() {
+        let e = ApiError::not_found(GroupResource { group: "", resource: "configmaps" }, "x");
+        let body = String::from_utf8(e.to_status_bytes()).expect("utf-8");
+        assert_eq!(
+            body,
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\
+             \"message\":\"configmaps \\\"x\\\" not found\",\"reason\":\"NotFound\",\
+             \"details\":{\"name\":\"x\",\"kind\":\"configmaps\"},\"code\":404}\n"
+        );
+        let apps = ApiError::not_found(GroupResource { group: "apps", resource: "deployments" }, "d");
+        let body = String::from_utf8(apps.to_status_bytes()).expect("utf-8");
+        assert!(
+            body.contains("\"details\":{\"name\":\"d\",\"group\":\"apps\",\"kind\":\"deployments\"}"),
+            "{body}"
+        );
+    }
+}

@@ -178,6 +178,12 @@ fn builtins() -> Vec<ResourceType> {
         b("", "v1", "PersistentVolume", "persistentvolumes", false).short(&["pv"]).status(),
         b("", "v1", "Event", "events", true).short(&["ev"]).store("/events"),
         b("", "v1", "Endpoints", "endpoints", true).short(&["ep"]),
+        b("", "v1", "ReplicationController", "replicationcontrollers", true)
+            .short(&["rc"])
+            .all()
+            .status()
+            .scale()
+            .generation(),
         b("", "v1", "Node", "nodes", false).short(&["no"]).status(),
         b("", "v1", "ResourceQuota", "resourcequotas", true).short(&["quota"]).status(),
         b("", "v1", "LimitRange", "limitranges", true).short(&["limits"]),
@@ -212,6 +218,7 @@ fn builtins() -> Vec<ResourceType> {
             .all()
             .status(),
         b("coordination.k8s.io", "v1", "Lease", "leases", true),
+        b("apiregistration.k8s.io", "v1", "APIService", "apiservices", false).status(),
         b("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true),
         b("events.k8s.io", "v1", "Event", "events", true).short(&["ev"]).store("/events"),
         b("rbac.authorization.k8s.io", "v1", "Role", "roles", true),

@@ -186,7 +186,8 @@ fn json_response(code: u16, body: &Value) -> Response {
 }
 
 fn error_response(e: &ApiError) -> Response {
-    let mut r = json_response(e.code, &e.to_status());
+    let status = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut r = (status, [(header::CONTENT_TYPE, "application/json")], e.to_status_bytes()).into_response();
     if let Some(s) = e.retry_after
         && let Ok(v) = HeaderValue::from_str(&s.to_string())
     {

@@ -815,3 +815,50 @@ async fn request_stats_count_by_client_and_verb_and_reset() {
     let reset: serde_json::Value = client.request(stats("DELETE")).await.expect("reset");
     assert_eq!(reset, json!({"total": 0, "clients": {}}));
 }
+
+/// What typed clients read back as a real API server writes it: the deleted object for the
+/// kinds whose storage returns it (a `Status` without `group` for core kinds otherwise),
+/// and an empty status struct on objects created without one.
+#[tokio::test]
+async fn delete_answers_and_empty_statuses_are_the_api_servers() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{ConfigMap, Service};
+    use kube::api::{DeleteParams, PostParams};
+
+    let (_sim, client) = common::start().await;
+    let services: kube::Api<Service> = kube::Api::namespaced(client.clone(), "default");
+    let svc: Service = serde_json::from_value(
+        serde_json::json!({"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}),
+    )
+    .expect("a Service");
+    let created = services.create(&PostParams::default(), &svc).await.expect("created");
+    let raw = serde_json::to_value(&created).expect("json");
+    assert_eq!(raw["status"], serde_json::json!({"loadBalancer": {}}));
+    let deleted = services.delete("s", &DeleteParams::default()).await.expect("deleted");
+    assert!(
+        deleted.left().is_some_and(|s| s.metadata.name.as_deref() == Some("s")),
+        "a Service DELETE returns it"
+    );
+
+    let maps: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), "default");
+    let cm: ConfigMap =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "c"}})).expect("a ConfigMap");
+    maps.create(&PostParams::default(), &cm).await.expect("created");
+    let status =
+        maps.delete("c", &DeleteParams::default()).await.expect("deleted").right().expect("a Status");
+    let details = serde_json::to_value(status.details).expect("json");
+    assert_eq!(details["kind"], "configmaps");
+    assert!(details.get("group").is_none_or(|g| g.is_null()), "{details}");
+
+    let deployments: kube::Api<Deployment> = kube::Api::namespaced(client.clone(), "default");
+    let d: Deployment = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}}},
+    }))
+    .expect("a Deployment");
+    let d = deployments.create(&PostParams::default(), &d).await.expect("created");
+    assert!(d.status.is_some(), "an empty status struct, as on a cluster");
+    let spec = d.spec.expect("spec");
+    assert_eq!((spec.revision_history_limit, spec.progress_deadline_seconds), (Some(10), Some(600)));
+}
