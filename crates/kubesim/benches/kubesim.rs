@@ -8,6 +8,13 @@
 //! - watch fan-out: the delay from a write's response to its event at each of N watchers
 //!   (p50/p99), for N = 1, 10 and 100.
 //!
+//! Each figure is measured twice in one run, side by side: with the workload controllers
+//! off and on (they see every write, so they must not slow the API down).
+//!
+//! `-- --soak` creates 1,000 Deployments of 10 replicas on a kubesim running workloads and
+//! prints the time until all 10,000 Pods are available and the resident set then and 30 s
+//! later (`-- --soak --quick`: 100 Deployments).
+//!
 //! `-- --history-rss` instead measures memory alone (run it on its own, so that nothing
 //! else raised the peak): one ConfigMap of ~100 KB is updated 10,000 times with small
 //! merge patches, and the process's peak and current resident set (`VmHWM`, `VmRSS`
@@ -162,39 +169,120 @@ async fn history_rss(updates: usize) {
     println!("| watch history kept | {kept} changes, {:.1} MiB |", bytes as f64 / (1024.0 * 1024.0));
 }
 
+/// The throughput and fan-out figures of one kubesim, with or without the workload
+/// controllers (which see every write).
+async fn figures(workloads: bool, scale: usize) -> Vec<(String, String)> {
+    let workloads = workloads.then(ctop_kubesim::WorkloadConfig::default);
+    let sim =
+        KubeSim::start(Config { watch_history: 100_000, workloads, ..Config::default() }).await.unwrap();
+    let client = client(&sim).await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    // Warm up connections and code paths.
+    applies(&api, 200, 4, "warm", 0).await;
+    let mut rows = Vec::new();
+    for clients in [1, 16] {
+        let n = 1000 * scale;
+        let created = applies(&api, n, clients, &format!("c{clients}"), 1).await;
+        let noop = applies(&api, n, clients, &format!("c{clients}"), 1).await;
+        let changed = applies(&api, n, clients, &format!("c{clients}"), 2).await;
+        rows.push((format!("SSA creates/s, {clients} client(s), {n} objects"), format!("{created:.0}")));
+        rows.push((format!("SSA updates/s (value changed), {clients} client(s)"), format!("{changed:.0}")));
+        rows.push((format!("SSA no-op applies/s, {clients} client(s)"), format!("{noop:.0}")));
+    }
+    for watchers in [1, 10, 100] {
+        let (p50, p99, n) = fanout(&client, watchers, 100 * scale).await;
+        rows.push((
+            format!("watch fan-out to {watchers} watcher(s), write response → event ({n} deliveries)"),
+            format!("p50 {:.0} µs, p99 {:.0} µs", p50.as_secs_f64() * 1e6, p99.as_secs_f64() * 1e6),
+        ));
+    }
+    let objects = sim.api().store.snapshot(&Arc::from("/configmaps"), false).1.len();
+    rows.push(("ConfigMaps stored at the end".to_owned(), objects.to_string()));
+    rows
+}
+
+/// `deployments` Deployments of `replicas` Pods each on a kubesim running workloads: the time
+/// until every Pod is available, and the resident set then and `settle` later (it should
+/// stay flat once nothing changes).
+async fn soak(deployments: usize, replicas: usize, settle: Duration) {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let workloads = ctop_kubesim::WorkloadConfig {
+        nodes: 100,
+        pod_start: Duration::from_millis(10),
+        ..ctop_kubesim::WorkloadConfig::default()
+    };
+    let sim =
+        KubeSim::start(Config { watch_history: 10_000, workloads: Some(workloads), ..Config::default() })
+            .await
+            .unwrap();
+    let client = client(&sim).await;
+    let api: Api<Deployment> = Api::namespaced(client, "default");
+    let before = proc_status_mib("VmRSS:").unwrap_or(0.0);
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for t in 0..16 {
+        let api = api.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (t..deployments).step_by(16) {
+                let name = format!("d{i}");
+                let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+                    "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                        "template": {"metadata": {"labels": {"app": name}},
+                            "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}});
+                api.create(&Default::default(), &serde_json::from_value(d).unwrap()).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let want = deployments * replicas;
+    let available = || -> usize {
+        let table = sim.api().store.snapshot(&Arc::from("apps/deployments"), false).1;
+        table.values().map(|d| d["status"]["availableReplicas"].as_u64().unwrap_or(0) as usize).sum()
+    };
+    while available() < want {
+        assert!(
+            start.elapsed() < Duration::from_secs(900),
+            "{} of {want} Pods available after 15 minutes",
+            available()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let converged = start.elapsed();
+    let at_converge = proc_status_mib("VmRSS:").unwrap_or(0.0);
+    tokio::time::sleep(settle).await;
+    let after = proc_status_mib("VmRSS:").unwrap_or(0.0);
+    println!("| kubesim soak figure | value |");
+    println!("|---|---|");
+    println!("| Deployments × replicas | {deployments} × {replicas} = {want} Pods |");
+    println!("| create → every Pod available | {:.1} s |", converged.as_secs_f64());
+    println!("| RSS before | {before:.0} MiB |");
+    println!("| RSS when converged | {at_converge:.0} MiB |");
+    println!("| RSS {:.0} s later | {after:.0} MiB |", settle.as_secs_f64());
+    println!("| peak RSS | {:.0} MiB |", proc_status_mib("VmHWM:").unwrap_or(0.0));
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     if std::env::args().any(|a| a == "--history-rss") {
         history_rss(10_000).await;
         return;
     }
+    if std::env::args().any(|a| a == "--soak") {
+        let quick = std::env::args().any(|a| a == "--quick");
+        let (deployments, settle) = if quick { (100, 5) } else { (1000, 30) };
+        soak(deployments, 10, Duration::from_secs(settle)).await;
+        return;
+    }
     let quick = std::env::args().any(|a| a == "--quick");
     let scale = if quick { 1 } else { 5 };
-    let sim = KubeSim::start(Config { watch_history: 100_000, ..Config::default() }).await.unwrap();
-    let client = client(&sim).await;
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    // Warm up connections and code paths.
-    applies(&api, 200, 4, "warm", 0).await;
-
-    println!("| kubesim figure | value |");
-    println!("|---|---|");
-    for clients in [1, 16] {
-        let n = 1000 * scale;
-        let created = applies(&api, n, clients, &format!("c{clients}"), 1).await;
-        let noop = applies(&api, n, clients, &format!("c{clients}"), 1).await;
-        let changed = applies(&api, n, clients, &format!("c{clients}"), 2).await;
-        println!("| SSA creates/s, {clients} client(s), {n} objects | {created:.0} |");
-        println!("| SSA updates/s (value changed), {clients} client(s) | {changed:.0} |");
-        println!("| SSA no-op applies/s, {clients} client(s) | {noop:.0} |");
+    // One after the other in this run, so that the two columns compare.
+    let off = figures(false, scale).await;
+    let on = figures(true, scale).await;
+    println!("| kubesim figure | workload controllers off | on |");
+    println!("|---|---|---|");
+    for ((name, a), (_, b)) in off.iter().zip(&on) {
+        println!("| {name} | {a} | {b} |");
     }
-    for watchers in [1, 10, 100] {
-        let (p50, p99, n) = fanout(&client, watchers, 100 * scale).await;
-        println!(
-            "| watch fan-out to {watchers} watcher(s), write response → event ({n} deliveries) | p50 {:.0} µs, p99 {:.0} µs |",
-            p50.as_secs_f64() * 1e6,
-            p99.as_secs_f64() * 1e6
-        );
-    }
-    let objects = sim.api().store.snapshot(&Arc::from("/configmaps"), false).1.len();
-    println!("| objects stored at the end | {objects} |");
 }

@@ -1242,7 +1242,9 @@ impl Api {
 
     /// Side effects of a committed change: CRD routes, garbage collection, namespaces.
     fn after_commit(&self, rt: &ResourceType, change: &Arc<Change>) {
-        if let Some(tx) = self.workloads.get() {
+        if let Some(tx) = self.workloads.get()
+            && crate::workloads::watches(&rt.group, &rt.kind)
+        {
             let _ = tx.send(change.clone());
         }
         if rt.group.is_empty()

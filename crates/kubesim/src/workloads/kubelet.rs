@@ -1,5 +1,5 @@
 //! The scheduler and the kubelets of the simulated nodes: a Pod without a node is bound to
-//! the node with the fewest Pods (`PodScheduled`), and once it has waited
+//! the next node in turn (`PodScheduled`), and once it has waited
 //! [`WorkloadConfig::pod_start`](super::WorkloadConfig::pod_start) it is `Running` and
 //! Ready, with an IP from its node's Pod CIDR and a running status per container, as a
 //! kubelet reports it.
@@ -47,7 +47,7 @@ pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, Ap
         return Ok(Next::Done);
     }
     if node.is_empty() {
-        let node = least_loaded(cluster, &pods.store)?;
+        let node = next_node(cluster);
         cluster.merge(&pods, key, false, &json!({"spec": {"nodeName": node}}), SCHEDULER).await?;
         let scheduled = json!({"status": {"conditions": [
             {"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": super::now()},
@@ -87,19 +87,12 @@ enum State {
     Succeeded,
 }
 
-/// The node with the fewest Pods bound to it (the first on a tie).
-fn least_loaded(cluster: &Cluster<'_>, pods: &str) -> Result<String, ApiError> {
-    let mut load = vec![0usize; cluster.config.nodes.max(1)];
-    for pod in cluster.api.store.snapshot(&pods.into(), false).1.values() {
-        let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
-        if let Some(i) = node.strip_prefix("kubesim-node-").and_then(|i| i.parse::<usize>().ok())
-            && let Some(slot) = load.get_mut(i.saturating_sub(1))
-        {
-            *slot += 1;
-        }
-    }
-    let (i, _) = load.iter().enumerate().min_by_key(|(_, n)| **n).unwrap_or((0, &0));
-    Ok(nodes::name(i + 1))
+/// The next node in turn (the scheduler spreads Pods over the nodes round-robin: the
+/// same spread as "fewest Pods" for Pods that come and go together, at no scan of them).
+fn next_node(cluster: &Cluster<'_>) -> String {
+    let n = cluster.next_node.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nodes = u64::try_from(cluster.config.nodes.max(1)).unwrap_or(1);
+    nodes::name(usize::try_from(n % nodes).unwrap_or(0) + 1)
 }
 
 /// The status a kubelet reports for a Pod whose containers are in `state`.

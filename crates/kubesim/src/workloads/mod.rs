@@ -102,6 +102,8 @@ pub(crate) struct Cluster<'a> {
     pub starting: &'a Mutex<HashMap<String, Instant>>,
     /// The next Pod IP's sequence number.
     pub next_ip: &'a AtomicU64,
+    /// The next node the scheduler binds a Pod to.
+    pub next_node: &'a AtomicU64,
 }
 
 /// Start the controllers on `api`: seed the nodes and the `kubernetes` Service, and run
@@ -153,6 +155,7 @@ async fn run(
     let (later_tx, mut later) = mpsc::unbounded_channel::<Work>();
     let starting = Mutex::new(HashMap::new());
     let next_ip = AtomicU64::new(0);
+    let next_node = AtomicU64::new(0);
     let mut queue = Queue::default();
     for w in initial {
         queue.push(w);
@@ -169,6 +172,7 @@ async fn run(
                 ca_pem: ca_pem.as_deref(),
                 starting: &starting,
                 next_ip: &next_ip,
+                next_node: &next_node,
             };
             let next = match step(&cluster, &work).await {
                 Ok(next) => next,
@@ -219,6 +223,17 @@ impl Queue {
         self.queued.remove(&w);
         Some(w)
     }
+}
+
+/// Whether the controllers look at changes of this kind at all (like informers, they watch
+/// only the kinds they act on; a ConfigMap write does not even wake them).
+pub(crate) fn watches(group: &str, kind: &str) -> bool {
+    matches!(
+        (group, kind),
+        ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet")
+            | ("batch", "Job" | "CronJob")
+            | ("", "Pod" | "Service" | "Namespace")
+    )
 }
 
 /// The work a committed change makes: the object itself, and its controller owner.
