@@ -658,6 +658,9 @@ impl Api {
             }));
         }
         if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
+            if let Some(message) = crate::schema_types::decode_error(obj) {
+                return Err(ApiError::bad_request(message));
+            }
             causes.extend(validate_crd(obj));
         }
         if causes.is_empty() {

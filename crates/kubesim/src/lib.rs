@@ -35,6 +35,7 @@ mod openapi;
 mod proto;
 pub mod registry;
 pub mod schema;
+mod schema_types;
 pub mod selector;
 mod server;
 mod service_ip;

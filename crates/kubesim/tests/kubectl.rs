@@ -1793,3 +1793,23 @@ async fn statefulsets_and_daemonsets_roll_out() {
         env.ok(&["get", "pods", "-l", "app=agent", "-o", "jsonpath={.items[*].spec.containers[0].image}"]);
     assert_eq!(images, "agent:2 agent:2 agent:2");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crd_whose_schema_has_the_wrong_types_is_refused_as_the_decoder_words_it() {
+    let env = Env::start().await;
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: things.x.io}\n\
+        spec:\n  group: x.io\n  scope: Namespaced\n  names: {kind: Thing, plural: things, singular: thing}\n  \
+        versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        \
+        type: object\n        required: [false]\n";
+    let out = env.run_stdin(&["apply", "-f", "-"], crd);
+    assert!(!out.ok());
+    assert!(
+        out.stderr.contains(
+            "CustomResourceDefinition in version \"v1\" cannot be handled as a CustomResourceDefinition: json: cannot \
+             unmarshal bool into Go struct field JSONSchemaProps.spec.versions.schema.openAPIV3Schema.required of type string"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(!env.run(&["get", "crd", "things.x.io"]).ok(), "nothing was stored");
+}
