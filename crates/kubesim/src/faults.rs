@@ -42,15 +42,27 @@ pub struct Injected {
 pub struct Faults {
     rules: Mutex<Vec<FaultRule>>,
     epoch: watch::Sender<u64>,
+    stages: Mutex<Vec<crate::PodStage>>,
 }
 
 impl Default for Faults {
     fn default() -> Self {
-        Self { rules: Mutex::new(Vec::new()), epoch: watch::channel(0).0 }
+        Self { rules: Mutex::new(Vec::new()), epoch: watch::channel(0).0, stages: Mutex::new(Vec::new()) }
     }
 }
 
 impl Faults {
+    /// Pod stages that apply from now on, ahead of those kubesim started with (with
+    /// workloads on; each Pod is staged when the kubelet starts it).
+    pub fn set_pod_stages(&self, stages: Vec<crate::PodStage>) {
+        *self.stages.lock() = stages;
+    }
+
+    /// The stages set with [`Faults::set_pod_stages`].
+    pub fn pod_stages(&self) -> Vec<crate::PodStage> {
+        self.stages.lock().clone()
+    }
+
     /// Add a fault.
     pub fn add(&self, rule: FaultRule) {
         self.rules.lock().push(rule);
@@ -87,6 +99,7 @@ impl Faults {
     /// Remove every fault.
     pub fn clear(&self) {
         self.rules.lock().clear();
+        self.stages.lock().clear();
     }
 
     /// The active faults.

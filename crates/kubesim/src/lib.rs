@@ -201,7 +201,7 @@ impl KubeSim {
         };
         if let Some(workloads) = config.workloads.clone() {
             let ca = cert.as_ref().map(|c| c.ca_pem.clone());
-            workloads::start(&api, workloads, ca).await.map_err(StartError::Seed)?;
+            workloads::start(&api, workloads, ca, server.faults.clone()).await.map_err(StartError::Seed)?;
         }
         tracing::info!(%addr, authz = config.authz, tls = config.tls, "kubesim serving");
         Ok(Self { addr, api, server, admin_token, cert, shutdown: Mutex::new(Some(tx)) })

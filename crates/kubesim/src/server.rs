@@ -465,6 +465,25 @@ async fn faults(srv: &Server, method: &Method, rest: &[String], body: Body) -> R
             srv.faults.add(rule);
             Ok(json_response(201, &json!(srv.faults.rules())))
         }
+        (&Method::GET, Some("pod-stages")) => {
+            let stages: Vec<String> = srv.faults.pod_stages().into_iter().map(|s| s.text).collect();
+            Ok(json_response(200, &json!(stages)))
+        }
+        (&Method::PUT, Some("pod-stages")) => {
+            let bytes = read_body(body).await?;
+            let texts: Vec<String> = serde_json::from_slice(&bytes).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "pod stages: expected a list of \"SELECTOR:ACTION\" strings: {e}"
+                ))
+            })?;
+            let stages = texts
+                .iter()
+                .map(|t| t.parse::<crate::PodStage>())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| ApiError::bad_request(format!("pod stages: {e}")))?;
+            srv.faults.set_pod_stages(stages);
+            Ok(json_response(200, &json!(texts)))
+        }
         (&Method::POST, Some("drop-watches")) => {
             srv.faults.drop_watches();
             Ok(json_response(200, &json!({})))

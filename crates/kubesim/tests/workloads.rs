@@ -420,3 +420,29 @@ async fn a_cronjob_runs_the_job_it_missed_and_records_it() {
     let last = cj.status.and_then(|s| s.last_schedule_time).expect("lastScheduleTime");
     assert_eq!(last.0.to_string(), jiff::Timestamp::from_str(&scheduled).expect("a time").to_string());
 }
+
+#[tokio::test]
+async fn stages_set_at_run_time_through_the_fault_api() {
+    let (sim, client) = start_with(staged(&[])).await;
+    // Over HTTP, as a test in another language would.
+    let put = http::Request::put("/kubesim/faults/pod-stages")
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&json!(["app=late:never-ready"])).expect("json"))
+        .expect("request");
+    client.request_text(put).await.expect("stages set");
+    assert_eq!(sim.faults().pod_stages().len(), 1);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    deployments.create(&PostParams::default(), &deployment("late", 1, "x:1")).await.expect("created");
+    let pod = eventually(20, "the Pod runs unready", || async {
+        let p = pods_of(&client, "late").await.into_iter().next()?;
+        (p.status.as_ref()?.phase.as_deref() == Some("Running")).then_some(p)
+    })
+    .await;
+    let ready =
+        pod.status.and_then(|s| s.conditions).unwrap_or_default().into_iter().find(|c| c.type_ == "Ready");
+    assert_eq!(ready.map(|c| c.status).as_deref(), Some("False"));
+    // Cleared: new Pods are ready again.
+    sim.faults().clear();
+    deployments.create(&PostParams::default(), &deployment("again", 1, "x:1")).await.expect("created");
+    rolled_out(&deployments, "again", 1, "x:1").await;
+}

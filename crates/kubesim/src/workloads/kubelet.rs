@@ -26,7 +26,8 @@ pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, Ap
         cluster.starting.lock().remove(&uid);
         return Ok(Next::Done);
     }
-    let stage = cluster.config.stages.iter().find(|s| s.picks(&pod));
+    let injected = cluster.faults.pod_stages();
+    let stage = injected.iter().chain(&cluster.config.stages).find(|s| s.picks(&pod));
     let outcome = stage.map(|s| s.outcome.clone()).unwrap_or_default();
     let restarts = pod["spec"]["restartPolicy"].as_str().unwrap_or("Always") == "Always";
     let node = pod["spec"]["nodeName"].as_str().unwrap_or_default().to_owned();

@@ -104,6 +104,8 @@ pub(crate) struct Cluster<'a> {
     pub next_ip: &'a AtomicU64,
     /// The next node the scheduler binds a Pod to.
     pub next_node: &'a AtomicU64,
+    /// The stages set at run time (fault injection), ahead of the configured ones.
+    pub faults: &'a crate::Faults,
 }
 
 /// Start the controllers on `api`: seed the nodes and the `kubernetes` Service, and run
@@ -112,6 +114,7 @@ pub(crate) async fn start(
     api: &Arc<Api>,
     config: WorkloadConfig,
     ca_pem: Option<String>,
+    faults: Arc<crate::Faults>,
 ) -> Result<(), ApiError> {
     let (tx, rx) = mpsc::unbounded_channel();
     api.enable_workloads(tx);
@@ -141,7 +144,7 @@ pub(crate) async fn start(
         .keys()
         .map(|(_, name)| Work::Namespace(name.clone()))
         .collect();
-    tokio::spawn(run(Arc::downgrade(api), config, ca_pem, rx, initial));
+    tokio::spawn(run(Arc::downgrade(api), config, ca_pem, faults, rx, initial));
     Ok(())
 }
 
@@ -149,6 +152,7 @@ async fn run(
     api: Weak<Api>,
     config: WorkloadConfig,
     ca_pem: Option<String>,
+    faults: Arc<crate::Faults>,
     mut changes: mpsc::UnboundedReceiver<Arc<Change>>,
     initial: Vec<Work>,
 ) {
@@ -173,6 +177,7 @@ async fn run(
                 starting: &starting,
                 next_ip: &next_ip,
                 next_node: &next_node,
+                faults: &faults,
             };
             let next = match step(&cluster, &work).await {
                 Ok(next) => next,

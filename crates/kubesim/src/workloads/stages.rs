@@ -27,7 +27,7 @@ pub enum Outcome {
 pub struct PodStage {
     /// Which Pods (a label selector, `""` for all).
     pub selector: LabelSelector,
-    /// The selector as written.
+    /// The stage as written (`SELECTOR:ACTION…`).
     pub text: String,
     /// How long they stay `Pending` once scheduled (else the cluster's `pod_start`).
     pub start: Option<Duration>,
@@ -56,7 +56,7 @@ impl std::str::FromStr for PodStage {
             .map_err(|e| format!("{s:?}: the selector {selector:?} is invalid: {e}"))?;
         let mut stage = PodStage {
             selector: parsed,
-            text: selector.to_owned(),
+            text: s.to_owned(),
             start: None,
             complete: None,
             outcome: Outcome::Ready,
