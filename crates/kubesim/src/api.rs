@@ -601,14 +601,16 @@ impl Api {
         if let Some(anchor) = pod_spec_pointer(&rt.kind)
             && let Some(spec) = obj.pointer_mut(anchor)
         {
-            for list in ["containers", "initContainers"] {
-                for c in spec.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
-                    for p in c.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
-                        if let Some(p) = p.as_object_mut() {
-                            p.entry("protocol").or_insert_with(|| json!("TCP"));
-                        }
-                    }
-                }
+            pod_spec_defaults(spec, rt.kind == "Pod", matches!(rt.kind.as_str(), "Job" | "CronJob"));
+        }
+        if rt.group.is_empty()
+            && rt.kind == "Namespace"
+            && let Some(name) = obj.pointer("/metadata/name").and_then(Value::as_str).map(str::to_owned)
+        {
+            let meta = meta_mut(obj);
+            let labels = meta.entry("labels").or_insert_with(|| json!({}));
+            if let Some(labels) = labels.as_object_mut() {
+                labels.insert("kubernetes.io/metadata.name".into(), json!(name));
             }
         }
     }
@@ -688,7 +690,10 @@ impl Api {
             Some(n) if !n.is_empty() => n.to_owned(),
             _ => match meta.get("generateName").and_then(Value::as_str) {
                 Some(prefix) if !prefix.is_empty() => {
-                    let n = format!("{prefix}{}", meta::name_suffix());
+                    // As the API server's name generator: a base over 58 characters is cut
+                    // there, so that base and suffix fit a 63-character label.
+                    let base = prefix.get(..58).unwrap_or(prefix);
+                    let n = format!("{base}{}", meta::name_suffix());
                     meta.insert("name".into(), json!(n));
                     n
                 }
@@ -1432,6 +1437,54 @@ fn workload_defaults(kind: &str, spec: &mut Value) {
             default("failedJobsHistoryLimit", json!(1));
         }
         _ => {}
+    }
+}
+
+/// The API server's defaults of a PodSpec (`SetDefaults_PodSpec`, the container defaults)
+/// and, for a Pod itself, of the admission plugins every cluster runs (ServiceAccount,
+/// Priority, DefaultTolerationSeconds). A Job's template keeps its `restartPolicy` as
+/// written (the default, Always, is invalid there).
+fn pod_spec_defaults(spec: &mut Value, pod: bool, job: bool) {
+    let Some(spec) = spec.as_object_mut() else { return };
+    for list in ["containers", "initContainers"] {
+        for c in spec.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
+            let Some(c) = c.as_object_mut() else { continue };
+            for p in c.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
+                if let Some(p) = p.as_object_mut() {
+                    p.entry("protocol").or_insert_with(|| json!("TCP"));
+                }
+            }
+            let image = c.get("image").and_then(Value::as_str).unwrap_or_default();
+            // The tag after the last `/`; a digest pins the image.
+            let tail = image.rsplit('/').next().unwrap_or_default();
+            let latest = !image.contains('@') && tail.split_once(':').is_none_or(|(_, tag)| tag == "latest");
+            let pull = if latest { "Always" } else { "IfNotPresent" };
+            c.entry("imagePullPolicy").or_insert_with(|| json!(pull));
+            c.entry("terminationMessagePath").or_insert_with(|| json!("/dev/termination-log"));
+            c.entry("terminationMessagePolicy").or_insert_with(|| json!("File"));
+            c.entry("resources").or_insert_with(|| json!({}));
+        }
+    }
+    if !job {
+        spec.entry("restartPolicy").or_insert_with(|| json!("Always"));
+    }
+    spec.entry("dnsPolicy").or_insert_with(|| json!("ClusterFirst"));
+    spec.entry("terminationGracePeriodSeconds").or_insert_with(|| json!(30));
+    spec.entry("schedulerName").or_insert_with(|| json!("default-scheduler"));
+    spec.entry("securityContext").or_insert_with(|| json!({}));
+    if pod {
+        spec.entry("enableServiceLinks").or_insert_with(|| json!(true));
+        spec.entry("priority").or_insert_with(|| json!(0));
+        spec.entry("preemptionPolicy").or_insert_with(|| json!("PreemptLowerPriority"));
+        let account = spec.get("serviceAccountName").cloned().unwrap_or_else(|| json!("default"));
+        spec.entry("serviceAccountName").or_insert_with(|| account.clone());
+        spec.entry("serviceAccount").or_insert(account);
+        spec.entry("tolerations").or_insert_with(|| {
+            json!([
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+            ])
+        });
     }
 }
 

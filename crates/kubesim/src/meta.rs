@@ -47,8 +47,17 @@ fn is_dns_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
+/// RFC 1123 subdomain as Kubernetes checks it: the regex's dot-separated parts, 253
+/// characters in all (a part alone is not limited to 63, unlike a DNS label).
 fn is_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|part| {
+            !part.is_empty()
+                && part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !part.starts_with('-')
+                && !part.ends_with('-')
+        })
 }
 
 /// Which name rule a kind follows.
@@ -179,5 +188,18 @@ mod tests {
         let s = name_suffix();
         assert_eq!(s.len(), 5);
         assert!(s.bytes().all(|b| b"bcdfghjklmnpqrstvwxz2456789".contains(&b)));
+    }
+}
+
+#[cfg(test)]
+mod subdomain_tests {
+    #[test]
+    fn a_subdomain_part_may_be_longer_than_a_label() {
+        let long = format!("nginx-deployment-{}-5999959f9c", "a".repeat(36));
+        assert!(long.len() > 63);
+        assert!(super::is_subdomain(&long));
+        assert!(!super::is_dns_label(&long));
+        assert!(!super::is_subdomain(&"a".repeat(254)));
+        assert!(!super::is_subdomain("a..b") && !super::is_subdomain("-a") && !super::is_subdomain("A"));
     }
 }

@@ -952,7 +952,12 @@ async fn patch_strategic_deployment() {
         r#"{"spec":{"template":{"spec":{"containers":[{"name":"only","image":"x"}]}}}}"#,
     ]);
     let d = env.get(&["deployment", "web"]).unwrap();
-    assert_eq!(containers(&d), &vec![json!({"name": "only", "image": "x"})]);
+    // The list is replaced; the API server defaults the new container as any other.
+    assert_eq!(
+        containers(&d),
+        &vec![json!({"name": "only", "image": "x", "imagePullPolicy": "Always", "resources": {},
+            "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"})]
+    );
 
     // Strategic merge patch is not supported for custom resources: 415.
     install_widgets(&env);
