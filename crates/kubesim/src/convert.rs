@@ -45,6 +45,15 @@ pub fn out_in_place(rt: &ResourceType, out: &mut Value) {
             };
             map.insert("status".into(), empty);
         }
+        // Integer status fields without `omitempty` in Go are written even when zero.
+        let zeros = always_written(&rt.group, &rt.kind);
+        if !zeros.is_empty()
+            && let Some(status) = map.get_mut("status").and_then(Value::as_object_mut)
+        {
+            for field in zeros {
+                status.entry(*field).or_insert(Value::from(0));
+            }
+        }
         if rt.kind == "Event" && rt.group == "events.k8s.io" {
             for (core, ev) in EVENT_FIELDS {
                 rename(map, core, ev);
@@ -72,6 +81,23 @@ pub fn to_stored(rt: &ResourceType, mut obj: Value) -> Value {
         map.insert("apiVersion".into(), Value::String("v1".into()));
     }
     obj
+}
+
+/// The integer status fields a built-in kind always serialises (no `omitempty` in its Go
+/// type), so typed clients that require them find a 0.
+fn always_written(group: &str, kind: &str) -> &'static [&'static str] {
+    match (group, kind) {
+        ("apps", "DaemonSet") => {
+            &["currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady"]
+        }
+        ("apps", "ReplicaSet") | ("", "ReplicationController") => &["replicas"],
+        ("apps", "StatefulSet") => &["replicas", "availableReplicas"],
+        ("policy", "PodDisruptionBudget") => {
+            &["disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"]
+        }
+        ("autoscaling", "HorizontalPodAutoscaler") => &["desiredReplicas"],
+        _ => &[],
+    }
 }
 
 #[cfg(test)]
