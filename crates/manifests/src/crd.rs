@@ -8,6 +8,14 @@ use crate::Error;
 /// Label that lets objects of the kind be ApplySet parents (`kubectl apply --applyset`).
 pub const APPLYSET_PARENT_TYPE_LABEL: &str = "applyset.kubernetes.io/is-parent-type";
 
+/// What a running operator needs installed: the CRD of every resource of `spec` (no extra
+/// labels) and the `ControllerStatus` CRD its controllers report in (`ctop dev`, `ctop run
+/// --install-crds`).
+pub fn operator_crds(spec: &ctop_core::OperatorSpec) -> Result<Vec<Value>, Error> {
+    let labels = Map::new();
+    spec.resources.iter().map(|r| crd(r, &labels)).chain([Ok(ctop_core::controller_status::crd())]).collect()
+}
+
 /// The CRD of `resource`: its structural schema with `apiVersion`, `kind` and `metadata`
 /// added at the root, the status subresource, scope, names and printer columns (plus Age,
 /// which kubectl stops showing once a CRD names its own columns).

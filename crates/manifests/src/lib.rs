@@ -36,7 +36,7 @@ mod workload;
 use ctop_core::OperatorSpec;
 use serde_json::{Map, Value, json};
 
-pub use crd::{APPLYSET_PARENT_TYPE_LABEL, crd};
+pub use crd::{APPLYSET_PARENT_TYPE_LABEL, crd, operator_crds};
 pub use netpol::NetworkPolicy;
 pub use options::{
     BUNDLE_FILE, BUNDLE_HASH_ANNOTATION, ContainerResources, DEFAULT_CONCURRENCY, DEFAULT_IMAGE,

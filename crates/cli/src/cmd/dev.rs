@@ -252,12 +252,5 @@ async fn load(dir: &Path, entry: &str, flags: &super::ScriptFlags) -> anyhow::Re
 
 /// The CRDs of `script`'s resources and the ControllerStatus CRD.
 fn crds(script: &Script) -> Result<Vec<Value>, ctop_manifests::Error> {
-    let labels = serde_json::Map::new();
-    script
-        .spec()
-        .resources
-        .iter()
-        .map(|r| ctop_manifests::crd(r, &labels))
-        .chain([Ok(ctop_core::controller_status::crd())])
-        .collect()
+    ctop_manifests::operator_crds(script.spec())
 }

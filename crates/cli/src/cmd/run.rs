@@ -125,18 +125,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     let values = values_from_yaml(&super::values_text(&args.dir, args.values.as_deref())?)
         .context("the values file is not a YAML mapping")?;
-    let install_crds = if args.install_crds {
-        let labels = Default::default();
-        script
-            .spec()
-            .resources
-            .iter()
-            .map(|r| ctop_manifests::crd(r, &labels))
-            .chain([Ok(ctop_core::controller_status::crd())])
-            .collect::<Result<Vec<_>, _>>()?
-    } else {
-        Vec::new()
-    };
+    let install_crds =
+        if args.install_crds { ctop_manifests::operator_crds(script.spec())? } else { Vec::new() };
     if args.retry_qps.is_nan() || args.retry_qps < 0.0 {
         anyhow::bail!("--retry-qps must be 0 (no global limit) or more");
     }

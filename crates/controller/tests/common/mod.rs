@@ -285,13 +285,7 @@ async fn launch(
     let kubeconfig = dir.path().join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
     let client = client(&sim).await;
-    let crds = handlers
-        .spec()
-        .resources
-        .iter()
-        .map(|r| ctop_manifests::crd(r, &serde_json::Map::new()).expect("crd"))
-        .chain([ctop_core::controller_status::crd()])
-        .collect();
+    let crds = ctop_manifests::operator_crds(handlers.spec()).expect("crds");
     let counting = Counting::new(handlers);
     let (reconciles, finalizes) = (counting.reconciles.clone(), counting.finalizes.clone());
     let (on_starts, maps) = (counting.on_starts.clone(), counting.maps.clone());
