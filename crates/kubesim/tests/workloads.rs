@@ -446,3 +446,25 @@ async fn stages_set_at_run_time_through_the_fault_api() {
     deployments.create(&PostParams::default(), &deployment("again", 1, "x:1")).await.expect("created");
     rolled_out(&deployments, "again", 1, "x:1").await;
 }
+
+#[tokio::test]
+async fn pods_the_api_refuses_show_as_replica_failure() {
+    let (_sim, client) = start_with(staged(&[])).await;
+    let sets: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    let rs: ReplicaSet = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "bad"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "bad"}},
+            "template": {"metadata": {"labels": {"app": "not a valid label value!"}},
+                "spec": {"containers": [{"name": "c", "image": "x:1"}]}}},
+    }))
+    .expect("a ReplicaSet");
+    sets.create(&PostParams::default(), &rs).await.expect("created");
+    let failure = eventually(20, "the ReplicaFailure condition", || async {
+        let rs = sets.get("bad").await.ok()?;
+        rs.status?.conditions?.into_iter().find(|c| c.type_ == "ReplicaFailure")
+    })
+    .await;
+    assert_eq!((failure.status.as_str(), failure.reason.as_deref()), ("True", Some("FailedCreate")));
+    let message = failure.message.unwrap_or_default();
+    assert!(message.contains("metadata.labels"), "{message}");
+}

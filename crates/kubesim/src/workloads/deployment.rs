@@ -302,6 +302,21 @@ fn status_of(
         status.insert("collisionCount".into(), json!(c));
     }
     let mut conditions: Vec<Value> = d["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    // A ReplicaSet that cannot create its Pods says why on the Deployment too.
+    let failure = all
+        .iter()
+        .filter_map(|rs| rs["status"]["conditions"].as_array())
+        .flatten()
+        .find(|c| c["type"] == "ReplicaFailure" && c["status"] == "True")
+        .cloned();
+    match failure {
+        Some(c) => {
+            let (reason, message) =
+                (c["reason"].as_str().unwrap_or_default(), c["message"].as_str().unwrap_or_default());
+            set_condition(&mut conditions, "ReplicaFailure", "True", reason, message);
+        }
+        None => conditions.retain(|c| c["type"] != "ReplicaFailure"),
+    }
     if available >= desired - max_unavailable {
         set_condition(
             &mut conditions,

@@ -20,9 +20,19 @@ pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, Ap
     let uid = rs["metadata"]["uid"].as_str().unwrap_or_default();
     let pods = active_pods(cluster, &pods_rt, &key.0, uid);
     let desired = usize::try_from(rs["spec"]["replicas"].as_i64().unwrap_or(1)).unwrap_or(0);
+    // A Pod the API refuses is reported as the real controller does: a `ReplicaFailure`
+    // condition with the API's message, and another try a little later.
+    let mut failed_create = None;
     if pods.len() < desired {
         for _ in pods.len()..desired {
-            cluster.create(&pods_rt, &key.0, pod_for(&rs), MANAGER).await?;
+            match cluster.create(&pods_rt, &key.0, pod_for(&rs), MANAGER).await {
+                Ok(_) => {}
+                Err(e) if e.code == 409 || e.code >= 500 => return Err(e),
+                Err(e) => {
+                    failed_create = Some(e.message.clone());
+                    break;
+                }
+            }
         }
     } else if pods.len() > desired {
         let mut ranked = pods.clone();
@@ -33,11 +43,28 @@ pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, Ap
     }
     let pods = active_pods(cluster, &pods_rt, &key.0, uid);
     let min_ready = rs["spec"]["minReadySeconds"].as_i64().unwrap_or(0);
-    let (status, wait) = status_of(&rs, &pods, min_ready);
+    let (mut status, wait) = status_of(&rs, &pods, min_ready);
+    if let Some(message) = &failed_create {
+        let now = super::now();
+        let kept = rs["status"]["conditions"]
+            .as_array()
+            .and_then(|cs| {
+                cs.iter().find(|c| c["type"] == "ReplicaFailure" && c["message"] == message.as_str())
+            })
+            .and_then(|c| c["lastTransitionTime"].as_str().map(str::to_owned));
+        status.insert(
+            "conditions".into(),
+            json!([{"type": "ReplicaFailure", "status": "True", "lastTransitionTime": kept.unwrap_or(now),
+                "reason": "FailedCreate", "message": message}]),
+        );
+    }
     if !same_status(&rs["status"], &status) {
         cluster
             .merge(&sets, key, true, &json!({"status": patch_of(&rs["status"], &status)}), MANAGER)
             .await?;
+    }
+    if failed_create.is_some() {
+        return Ok(Next::After(std::time::Duration::from_secs(5)));
     }
     Ok(wait.map_or(Next::Done, Next::After))
 }
