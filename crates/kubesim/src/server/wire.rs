@@ -1,0 +1,221 @@
+//! The bytes on the wire: reading request bodies (JSON, YAML, protobuf, with the size
+//! limit), content negotiation of the answer (`Table`, `PartialObjectMetadata`), JSON and
+//! error responses, `Warning` headers, and the chunked stream of a watch.
+
+use std::collections::HashMap;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt as _;
+use http_body_util::BodyExt as _;
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+
+/// The largest request body accepted: the real server's `MaxRequestBodyBytes`, 3 MiB.
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+pub(super) fn json_response(code: u16, body: &Value) -> Response {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response()
+}
+
+pub(super) fn error_response(e: &ApiError) -> Response {
+    let status = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut r = (status, [(header::CONTENT_TYPE, "application/json")], e.to_status_bytes()).into_response();
+    if let Some(s) = e.retry_after
+        && let Ok(v) = HeaderValue::from_str(&s.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
+}
+
+pub(super) fn with_warnings(mut r: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+            r.headers_mut().append(header::WARNING, v);
+        }
+    }
+    r
+}
+
+/// What the client asked the answer to look like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Shape {
+    Full,
+    Table,
+    Partial,
+}
+
+pub(super) fn negotiate(headers: &HeaderMap) -> Result<Shape, ApiError> {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if accept.is_empty() {
+        return Ok(Shape::Full);
+    }
+    let mut json_ok = false;
+    for part in accept.split(',') {
+        let part = part.trim();
+        let media = part.split(';').next().unwrap_or("").trim();
+        if !matches!(media, "application/json" | "*/*" | "application/*" | "application/yaml") {
+            continue;
+        }
+        json_ok = true;
+        let params: HashMap<&str, &str> =
+            part.split(';').skip(1).filter_map(|p| p.trim().split_once('=')).collect();
+        match (params.get("as"), params.get("g"), params.get("v")) {
+            (Some(&"Table"), Some(&"meta.k8s.io"), Some(&("v1" | "v1beta1"))) => return Ok(Shape::Table),
+            (
+                Some(&("PartialObjectMetadata" | "PartialObjectMetadataList")),
+                Some(&"meta.k8s.io"),
+                Some(&("v1" | "v1beta1")),
+            ) => {
+                return Ok(Shape::Partial);
+            }
+            (Some(_), _, _) => {}
+            (None, _, _) => return Ok(Shape::Full),
+        }
+    }
+    if json_ok { Ok(Shape::Full) } else { Err(ApiError::not_acceptable(accept)) }
+}
+
+pub(super) async fn read_body(body: Body) -> Result<Bytes, ApiError> {
+    let limited = http_body_util::Limited::new(body, MAX_BODY);
+    match limited.collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(ApiError::request_entity_too_large(MAX_BODY))
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "reading a request body failed");
+            Err(ApiError::bad_request(format!("error reading the request body: {e}")))
+        }
+    }
+}
+
+pub(super) fn parse_json(bytes: &[u8], content_type: &str) -> Result<Value, ApiError> {
+    if bytes.is_empty() {
+        return Ok(Value::Null);
+    }
+    if content_type.starts_with(crate::proto::CONTENT_TYPE) {
+        return crate::proto::decode(bytes).map_err(|e| match e {
+            crate::proto::ProtoError::UnsupportedKind { .. } => ApiError::unsupported_media_type(),
+            other => ApiError::bad_request(format!("error decoding protobuf: {other}")),
+        });
+    }
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    if media.ends_with("yaml") {
+        return parse_yaml(bytes);
+    }
+    if !(media.is_empty() || media.ends_with("json") || media == "*/*") {
+        return Err(ApiError::unsupported_media_type());
+    }
+    serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("error decoding JSON: {e}")))
+}
+
+/// A YAML body (`application/yaml`, `application/apply-patch+yaml`). One that is JSON, as
+/// kubectl's and kube-rs's are, is read as JSON: YAML reads it the same, several times more
+/// slowly. Anything else is one YAML document read with YAML 1.2 scalars, as serde_yaml_ng did
+/// here before: `yes`, `on` and `0755` stay strings, a repeated key keeps its last value,
+/// `<<` is an ordinary key, `.nan` and `.inf` become null, nesting is limited to 128.
+pub(super) fn parse_yaml(bytes: &[u8]) -> Result<Value, ApiError> {
+    if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
+        return Ok(v);
+    }
+    // The body limit bounds the work; the default node cap (250 000) could refuse a body
+    // under it.
+    let options = ctop_core::yaml::options(Some(MAX_BODY));
+    serde_saphyr::from_slice_with_options(bytes, options)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
+}
+
+pub(super) fn event_line(kind: &str, object: &Value) -> Bytes {
+    let mut line = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+    line.push(b'\n');
+    Bytes::from(line)
+}
+
+pub(super) fn stream_response<S>(stream: S) -> Response
+where
+    S: futures::Stream<Item = Bytes> + Send + 'static,
+{
+    let body = Body::from_stream(stream.map(Ok::<_, std::convert::Infallible>));
+    let mut r = Response::new(body);
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_bodies_read_as_before() {
+        let yaml = |text: &str| parse_json(text.as_bytes(), "application/yaml");
+        let body = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  \
+                    on: yes\n  mode: 0755\n  big: 1_000\n  n: 3\n  t: true\n  empty:\n  \
+                    text: |\n    line\n";
+        assert_eq!(
+            yaml(body).expect("parses"),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {
+                "on": "yes", "mode": "0755", "big": "1_000", "n": 3, "t": true, "empty": null, "text": "line\n"}})
+        );
+        // A repeated key keeps the last value; `<<` is an ordinary key; non-finite is null.
+        assert_eq!(yaml("a: 1\na: 2\n").expect("parses"), json!({"a": 2}));
+        assert_eq!(
+            yaml("b: &b {x: 1}\nd:\n  <<: *b\n").expect("parses"),
+            json!({"b": {"x": 1}, "d": {"<<": {"x": 1}}})
+        );
+        assert_eq!(yaml("a: .nan\n").expect("parses"), json!({"a": null}));
+        // JSON (what kube-rs sends for server-side apply) reads as JSON.
+        let apply = json!({"apiVersion": "v1", "kind": "Secret", "stringData": {"k": "yes"}});
+        assert_eq!(
+            parse_json(apply.to_string().as_bytes(), "application/apply-patch+yaml").expect("parses"),
+            apply
+        );
+        assert_eq!(yaml("# only a comment\n").expect("parses"), Value::Null);
+        // One document only, and errors are one line.
+        for bad in ["a: 1\n---\nb: 2\n", "a: [1, 2\nb: x\n"] {
+            let message = yaml(bad).expect_err(bad).to_string();
+            assert!(message.contains("error decoding YAML"), "{message}");
+            assert!(!message.contains('\n'), "{message}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_oversized_body_gets_413_stating_the_limit() {
+        let exact = read_body(Body::from(vec![b'x'; MAX_BODY])).await.expect("the limit itself is accepted");
+        assert_eq!(exact.len(), MAX_BODY);
+        let err = read_body(Body::from(vec![b'x'; MAX_BODY + 1])).await.expect_err("one byte over");
+        let response = error_response(&err);
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let body = response.into_body().collect().await.expect("body").to_bytes();
+        let status: Value = serde_json::from_slice(&body).expect("a Status");
+        assert_eq!(
+            status,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                   "message": "Request entity too large: limit is 3145728",
+                   "reason": "RequestEntityTooLarge", "code": 413})
+        );
+    }
+
+    #[test]
+    fn accept_negotiation() {
+        let mut h = HeaderMap::new();
+        h.insert(header::ACCEPT, HeaderValue::from_static("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"));
+        assert_eq!(negotiate(&h).ok(), Some(Shape::Table));
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"),
+        );
+        assert_eq!(negotiate(&h).ok(), Some(Shape::Partial));
+        h.insert(header::ACCEPT, HeaderValue::from_static("application/vnd.kubernetes.protobuf"));
+        assert!(negotiate(&h).is_err());
+        h.insert(header::ACCEPT, HeaderValue::from_static("application/vnd.kubernetes.protobuf, */*"));
+        assert_eq!(negotiate(&h).ok(), Some(Shape::Full));
+    }
+}
