@@ -12,7 +12,6 @@ use tokio::sync::mpsc;
 use crate::admission::{self, Operation};
 use crate::convert;
 use crate::error::{ApiError, StatusCause};
-use crate::gc::Work;
 use crate::meta::{self, deleting, finalizers};
 use crate::registry::{Registry, ResourceType, StoreKey, crd_types};
 use crate::schema;
@@ -135,7 +134,7 @@ pub struct Api {
     pub store: Store,
     /// The kinds.
     pub registry: Registry,
-    gc: mpsc::UnboundedSender<Work>,
+    controllers: mpsc::UnboundedSender<Committed>,
     webhooks: parking_lot::RwLock<admission::Caller>,
     /// Where committed changes go when the workload controllers run.
     workloads: std::sync::OnceLock<mpsc::UnboundedSender<Arc<Change>>>,
@@ -227,14 +226,38 @@ fn ssa_error(rt: &ResourceType, name: &str, e: ssa::SsaError) -> ApiError {
     }
 }
 
+/// A committed change, as the cluster's own controllers receive it (the garbage collector,
+/// namespace and CRD cleanup in `gc`): they act on it through the same [`Api`], so the
+/// API never calls them.
+#[derive(Clone, Debug)]
+pub struct Committed {
+    /// What changed.
+    pub change: Arc<Change>,
+    /// What the changed object is to those controllers.
+    pub role: Role,
+}
+
+/// What kind of object a [`Committed`] change is about, as far as cleanup cares.
+#[derive(Clone, Debug)]
+pub enum Role {
+    /// A CustomResourceDefinition.
+    Crd,
+    /// A Namespace.
+    Namespace,
+    /// A custom resource, served by this CRD version.
+    CustomResource(Arc<crate::registry::CrdVersion>),
+    /// Any other object.
+    Other,
+}
+
 impl Api {
     /// The API over a fresh store with the built-in kinds, keeping a watch history within
     /// `history`; [`Api::bootstrap`] adds the default namespaces.
-    pub fn new(history: HistoryLimits, gc: mpsc::UnboundedSender<Work>) -> Self {
+    pub fn new(history: HistoryLimits, controllers: mpsc::UnboundedSender<Committed>) -> Self {
         Self {
             store: Store::new(history),
             registry: Registry::with_builtins(),
-            gc,
+            controllers,
             webhooks: parking_lot::RwLock::new(admission::Caller::new(std::collections::HashMap::new())),
             workloads: std::sync::OnceLock::new(),
             service_ips: parking_lot::Mutex::new(None),
@@ -452,11 +475,6 @@ impl Api {
         let attrs = self.admission_attrs(rt, req, object.cloned());
         let caller = self.webhooks.read().clone();
         caller.validate_into(&configs, &attrs, warnings).await.map_err(admission_error)
-    }
-
-    fn enqueue(&self, work: Work) {
-        // The collector lives as long as the server; a closed channel only means shutdown.
-        let _ = self.gc.send(work);
     }
 
     /// `GET` one object.
@@ -1282,51 +1300,20 @@ impl Api {
                         None => Arc::new(crate::shape::MetadataOnlyShape),
                     });
                     self.registry.set_crd(crd_name, types);
-                    if deleting(obj) {
-                        self.enqueue(Work::CrdCleanup(crd_name.to_owned()));
-                    }
                 }
             }
         }
-        match change.kind {
-            EventKind::Deleted => {
-                if let Some(uid) = uid_of(obj) {
-                    self.enqueue(Work::OwnerGone(uid.to_owned()));
-                }
-                if let Some(old) = &change.old {
-                    for r in old
-                        .pointer("/metadata/ownerReferences")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                    {
-                        if let Some(uid) = r["uid"].as_str() {
-                            self.enqueue(Work::Owner(uid.to_owned()));
-                        }
-                    }
-                }
-                if let Some(ns) = obj.pointer("/metadata/namespace").and_then(Value::as_str) {
-                    self.enqueue(Work::Namespace(ns.to_owned()));
-                }
-                if let Some(crd) = &rt.crd {
-                    self.enqueue(Work::CrdCleanup(crd.crd_name.clone()));
-                }
-            }
-            _ => {
-                if obj.pointer("/metadata/ownerReferences").is_some() {
-                    self.enqueue(Work::Dependent(change.store.clone(), obj_key_of(obj)));
-                }
-                if deleting(obj) {
-                    if let Some(uid) = uid_of(obj) {
-                        self.enqueue(Work::Owner(uid.to_owned()));
-                    }
-                    if rt.kind == "Namespace" && rt.group.is_empty() {
-                        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-                        self.enqueue(Work::Namespace(name.to_owned()));
-                    }
-                }
-            }
-        }
+        let role = if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
+            Role::Crd
+        } else if rt.kind == "Namespace" && rt.group.is_empty() {
+            Role::Namespace
+        } else if let Some(crd) = &rt.crd {
+            Role::CustomResource(crd.clone())
+        } else {
+            Role::Other
+        };
+        // The controllers live as long as the server; a closed channel only means shutdown.
+        let _ = self.controllers.send(Committed { change: change.clone(), role });
     }
 }
 
@@ -1357,11 +1344,6 @@ fn admission_error(e: admission::AdmissionError) -> ApiError {
         _ => "",
     };
     err
-}
-
-fn obj_key_of(obj: &Value) -> ObjKey {
-    let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or_default().to_owned();
-    (s("/metadata/namespace"), s("/metadata/name"))
 }
 
 fn manager<'a>(name: &'a str, rt: &'a ResourceType, sub: Option<&'a str>, now: &'a str) -> ssa::Manager<'a> {

@@ -137,11 +137,11 @@ impl KubeSim {
             .await
             .map_err(|source| StartError::Bind { addr: config.addr, source })?;
         let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.addr, source })?;
-        let (gc_tx, gc_rx) = mpsc::unbounded_channel();
+        let (committed_tx, committed_rx) = mpsc::unbounded_channel();
         let history =
             store::HistoryLimits { events: config.watch_history, bytes: config.watch_history_bytes };
-        let api = Arc::new(Api::new(history, gc_tx.clone()));
-        tokio::spawn(gc::run(Arc::downgrade(&api), gc_rx, gc_tx));
+        let api = Arc::new(Api::new(history, committed_tx));
+        tokio::spawn(gc::run(Arc::downgrade(&api), committed_rx));
         api.bootstrap().await.map_err(StartError::Seed)?;
         for obj in authz::bootstrap_objects() {
             api.seed(obj).await.map_err(StartError::Seed)?;
