@@ -40,17 +40,14 @@
 //! patched objects are not re-defaulted or pruned here (the caller should do it); audit
 //! annotations are dropped; only loopback addresses are dialled (other hosts fail to connect).
 
-use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
-use std::hash::{BuildHasher, Hasher};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -415,7 +412,7 @@ impl Caller {
                         .into(),
                 )
             })?;
-        let uid = new_uid();
+        let uid = crate::meta::new_uid();
         let body = review_request(&uid, version, attrs, object).to_string();
         let target = self
             .target(hook.spec)
@@ -1078,35 +1075,10 @@ fn go_duration(d: Duration) -> String {
 
 /// Formats UNIX seconds as RFC 3339 in UTC (`2006-01-02T15:04:05Z`).
 fn rfc3339(secs: u64) -> String {
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil-from-days (proleptic Gregorian), days since 1970-01-01.
-    let z = days + 719_468;
-    let (era, doe) = (z / 146_097, z % 146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
-}
-
-/// A fresh random (version 4 layout) UID for `request.uid`.
-fn new_uid() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let mut bytes = [0u8; 16];
-    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
-        let mut hasher = RandomState::new().build_hasher();
-        hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-        hasher.write_u128(nanos);
-        hasher.write_usize(i);
-        chunk.copy_from_slice(&hasher.finish().to_le_bytes());
-    }
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
+    i64::try_from(secs).ok().and_then(|s| jiff::Timestamp::from_second(s).ok()).map_or_else(
+        || format!("{secs}s after the Unix epoch"),
+        |t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+    )
 }
 
 #[cfg(test)]
@@ -1858,6 +1830,5 @@ mod tests {
         assert_eq!(join_host_port("::1", 443), "[::1]:443");
         assert!(resolve_loopback("10.0.0.1", 443).is_err());
         assert_eq!(resolve_loopback("localhost", 1), Ok(SocketAddr::from(([127, 0, 0, 1], 1))));
-        assert_ne!(new_uid(), new_uid());
     }
 }

@@ -109,6 +109,15 @@ pub enum ProtoError {
     /// A `FieldsV1` (managedFields) payload is not valid JSON.
     #[error("invalid FieldsV1 JSON: {0}")]
     FieldsV1(String),
+    /// A `Time` or `MicroTime` outside jiff's range (about the years -9999 to 9999). Go
+    /// formats any year; kubesim formats times with `jiff`, and no client sends such a time.
+    #[error("time out of range: {seconds}s {nanos}ns since the Unix epoch")]
+    TimeOutOfRange {
+        /// `Timestamp.seconds`.
+        seconds: i64,
+        /// `Timestamp.nanos`.
+        nanos: i32,
+    },
     /// The built-in message table is inconsistent (a bug in this module, not in the input).
     #[error("protobuf message table: {0}")]
     Table(String),
@@ -1257,20 +1266,8 @@ fn go_string(bytes: &[u8]) -> String {
 
 /// Standard base64 with padding, as Go's JSON encoder writes `[]byte`.
 fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// `metav1.Time` / `MicroTime`: a `Timestamp{1: seconds, 2: nanos}`; empty means the zero
@@ -1290,35 +1287,34 @@ fn decode_time(buf: &[u8], micro: bool) -> Result<Value, ProtoError> {
             (_, w) => r.skip(w)?,
         }
     }
-    Ok(format_time(secs, nanos, micro).map_or(Value::Null, Value::String))
+    Ok(format_time(secs, nanos, micro)?.map_or(Value::Null, Value::String))
 }
 
 /// Format Unix `secs` + `nanos` as Go's `t.UTC().Format(RFC3339)` (or the RFC 3339
 /// microsecond layout); `None` for Go's zero time (0001-01-01T00:00:00Z).
-fn format_time(secs: i64, nanos: i32, micro: bool) -> Option<String> {
-    // time.Unix normalises nanoseconds into [0, 1e9).
-    let total = i128::from(secs) * 1_000_000_000 + i128::from(nanos);
-    let secs = total.div_euclid(1_000_000_000);
-    let nanos = total.rem_euclid(1_000_000_000);
-    if secs == -62_135_596_800 && nanos == 0 {
-        return None;
+fn format_time(secs: i64, nanos: i32, micro: bool) -> Result<Option<String>, ProtoError> {
+    // time.Unix normalises nanoseconds into [0, 1e9); so does jiff.
+    let out_of_range = || ProtoError::TimeOutOfRange { seconds: secs, nanos };
+    let t = jiff::Timestamp::from_second(secs)
+        .and_then(|t| t.checked_add(jiff::SignedDuration::from_nanos(i64::from(nanos))))
+        .map_err(|_| out_of_range())?;
+    if t.as_second() == -62_135_596_800 && t.subsec_nanosecond() == 0 {
+        return Ok(None);
     }
-    let days = secs.div_euclid(86_400);
-    let tod = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (proleptic Gregorian).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i128::from(month <= 2);
+    let dt = t.to_zoned(jiff::tz::TimeZone::UTC).datetime();
+    // Go pads a negative year to four digits after the sign (`-0001`); jiff's `%Y` counts
+    // the sign as one of the four.
+    let year = i32::from(dt.year());
     let year = if year < 0 { format!("-{:04}", -year) } else { format!("{year:04}") };
-    let (h, m, s) = (tod / 3600, tod / 60 % 60, tod % 60);
-    let frac = if micro { format!(".{:06}", nanos / 1000) } else { String::new() };
-    Some(format!("{year}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}{frac}Z"))
+    let frac = if micro { format!(".{:06}", dt.subsec_nanosecond() / 1000) } else { String::new() };
+    Ok(Some(format!(
+        "{year}-{:02}-{:02}T{:02}:{:02}:{:02}{frac}Z",
+        dt.month(),
+        dt.day(),
+        dt.hour(),
+        dt.minute(),
+        dt.second()
+    )))
 }
 
 /// `resource.Quantity{1: string}`. The string is validated like `ParseQuantity` and passed
@@ -2249,13 +2245,17 @@ mod tests {
         assert_eq!(time_of(0, 1_500_000_000), json!("1970-01-01T00:00:01Z"));
         // nanos is an int32 on the wire: Go truncates, so 2.5e9 wraps negative.
         assert_eq!(time_of(0, 2_500_000_000), json!("1969-12-31T23:59:58Z"));
-        assert_eq!(time_of(253_402_300_800, 0), json!("10000-01-01T00:00:00Z"));
+        assert_eq!(time_of(253_402_128_000, 0), json!("9999-12-30T00:00:00Z"));
+        let too_late = Enc::new().int(1, 253_402_300_800).int(2, 0);
+        assert!(matches!(decode_time(&too_late.0, false), Err(ProtoError::TimeOutOfRange { .. })));
         assert_eq!(time_of(-62_135_596_800, 0), Value::Null);
         assert_eq!(time_of(-62_135_596_800, 1), json!("0001-01-01T00:00:00Z"));
         assert_eq!(time_of(-62_135_596_801, 0), json!("0000-12-31T23:59:59Z"));
         assert_eq!(time_of(-62_198_755_200, 0), json!("-0001-01-01T00:00:00Z"));
-        assert_eq!(time_of(i64::MAX, 0).as_str().map(|s| s.ends_with('Z')), Some(true));
-        assert!(time_of(i64::MIN, i64::from(i32::MIN)).is_string());
+        for (secs, nanos) in [(i64::MAX, 0), (i64::MIN, i64::from(i32::MIN))] {
+            let extreme = Enc::new().int(1, secs).int(2, nanos);
+            assert!(decode_time(&extreme.0, false).is_err(), "{secs}");
+        }
         let micro = Enc::new().int(1, 1_700_000_000).int(2, 123_456_789);
         assert_eq!(decode_time(&micro.0, true).unwrap(), json!("2023-11-14T22:13:20.123456Z"));
 

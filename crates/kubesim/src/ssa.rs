@@ -957,33 +957,7 @@ fn keep_old_timestamps(old: &Value, new: &mut Value) {
 /// Seconds since the epoch of an RFC 3339 time (0 when absent or unreadable, like a nil
 /// time in the real sort).
 fn unix_seconds(time: Option<&str>) -> i64 {
-    let Some(t) = time else { return 0 };
-    let num = |r: std::ops::Range<usize>| t.get(r).and_then(|s| s.parse::<i64>().ok());
-    let (Some(y), Some(mo), Some(d), Some(h), Some(mi), Some(s)) =
-        (num(0..4), num(5..7), num(8..10), num(11..13), num(14..16), num(17..19))
-    else {
-        return 0;
-    };
-    // Days from the civil date (proleptic Gregorian).
-    let y = if mo <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if mo > 2 { mo - 3 } else { mo + 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let mut secs = days * 86_400 + h * 3600 + mi * 60 + s;
-    let zone = t.get(19..).unwrap_or_default().trim_start_matches(|c: char| c == '.' || c.is_ascii_digit());
-    if let (Some(sign), Some(zh), Some(zm)) = (zone.chars().next(), zone.get(1..3), zone.get(4..6)) {
-        let offset = zh.parse::<i64>().unwrap_or(0) * 3600 + zm.parse::<i64>().unwrap_or(0) * 60;
-        secs += if sign == '-' {
-            offset
-        } else if sign == '+' {
-            -offset
-        } else {
-            0
-        };
-    }
-    secs
+    time.and_then(|t| t.parse::<jiff::Timestamp>().ok()).map_or(0, jiff::Timestamp::as_second)
 }
 
 // ---------------------------------------------------------------------------------------
