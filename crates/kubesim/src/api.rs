@@ -15,9 +15,9 @@ use crate::error::{ApiError, StatusCause};
 use crate::gc::Work;
 use crate::meta::{self, deleting, finalizers};
 use crate::registry::{Registry, ResourceType, StoreKey, crd_types};
-use crate::schema;
 use crate::ssa;
 use crate::store::{Change, CommitError, EventKind, HistoryLimits, ObjKey, Store, object_rv, uid_of};
+use ctop_schema as schema;
 
 /// How unknown fields in custom resources are treated (`fieldValidation`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -660,7 +660,7 @@ impl Api {
             }));
         }
         if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
-            if let Some(message) = crate::schema_types::decode_error(obj) {
+            if let Some(message) = ctop_schema::decode_error(obj) {
                 return Err(ApiError::bad_request(message));
             }
             causes.extend(validate_crd(obj));
@@ -1278,7 +1278,7 @@ impl Api {
                 }
                 _ => {
                     let types = crd_types(obj, |schema| match schema {
-                        Some(s) => Arc::new(schema::SchemaShape::new(s)),
+                        Some(s) => Arc::new(crate::crd_shape::SchemaShape::new(s)),
                         None => Arc::new(crate::shape::MetadataOnlyShape),
                     });
                     self.registry.set_crd(crd_name, types);
