@@ -211,11 +211,12 @@ impl CelRules {
         self.root.is_none()
     }
 
-    /// The cause `validate` gives when earlier errors keep the rules from running
+    /// The cause the server gives instead of running the rules when the causes found so
+    /// far (their `reason`s) block them
     /// (`hasBlockingErr` in `registry/customresource/strategy.go`): after a type, required,
     /// enum, too-long or too-many error.
     #[must_use]
-    pub fn blocking_cause(causes: &[Cause]) -> Option<Cause> {
+    pub fn blocking_cause<'a>(reasons: impl IntoIterator<Item = &'a str>) -> Option<Cause> {
         use crate::cause::{
             FIELD_VALUE_NOT_SUPPORTED, FIELD_VALUE_REQUIRED, FIELD_VALUE_TOO_LONG, FIELD_VALUE_TOO_MANY,
             FIELD_VALUE_TYPE_INVALID,
@@ -227,7 +228,8 @@ impl CelRules {
             FIELD_VALUE_TOO_MANY,
             FIELD_VALUE_TYPE_INVALID,
         ];
-        causes.iter().any(|c| blocking.contains(&c.reason.as_str())).then(|| {
+        let mut reasons = reasons.into_iter();
+        reasons.any(|r| blocking.contains(&r)).then(|| {
             let detail = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
             invalid("<nil>", Bad::Data(Value::Null), detail)
         })
