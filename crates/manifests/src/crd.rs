@@ -80,11 +80,12 @@ pub(crate) fn crd_document(resource: &ResourceSpec, labels: &Map<String, Value>)
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use ctop_core::PrinterColumn;
 
-    fn resource(schema: Value) -> ResourceSpec {
+    /// A namespaced `WebApp` with a Phase column and `schema`.
+    pub(crate) fn resource(schema: Value) -> ResourceSpec {
         ResourceSpec {
             api_version: "apps.example.com/v1".into(),
             group: "apps.example.com".into(),

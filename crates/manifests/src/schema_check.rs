@@ -118,7 +118,6 @@ pub(crate) fn check(doc: &Value, resource: &ResourceSpec) -> Result<(), Error> {
 
 #[cfg(test)]
 mod tests {
-    use ctop_core::Scope;
     use serde_json::{Map, json};
 
     use super::*;
@@ -126,22 +125,12 @@ mod tests {
     /// A resource whose schema is what `z.object({ replicas: z.number().int().min(1).default(0),
     /// mode: z.enum(["a", "b"]).default("c") })` compiles to: defaults the schema itself refuses.
     fn bad_defaults() -> ResourceSpec {
-        ResourceSpec {
-            api_version: "apps.example.com/v1".into(),
-            group: "apps.example.com".into(),
-            version: "v1".into(),
-            kind: "WebApp".into(),
-            plural: "webapps".into(),
-            singular: "webapp".into(),
-            scope: Scope::Namespaced,
-            short_names: vec![],
-            printer_columns: vec![],
-            schema: json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        crate::crd::tests::resource(
+            json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
                 "replicas": {"type": "integer", "minimum": 1, "default": 0},
                 "mode": {"type": "string", "enum": ["a", "b"], "default": "c"},
             }}}}),
-            status_subresource: true,
-        }
+        )
     }
 
     #[tokio::test]
