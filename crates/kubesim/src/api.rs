@@ -14,9 +14,9 @@ use crate::convert;
 use crate::error::{ApiError, StatusCause};
 use crate::meta::{self, deleting, finalizers};
 use crate::registry::{Registry, ResourceType, StoreKey, crd_types};
-use crate::schema;
 use crate::ssa;
 use crate::store::{Change, CommitError, EventKind, HistoryLimits, ObjKey, Store, object_rv, uid_of};
+use ctop_schema as schema;
 
 /// How unknown fields in custom resources are treated (`fieldValidation`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -645,7 +645,7 @@ impl Api {
     ) -> Result<(), ApiError> {
         let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_owned();
         let mut causes = meta::validate_metadata(&obj["metadata"], meta::name_rule(&rt.group, &rt.kind));
-        if let Some(schema) = rt.crd.as_ref().and_then(|c| c.schema.as_ref()) {
+        if let Some((schema, crd)) = rt.crd.as_ref().and_then(|c| Some((c.schema.as_ref()?, c))) {
             let removed = schema::prune(obj, schema);
             if !removed.is_empty() {
                 match opts.field_validation {
@@ -671,14 +671,22 @@ impl Api {
                 Some(old) => schema::validate_update(obj, old, schema),
                 None => schema::validate(obj, schema),
             };
-            causes.extend(found.into_iter().map(|c| StatusCause {
-                reason: c.reason,
-                message: c.message,
-                field: c.field,
-            }));
+            causes.extend(found.into_iter().map(status_cause));
+            // x-kubernetes-validations run after the OpenAPI validation, and not at all
+            // when it found a type, required, enum or size error (registry/customresource/strategy.go).
+            if !crd.cel.is_empty() {
+                match schema::CelRules::blocking_cause(causes.iter().map(|c| c.reason.as_str())) {
+                    Some(c) => causes.push(status_cause(c)),
+                    None => {
+                        let cel = crd.cel.validate(obj, old);
+                        causes.extend(cel.causes.into_iter().map(status_cause));
+                        warnings.extend(cel.warnings);
+                    }
+                }
+            }
         }
         if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
-            if let Some(message) = crate::schema_types::decode_error(obj) {
+            if let Some(message) = ctop_schema::decode_error(obj) {
                 return Err(ApiError::bad_request(message));
             }
             causes.extend(validate_crd(obj));
@@ -1296,7 +1304,7 @@ impl Api {
                 }
                 _ => {
                     let types = crd_types(obj, |schema| match schema {
-                        Some(s) => Arc::new(schema::SchemaShape::new(s)),
+                        Some(s) => Arc::new(crate::crd_shape::SchemaShape::new(s)),
                         None => Arc::new(crate::shape::MetadataOnlyShape),
                     });
                     self.registry.set_crd(crd_name, types);
@@ -1644,11 +1652,7 @@ fn validate_crd(crd: &Value) -> Vec<StatusCause> {
             None | Some(Value::Null) => {
                 causes.push(cause("FieldValueRequired", &base, "Required value: schemas are required".into()))
             }
-            Some(s) => causes.extend(schema::check_structural(s, &base).into_iter().map(|c| StatusCause {
-                reason: c.reason,
-                message: c.message,
-                field: c.field,
-            })),
+            Some(s) => causes.extend(schema::check_structural(s, &base).into_iter().map(status_cause)),
         }
     }
     causes
@@ -1678,4 +1682,9 @@ impl Api {
         let (_, table) = self.store.snapshot(&rt.store, false);
         table.iter().filter(|((n, _), _)| ns.is_none_or(|ns| n == ns)).map(|(_, v)| (**v).clone()).collect()
     }
+}
+
+/// A schema cause as the Status body carries it.
+fn status_cause(c: schema::Cause) -> StatusCause {
+    StatusCause { reason: c.reason, message: c.message, field: c.field }
 }

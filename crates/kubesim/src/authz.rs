@@ -22,8 +22,8 @@
 //!   every other ClusterRole its selectors match (the steady state of the aggregation
 //!   controller); its own stored `rules` are ignored, as the controller overwrites them.
 
-use crate::schema::go_quote;
 use crate::selector::LabelSelector;
+use ctop_schema::go::quote as go_quote;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};

@@ -9,10 +9,12 @@
 //! down: `server` (HTTP routing, content negotiation, watch streams, authn/authz),
 //! [`api`] (what each verb does to an object), `store` (one global resourceVersion,
 //! tables, the watch history), and the pure rule modules: `ssa` (server-side apply and
-//! managedFields), `smp` (strategic merge patch), `schema` (CRD structural schemas),
-//! `authz` (RBAC), `selector`, `shape` (list types and merge keys), and `gc` (garbage
-//! collection, namespace and CRD termination). Where kubesim differs from a real API
-//! server is listed in the crate's README.
+//! managedFields), `smp` (strategic merge patch), `crd_shape` (a CRD's list and map
+//! types for SSA), `printer_columns`, `authz` (RBAC), `selector`, `shape` (list types and
+//! merge keys), and `gc` (garbage collection, namespace and CRD termination). CRD schemas — the checks when a CRD is
+//! written, and pruning, defaulting, validation and CEL rules on every custom-resource
+//! write — are the `ctop_schema` crate's, shared with `ctop manifests`. Where kubesim
+//! differs from a real API server is listed in the crate's README.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -27,15 +29,15 @@ pub mod admission;
 pub mod api;
 pub mod authz;
 mod convert;
+pub mod crd_shape;
 pub mod error;
 pub mod faults;
 mod gc;
 mod meta;
 mod openapi;
+pub mod printer_columns;
 mod proto;
 pub mod registry;
-pub mod schema;
-mod schema_types;
 pub mod selector;
 mod server;
 mod service_ip;

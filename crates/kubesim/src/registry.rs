@@ -73,6 +73,8 @@ pub struct CrdVersion {
     pub crd_name: String,
     /// `openAPIV3Schema`, if given.
     pub schema: Option<Value>,
+    /// Its `x-kubernetes-validations`, compiled once when the CRD is stored.
+    pub cel: ctop_schema::CelRules,
     /// `additionalPrinterColumns`.
     pub printer_columns: Vec<Value>,
     /// Whether this version is the storage version.
@@ -494,6 +496,7 @@ pub fn crd_types(crd: &Value, shape_for: impl Fn(Option<&Value>) -> Arc<dyn Shap
             shape: shape_for(schema.as_ref()),
             crd: Some(Arc::new(CrdVersion {
                 crd_name: crd_name.clone(),
+                cel: schema.as_ref().map(ctop_schema::CelRules::compile).unwrap_or_default(),
                 schema,
                 printer_columns: v["additionalPrinterColumns"].as_array().cloned().unwrap_or_default(),
                 storage: v["storage"].as_bool().unwrap_or(false),

@@ -30,7 +30,7 @@
 //! while decoding, so defaulted fields belong to the writer); the result of [`apply`] still
 //! needs defaulting (the real server defaults after merging, and nobody owns those fields).
 
-use crate::schema::go_quote;
+use ctop_schema::go::quote as go_quote;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 

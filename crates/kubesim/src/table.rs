@@ -303,7 +303,7 @@ fn crd_columns(rt: &ResourceType) -> Option<Columns> {
                 .iter()
                 .map(|c| {
                     let path = c["jsonPath"].as_str().unwrap_or_default();
-                    let v = crate::schema::json_path(o, path);
+                    let v = crate::printer_columns::json_path(o, path);
                     match (c["type"].as_str(), v) {
                         (_, None) => Value::Null,
                         (Some("date"), Some(Value::String(ts))) => match ts.parse::<jiff::Timestamp>() {

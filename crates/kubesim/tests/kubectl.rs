@@ -719,6 +719,127 @@ async fn crd_schema_violation_is_422_naming_the_field() {
     assert_eq!(env.get(&["widget", "good"]).unwrap()["spec"]["size"], 3);
 }
 
+/// A CRD of Gadgets whose `spec` carries `x-kubernetes-validations`; `{rules}` is the
+/// YAML list of rules, indented for the `spec` schema.
+fn gadget_crd(spec_extra: &str) -> String {
+    format!(
+        r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.com
+spec:
+  group: example.com
+  names: {{kind: Gadget, listKind: GadgetList, plural: gadgets, singular: gadget}}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+{spec_extra}
+"#
+    )
+}
+
+fn gadget(name: &str, spec: &str) -> String {
+    format!("apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: {name}\nspec: {spec}\n")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn crd_with_a_bad_default_or_an_uncompilable_rule_is_refused() {
+    let env = Env::start().await;
+    // A default that does not validate against its own schema: the default is validated
+    // by kube-openapi with an empty root name (apiserver/schema/defaulting/validation.go),
+    // hence " in body".
+    let crd = gadget_crd(
+        "            properties:\n              size: {type: integer, minimum: 1, default: 0}\n              mode: {type: string, enum: [a, b], default: c}",
+    );
+    let err = env.run_stdin(&["apply", "-f", "-"], &crd).stderr;
+    assert!(
+        err.contains(
+            r#"The CustomResourceDefinition "gadgets.example.com" is invalid: 
+* spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[mode].default: Unsupported value: "c": supported values: "a", "b"
+* spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].default: Invalid value: 0:  in body should be greater than or equal to 1"#
+        ),
+        "{err}"
+    );
+    // A rule that does not parse: the field and value as ValidateCustomResourceDefinitionOpenAPISchema
+    // reports them (apis/apiextensions/validation/validation.go) and cel-go's issue text
+    // after "compilation failed: " (apiserver/schema/cel/compilation.go).
+    let crd = gadget_crd("            x-kubernetes-validations:\n            - rule: self.size >");
+    let err = env.run_stdin(&["apply", "-f", "-"], &crd).stderr;
+    assert!(
+        err.contains(
+            "The CustomResourceDefinition \"gadgets.example.com\" is invalid: spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: \
+             Invalid value: apiextensions.ValidationRule{Rule:\"self.size >\", Message:\"\", MessageExpression:\"\", \
+             Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: \
+             compilation failed: ERROR: <input>:1:12: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self.size >\n | ...........^"
+        ),
+        "{err}"
+    );
+    assert!(env.get(&["crd", "gadgets.example.com"]).is_none(), "nothing stored");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cel_rules_run_on_create_and_update() {
+    let env = Env::start().await;
+    let crd = gadget_crd(
+        r#"            x-kubernetes-validations:
+            - rule: self.min <= self.max
+              messageExpression: "'min ' + string(self.min) + ' is above max ' + string(self.max)"
+              fieldPath: .min
+            - rule: self.mode == oldSelf.mode
+              message: mode is immutable
+              reason: FieldValueForbidden
+            properties:
+              min: {type: integer}
+              max: {type: integer, x-kubernetes-validations: [{rule: self <= 100}]}
+              mode: {type: string}"#,
+    );
+    env.apply(&crd, &[]);
+    env.ok(&["wait", "--for=condition=established", "crd/gadgets.example.com", "--timeout=10s"]);
+
+    // Messages as cel/validation.go words them: the rule's field (or fieldPath) with
+    // Invalid value: "<schema type>" and the messageExpression, message, or
+    // "failed rule: <rule>"; the reason picks the cause type. A node's own rules run
+    // before those of its fields.
+    let err = env.run_stdin(&["apply", "-f", "-"], &gadget("g", "{min: 500, max: 300, mode: a}")).stderr;
+    assert!(
+        err.contains(
+            r#"The Gadget "g" is invalid: 
+* spec.min: Invalid value: "object": min 500 is above max 300
+* spec.max: Invalid value: "integer": failed rule: self <= 100"#
+        ),
+        "{err}"
+    );
+    // A schema error (here a type error) blocks the rules (registry/customresource/strategy.go).
+    let err = env.run_stdin(&["apply", "-f", "-"], &gadget("g", "{min: x, max: 1, mode: a}")).stderr;
+    assert!(
+        err.contains(
+            r#"* <nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#
+        ),
+        "{err}"
+    );
+    assert!(env.get(&["gadget", "g"]).is_none(), "nothing stored");
+
+    // The transition rule does not run on create, and runs on update.
+    env.apply(&gadget("g", "{min: 1, max: 3, mode: a}"), &[]);
+    let err = env.fails(&["patch", "gadget", "g", "--type", "merge", "-p", r#"{"spec":{"mode":"b"}}"#]);
+    assert!(err.contains(r#"The Gadget "g" is invalid: spec: Forbidden: mode is immutable"#), "{err}");
+    let err = env.fails(&["patch", "gadget", "g", "--type", "merge", "-p", r#"{"spec":{"min":4}}"#]);
+    assert!(
+        err.contains(r#"The Gadget "g" is invalid: spec.min: Invalid value: "object": min 4 is above max 3"#),
+        "{err}"
+    );
+    env.ok(&["patch", "gadget", "g", "--type", "merge", "-p", r#"{"spec":{"max":9}}"#]);
+    assert_eq!(env.get(&["gadget", "g"]).unwrap()["spec"]["max"], 9);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn crd_unknown_fields_warn_or_fail() {
     let env = Env::start().await;

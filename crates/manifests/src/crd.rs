@@ -20,13 +20,15 @@ pub fn operator_crds(spec: &ctop_core::OperatorSpec) -> Result<Vec<Value>, Error
 /// added at the root, the status subresource, scope, names and printer columns (plus Age,
 /// which kubectl stops showing once a CRD names its own columns).
 pub fn crd(resource: &ResourceSpec, labels: &Map<String, Value>) -> Result<Value, Error> {
+    let doc = crd_document(resource, labels);
+    crate::schema_check::check(&doc, resource)?;
+    Ok(doc)
+}
+
+/// The CRD document, unchecked.
+pub(crate) fn crd_document(resource: &ResourceSpec, labels: &Map<String, Value>) -> Value {
     let name = format!("{}.{}", resource.plural, resource.group);
     let mut schema = resource.schema.clone();
-    check_structural(&schema, "openAPIV3Schema").map_err(|(path, problem)| Error::NotStructural {
-        crd: name.clone(),
-        path,
-        problem,
-    })?;
     if let Some(props) = schema.as_object_mut().and_then(|s| {
         s.entry("properties").or_insert_with(|| json!({}));
         s.get_mut("properties").and_then(Value::as_object_mut)
@@ -64,7 +66,7 @@ pub fn crd(resource: &ResourceSpec, labels: &Map<String, Value>) -> Result<Value
     }
     let mut labels = labels.clone();
     labels.insert(APPLYSET_PARENT_TYPE_LABEL.into(), json!("true"));
-    Ok(json!({
+    json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": name, "labels": labels},
@@ -74,56 +76,16 @@ pub fn crd(resource: &ResourceSpec, labels: &Map<String, Value>) -> Result<Value
             "scope": match resource.scope { Scope::Namespaced => "Namespaced", Scope::Cluster => "Cluster" },
             "versions": [version],
         },
-    }))
-}
-
-/// Keywords a CRD schema may not use (apiextensions rejects them).
-const FORBIDDEN: &[&str] =
-    &["$ref", "$schema", "definitions", "dependencies", "additionalItems", "patternProperties", "id"];
-
-/// Check the rules of a structural schema the API server would otherwise reject the CRD
-/// for, so the error names the field: every node has a `type` (unless it preserves unknown
-/// fields or is int-or-string), `properties` and `additionalProperties` are not combined,
-/// arrays have `items`, and no forbidden keyword appears.
-fn check_structural(node: &Value, path: &str) -> Result<(), (String, String)> {
-    let fail = |problem: &str| Err((path.to_owned(), problem.to_owned()));
-    let Some(obj) = node.as_object() else { return fail("is not an object") };
-    if let Some(k) = FORBIDDEN.iter().find(|k| obj.contains_key(**k)) {
-        return fail(&format!("uses {k}, which CRD schemas do not allow"));
-    }
-    let flag = |k: &str| obj.get(k).and_then(Value::as_bool) == Some(true);
-    let ty = obj.get("type").and_then(Value::as_str);
-    if ty.is_none() && !flag("x-kubernetes-preserve-unknown-fields") && !flag("x-kubernetes-int-or-string") {
-        return fail("has no type (use a typed schema, or z.any() to keep any value)");
-    }
-    if flag("uniqueItems") {
-        return fail("sets uniqueItems, which CRD schemas do not allow");
-    }
-    if obj.contains_key("properties") && obj.get("additionalProperties").is_some_and(|a| a != &json!(false)) {
-        return fail("has both properties and additionalProperties");
-    }
-    if let Some(props) = obj.get("properties").and_then(Value::as_object) {
-        for (k, v) in props {
-            check_structural(v, &format!("{path}.properties.{k}"))?;
-        }
-    }
-    if let Some(extra @ Value::Object(_)) = obj.get("additionalProperties") {
-        check_structural(extra, &format!("{path}.additionalProperties"))?;
-    }
-    match (ty, obj.get("items")) {
-        (Some("array"), None) => return fail("is an array without items"),
-        (_, Some(items)) => check_structural(items, &format!("{path}.items"))?,
-        _ => {}
-    }
-    Ok(())
+    })
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use ctop_core::PrinterColumn;
 
-    fn resource(schema: Value) -> ResourceSpec {
+    /// A namespaced `WebApp` with a Phase column and `schema`.
+    pub(crate) fn resource(schema: Value) -> ResourceSpec {
         ResourceSpec {
             api_version: "apps.example.com/v1".into(),
             group: "apps.example.com".into(),
@@ -203,8 +165,14 @@ mod tests {
     #[test]
     fn non_structural_schemas_are_refused_with_the_path() {
         let bad = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"x": {"description": "untyped"}}}}});
-        let Err(Error::NotStructural { path, .. }) = crd(&resource(bad), &Map::new()) else { panic!() };
-        assert_eq!(path, "openAPIV3Schema.properties.spec.properties.x");
+        let Err(Error::RejectedCrd { problems, .. }) = crd(&resource(bad), &Map::new()) else { panic!() };
+        assert_eq!(problems[0].script_path, "spec.x");
+        assert_eq!(
+            problems[0].to_string(),
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[x].type: Required value: must not be \
+             empty for specified object fields (in the script's schema at spec.x: give it a type: a typed z schema, \
+             or z.any() to keep any value)"
+        );
         let list = json!({"type": "object", "properties": {"l": {"type": "array"}}});
         assert!(crd(&resource(list), &Map::new()).is_err());
         let refd = json!({"type": "object", "properties": {"r": {"$ref": "#/x"}}});

@@ -29,6 +29,7 @@ pub mod netpol;
 mod options;
 mod plugin;
 pub mod rbac;
+mod schema_check;
 pub mod sizing;
 mod webhook;
 mod workload;
@@ -46,6 +47,7 @@ pub use options::{
 };
 pub use plugin::{Context, Plugin, PluginError, PodDisruptionBudget, ServedPort};
 pub use rbac::{Permissions, permissions};
+pub use schema_check::SchemaProblem;
 pub use sizing::{BASE_MEMORY, CALL_SLACK, Memory, memory};
 
 /// Data a ConfigMap may hold (the API server's limit).
@@ -117,15 +119,16 @@ pub enum Error {
     /// Two resources map to the same CRD name.
     #[error("two resources are both {0}; give one another plural or group")]
     DuplicateCrd(String),
-    /// A resource's schema would be rejected by the API server.
-    #[error("the schema of CRD {crd} is not structural at {path}: {problem}")]
-    NotStructural {
+    /// The API server (and kubesim, which checks CRDs with the same `ctop_schema` rules)
+    /// would refuse the CRD of a resource: its schema, as the script's `z` schema
+    /// compiles it, breaks a structural-schema, default or CEL rule. Each problem names the
+    /// server's field and message and where to change the script.
+    #[error("the API server would refuse CRD {crd}:{}", problems.iter().map(|p| format!("\n  {p}")).collect::<String>())]
+    RejectedCrd {
         /// The CRD's name.
         crd: String,
-        /// Where in the schema.
-        path: String,
-        /// What is wrong.
-        problem: String,
+        /// Why, in the server's words.
+        problems: Vec<SchemaProblem>,
     },
     /// The bundle and values do not fit in one ConfigMap (1 MiB).
     #[error(

@@ -122,7 +122,7 @@ fn check_props(schema: &Value, path: &str) -> Option<String> {
 }
 
 /// Why the CRD `crd` cannot be decoded, in the API server's words, if it cannot.
-pub(crate) fn decode_error(crd: &Value) -> Option<String> {
+pub fn decode_error(crd: &Value) -> Option<String> {
     let versions = crd.pointer("/spec/versions").and_then(Value::as_array)?;
     let found = versions.iter().find_map(|v| {
         let schema = v.pointer("/schema/openAPIV3Schema")?;
