@@ -157,25 +157,21 @@ pub(crate) fn hostname_ok(s: &str) -> bool {
     inner_ok && last_ok
 }
 
+/// strfmt's date: Go's `time.Parse("2006-01-02", s)`, four-digit year, two-digit month and
+/// day, a day that exists in that month (the calendar is jiff's).
 pub(crate) fn date_ok(s: &str) -> bool {
     let b = s.as_bytes();
     if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
         return false;
     }
-    let digits = |r: std::ops::Range<usize>| s.get(r).filter(|p| p.bytes().all(|c| c.is_ascii_digit()));
-    let (Some(y), Some(m), Some(d)) = (digits(0..4), digits(5..7), digits(8..10)) else {
+    let number = |r: std::ops::Range<usize>| {
+        s.get(r).filter(|p| p.bytes().all(|c| c.is_ascii_digit())).and_then(|p| p.parse::<i16>().ok())
+    };
+    let (Some(y), Some(m), Some(d)) = (number(0..4), number(5..7), number(8..10)) else {
         return false;
     };
-    let (y, m, d): (u32, u32, u32) = (y.parse().unwrap_or(0), m.parse().unwrap_or(0), d.parse().unwrap_or(0));
-    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
-    let days = match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    (1..=days).contains(&d)
+    let (Ok(m), Ok(d)) = (i8::try_from(m), i8::try_from(d)) else { return false };
+    jiff::civil::Date::new(y, m, d).is_ok()
 }
 
 /// strfmt's date-time: a date, a `t`, `hh:mm:ss`, an optional fraction, and `z` or an
@@ -196,6 +192,10 @@ pub(crate) fn datetime_ok(s: &str) -> bool {
     .unwrap_or(false)
 }
 
+/// kube-openapi's `byte` format: the shape check of govalidator's `IsBase64` regex
+/// (groups of four from the standard alphabet, at most two `=` of padding, not empty). It
+/// is a match on the text, not a decode, so the `base64` crate's decoder (which also
+/// checks the trailing bits) would refuse strings the server accepts.
 pub(crate) fn base64_ok(s: &str) -> bool {
     let b = s.as_bytes();
     if b.is_empty() || !b.len().is_multiple_of(4) {
@@ -213,6 +213,21 @@ mod tests {
 
     #[test]
     fn format_checkers() {
+        for d in ["2024-02-29", "2000-02-29", "0000-01-01", "1999-12-31"] {
+            assert!(format_ok("date", d), "{d}");
+        }
+        for d in [
+            "2023-02-29",
+            "1900-02-29",
+            "2024-04-31",
+            "2024-13-01",
+            "2024-00-10",
+            "2024-1-01",
+            "20240101",
+            "",
+        ] {
+            assert!(!format_ok("date", d), "{d}");
+        }
         for h in ["localhost", "a-b", "host.io", "x1.y-z.com", "k8s.example.com", "ünï.côde"] {
             assert!(format_ok("hostname", h), "{h}");
         }
