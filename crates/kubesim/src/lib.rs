@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, oneshot};
 pub mod admission;
 pub mod api;
 pub mod authz;
+mod builtin;
 mod convert;
 pub mod error;
 pub mod faults;
