@@ -347,6 +347,90 @@ pub(crate) fn base64_error(s: &str) -> Option<usize> {
     None
 }
 
+/// Go's `%v` of a float64: the shortest digits that round-trip, in `%e` form below 1e-4
+/// and from 1e6 on (`strconv.FormatFloat(f, 'g', -1, 64)`).
+///
+/// Kept here rather than shared with `crate::schema`'s private renderer while that module
+/// moves to its own crate.
+pub(crate) fn go_float(f: f64) -> String {
+    if !f.is_finite() || f == 0.0 {
+        return match f {
+            f if f.is_nan() => "NaN".into(),
+            f if f == f64::INFINITY => "+Inf".into(),
+            f if f == f64::NEG_INFINITY => "-Inf".into(),
+            f if f.is_sign_negative() => "-0".into(),
+            _ => "0".into(),
+        };
+    }
+    // Rust's `{:e}` gives the same shortest digits: `d[.ddd]e<exp>`.
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if (-4..6).contains(&exp) {
+        // Plain notation: Rust's `{}` prints the same shortest digits without exponent.
+        return format!("{f}");
+    }
+    let sign = if exp < 0 { '-' } else { '+' };
+    format!("{mantissa}e{sign}{:02}", exp.unsigned_abs())
+}
+
+/// Go's `%v` of an unstructured value (a `map[string]interface{}` and what it holds):
+/// `map[a:1 b:[x y]]`, with the numbers an API server's JSON decoding leaves (`int64`
+/// for integers).
+pub(crate) fn go_v(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => "<nil>".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => i.to_string(),
+            None => go_float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => s.clone(),
+        Value::Array(items) => format!("[{}]", items.iter().map(go_v).collect::<Vec<_>>().join(" ")),
+        Value::Object(m) => {
+            format!(
+                "map[{}]",
+                m.iter().map(|(k, v)| format!("{k}:{}", go_v(v))).collect::<Vec<_>>().join(" ")
+            )
+        }
+    }
+}
+
+/// Go's `%#v` of an unstructured value: `"x"`, `3`, `map[string]interface {}{"a":1}`,
+/// `[]interface {}{"a"}`.
+pub(crate) fn go_sharp_v(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => "interface {}(nil)".into(),
+        Value::String(s) => crate::schema::go_quote(s),
+        Value::Array(items) => {
+            format!("[]interface {{}}{{{}}}", items.iter().map(go_sharp_v).collect::<Vec<_>>().join(", "))
+        }
+        Value::Object(m) => format!(
+            "map[string]interface {{}}{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{}:{}", crate::schema::go_quote(k), go_sharp_v(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => go_v(other),
+    }
+}
+
+/// Go's `json.Marshal` of an unstructured value: compact, keys sorted, `<`, `>` and `&`
+/// escaped as `\u003c`, `\u003e`, `\u0026`, and U+2028/U+2029 escaped.
+pub(crate) fn go_json(v: &serde_json::Value) -> String {
+    let plain = v.to_string();
+    // The characters only occur inside strings, where Go writes them escaped.
+    plain
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,6 +476,23 @@ mod tests {
         );
         assert_eq!(time_error(RFC3339_MICRO, "2024-05-01T10:00:00.123456Z"), None);
         assert!(time_error(RFC3339_MICRO, "2024-05-01T10:00:00Z").is_some());
+    }
+
+    #[test]
+    fn go_renderings() {
+        assert_eq!(go_float(1.5), "1.5");
+        assert_eq!(go_float(1e21), "1e+21");
+        assert_eq!(go_float(1e6), "1e+06");
+        assert_eq!(go_float(123_456.0), "123456");
+        assert_eq!(go_float(0.00001), "1e-05");
+        assert_eq!(go_float(0.0001), "0.0001");
+        let v = serde_json::json!({"spec": {"replicas": 1.5, "x": [1, "a", true, null]}});
+        assert_eq!(go_v(&v), "map[spec:map[replicas:1.5 x:[1 a true <nil>]]]");
+        assert_eq!(
+            go_sharp_v(&serde_json::json!({"a": [1, "b"]})),
+            r#"map[string]interface {}{"a":[]interface {}{1, "b"}}"#
+        );
+        assert_eq!(go_json(&serde_json::json!({"b": "<&>", "a": 1})), r#"{"a":1,"b":"\u003c\u0026\u003e"}"#);
     }
 
     #[test]

@@ -55,6 +55,18 @@ pub(crate) enum Shape {
     Any,
 }
 
+/// How the items of a list are identified (`+listType`), for paths into it.
+#[derive(Debug, Default)]
+pub(crate) enum ListKind {
+    /// By index (`atomic`, or no marker).
+    #[default]
+    Atomic,
+    /// By value (`set`).
+    Set,
+    /// By the values of these key fields (`map`).
+    Map(Box<[Box<str>]>),
+}
+
 /// One place in the tree.
 #[derive(Debug)]
 pub(crate) struct Node {
@@ -62,6 +74,8 @@ pub(crate) struct Node {
     pub(crate) shape: Shape,
     /// The Go type as `reflect.Type.String()` prints it in decoding errors.
     pub(crate) go: Box<str>,
+    /// For lists: how their items are identified.
+    pub(crate) list: ListKind,
 }
 
 /// Every node of every served built-in kind.
@@ -87,7 +101,9 @@ impl Tree {
     pub(crate) fn compile(components: &BTreeMap<String, Value>, roots: &[&str]) -> (Self, Vec<NodeId>) {
         let go_types: HashMap<(&str, &str), (&str, &str)> =
             facts::GO_TYPES.iter().map(|&(s, f, go, elem)| ((s, f), (go, elem))).collect();
-        let mut c = Compiler { components, go_types, tree: Self::default(), structs: HashMap::new() };
+        let lists: HashMap<(&str, &str), (&str, &str)> =
+            facts::MARKERS.iter().map(|&(s, f, list, keys, ..)| ((s, f), (list, keys))).collect();
+        let mut c = Compiler { components, go_types, lists, tree: Self::default(), structs: HashMap::new() };
         let ids = roots.iter().map(|r| c.named(r)).collect();
         (c.tree, ids)
     }
@@ -96,6 +112,7 @@ impl Tree {
 struct Compiler<'a> {
     components: &'a BTreeMap<String, Value>,
     go_types: HashMap<(&'static str, &'static str), (&'static str, &'static str)>,
+    lists: HashMap<(&'static str, &'static str), (&'static str, &'static str)>,
     tree: Tree,
     structs: HashMap<&'a str, NodeId>,
 }
@@ -110,7 +127,7 @@ fn go_package_and_name(schema: &str) -> (&str, &str) {
 
 impl<'a> Compiler<'a> {
     fn push(&mut self, shape: Shape, go: impl Into<Box<str>>) -> NodeId {
-        self.tree.nodes.push(Node { shape, go: go.into() });
+        self.tree.nodes.push(Node { shape, go: go.into(), list: ListKind::Atomic });
         self.tree.nodes.len() - 1
     }
 
@@ -147,6 +164,13 @@ impl<'a> Compiler<'a> {
             for (field, prop) in props {
                 let (go, elem) = self.go_types.get(&(name, field.as_str())).copied().unwrap_or_default();
                 let node = self.property(prop, go, elem);
+                match self.lists.get(&(name, field.as_str())) {
+                    Some(&("set", _)) => self.tree.nodes[node].list = ListKind::Set,
+                    Some(&("map", keys)) => {
+                        self.tree.nodes[node].list = ListKind::Map(keys.split(',').map(Into::into).collect());
+                    }
+                    _ => {}
+                }
                 fields.push((field.as_str().into(), node));
             }
         }
