@@ -10,6 +10,7 @@
 //! [`api`] (what each verb does to an object), `store` (one global resourceVersion,
 //! tables, the watch history), and the pure rule modules: `ssa` (server-side apply and
 //! managedFields), `smp` (strategic merge patch), `schema` (CRD structural schemas),
+//! `builtin` (the built-in kinds' schemas, and decoding their writes like the Go types),
 //! `authz` (RBAC), `selector`, `shape` (list types and merge keys), and `gc` (garbage
 //! collection, namespace and CRD termination). Where kubesim differs from a real API
 //! server is listed in the crate's README.

@@ -121,6 +121,10 @@ fn fits(n: &serde_json::Number, bits: u32) -> bool {
 
 struct Walk<'t> {
     tree: &'t Tree,
+    /// Whether to drop unknown and `null` fields (else only note that there are some).
+    mutate: bool,
+    /// Whether there is something to drop.
+    dirty: bool,
     /// The first saved (non-fatal) error.
     saved: Option<String>,
     /// Unknown fields, in walk order.
@@ -148,11 +152,15 @@ impl Walk<'_> {
                         return true;
                     }
                     let Some(field) = tree.field(fields, key) else {
-                        self.unknown.push(strict_path(at, key));
-                        return false;
+                        self.dirty = true;
+                        if self.mutate {
+                            self.unknown.push(strict_path(at, key));
+                        }
+                        return !self.mutate;
                     };
                     if child.is_null() {
-                        return false;
+                        self.dirty = true;
+                        return !self.mutate;
                     }
                     let frame = Frame { parent: at, seg: Seg::Field { name: key, owner: name } };
                     if let Err(e) = self.value(field, child, Some(&frame)) {
@@ -208,8 +216,11 @@ impl Walk<'_> {
                         }
                     }
                 }
-                use base64::Engine as _;
-                *v = Value::String(base64::engine::general_purpose::STANDARD.encode(bytes));
+                self.dirty = true;
+                if self.mutate {
+                    use base64::Engine as _;
+                    *v = Value::String(base64::engine::general_purpose::STANDARD.encode(bytes));
+                }
                 Ok(())
             }
             (Shape::IntOrString, Value::String(_)) => Ok(()),
@@ -245,14 +256,30 @@ impl Walk<'_> {
     }
 }
 
-/// Decodes `obj` as the tree's node `root` (see the module docs).
-pub(super) fn decode(tree: &Tree, root: NodeId, obj: &mut Value) -> Result<Vec<String>, DecodeError> {
-    let mut walk = Walk { tree, saved: None, unknown: Vec::new() };
-    walk.value(root, obj, None).map_err(DecodeError)?;
-    match walk.saved {
-        Some(e) => Err(DecodeError(e)),
-        None => Ok(walk.unknown),
+/// Decodes `obj` as the tree's node `root` (see the module docs). The object is first
+/// only read; `before_change` sees it as it came whenever decoding fails or will change
+/// it (drop unknown or `null` fields), which a second walk then does.
+pub(super) fn decode(
+    tree: &Tree,
+    root: NodeId,
+    obj: &mut Value,
+    before_change: &mut dyn FnMut(&Value),
+) -> Result<Vec<String>, DecodeError> {
+    let mut walk = Walk { tree, mutate: false, dirty: false, saved: None, unknown: Vec::new() };
+    let first = walk.value(root, obj, None);
+    if first.is_err() || walk.saved.is_some() || walk.dirty {
+        before_change(obj);
     }
+    first.map_err(DecodeError)?;
+    if let Some(e) = walk.saved {
+        return Err(DecodeError(e));
+    }
+    if !walk.dirty {
+        return Ok(Vec::new());
+    }
+    let mut walk = Walk { tree, mutate: true, dirty: false, saved: None, unknown: Vec::new() };
+    walk.value(root, obj, None).map_err(DecodeError)?;
+    Ok(walk.unknown)
 }
 
 #[cfg(test)]
@@ -267,7 +294,7 @@ mod tests {
     ) -> Result<(Vec<String>, serde_json::Value), String> {
         let (group, k) = kind;
         let version = if group == "autoscaling" { "v2" } else { "v1" };
-        catalog().decode(group, version, k, &mut obj).map(|u| (u, obj)).map_err(|e| e.0)
+        catalog().decode((group, version, k), &mut obj, &mut |_| {}).map(|u| (u, obj)).map_err(|e| e.0)
     }
 
     fn deployment(container: serde_json::Value) -> serde_json::Value {

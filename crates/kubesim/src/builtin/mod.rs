@@ -4,7 +4,7 @@
 //! it serves the `/openapi/v3` components of each group-version (`crate::openapi`) and
 //! holds the compiled decoding tree ([`tree`]) of every kind. The checks on writes are
 //! [`Catalog::decode`] (create and update bodies, and the result of JSON and merge
-//! patches: Go's JSON decoder, see [`decode`]), [`Catalog::from_unstructured`] (the result
+//! patches: Go's JSON decoder, see [`decode`]), [`Catalog::convert_unstructured`] (the result
 //! of a strategic merge patch: apimachinery's unstructured converter, see [`unstructured`])
 //! and [`Catalog::apply_errors`] (server-side apply configurations: structured-merge-diff's
 //! validation, see [`typed`]).
@@ -38,6 +38,8 @@ pub(crate) struct GvComponents {
 /// One built-in kind.
 #[derive(Debug)]
 struct KindEntry {
+    group: &'static str,
+    version: &'static str,
     schema: String,
     root: NodeId,
 }
@@ -46,7 +48,8 @@ struct KindEntry {
 #[derive(Debug)]
 pub(crate) struct Catalog {
     gvs: HashMap<String, GvComponents>,
-    kinds: HashMap<(String, String, String), KindEntry>,
+    /// By kind, then group and version.
+    kinds: HashMap<&'static str, Vec<KindEntry>>,
     tree: Tree,
 }
 
@@ -83,13 +86,11 @@ impl Catalog {
         let roots: Vec<&str> = generated.kinds.iter().map(|k| k.schema.as_str()).collect();
         let (tree, ids) = Tree::compile(&components, &roots);
         let mut by_gv: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-        let mut kinds = HashMap::new();
+        let mut kinds: HashMap<&'static str, Vec<KindEntry>> = HashMap::new();
         for (k, root) in generated.kinds.iter().zip(ids) {
             by_gv.entry(gv_path(k.group, k.version)).or_default().push(&k.schema);
-            kinds.insert(
-                (k.group.to_owned(), k.version.to_owned(), k.kind.to_owned()),
-                KindEntry { schema: k.schema.clone(), root },
-            );
+            let entry = KindEntry { group: k.group, version: k.version, schema: k.schema.clone(), root };
+            kinds.entry(k.kind).or_default().push(entry);
         }
         let gvs = by_gv
             .into_iter()
@@ -114,25 +115,27 @@ impl Catalog {
 
     /// The component name of a built-in kind, e.g. `io.k8s.api.apps.v1.Deployment`.
     pub(crate) fn schema_name(&self, group: &str, version: &str, kind: &str) -> Option<&str> {
-        self.entry(group, version, kind).map(|k| k.schema.as_str())
+        self.entry((group, version, kind)).map(|k| k.schema.as_str())
     }
 
-    fn entry(&self, group: &str, version: &str, kind: &str) -> Option<&KindEntry> {
-        self.kinds.get(&(group.to_owned(), version.to_owned(), kind.to_owned()))
+    /// The kind `(group, version, kind)`, found without allocating.
+    fn entry(&self, (group, version, kind): (&str, &str, &str)) -> Option<&KindEntry> {
+        self.kinds.get(kind)?.iter().find(|k| k.group == group && k.version == version)
     }
 
     /// Decodes `obj` like the API server decodes a request body into the kind's Go type:
     /// `Ok` with the unknown fields (as strict decoding names them, already dropped from
-    /// `obj`), or the decoder's error. Kinds without a schema decode as they are.
+    /// `obj`), or the decoder's error. `before_change` sees `obj` as it came when decoding
+    /// fails or changes it (the common case, a clean object, walks it once and calls
+    /// nothing). Kinds without a schema decode as they are.
     pub(crate) fn decode(
         &self,
-        group: &str,
-        version: &str,
-        kind: &str,
+        rt: (&str, &str, &str),
         obj: &mut Value,
+        before_change: &mut dyn FnMut(&Value),
     ) -> Result<Vec<String>, DecodeError> {
-        match self.entry(group, version, kind) {
-            Some(k) => decode::decode(&self.tree, k.root, obj),
+        match self.entry(rt) {
+            Some(k) => decode::decode(&self.tree, k.root, obj, before_change),
             None => Ok(Vec::new()),
         }
     }
@@ -140,14 +143,12 @@ impl Catalog {
     /// Converts `obj` like apimachinery's `FromUnstructuredWithValidation` converts the
     /// result of a strategic merge patch into the Go type: `Ok` with the unknown fields
     /// (sorted, dropped from `obj`), or the converter's error.
-    pub(crate) fn from_unstructured(
+    pub(crate) fn convert_unstructured(
         &self,
-        group: &str,
-        version: &str,
-        kind: &str,
+        rt: (&str, &str, &str),
         obj: &mut Value,
     ) -> Result<Vec<String>, String> {
-        match self.entry(group, version, kind) {
+        match self.entry(rt) {
             Some(k) => unstructured::convert(&self.tree, k.root, obj),
             None => Ok(Vec::new()),
         }
@@ -156,8 +157,8 @@ impl Catalog {
     /// The errors structured-merge-diff finds in a server-side apply configuration of a
     /// built-in kind (fields the schema does not declare, values of the wrong type), as the
     /// API server lists them; empty when it is fine.
-    pub(crate) fn apply_errors(&self, group: &str, version: &str, kind: &str, config: &Value) -> Vec<String> {
-        match self.entry(group, version, kind) {
+    pub(crate) fn apply_errors(&self, rt: (&str, &str, &str), config: &Value) -> Vec<String> {
+        match self.entry(rt) {
             Some(k) => typed::validate(&self.tree, k.root, config),
             None => Vec::new(),
         }

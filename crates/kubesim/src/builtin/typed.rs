@@ -11,6 +11,8 @@
 //! varies; kubesim reports them in key order. Items of keyed lists that lack a key are left
 //! to `crate::ssa`, which reports them.
 
+use std::fmt::Write as _;
+
 use serde_json::Value;
 
 use super::golang::{go_sharp_v, go_v};
@@ -90,22 +92,26 @@ impl Validate<'_> {
             }
             (Shape::Slice(elem), Value::Array(items)) => {
                 for (i, item) in items.iter().enumerate() {
-                    let element = match &node.list {
-                        ListKind::Atomic => format!("[{i}]"),
-                        ListKind::Set => format!("[={}]", key_string(item)),
-                        ListKind::Map(keys) => {
-                            let Some(parts) = keys
-                                .iter()
-                                .map(|k| item.get(&**k).map(|v| format!("{k}={}", key_string(v))))
-                                .collect::<Option<Vec<_>>>()
-                            else {
-                                continue;
-                            };
-                            format!("[{}]", parts.join(","))
-                        }
-                    };
                     let len = path.len();
-                    path.push_str(&element);
+                    match &node.list {
+                        ListKind::Atomic => {
+                            let _ = write!(path, "[{i}]");
+                        }
+                        ListKind::Set => {
+                            let _ = write!(path, "[={}]", key_string(item));
+                        }
+                        ListKind::Map(keys) => {
+                            if !keys.iter().all(|k| item.get(&**k).is_some()) {
+                                continue;
+                            }
+                            path.push('[');
+                            for (n, k) in keys.iter().enumerate() {
+                                let sep = if n == 0 { "" } else { "," };
+                                let _ = write!(path, "{sep}{k}={}", key_string(&item[&**k]));
+                            }
+                            path.push(']');
+                        }
+                    }
                     self.value(*elem, item, path);
                     path.truncate(len);
                 }
@@ -148,7 +154,7 @@ mod tests {
     use crate::builtin::catalog;
 
     fn errors(config: serde_json::Value) -> Vec<String> {
-        catalog().apply_errors("apps", "v1", "Deployment", &config)
+        catalog().apply_errors(("apps", "v1", "Deployment"), &config)
     }
 
     #[test]

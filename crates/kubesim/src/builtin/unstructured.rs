@@ -9,6 +9,8 @@
 //! The patched map's numbers are Go `int64` when they are integers and `float64` otherwise,
 //! as the API server's decoding of the patch and of the stored object leaves them.
 
+use std::fmt::Write as _;
+
 use serde_json::Value;
 
 use super::golang;
@@ -54,17 +56,20 @@ fn unmarshal_error(v: &Value, go: &str, integer: bool) -> String {
 
 struct Convert<'t> {
     tree: &'t Tree,
-    path: Vec<String>,
+    /// The path to the value being converted, in one buffer.
+    path: String,
     unknown: Vec<String>,
 }
 
 impl Convert<'_> {
-    fn push_key(&mut self, key: &str) {
-        if self.path.is_empty() {
-            self.path.push(key.to_owned());
-        } else {
-            self.path.push(format!(".{key}"));
+    /// Appends `key` to the path; returns the length to truncate back to.
+    fn push_key(&mut self, key: &str) -> usize {
+        let len = self.path.len();
+        if len > 0 {
+            self.path.push('.');
         }
+        self.path.push_str(key);
+        len
     }
 
     fn value(&mut self, id: NodeId, v: &mut Value) -> Result<(), String> {
@@ -81,17 +86,17 @@ impl Convert<'_> {
                         return true;
                     }
                     let Some(field) = tree.field(fields, key) else {
-                        self.push_key(key);
-                        self.unknown.push(format!("unknown field \"{}\"", self.path.concat()));
-                        self.path.pop();
+                        let len = self.push_key(key);
+                        self.unknown.push(format!("unknown field \"{}\"", self.path));
+                        self.path.truncate(len);
                         return false;
                     };
                     if child.is_null() {
                         return false;
                     }
-                    self.push_key(key);
+                    let len = self.push_key(key);
                     result = self.value(field, child);
-                    self.path.pop();
+                    self.path.truncate(len);
                     true
                 });
                 result
@@ -103,9 +108,10 @@ impl Convert<'_> {
             },
             (Shape::Slice(elem), Value::Array(items)) => {
                 for (i, item) in items.iter_mut().enumerate() {
-                    self.path.push(format!("[{i}]"));
+                    let len = self.path.len();
+                    let _ = write!(self.path, "[{i}]");
                     let r = self.value(*elem, item);
-                    self.path.pop();
+                    self.path.truncate(len);
                     r?;
                 }
                 Ok(())
@@ -169,7 +175,7 @@ fn scalar_error(shape: &Shape, go: &str, v: &Value) -> Option<String> {
 
 /// Converts `obj` as node `root`; the unknown fields come back sorted.
 pub(super) fn convert(tree: &Tree, root: NodeId, obj: &mut Value) -> Result<Vec<String>, String> {
-    let mut c = Convert { tree, path: Vec::new(), unknown: Vec::new() };
+    let mut c = Convert { tree, path: String::new(), unknown: Vec::new() };
     c.value(root, obj)?;
     c.unknown.sort();
     Ok(c.unknown)
@@ -182,7 +188,7 @@ mod tests {
     use crate::builtin::catalog;
 
     fn convert(mut obj: serde_json::Value) -> Result<Vec<String>, String> {
-        catalog().from_unstructured("apps", "v1", "Deployment", &mut obj)
+        catalog().convert_unstructured(("apps", "v1", "Deployment"), &mut obj)
     }
 
     #[test]

@@ -37,6 +37,11 @@ fn unknown_field(path: &str) -> String {
     format!("unknown field \"{path}\"")
 }
 
+/// `(group, version, kind)` of `rt`.
+fn kind_of(rt: &ResourceType) -> (&str, &str, &str) {
+    (&rt.group, &rt.version, &rt.kind)
+}
+
 /// Whether `rt` is a built-in kind (custom resources have their own schema checks).
 fn builtin(rt: &ResourceType) -> bool {
     rt.crd.is_none()
@@ -63,7 +68,7 @@ pub(crate) fn decode_body(
             version = rt.version
         ))
     };
-    let unknown = catalog().decode(&rt.group, &rt.version, &rt.kind, body).map_err(|e| handled(e.0))?;
+    let unknown = catalog().decode(kind_of(rt), body, &mut |_| {}).map_err(|e| handled(e.0))?;
     match mode {
         FieldValidation::Strict if !unknown.is_empty() => Err(handled(strict_error(&unknown))),
         FieldValidation::Warn => Ok(unknown.iter().map(|p| unknown_field(p)).collect()),
@@ -104,22 +109,23 @@ pub(crate) fn check_patched(
     }
     let (unknown, shown) = match kind {
         PatchKind::Strategic => {
-            let shown = super::golang::go_v(patch);
+            let shown = || super::golang::go_v(patch);
             let unknown = catalog()
-                .from_unstructured(&rt.group, &rt.version, &rt.kind, patched)
-                .map_err(|e| invalid_patch(&shown, &e))?;
-            (unknown, shown)
+                .convert_unstructured(kind_of(rt), patched)
+                .map_err(|e| invalid_patch(&shown(), &e))?;
+            if unknown.is_empty() {
+                return Ok(Vec::new());
+            }
+            (unknown, shown())
         }
         PatchKind::Merge | PatchKind::Json => {
             // The value shown is the patched object as Go's encoder writes it, before the
-            // decoder drops anything.
-            let shown = super::golang::go_json(patched);
+            // decoder drops anything; it is written only when something is wrong.
+            let mut shown = String::new();
             let unknown = catalog()
-                .decode(&rt.group, &rt.version, &rt.kind, patched)
-                .map_err(|e| invalid_patch(&shown, &e.0))?
-                .into_iter()
-                .map(|p| unknown_field(&p))
-                .collect();
+                .decode(kind_of(rt), patched, &mut |before| shown = super::golang::go_json(before))
+                .map_err(|e| invalid_patch(&shown, &e.0))?;
+            let unknown: Vec<String> = unknown.iter().map(|p| unknown_field(p)).collect();
             (unknown, shown)
         }
         PatchKind::Apply => return Ok(Vec::new()),
@@ -143,7 +149,7 @@ pub(crate) fn check_apply(rt: &ResourceType, config: &Value) -> Result<(), ApiEr
     if !builtin(rt) {
         return Ok(());
     }
-    let errors = catalog().apply_errors(&rt.group, &rt.version, &rt.kind, config);
+    let errors = catalog().apply_errors(kind_of(rt), config);
     if errors.is_empty() {
         return Ok(());
     }
