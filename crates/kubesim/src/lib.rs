@@ -135,6 +135,10 @@ impl KubeSim {
     /// Bind, seed the built-in objects and serve in the background on the current Tokio
     /// runtime.
     pub async fn start(config: Config) -> Result<Self, StartError> {
+        // The built-in kinds' schemas are made once per process, off the first request's path.
+        tokio::task::spawn_blocking(|| {
+            builtin::catalog();
+        });
         let listener = tokio::net::TcpListener::bind(config.addr)
             .await
             .map_err(|source| StartError::Bind { addr: config.addr, source })?;
