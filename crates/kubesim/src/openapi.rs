@@ -131,5 +131,12 @@ mod tests {
         assert!(
             patch["parameters"].as_array().is_some_and(|p| p.iter().any(|p| p["name"] == "fieldValidation"))
         );
+        // Built-in kinds: their schemas, and strategic merge patches named for kubectl.
+        assert!(patch["requestBody"]["content"].get("application/strategic-merge-patch+json").is_some());
+        let deployment = &doc["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"];
+        assert_eq!(deployment["x-kubernetes-group-version-kind"][0]["kind"], "Deployment");
+        assert!(doc["components"]["schemas"].get("io.k8s.api.core.v1.PodSpec").is_some());
+        assert!(doc["components"]["schemas"].get("io.k8s.api.core.v1.Service").is_none());
+        assert_eq!(index(&reg), idx, "the hash is stable");
     }
 }
