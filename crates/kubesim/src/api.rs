@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use crate::admission::{self, Operation};
+use crate::builtin;
 use crate::convert;
 use crate::error::{ApiError, StatusCause};
 use crate::meta::{self, deleting, finalizers};
@@ -18,7 +19,7 @@ use crate::ssa;
 use crate::store::{Change, CommitError, EventKind, HistoryLimits, ObjKey, Store, object_rv, uid_of};
 use ctop_schema as schema;
 
-/// How unknown fields in custom resources are treated (`fieldValidation`).
+/// How unknown fields in written objects are treated (`fieldValidation`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FieldValidation {
     /// Drop them silently.
@@ -706,6 +707,7 @@ impl Api {
         mut body: Value,
         opts: &WriteOpts,
     ) -> Result<Written, ApiError> {
+        let mut warnings = builtin::writes::decode_body(rt, &mut body, opts.field_validation)?;
         self.check_identity(rt, ns, None, &mut body)?;
         body = convert::to_stored(rt, body);
         let meta = meta_mut(&mut body);
@@ -749,7 +751,6 @@ impl Api {
             m.remove("status");
         }
         Self::normalize(rt, &mut body);
-        let mut warnings = Vec::new();
         body = self.admit_create(rt, ns, &name, body, opts, &mut warnings).await?;
         if rt.group.is_empty()
             && rt.kind == "Service"
@@ -822,6 +823,7 @@ impl Api {
         mut body: Value,
         opts: &WriteOpts,
     ) -> Result<Written, ApiError> {
+        let warnings = builtin::writes::decode_body(rt, &mut body, opts.field_validation)?;
         self.check_identity(rt, ns, Some(name), &mut body)?;
         body = convert::to_stored(rt, body);
         let live = self.live(rt, ns, name).ok_or_else(|| ApiError::not_found(rt.gr(), name))?;
@@ -843,7 +845,7 @@ impl Api {
             _ => {}
         }
         let mgr = opts.manager();
-        self.write_over(rt, ns, name, sub, &live, body, opts, &mgr, true).await
+        self.write_over(rt, ns, name, sub, &live, body, opts, &mgr, true, warnings).await
     }
 
     /// The shared tail of PUT and PATCH: carry system fields over from `live`, separate
@@ -860,6 +862,7 @@ impl Api {
         opts: &WriteOpts,
         mgr: &str,
         track: bool,
+        mut warnings: Vec<String>,
     ) -> Result<Written, ApiError> {
         // System metadata always comes from the live object.
         {
@@ -899,7 +902,6 @@ impl Api {
             _ => {}
         }
         Self::normalize(rt, &mut new);
-        let mut warnings = Vec::new();
         let req = Admit {
             op: Operation::Update,
             ns,
@@ -1011,17 +1013,18 @@ impl Api {
                 }
                 (_, Some(live)) => {
                     let served = convert::to_served(rt, &live);
-                    let patched = apply_patch(rt, &served, kind, body)?;
+                    let mut patched = apply_patch(rt, &served, kind, body)?;
+                    let warnings =
+                        builtin::writes::check_patched(rt, kind, body, &mut patched, opts.field_validation)?;
                     if let Some(rv) = body.pointer("/metadata/resourceVersion").and_then(Value::as_str)
                         && rv.parse::<u64>().ok() != Some(object_rv(&live))
                     {
                         return Err(ApiError::stale(rt.gr(), name));
                     }
-                    let mut patched = patched;
                     self.check_identity(rt, ns, Some(name), &mut patched)?;
                     let patched = convert::to_stored(rt, patched);
                     let mgr = opts.manager();
-                    self.write_over(rt, ns, name, sub, &live, patched, opts, &mgr, true).await
+                    self.write_over(rt, ns, name, sub, &live, patched, opts, &mgr, true, warnings).await
                 }
             };
             match result {
@@ -1041,6 +1044,7 @@ impl Api {
             return Err(ApiError::bad_request("metadata.managedFields must be nil"));
         }
         self.check_identity(rt, ns, Some(name), &mut config)?;
+        builtin::writes::check_apply(rt, &config)?;
         let mut config = convert::to_stored(rt, config);
         Self::normalize_apply(rt, &mut config);
         Ok(config)
@@ -1135,7 +1139,7 @@ impl Api {
             rt_scope(rt, sub),
         )
         .map_err(|e| ssa_error(rt, name, e))?;
-        self.write_over(rt, ns, name, sub, live, new, opts, &mgr, false).await
+        self.write_over(rt, ns, name, sub, live, new, opts, &mgr, false, Vec::new()).await
     }
 
     /// `DELETE`.

@@ -353,6 +353,8 @@ struct WireStatus<'a> {
     metadata: serde_json::Map<String, Value>,
     status: &'static str,
     message: &'a str,
+    // Empty for errors that are no API status (500s of unknown reason), which Go omits.
+    #[serde(skip_serializing_if = "str::is_empty")]
     reason: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     details: Option<WireDetails<'a>>,

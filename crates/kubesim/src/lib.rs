@@ -10,11 +10,13 @@
 //! [`api`] (what each verb does to an object), `store` (one global resourceVersion,
 //! tables, the watch history), and the pure rule modules: `ssa` (server-side apply and
 //! managedFields), `smp` (strategic merge patch), `crd_shape` (a CRD's list and map
-//! types for SSA), `printer_columns`, `authz` (RBAC), `selector`, `shape` (list types and
-//! merge keys), and `gc` (garbage collection, namespace and CRD termination). CRD schemas — the checks when a CRD is
-//! written, and pruning, defaulting, validation and CEL rules on every custom-resource
-//! write — are the `ctop_schema` crate's, shared with `ctop manifests`. Where kubesim
-//! differs from a real API server is listed in the crate's README.
+//! types for SSA), `printer_columns`, `builtin` (the built-in kinds' schemas, and decoding
+//! their writes like the Go types), `authz` (RBAC), `selector`, `shape` (list types and
+//! merge keys), and `gc` (garbage collection, namespace and CRD termination). CRD schemas
+//! (the checks when a CRD is written, and pruning, defaulting, validation and CEL rules on
+//! every custom-resource write) are the `ctop_schema` crate's, shared with `ctop
+//! manifests`. Where kubesim differs from a real API server is listed in the crate's
+//! README.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -28,6 +30,7 @@ use tokio::sync::{mpsc, oneshot};
 pub mod admission;
 pub mod api;
 pub mod authz;
+mod builtin;
 mod convert;
 pub mod crd_shape;
 pub mod error;
@@ -135,6 +138,10 @@ impl KubeSim {
     /// Bind, seed the built-in objects and serve in the background on the current Tokio
     /// runtime.
     pub async fn start(config: Config) -> Result<Self, StartError> {
+        // The built-in kinds' schemas are made once per process, off the first request's path.
+        tokio::task::spawn_blocking(|| {
+            builtin::catalog();
+        });
         let listener = tokio::net::TcpListener::bind(config.addr)
             .await
             .map_err(|source| StartError::Bind { addr: config.addr, source })?;

@@ -1,28 +1,18 @@
-//! A minimal `/openapi/v3`: enough for kubectl's default (strict) validation to learn
-//! that every kind accepts `fieldValidation`, so that it lets the server validate.
+//! `/openapi/v3`: enough for kubectl's default (strict) validation to learn that every
+//! kind accepts `fieldValidation`, for `kubectl explain`, and for kubectl's client-side
+//! apply to find the merge keys of built-in kinds.
 //!
-//! Each group-version document lists, for every resource, the item path with a PATCH
-//! operation carrying `x-kubernetes-group-version-kind` and the `fieldValidation`
-//! parameter. Custom resources also carry their schema under `components.schemas`, which
-//! `kubectl explain` reads.
+//! Each group-version document lists, for every resource, the item path with operations
+//! carrying `x-kubernetes-group-version-kind` and the `fieldValidation` parameter (PATCH
+//! of a built-in kind also names the patch types in its request body, strategic merge
+//! included). `components.schemas` carries the built-in kinds' schemas
+//! (`crate::builtin`, generated once per process, with their hash) and the custom
+//! resources' schemas.
 
 use serde_json::{Map, Value, json};
 
+use crate::builtin::{self, FNV_BASIS, catalog, fnv, gv_path};
 use crate::registry::Registry;
-
-fn gv_path(group: &str, version: &str) -> String {
-    if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
-}
-
-fn hash(s: &str) -> String {
-    // FNV-1a: stable across runs, good enough for a cache-busting hash.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in s.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016X}")
-}
 
 /// `GET /openapi/v3`: the index of group-version documents.
 pub fn index(reg: &Registry) -> Value {
@@ -32,15 +22,22 @@ pub fn index(reg: &Registry) -> Value {
         if paths.contains_key(&p) {
             continue;
         }
-        let doc = document(reg, &p).unwrap_or(Value::Null);
-        let h = hash(&doc.to_string());
-        paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={h}")}));
+        // The built-in components' hash is computed once; only the rest is hashed here.
+        let doc = build(reg, &p, false).unwrap_or(Value::Null);
+        let seed = catalog().gv_components(&p).map_or(FNV_BASIS, |c| c.hash);
+        let h = fnv(&doc.to_string(), seed);
+        paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={h:016X}")}));
     }
     json!({"paths": paths})
 }
 
 /// `GET /openapi/v3/{api/v1 | apis/g/v}`.
 pub fn document(reg: &Registry, gv: &str) -> Option<Value> {
+    build(reg, gv, true)
+}
+
+/// The document of `gv`, with or without the built-in kinds' components.
+fn build(reg: &Registry, gv: &str, with_builtins: bool) -> Option<Value> {
     let types: Vec<_> = reg.all().into_iter().filter(|t| gv_path(&t.group, &t.version) == gv).collect();
     if types.is_empty() {
         return None;
@@ -52,7 +49,11 @@ pub fn document(reg: &Registry, gv: &str) -> Option<Value> {
         {"name": "force", "in": "query", "schema": {"type": "boolean", "uniqueItems": true}},
     ]);
     let mut paths = Map::new();
-    let mut schemas = Map::new();
+    let builtins = catalog().gv_components(gv);
+    let mut schemas = match builtins {
+        Some(c) if with_builtins => c.schemas.clone(),
+        _ => Map::new(),
+    };
     for t in &types {
         let gvk = json!({"group": t.group, "version": t.version, "kind": t.kind});
         let prefix = format!("/{gv}");
@@ -61,7 +62,10 @@ pub fn document(reg: &Registry, gv: &str) -> Option<Value> {
         } else {
             format!("{prefix}/{}/{{name}}", t.plural)
         };
-        let schema_name = format!("{}.{}.{}", reverse_group(&t.group), t.version, t.kind);
+        let builtin_name =
+            if t.crd.is_none() { catalog().schema_name(&t.group, &t.version, &t.kind) } else { None };
+        let schema_name = builtin_name
+            .map_or_else(|| format!("{}.{}.{}", reverse_group(&t.group), t.version, t.kind), str::to_owned);
         let op = |verb: &str| {
             json!({
                 "operationId": format!("{verb}{}", t.kind),
@@ -71,10 +75,18 @@ pub fn document(reg: &Registry, gv: &str) -> Option<Value> {
                 "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema_name}")}}}}},
             })
         };
+        let mut patch = op("patch");
+        if builtin_name.is_some() {
+            patch["requestBody"] = builtin::patch_request_body();
+        }
         paths.insert(
             item,
-            json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")}),
+            json!({"get": op("get"), "put": op("put"), "patch": patch, "delete": op("delete")}),
         );
+        if builtin_name.is_some() {
+            // Its schema is among the built-in components.
+            continue;
+        }
         let mut schema = t
             .crd
             .as_ref()
@@ -119,5 +131,12 @@ mod tests {
         assert!(
             patch["parameters"].as_array().is_some_and(|p| p.iter().any(|p| p["name"] == "fieldValidation"))
         );
+        // Built-in kinds: their schemas, and strategic merge patches named for kubectl.
+        assert!(patch["requestBody"]["content"].get("application/strategic-merge-patch+json").is_some());
+        let deployment = &doc["components"]["schemas"]["io.k8s.api.apps.v1.Deployment"];
+        assert_eq!(deployment["x-kubernetes-group-version-kind"][0]["kind"], "Deployment");
+        assert!(doc["components"]["schemas"].get("io.k8s.api.core.v1.PodSpec").is_some());
+        assert!(doc["components"]["schemas"].get("io.k8s.api.core.v1.Service").is_none());
+        assert_eq!(index(&reg), idx, "the hash is stable");
     }
 }

@@ -29,6 +29,7 @@
 //! Go code would leave for the typed decode to drop are removed here, so no directive ever
 //! reaches the result.
 
+use ctop_schema::go::{float as go_float, percent_v as go_v};
 use serde_json::{Map, Value};
 
 use crate::shape::{MergeStrategy, Shape};
@@ -730,24 +731,7 @@ fn discard_nulls(v: &mut Value) {
     }
 }
 
-/// Go's `%v` of a decoded JSON value (`map[k:v ...]`, `[a b]`, `<nil>`).
-fn go_v(v: &Value) -> String {
-    match v {
-        Value::Null => "<nil>".to_owned(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => i.to_string(),
-            None => go_float(n.as_f64().unwrap_or_default()),
-        },
-        Value::String(s) => s.clone(),
-        Value::Array(a) => go_v_list(a),
-        Value::Object(m) => {
-            let parts: Vec<String> = m.iter().map(|(k, v)| format!("{k}:{}", go_v(v))).collect();
-            format!("map[{}]", parts.join(" "))
-        }
-    }
-}
-
+/// Go's `%v` of a list (`[a b]`).
 fn go_v_list(a: &[Value]) -> String {
     let parts: Vec<String> = a.iter().map(go_v).collect();
     format!("[{}]", parts.join(" "))
@@ -778,36 +762,6 @@ fn go_s(v: &Value) -> String {
         Value::Null => "%!s(<nil>)".to_owned(),
         other => nested(other),
     }
-}
-
-/// Go's `%v` of a `float64`: shortest digits, exponent form when the exponent is below -4
-/// or at least 6 (e.g. `1.5`, `1e+06`, `1e-05`).
-fn go_float(f: f64) -> String {
-    if f == 0.0 {
-        return if f.is_sign_negative() { "-0" } else { "0" }.to_owned();
-    }
-    let sign = if f < 0.0 { "-" } else { "" };
-    let sci = format!("{:e}", f.abs());
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let exp: i64 = exp.parse().unwrap_or(0);
-    if !(-4..6).contains(&exp) {
-        let (first, rest) = digits.split_at(1);
-        let dot = if rest.is_empty() { String::new() } else { format!(".{rest}") };
-        let esign = if exp < 0 { '-' } else { '+' };
-        return format!("{sign}{first}{dot}e{esign}{:02}", exp.abs());
-    }
-    let point = exp + 1; // digits before the decimal point
-    let nd = i64::try_from(digits.len()).unwrap_or(i64::MAX);
-    let body = if point <= 0 {
-        format!("0.{}{digits}", "0".repeat(usize::try_from(-point).unwrap_or(0)))
-    } else if point >= nd {
-        format!("{digits}{}", "0".repeat(usize::try_from(point - nd).unwrap_or(0)))
-    } else {
-        let (int, frac) = digits.split_at(usize::try_from(point).unwrap_or(0));
-        format!("{int}.{frac}")
-    };
-    format!("{sign}{body}")
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@
 //! while decoding, so defaulted fields belong to the writer); the result of [`apply`] still
 //! needs defaulting (the real server defaults after merging, and nobody owns those fields).
 
-use ctop_schema::go::quote as go_quote;
+use ctop_schema::go::{json as go_json, quote as go_quote};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -1634,17 +1634,6 @@ fn not_a_map(v: &Value) -> String {
         "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
         json_type(v)
     )
-}
-
-/// Compact JSON as Go writes it (`<`, `>`, `&`, U+2028 and U+2029 escaped).
-fn go_json(v: &Value) -> String {
-    serde_json::to_string(v)
-        .unwrap_or_default()
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029")
 }
 
 /// A value as structured-merge-diff prints it inside paths.

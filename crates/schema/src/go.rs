@@ -151,6 +151,26 @@ fn json_string(s: &str) -> String {
     out
 }
 
+/// Go's `%v` of an unstructured value (`map[k:v ...]`, `[a b]`, `<nil>`; integers as
+/// `int64`, other numbers as `float64`).
+pub fn percent_v(v: &Value) -> String {
+    match v {
+        Value::Null => "<nil>".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(_) => match num(v) {
+            Some(Num::I(i)) => i.to_string(),
+            Some(Num::F(f)) => float(f),
+            None => v.to_string(),
+        },
+        Value::String(s) => s.clone(),
+        Value::Array(a) => format!("[{}]", a.iter().map(percent_v).collect::<Vec<_>>().join(" ")),
+        Value::Object(m) => {
+            let parts: Vec<String> = m.iter().map(|(k, v)| format!("{k}:{}", percent_v(v))).collect();
+            format!("map[{}]", parts.join(" "))
+        }
+    }
+}
+
 /// Go's `%#v` of an unstructured value (`map[string]interface {}{...}`).
 pub fn sharp_v(v: &Value) -> String {
     fn inner(v: &Value) -> String {
@@ -196,6 +216,15 @@ mod tests {
         assert_eq!(json_float(1e21), "1e+21");
         assert_eq!(json_float(1e-7), "1e-7");
         assert_eq!(json_float(1e6), "1000000");
+    }
+
+    #[test]
+    fn percent_v_like_go() {
+        assert_eq!(percent_v(&json!({"b": [1, null], "a": {"c": 2.5}})), "map[a:map[c:2.5] b:[1 <nil>]]");
+        assert_eq!(
+            percent_v(&json!({"spec": {"replicas": 1.5, "x": [1, "a", true, null]}})),
+            "map[spec:map[replicas:1.5 x:[1 a true <nil>]]]"
+        );
     }
 
     #[test]
