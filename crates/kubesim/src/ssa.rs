@@ -30,7 +30,7 @@
 //! while decoding, so defaulted fields belong to the writer); the result of [`apply`] still
 //! needs defaulting (the real server defaults after merging, and nobody owns those fields).
 
-use ctop_schema::go::{json as go_json, quote as go_quote};
+use ctop_schema::go::{json as go_json, json_type, quote as go_quote};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -1616,17 +1616,6 @@ fn conflict_error(conflicts: Vec<Owned>) -> SsaError {
         })
         .collect();
     SsaError::Conflict { conflicts }
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 fn not_a_map(v: &Value) -> String {

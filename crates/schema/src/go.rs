@@ -151,6 +151,19 @@ fn json_string(s: &str) -> String {
     out
 }
 
+/// What `encoding/json` calls a JSON value in its errors (`cannot unmarshal <this> into
+/// ...`): `null`, `bool`, `number`, `string`, `array` or `object`.
+pub fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 /// Go's `%v` of an unstructured value (`map[k:v ...]`, `[a b]`, `<nil>`; integers as
 /// `int64`, other numbers as `float64`).
 pub fn percent_v(v: &Value) -> String {

@@ -14,6 +14,7 @@
 //! keys. kubesim's objects keep their keys sorted, so "first" means first in key order
 //! rather than in the request's text.
 
+use ctop_schema::go::json_type;
 use serde_json::Value;
 
 use super::golang;
@@ -95,19 +96,6 @@ fn strict_path(at: Option<&Frame<'_>>, key: &str) -> String {
     }
     out.push_str(key);
     out
-}
-
-/// What the decoder calls a JSON value it cannot store (`number` alone, except where an
-/// integer was expected: `number 1.5`).
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// Whether `n` is an integer that fits `bits`.
@@ -210,7 +198,7 @@ impl Walk<'_> {
                         None => {
                             let what = match item {
                                 Value::Number(n) => format!("number {n}"),
-                                other => kind_of(other).to_owned(),
+                                other => json_type(other).to_owned(),
                             };
                             self.save(type_error(&what, "uint8", Some(&frame)));
                         }
@@ -227,7 +215,7 @@ impl Walk<'_> {
             (Shape::IntOrString, other) => match other {
                 Value::Number(n) if fits(n, 32) => Ok(()),
                 Value::Number(n) => Err(type_error(&format!("number {n}"), "int32", at)),
-                other => Err(type_error(kind_of(other), "int32", at)),
+                other => Err(type_error(json_type(other), "int32", at)),
             },
             (Shape::Quantity, other) => {
                 let text = match other {
@@ -241,13 +229,13 @@ impl Walk<'_> {
                     if matches!(node.shape, Shape::Time) { golang::RFC3339 } else { golang::RFC3339_MICRO };
                 match other {
                     Value::String(s) => golang::time_error(layout, s).map_or(Ok(()), Err),
-                    other => Err(type_error(kind_of(other), "string", at)),
+                    other => Err(type_error(json_type(other), "string", at)),
                 }
             }
             (_, other) => {
                 let what = match (&node.shape, &*other) {
                     (Shape::Int { .. }, Value::Number(n)) => format!("number {n}"),
-                    (_, other) => kind_of(other).to_owned(),
+                    (_, other) => json_type(other).to_owned(),
                 };
                 self.save(type_error(&what, go, at));
                 Ok(())
