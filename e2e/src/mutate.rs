@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use ctop_kubesim::faults::FaultRule;
+use ctop_kubesim::FaultRule;
 use ctop_kubesim::{Config as SimConfig, KubeSim, StartError};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;

@@ -1,14 +1,12 @@
 //! Kubernetes RBAC authorization for kubesim: allow/deny decisions and the API server's
-//! `401`/`403` Status bodies.
+//! `403` Status bodies.
 //!
 //! Where to start:
 //! - [`authorize`] answers "may this [`User`] do this request ([`Attributes`])?" against a
 //!   snapshot of the RBAC objects ([`RbacSource`]); [`decide`] also returns the reason string
 //!   the real server appends to a denial (`RBAC: clusterrole.rbac.authorization.k8s.io "x" not found`).
 //! - [`forbidden_status`] / [`forbidden_status_with_reason`] build the `403` body,
-//!   [`unauthorized_status`] the `401` body.
 //! - [`bootstrap_objects`] returns the default ClusterRoles/ClusterRoleBindings a fresh cluster has.
-//! - [`aggregated_rules`] computes an aggregated ClusterRole's rules (to show them on reads).
 //!
 //! Behaviour follows kube-apiserver (`plugin/pkg/auth/authorizer/rbac`,
 //! `pkg/registry/rbac/validation/rule.go`, `endpoints/handlers/responsewriters`):
@@ -241,18 +239,13 @@ pub fn forbidden_status_with_reason(user: &User, attrs: &Attributes, reason: &st
     })
 }
 
-/// The real 401 Status body for a missing or invalid bearer token.
-pub fn unauthorized_status() -> Value {
-    json!({
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": "Unauthorized", "reason": "Unauthorized", "code": 401,
-    })
-}
-
 /// The effective rules of the aggregated ClusterRole `name` (the union of the rules of the
 /// other ClusterRoles its selectors match, nested aggregation resolved, duplicates dropped,
 /// matched roles taken in name order). `Ok(None)` if the role has no `aggregationRule`.
-pub fn aggregated_rules(name: &str, cluster_roles: &[Value]) -> Result<Option<Vec<Value>>, AuthzError> {
+/// The tests' view of what authorization resolves (kubesim does not write the union into
+/// the stored role, as kube-controller-manager's aggregation controller does).
+#[cfg(test)]
+fn aggregated_rules(name: &str, cluster_roles: &[Value]) -> Result<Option<Vec<Value>>, AuthzError> {
     let role = cluster_roles
         .iter()
         .find(|r| meta_name(r) == name)
@@ -490,6 +483,7 @@ impl Rule {
         }
     }
 
+    #[cfg(test)]
     fn to_value(&self) -> Value {
         let mut m = Map::new();
         m.insert("verbs".into(), json!(self.verbs));
@@ -1246,14 +1240,6 @@ mod tests {
         assert_eq!(
             forbidden_status(&User::new("we\"ird\n", &[]), &Attributes::non_resource("get", "/a\\b"))["message"],
             r#"forbidden: User "we\"ird\n" cannot get path "/a\\b""#
-        );
-    }
-
-    #[test]
-    fn unauthorized_body() {
-        assert_eq!(
-            unauthorized_status().to_string(),
-            r#"{"apiVersion":"v1","code":401,"kind":"Status","message":"Unauthorized","metadata":{},"reason":"Unauthorized","status":"Failure"}"#
         );
     }
 

@@ -5,9 +5,14 @@
 //! end-to-end test uses it as its cluster.
 //!
 //! Start here: [`KubeSim::start`] with a [`Config`] gives a running server, its address
-//! and a kubeconfig; [`KubeSim::faults`] injects failures. The layers below are, top
-//! down: `server` (HTTP routing, content negotiation, watch streams, authn/authz),
-//! [`api`] (what each verb does to an object), `store` (one global resourceVersion,
+//! and a kubeconfig; [`KubeSim::faults`] injects failures. That, and the few types they
+//! take and give, is the whole public API: everything else is private. Tests that stand
+//! up their own admission webhooks can also use [`WebhookCaller`] (kubesim's client of
+//! webhooks) and [`ServingCert`] / [`TlsListener`] (a self-issued TLS listener).
+//!
+//! The layers inside are, top down: `server` (HTTP routing, content negotiation, watch
+//! streams, authn/authz), `api` (what each verb does to an object, and the admission
+//! chain), `store` (one global resourceVersion,
 //! tables, the watch history), and the pure rule modules: `ssa` (server-side apply and
 //! managedFields), `smp` (strategic merge patch), `crd_shape` (a CRD's list and map
 //! types for SSA), `printer_columns`, `builtin` (the built-in kinds' schemas, and decoding
@@ -27,34 +32,37 @@ use axum::serve::ListenerExt as _;
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
 
-pub mod admission;
-pub mod api;
-pub mod authz;
+use crate::api::Api;
+
+mod admission;
+mod api;
+mod authz;
 mod builtin;
 mod convert;
-pub mod crd_shape;
-pub mod error;
-pub mod faults;
+mod crd_shape;
+mod error;
+mod faults;
 mod gc;
 mod meta;
 mod openapi;
-pub mod printer_columns;
+mod printer_columns;
 mod proto;
-pub mod registry;
-pub mod selector;
+mod registry;
+mod selector;
 mod server;
 mod service_ip;
-pub mod shape;
+mod shape;
 mod smp;
-pub mod ssa;
-pub mod store;
+mod ssa;
+mod store;
 mod table;
-pub mod tls;
+mod tls;
 mod workloads;
 
-pub use api::Api;
+pub use admission::{Attributes as AdmissionAttributes, Caller as WebhookCaller, Operation};
 pub use error::ApiError;
 pub use faults::{FaultRule, Faults};
+pub use tls::{ServingCert, TlsError, TlsListener};
 pub use workloads::{PodStage, StageOutcome, WorkloadConfig};
 
 /// The Kubernetes version kubesim reports (`/version`).
@@ -232,9 +240,10 @@ impl KubeSim {
         self.cert.as_ref().map(|c| c.ca_pem.as_str())
     }
 
-    /// The API logic, for in-process use.
-    pub fn api(&self) -> &Arc<Api> {
-        &self.api
+    /// What the watch history keeps alive now: `(changes, estimated bytes)` (see
+    /// [`Config::watch_history_bytes`]).
+    pub fn history_usage(&self) -> (usize, usize) {
+        self.api.store.history_usage()
     }
 
     /// Route admission webhooks that name a Service to a local address:

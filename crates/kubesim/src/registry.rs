@@ -77,8 +77,6 @@ pub struct CrdVersion {
     pub cel: ctop_schema::CelRules,
     /// `additionalPrinterColumns`.
     pub printer_columns: Vec<Value>,
-    /// Whether this version is the storage version.
-    pub storage: bool,
 }
 
 const ALL_VERBS: &[&str] =
@@ -282,11 +280,6 @@ impl Registry {
     pub fn by_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceType>> {
         let (group, version) = split_api_version(api_version);
         self.inner.read().iter().find(|t| t.group == group && t.version == version && t.kind == kind).cloned()
-    }
-
-    /// Any served version of `group` + `kind` (owner references may name another version).
-    pub fn by_group_kind(&self, group: &str, kind: &str) -> Option<Arc<ResourceType>> {
-        self.inner.read().iter().find(|t| t.group == group && t.kind == kind).cloned()
     }
 
     /// Every served type.
@@ -499,7 +492,6 @@ pub fn crd_types(crd: &Value, shape_for: impl Fn(Option<&Value>) -> Arc<dyn Shap
                 cel: schema.as_ref().map(ctop_schema::CelRules::compile).unwrap_or_default(),
                 schema,
                 printer_columns: v["additionalPrinterColumns"].as_array().cloned().unwrap_or_default(),
-                storage: v["storage"].as_bool().unwrap_or(false),
             })),
         });
     }

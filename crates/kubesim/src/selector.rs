@@ -50,11 +50,6 @@ impl FieldSelector {
         Ok(Self(out))
     }
 
-    /// Whether the selector selects everything.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// Whether `obj` satisfies every requirement.
     pub fn matches(&self, obj: &Value) -> bool {
         self.0.iter().all(|(field, eq, value)| {

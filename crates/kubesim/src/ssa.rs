@@ -128,26 +128,6 @@ impl SsaError {
             _ => "",
         }
     }
-
-    /// The whole `metav1.Status` body, with `details.causes` for conflicts.
-    #[must_use]
-    pub fn status(&self) -> Value {
-        let mut status = json!({
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": self.to_string(), "code": self.code(),
-        });
-        if !self.reason().is_empty() {
-            status["reason"] = json!(self.reason());
-        }
-        if let Self::Conflict { conflicts } = self {
-            let causes: Vec<Value> = conflicts
-                .iter()
-                .map(|c| json!({"reason": "FieldManagerConflict", "message": c.message, "field": c.field}))
-                .collect();
-            status["details"] = json!({ "causes": causes });
-        }
-        status
-    }
 }
 
 /// The real top-level message of a 409 apply conflict:
@@ -1859,15 +1839,6 @@ mod tests {
                 .unwrap_err();
         assert_eq!(err.code(), 409);
         assert_eq!(err.to_string(), "Apply failed with 1 conflict: conflict with \"a\": .spec.replicas");
-        assert_eq!(
-            err.status(),
-            json!({
-                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 409,
-                "reason": "Conflict",
-                "message": "Apply failed with 1 conflict: conflict with \"a\": .spec.replicas",
-                "details": {"causes": [{"reason": "FieldManagerConflict", "message": "conflict with \"a\"", "field": ".spec.replicas"}]}
-            })
-        );
         let shared = ok_apply(Some(&live), &widget(json!({"replicas": 1})), &mgr("b", T1), false);
         assert_eq!(fields(&shared, "a", "Apply"), json!({"f:spec": {"f:replicas": {}}}));
         assert_eq!(fields(&shared, "b", "Apply"), json!({"f:spec": {"f:replicas": {}}}));

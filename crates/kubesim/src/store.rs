@@ -39,17 +39,6 @@ pub enum EventKind {
     Deleted,
 }
 
-impl EventKind {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Added => "ADDED",
-            Self::Modified => "MODIFIED",
-            Self::Deleted => "DELETED",
-        }
-    }
-}
-
 /// One committed change.
 #[derive(Debug)]
 pub struct Change {
@@ -156,11 +145,6 @@ impl Store {
             }),
             latest: watch::Sender::new(1),
         }
-    }
-
-    /// The current global resourceVersion.
-    pub fn rv(&self) -> u64 {
-        self.state.lock().rv
     }
 
     /// One object.

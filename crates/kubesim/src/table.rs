@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use crate::printer_columns::{column_cell, json_path};
 use crate::registry::ResourceType;
 
 /// `PartialObjectMetadata` of an object.
@@ -303,16 +304,21 @@ fn crd_columns(rt: &ResourceType) -> Option<Columns> {
                 .iter()
                 .map(|c| {
                     let path = c["jsonPath"].as_str().unwrap_or_default();
-                    let v = crate::printer_columns::json_path(o, path);
-                    match (c["type"].as_str(), v) {
-                        (_, None) => Value::Null,
-                        (Some("date"), Some(Value::String(ts))) => match ts.parse::<jiff::Timestamp>() {
-                            Ok(t) => {
-                                json!(human_duration(jiff::Timestamp::now().as_second() - t.as_second()))
+                    let v = json_path(o, path);
+                    let column_type = c["type"].as_str().unwrap_or("string");
+                    match v.as_ref().and_then(|v| column_cell(column_type, v)) {
+                        None => Value::Null,
+                        // The table convertor shows a date as an age, `<invalid>` when it
+                        // does not parse.
+                        Some(Value::String(ts)) if column_type == "date" => {
+                            match ts.parse::<jiff::Timestamp>() {
+                                Ok(t) => {
+                                    json!(human_duration(jiff::Timestamp::now().as_second() - t.as_second()))
+                                }
+                                Err(_) => json!("<invalid>"),
                             }
-                            Err(_) => json!(ts),
-                        },
-                        (_, Some(v)) => v,
+                        }
+                        Some(cell) => cell,
                     }
                 })
                 .collect()

@@ -208,7 +208,7 @@ async fn raw_watch_from_a_version_dropped_for_bytes_gets_expired() {
         let o = api.patch("big", &PatchParams::default(), &patch).await.expect("patch");
         rvs.push(o.resource_version().expect("rv"));
     }
-    let (kept, bytes) = sim.api().store.history_usage();
+    let (kept, bytes) = sim.history_usage();
     assert!(bytes <= 350 * 1024, "{bytes} bytes kept");
     assert!((2..=4).contains(&kept), "{kept} changes kept");
     // From the creation: those updates were dropped, so 410 Expired.

@@ -10,7 +10,7 @@ use axum::Json;
 use axum::routing::post;
 use base64::Engine as _;
 use common::{api_err, start};
-use ctop_kubesim::tls::{ServingCert, TlsListener};
+use ctop_kubesim::{ServingCert, TlsListener};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};

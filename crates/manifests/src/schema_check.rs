@@ -153,18 +153,27 @@ mod tests {
         );
         assert_eq!(problems[1].script_path, "spec.replicas");
 
-        let api = sim.api();
-        let rt = api
-            .registry
-            .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-            .expect("CRDs are served");
-        let unchecked = crate::crd::crd_document(&resource, &Map::new());
-        let err = api
-            .create(&rt, "", unchecked, &ctop_kubesim::api::WriteOpts::default())
+        // The same CRD, unchecked, sent to kubesim over HTTP as any client would.
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig()).expect("kubeconfig parses");
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
             .await
-            .expect_err("kubesim must refuse the CRD");
-        assert_eq!(err.code, 422);
-        let theirs: Vec<String> = err.causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+            .expect("kubeconfig loads");
+        let client = kube::Client::try_from(config).expect("client");
+        let crds = kube::Api::<kube::api::DynamicObject>::all_with(
+            client,
+            &kube::api::ApiResource::erase::<
+                k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+            >(&()),
+        );
+        let unchecked: kube::api::DynamicObject =
+            serde_json::from_value(crate::crd::crd_document(&resource, &Map::new())).expect("a CRD object");
+        let status = match crds.create(&kube::api::PostParams::default(), &unchecked).await {
+            Err(kube::Error::Api(status)) => status,
+            other => panic!("kubesim must refuse the CRD, got {other:?}"),
+        };
+        assert_eq!(status.code, 422);
+        let causes = status.details.map(|d| d.causes).unwrap_or_default();
+        let theirs: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
         assert_eq!(theirs, ours);
     }
 

@@ -288,7 +288,7 @@ async fn an_expired_certificate_is_refused_by_clients_and_a_renewed_one_is_picke
 /// for `<service>.<namespace>.svc`, denials carry the script's message, patches apply.
 #[tokio::test]
 async fn kubesim_calls_the_generated_configurations() {
-    use ctop_kubesim::admission::{Attributes, Caller, Operation};
+    use ctop_kubesim::{AdmissionAttributes as Attributes, Operation, WebhookCaller as Caller};
     use ctop_webhook::{ConfigurationOptions, Endpoint, SelfIssued, configurations};
 
     let issued = SelfIssued::issue(&["op-webhook.op-system.svc".to_owned()]).unwrap();
