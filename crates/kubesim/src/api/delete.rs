@@ -1,0 +1,170 @@
+//! Deletes: preconditions, finalizers and `deletionTimestamp`, propagation policies, and
+//! namespace finalization.
+
+use serde_json::{Value, json};
+
+use super::admit::Admit;
+use super::{Api, DeleteOpts, Deleted, Written, meta_mut, obj_key};
+use crate::admission::Operation;
+use crate::convert;
+use crate::error::ApiError;
+use crate::meta::{self, deleting, finalizers};
+use crate::registry::ResourceType;
+use crate::store::{CommitError, object_rv, uid_of};
+
+impl Api {
+    /// `DELETE`.
+    pub async fn delete(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOpts,
+    ) -> Result<Deleted, ApiError> {
+        for _ in 0..16 {
+            let live = self.live(rt, ns, name).ok_or_else(|| ApiError::not_found(rt.gr(), name))?;
+            if let Some(uid) = &opts.uid {
+                let have = uid_of(&live).unwrap_or_default();
+                if uid != have {
+                    return Err(ApiError::conflict(
+                        rt.gr(),
+                        name,
+                        &format!(
+                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {have}"
+                        ),
+                    ));
+                }
+            }
+            if let Some(rv) = &opts.resource_version {
+                let have = object_rv(&live).to_string();
+                if *rv != have {
+                    return Err(ApiError::conflict(
+                        rt.gr(),
+                        name,
+                        &format!(
+                            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {have}"
+                        ),
+                    ));
+                }
+            }
+            let req = Admit {
+                op: Operation::Delete,
+                ns,
+                name,
+                sub: None,
+                old: Some(&live),
+                dry_run: opts.dry_run,
+                user: &opts.user,
+            };
+            let mut warnings = Vec::new();
+            self.admit_mutate(rt, &req, None, &mut warnings).await?;
+            self.admit_validate(rt, &req, None, &mut warnings).await?;
+            let mut fins = finalizers(&live);
+            let policy_fin = match opts.propagation.as_deref() {
+                Some("Foreground") => Some("foregroundDeletion"),
+                Some("Orphan") => Some("orphan"),
+                _ => None,
+            };
+            let is_ns = rt.group.is_empty() && rt.kind == "Namespace";
+            let ns_pending = is_ns
+                && live.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+            if let Some(f) = policy_fin
+                && !fins.iter().any(|x| x == f)
+            {
+                fins.push(f.to_owned());
+            }
+            let key = obj_key(rt, ns, name);
+            if fins.is_empty() && !ns_pending {
+                if opts.dry_run {
+                    return Ok(Deleted::Gone(convert::to_served(rt, &live)));
+                }
+                match self.store.remove(&rt.store, &key, object_rv(&live)) {
+                    Ok(change) => {
+                        self.after_commit(rt, &change);
+                        let body = if returns_deleted_object(rt) {
+                            convert::to_served(rt, &change.object)
+                        } else {
+                            let mut details = json!({"name": name, "kind": rt.plural, "uid": uid_of(&live)});
+                            if !rt.group.is_empty() {
+                                details["group"] = json!(rt.group);
+                            }
+                            json!({
+                                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                                "details": details,
+                            })
+                        };
+                        return Ok(Deleted::Gone(body));
+                    }
+                    Err(CommitError::Missing) => return Err(ApiError::not_found(rt.gr(), name)),
+                    Err(_) => continue,
+                }
+            }
+            let mut new = (*live).clone();
+            let meta = meta_mut(&mut new);
+            meta.insert("finalizers".into(), json!(fins));
+            if !deleting(&live) {
+                meta.insert("deletionTimestamp".into(), json!(meta::now()));
+                meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+                if rt.generation {
+                    let g = meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
+                    meta.insert("generation".into(), json!(g + 1));
+                }
+            }
+            if is_ns {
+                new["status"]["phase"] = json!("Terminating");
+            }
+            if new == *live {
+                return Ok(Deleted::Pending(convert::to_served(rt, &live)));
+            }
+            if opts.dry_run {
+                return Ok(Deleted::Pending(convert::to_served(rt, &new)));
+            }
+            match self.store.update(&rt.store, &key, object_rv(&live), new) {
+                Ok(change) => {
+                    self.after_commit(rt, &change);
+                    return Ok(Deleted::Pending(convert::to_served(rt, &change.object)));
+                }
+                Err(CommitError::Missing) => return Err(ApiError::not_found(rt.gr(), name)),
+                Err(_) => continue,
+            }
+        }
+        Err(ApiError::stale(rt.gr(), name))
+    }
+
+    /// `PUT /api/v1/namespaces/{name}/finalize`: replace `spec.finalizers`.
+    pub fn finalize_namespace(&self, name: &str, body: &Value) -> Result<Written, ApiError> {
+        let rt = self.registry.get("", "v1", "namespaces").ok_or_else(ApiError::no_route)?;
+        let live = self.live(&rt, "", name).ok_or_else(|| ApiError::not_found(rt.gr(), name))?;
+        let mut new = (*live).clone();
+        new["spec"]["finalizers"] = body.pointer("/spec/finalizers").cloned().unwrap_or_else(|| json!([]));
+        let key = obj_key(&rt, "", name);
+        let empty = new.pointer("/spec/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
+        let change = if deleting(&new) && empty && finalizers(&new).is_empty() {
+            self.store.remove(&rt.store, &key, object_rv(&live))
+        } else {
+            self.store.update(&rt.store, &key, object_rv(&live), new)
+        }
+        .map_err(|_| ApiError::stale(rt.gr(), name))?;
+        self.after_commit(&rt, &change);
+        Ok(Written { object: convert::to_served(&rt, &change.object), code: 200, warnings: Vec::new() })
+    }
+}
+
+/// Whether `DELETE` answers with the deleted object rather than a `Status`: custom
+/// resources and the built-in kinds whose storage says so (`ReturnDeletedObject` in
+/// kube-apiserver's registry).
+fn returns_deleted_object(rt: &ResourceType) -> bool {
+    rt.crd.is_some()
+        || matches!(
+            (rt.group.as_str(), rt.kind.as_str()),
+            (
+                "",
+                "Pod"
+                    | "Service"
+                    | "PersistentVolume"
+                    | "PersistentVolumeClaim"
+                    | "ServiceAccount"
+                    | "ResourceQuota"
+            ) | ("storage.k8s.io", "StorageClass")
+        )
+}
