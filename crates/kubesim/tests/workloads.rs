@@ -174,6 +174,18 @@ async fn services_get_an_ip_and_endpoint_slices_of_their_ready_pods() {
     let svc = services.create(&PostParams::default(), &svc).await.expect("created");
     let ip = svc.spec.as_ref().and_then(|s| s.cluster_ip.clone()).expect("a cluster IP");
     assert!(ip.starts_with("10.96.") && ip != "10.96.0.1", "{ip}");
+    // Created by server-side apply (as operators create their children): an IP too.
+    let applied = services
+        .patch(
+            "applied",
+            &PatchParams::apply("test"),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "applied"},
+                "spec": {"selector": {"app": "api"}, "ports": [{"port": 80}]}})),
+        )
+        .await
+        .expect("applied");
+    let applied_ip = applied.spec.and_then(|s| s.cluster_ip).expect("a cluster IP for an applied Service");
+    assert!(applied_ip.starts_with("10.96.") && applied_ip != ip, "{applied_ip}");
 
     let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), "default");
     let by_service = ListParams::default().labels("kubernetes.io/service-name=api");

@@ -72,39 +72,53 @@ impl Api {
         }
         Self::normalize(rt, &mut body);
         body = self.admit_create(rt, ns, &name, body, opts, &mut warnings).await?;
+        let now = meta::now();
+        self.stamp_new(rt, &name, &mut body, opts, &now)?;
+        let mgr = opts.manager();
+        let body =
+            ssa::update(None, body, &manager(&mgr, rt, None, &now), rt.shape.as_ref(), ssa::Scope::All)
+                .map_err(|e| ssa_error(rt, &name, e))?;
+        self.commit_create(rt, ns, &name, body, opts.dry_run, warnings)
+    }
+
+    /// What the server sets on every object it creates, whatever the verb: a Service's
+    /// cluster IP and node ports (when the cluster hands them out), the uid, the creation
+    /// time, `generation: 1`, and a new CRD's conditions and cleanup finalizer.
+    fn stamp_new(
+        &self,
+        rt: &ResourceType,
+        name: &str,
+        obj: &mut Value,
+        opts: &WriteOpts,
+        now: &str,
+    ) -> Result<(), ApiError> {
         if rt.group.is_empty()
             && rt.kind == "Service"
             && !opts.dry_run
             && let Some(ips) = self.service_ips.lock().as_mut()
         {
-            ips.allocate(&mut body).map_err(|message| {
+            ips.allocate(obj).map_err(|message| {
                 ApiError::invalid_field(
                     rt.gr(),
                     &rt.kind_group(),
-                    &name,
+                    name,
                     "FieldValueInvalid",
                     "spec.clusterIPs",
                     &message,
                 )
             })?;
         }
-        let meta = meta_mut(&mut body);
+        let meta = meta_mut(obj);
         meta.insert("uid".into(), json!(meta::new_uid()));
-        meta.insert("creationTimestamp".into(), json!(meta::now()));
+        meta.insert("creationTimestamp".into(), json!(now));
         if rt.generation {
             meta.insert("generation".into(), json!(1));
         }
         if rt.kind == "CustomResourceDefinition" {
-            establish_crd(&mut body);
-            meta_mut(&mut body)
-                .insert("finalizers".into(), json!(["customresourcecleanup.apiextensions.k8s.io"]));
+            establish_crd(obj);
+            meta_mut(obj).insert("finalizers".into(), json!(["customresourcecleanup.apiextensions.k8s.io"]));
         }
-        let mgr = opts.manager();
-        let now = meta::now();
-        let body =
-            ssa::update(None, body, &manager(&mgr, rt, None, &now), rt.shape.as_ref(), ssa::Scope::All)
-                .map_err(|e| ssa_error(rt, &name, e))?;
-        self.commit_create(rt, ns, &name, body, opts.dry_run, warnings)
+        Ok(())
     }
 
     fn commit_create(
@@ -352,13 +366,7 @@ impl Api {
         Err(ApiError::stale(rt.gr(), name))
     }
 
-    fn apply_config(
-        &self,
-        rt: &ResourceType,
-        ns: &str,
-        name: &str,
-        body: &Value,
-    ) -> Result<Value, ApiError> {
+    fn apply_config(&self, rt: &ResourceType, ns: &str, name: &str, body: &Value) -> Result<Value, ApiError> {
         let mut config = body.clone();
         if config.pointer("/metadata/managedFields").is_some_and(|v| !v.is_null()) {
             return Err(ApiError::bad_request("metadata.managedFields must be nil"));
@@ -398,16 +406,7 @@ impl Api {
         for f in SYSTEM_FIELDS {
             meta.remove(*f);
         }
-        meta.insert("uid".into(), json!(meta::new_uid()));
-        meta.insert("creationTimestamp".into(), json!(now));
-        if rt.generation {
-            meta.insert("generation".into(), json!(1));
-        }
-        if rt.kind == "CustomResourceDefinition" {
-            establish_crd(&mut obj);
-            meta_mut(&mut obj)
-                .insert("finalizers".into(), json!(["customresourcecleanup.apiextensions.k8s.io"]));
-        }
+        self.stamp_new(rt, name, &mut obj, opts, &now)?;
         self.commit_create(rt, ns, name, obj, opts.dry_run, warnings)
     }
 
@@ -439,12 +438,7 @@ impl Api {
 }
 
 /// Apply a merge, JSON or strategic patch to the served form of an object.
-fn apply_patch(
-    rt: &ResourceType,
-    served: &Value,
-    kind: PatchKind,
-    body: &Value,
-) -> Result<Value, ApiError> {
+fn apply_patch(rt: &ResourceType, served: &Value, kind: PatchKind, body: &Value) -> Result<Value, ApiError> {
     let mut doc = served.clone();
     match kind {
         PatchKind::Merge => {
