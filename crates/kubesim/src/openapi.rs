@@ -10,8 +10,9 @@
 //! resources' schemas.
 
 use serde_json::{Map, Value, json};
+use sha2::{Digest as _, Sha512};
 
-use crate::builtin::{self, FNV_BASIS, catalog, fnv, gv_path};
+use crate::builtin::{self, catalog, gv_path};
 use crate::registry::Registry;
 
 /// `GET /openapi/v3`: the index of group-version documents.
@@ -22,11 +23,16 @@ pub fn index(reg: &Registry) -> Value {
         if paths.contains_key(&p) {
             continue;
         }
-        // The built-in components' hash is computed once; only the rest is hashed here.
+        // A SHA-512 in upper-case hex, like the API server's. The built-in components are
+        // hashed once; only the rest is hashed here, after their digest.
         let doc = build(reg, &p, false).unwrap_or(Value::Null);
-        let seed = catalog().gv_components(&p).map_or(FNV_BASIS, |c| c.hash);
-        let h = fnv(&doc.to_string(), seed);
-        paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={h:016X}")}));
+        let mut hasher = Sha512::new();
+        if let Some(builtins) = catalog().gv_components(&p) {
+            hasher.update(&builtins.digest);
+        }
+        hasher.update(doc.to_string());
+        let hash: String = hasher.finalize().iter().map(|b| format!("{b:02X}")).collect();
+        paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash}")}));
     }
     json!({"paths": paths})
 }

@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 
 use serde_json::{Map, Value, json};
+use sha2::{Digest as _, Sha512};
 
 pub(crate) use decode::DecodeError;
 use tree::{NodeId, Tree};
@@ -31,8 +32,9 @@ use tree::{NodeId, Tree};
 pub(crate) struct GvComponents {
     /// Component name → schema.
     pub(crate) schemas: Map<String, Value>,
-    /// A hash of them, for the `/openapi/v3` index.
-    pub(crate) hash: u64,
+    /// The SHA-512 of their JSON, which the `/openapi/v3` index's hash of the whole
+    /// document continues from.
+    pub(crate) digest: Vec<u8>,
 }
 
 /// One built-in kind.
@@ -64,19 +66,6 @@ pub(crate) fn gv_path(group: &str, version: &str) -> String {
     if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
 }
 
-/// FNV-1a of `s`: stable across runs, good enough for a cache-busting hash.
-pub(crate) fn fnv(s: &str, seed: u64) -> u64 {
-    let mut h: u64 = seed;
-    for b in s.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
-/// The FNV-1a offset basis.
-pub(crate) const FNV_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-
 impl Catalog {
     fn build() -> Self {
         let generated = schemas::generate();
@@ -101,8 +90,8 @@ impl Catalog {
                 );
                 let schemas: Map<String, Value> =
                     names.into_iter().map(|n| (n.to_owned(), components[n].clone())).collect();
-                let hash = fnv(&Value::Object(schemas.clone()).to_string(), FNV_BASIS);
-                (gv, GvComponents { schemas, hash })
+                let digest = Sha512::digest(Value::Object(schemas.clone()).to_string()).to_vec();
+                (gv, GvComponents { schemas, digest })
             })
             .collect();
         Self { gvs, kinds, tree }
