@@ -148,10 +148,6 @@ fn getnum(s: &str, fixed: bool) -> Option<(u32, &str)> {
     }
 }
 
-fn is_leap(year: u32) -> bool {
-    year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400))
-}
-
 /// Why `time.Parse(layout, value)` fails for one of the two RFC 3339 layouts, in Go's words.
 pub(crate) fn time_error(layout: &'static str, value: &str) -> Option<String> {
     use Elem::{ColonTz, Hour, Literal, LongYear, Micros, ZeroDay, ZeroMinute, ZeroMonth, ZeroSecond};
@@ -284,13 +280,13 @@ pub(crate) fn time_error(layout: &'static str, value: &str) -> Option<String> {
     if !rest.is_empty() {
         return Some(format!("parsing time {}: extra text: {}", time_quote(value), time_quote(rest)));
     }
-    let days = match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
+    // The tokens were read in Go's words above; whether the day exists in its month is the
+    // calendar's (jiff's) to say.
+    let exists = match (i16::try_from(year), i8::try_from(month), i8::try_from(day)) {
+        (Ok(y), Ok(m), Ok(d)) => jiff::civil::Date::new(y, m, d).is_ok(),
+        _ => false,
     };
-    (day < 1 || day > days).then(|| format!("parsing time {}: day out of range", time_quote(value)))
+    (!exists).then(|| format!("parsing time {}: day out of range", time_quote(value)))
 }
 
 /// The byte offset Go's `base64.StdEncoding.Decode` reports (`illegal base64 data at input
@@ -386,6 +382,9 @@ mod tests {
             time_error(RFC3339, "2023-02-29T00:00:00Z").as_deref(),
             Some(r#"parsing time "2023-02-29T00:00:00Z": day out of range"#)
         );
+        assert_eq!(time_error(RFC3339, "2024-02-29T00:00:00Z"), None, "a leap year");
+        assert!(time_error(RFC3339, "1900-02-29T00:00:00Z").is_some(), "not a leap year");
+        assert!(time_error(RFC3339, "2024-04-31T00:00:00Z").is_some());
         assert_eq!(
             time_error(RFC3339, "2024-05-01T10:00:00Zx").as_deref(),
             Some(r#"parsing time "2024-05-01T10:00:00Zx": extra text: "x""#)
