@@ -140,6 +140,48 @@ async fn rollout_status_scale_and_pods_of_a_running_deployment() {
     assert!(out.contains("successfully rolled out"), "{out}");
     let history = env.ok(&["rollout", "history", "deployment/web"]);
     assert!(history.contains('1') && history.contains('2'), "{history}");
+    assert_table(
+        &env.ok(&["get", "deployment", "web", "-o", "wide"]),
+        &[
+            "NAME READY UP-TO-DATE AVAILABLE AGE CONTAINERS IMAGES SELECTOR",
+            "web 3/3 3 3 ~ web nginx:2 app=web",
+        ],
+    );
+    // The old ReplicaSet is scaled to zero, the new one runs the three Pods.
+    let images = env.ok(&[
+        "get",
+        "rs",
+        "-l",
+        "app=web",
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.name}={.spec.template.spec.containers[0].image} {end}",
+    ]);
+    let of = |image: &str| {
+        let suffix = format!("={image}");
+        images.split_whitespace().find_map(|i| i.strip_suffix(&suffix)).map(str::to_owned)
+    };
+    let (Some(old), Some(new)) = (of("nginx:1"), of("nginx:2")) else { panic!("two ReplicaSets: {images}") };
+    // The rollout is done once the Deployment counts the new Pods; the old ReplicaSet
+    // reports its last Pod gone a moment later.
+    let replicas = ["get", "rs", &old, "-o", "jsonpath={.status.replicas}"];
+    wait_until("the old ReplicaSet has no Pods", || matches!(env.ok(&replicas).as_str(), "" | "0")).await;
+    let mut rows = [format!("{old} 0 0 0 ~"), format!("{new} 3 3 3 ~")];
+    rows.sort();
+    assert_table(
+        &env.ok(&["get", "rs", "-l", "app=web"]),
+        &["NAME DESIRED CURRENT READY AGE", &rows[0], &rows[1]],
+    );
+    assert_table(
+        &env.ok(&["get", "nodes"]),
+        &["NAME STATUS ROLES AGE VERSION", "kubesim-node-1 Ready <none> ~ v1.33.0"],
+    );
+    assert_table(
+        &env.ok(&["get", "nodes", "-o", "wide"]),
+        &[
+            "NAME STATUS ROLES AGE VERSION INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME",
+            "kubesim-node-1 Ready <none> ~ v1.33.0 10.0.0.2 <none> kubesim <unknown> kubesim://1.0.0",
+        ],
+    );
     let nodes = env.ok(&[
         "get",
         "nodes",
@@ -162,6 +204,15 @@ async fn wait_for_a_job_to_complete() {
     assert!(out.contains("job.batch/once condition met"), "{out}");
     let pods = env.ok(&["get", "pods", "-l", "job-name=once", "-o", "jsonpath={.items[*].status.phase}"]);
     assert_eq!(pods, "Succeeded");
+    assert_table(
+        &env.ok(&["get", "job", "once"]),
+        &["NAME STATUS COMPLETIONS DURATION AGE", "once Complete 1/1 ~ ~"],
+    );
+    let pod = env.ok(&["get", "pods", "-l", "job-name=once", "-o", "jsonpath={.items[0].metadata.name}"]);
+    assert_table(
+        &env.ok(&["get", "pods", "-l", "job-name=once"]),
+        &["NAME READY STATUS RESTARTS AGE", &format!("{pod} 0/1 Completed 0 ~")],
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -195,6 +246,19 @@ async fn statefulsets_and_daemonsets_roll_out() {
     let images =
         env.ok(&["get", "pods", "-l", "app=db", "-o", "jsonpath={.items[*].spec.containers[0].image}"]);
     assert_eq!(images, "postgres:17 postgres:17 postgres:17");
+    assert_table(&env.ok(&["get", "statefulset", "db"]), &["NAME READY AGE", "db 3/3 ~"]);
+    assert_table(
+        &env.ok(&["get", "statefulset", "db", "-o", "wide"]),
+        &["NAME READY AGE CONTAINERS IMAGES", "db 3/3 ~ db postgres:17"],
+    );
+    let volumes = env.ok(&["get", "pvc", "-o", "jsonpath={.items[*].spec.volumeName}"]);
+    let volumes: Vec<&str> = volumes.split(' ').collect();
+    assert!(volumes.iter().all(|v| v.starts_with("pvc-")), "{volumes:?}");
+    let claims: Vec<String> =
+        (0..3).map(|i| format!("data-db-{i} Bound {} 1Gi RWO <unset> ~", volumes[i])).collect();
+    let mut want = vec!["NAME STATUS VOLUME CAPACITY ACCESS MODES STORAGECLASS VOLUMEATTRIBUTESCLASS AGE"];
+    want.extend(claims.iter().map(String::as_str));
+    assert_table(&env.ok(&["get", "pvc"]), &want);
 
     let ds = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent, namespace: default}\n\
         spec:\n  selector: {matchLabels: {app: agent}}\n  template:\n    metadata: {labels: {app: agent}}\n    \
@@ -212,6 +276,13 @@ async fn statefulsets_and_daemonsets_roll_out() {
     let images =
         env.ok(&["get", "pods", "-l", "app=agent", "-o", "jsonpath={.items[*].spec.containers[0].image}"]);
     assert_eq!(images, "agent:2 agent:2 agent:2");
+    assert_table(
+        &env.ok(&["get", "daemonset", "agent", "-o", "wide"]),
+        &[
+            "NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE CONTAINERS IMAGES SELECTOR",
+            "agent 3 3 3 3 3 <none> ~ agent agent:2 app=agent",
+        ],
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
