@@ -125,7 +125,13 @@ fn status(pod: &Value, node: usize, ip: &str, state: State) -> Value {
         }
         c
     };
-    let pod_name = pod["metadata"]["name"].as_str().unwrap_or_default();
+    // The kubelet names a Pod in its messages as `name_namespace(uid)` (`format.Pod`).
+    let pod_name = format!(
+        "{}_{}({})",
+        pod["metadata"]["name"].as_str().unwrap_or_default(),
+        pod["metadata"]["namespace"].as_str().unwrap_or_default(),
+        pod["metadata"]["uid"].as_str().unwrap_or_default()
+    );
     let mut statuses: Vec<Value> = containers("containers")
         .iter()
         .map(|c| {
@@ -205,8 +211,33 @@ fn qos_class(containers: &[Value]) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::qos_class;
+    use super::{State, qos_class, status};
     use serde_json::json;
+
+    #[test]
+    fn a_crashing_container_waits_in_back_off_after_its_last_termination() {
+        let pod = json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}, "status": {}});
+        let s = status(&pod, 1, "10.244.1.2", State::CrashLoop);
+        let c = &s["status"]["containerStatuses"][0];
+        assert_eq!(s["status"]["phase"], "Running");
+        assert_eq!(c["state"]["waiting"]["reason"], "CrashLoopBackOff");
+        assert_eq!(
+            c["state"]["waiting"]["message"],
+            "back-off 10s restarting failed container=c pod=p_ns(u1)"
+        );
+        assert_eq!(c["lastState"]["terminated"]["reason"], "Error");
+        assert_eq!(c["lastState"]["terminated"]["exitCode"], 1);
+        assert!(c["lastState"]["terminated"]["finishedAt"].is_string());
+        assert_eq!((c["restartCount"].as_i64(), c["ready"].as_bool()), (Some(1), Some(false)));
+        let failed = status(&pod, 1, "10.244.1.2", State::Failed);
+        let c = &failed["status"]["containerStatuses"][0];
+        assert_eq!(failed["status"]["phase"], "Failed");
+        assert_eq!(
+            (c["state"]["terminated"]["reason"].as_str(), c["state"]["terminated"]["exitCode"].as_i64()),
+            (Some("Error"), Some(1))
+        );
+    }
 
     #[test]
     fn qos_classes() {

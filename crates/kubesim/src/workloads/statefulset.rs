@@ -1,6 +1,7 @@
 //! The StatefulSet controller: Pods `<set>-0`, `<set>-1`, … with stable names, hostnames
 //! under `serviceName` and a PersistentVolumeClaim per `volumeClaimTemplates` entry and
-//! ordinal (`<claim>-<set>-<ordinal>`, reported Bound as a dynamic provisioner would);
+//! ordinal (`<claim>-<set>-<ordinal>`, bound to a volume `pvc-<claim uid>` and reported Bound as
+//! with a dynamic provisioner, though no PersistentVolume object is made);
 //! `OrderedReady` creates each Pod once the ones before it are Ready and removes the
 //! highest first, `Parallel` does not wait; a new template rolls out from the highest
 //! ordinal down to `partition`, one Pod at a time, and the status carries the revisions
@@ -132,7 +133,15 @@ async fn claims(cluster: &Cluster<'_>, sts: &Value, ordinal: usize) -> Result<()
             "metadata": {"name": name, "namespace": ns, "labels": labels},
             "spec": template["spec"],
         });
-        cluster.create(&claims_rt, ns, claim, MANAGER).await?;
+        let created = cluster.create(&claims_rt, ns, claim, MANAGER).await?;
+        // The persistent volume controller binds the claim to the volume a dynamic
+        // provisioner names `pvc-<claim uid>`, then reports it Bound.
+        let uid = created["metadata"]["uid"].as_str().unwrap_or_default();
+        let binding = json!({
+            "metadata": {"annotations": {"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes"}},
+            "spec": {"volumeName": format!("pvc-{uid}")},
+        });
+        cluster.merge(&claims_rt, &key, false, &binding, "persistentvolume-binder-controller").await?;
         let bound = json!({"status": {
             "phase": "Bound",
             "accessModes": template["spec"]["accessModes"],
