@@ -17,7 +17,8 @@
 //! managedFields), `smp` (strategic merge patch), `crd_shape` (a CRD's list and map
 //! types for SSA), `printer_columns`, `builtin` (the built-in kinds' schemas, and decoding
 //! their writes like the Go types), `authz` (RBAC), `selector`, `shape` (list types and
-//! merge keys), and `gc` (garbage collection, namespace and CRD termination). CRD schemas
+//! merge keys), `table` (the server-side printer columns `kubectl get` shows), and `gc`
+//! (garbage collection, namespace and CRD termination). CRD schemas
 //! (the checks when a CRD is written, and pruning, defaulting, validation and CEL rules on
 //! every custom-resource write) are the `ctop_schema` crate's, shared with `ctop
 //! manifests`. Where kubesim differs from a real API server is listed in the crate's

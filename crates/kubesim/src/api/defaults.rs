@@ -55,6 +55,17 @@ impl Api {
             ("apps", _) | ("batch", _) if obj.get("spec").is_some_and(Value::is_object) => {
                 workload_defaults(&rt.kind, &mut obj["spec"]);
             }
+            // `SetDefaults_PersistentVolumeClaimSpec` and `SetDefaults_HorizontalPodAutoscaler`.
+            ("", "PersistentVolumeClaim") => {
+                if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                    spec.entry("volumeMode").or_insert_with(|| json!("Filesystem"));
+                }
+            }
+            ("autoscaling", "HorizontalPodAutoscaler") => {
+                if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                    spec.entry("minReplicas").or_insert_with(|| json!(1));
+                }
+            }
             _ => {}
         }
         if let Some(anchor) = pod_spec_pointer(&rt.kind)

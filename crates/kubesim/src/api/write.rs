@@ -118,6 +118,12 @@ impl Api {
             establish_crd(obj);
             meta_mut(obj).insert("finalizers".into(), json!(["customresourcecleanup.apiextensions.k8s.io"]));
         }
+        if rt.group == "batch"
+            && rt.kind == "Job"
+            && obj.pointer("/spec/manualSelector") != Some(&json!(true))
+        {
+            generate_job_selector(obj);
+        }
         Ok(())
     }
 
@@ -487,4 +493,34 @@ fn apply_patch(rt: &ResourceType, served: &Value, kind: PatchKind, body: &Value)
         PatchKind::Apply => {}
     }
     Ok(doc)
+}
+
+/// A new Job without `manualSelector: true` selects its own Pods by its uid, and its Pod
+/// template carries the job-name and controller-uid labels (the Job strategy's
+/// `generateSelector` in `pkg/registry/batch/job/strategy.go`; labels the user set stay).
+fn generate_job_selector(job: &mut Value) {
+    let name = job.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
+    let uid = job.pointer("/metadata/uid").cloned().unwrap_or(Value::Null);
+    let Some(spec) = job.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    let template = spec.entry("template").or_insert_with(|| json!({}));
+    if let Some(meta) = template.as_object_mut().map(|t| t.entry("metadata").or_insert_with(|| json!({})))
+        && let Some(labels) = meta.as_object_mut().map(|m| m.entry("labels").or_insert_with(|| json!({})))
+        && let Some(labels) = labels.as_object_mut()
+    {
+        for (key, value) in [
+            ("job-name", &name),
+            ("batch.kubernetes.io/job-name", &name),
+            ("controller-uid", &uid),
+            ("batch.kubernetes.io/controller-uid", &uid),
+        ] {
+            labels.entry(key).or_insert_with(|| value.clone());
+        }
+    }
+    let selector = spec.entry("selector").or_insert_with(|| json!({}));
+    if let Some(match_labels) =
+        selector.as_object_mut().map(|s| s.entry("matchLabels").or_insert_with(|| json!({})))
+        && let Some(match_labels) = match_labels.as_object_mut()
+    {
+        match_labels.entry("batch.kubernetes.io/controller-uid").or_insert(uid);
+    }
 }

@@ -208,6 +208,15 @@ async fn wait_for_a_job_to_complete() {
         &env.ok(&["get", "job", "once"]),
         &["NAME STATUS COMPLETIONS DURATION AGE", "once Complete 1/1 ~ ~"],
     );
+    // The API server gave the Job a selector of its own uid.
+    let uid = env.ok(&["get", "job", "once", "-o", "jsonpath={.metadata.uid}"]);
+    assert_table(
+        &env.ok(&["get", "job", "once", "-o", "wide"]),
+        &[
+            "NAME STATUS COMPLETIONS DURATION AGE CONTAINERS IMAGES SELECTOR",
+            &format!("once Complete 1/1 ~ ~ once busybox batch.kubernetes.io/controller-uid={uid}"),
+        ],
+    );
     let pod = env.ok(&["get", "pods", "-l", "job-name=once", "-o", "jsonpath={.items[0].metadata.name}"]);
     assert_table(
         &env.ok(&["get", "pods", "-l", "job-name=once"]),
