@@ -40,6 +40,8 @@
 //! patched objects are not re-defaulted or pruned here (the caller should do it); audit
 //! annotations are dropped; only loopback addresses are dialled (other hosts fail to connect).
 
+mod verify;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::io;
@@ -824,7 +826,8 @@ struct Target {
     dial: Result<SocketAddr, String>,
     server_name: ServerName<'static>,
     path: String,
-    roots: rustls::RootCertStore,
+    /// The `caBundle`'s certificates (empty: none was given).
+    roots: Vec<CertificateDer<'static>>,
 }
 
 /// Dials, handshakes TLS and POSTs; errors are worded like Go's `net/http` ones.
@@ -835,11 +838,16 @@ async fn post(target: &Target, path: &str, body: String) -> Result<(u16, bool, B
         _ => format!("dial tcp {addr}: {e}"),
     })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(target.roots.clone())
-        .with_no_client_auth();
+        .map_err(|e| e.to_string())?;
+    let mut config = if target.roots.is_empty() {
+        // No caBundle: nothing is trusted (kubesim has no system roots to fall back on).
+        builder.with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth()
+    } else {
+        let verifier = verify::GoVerifier::new(target.roots.clone(), provider)?;
+        builder.dangerous().with_custom_certificate_verifier(Arc::new(verifier)).with_no_client_auth()
+    };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let sniff = Sniff { inner: tcp, head: Vec::new() };
@@ -931,19 +939,29 @@ fn tls_error(e: &io::Error, head: &[u8]) -> String {
                 _ => format!("certificate is valid for {}, not {host}", names.join(", ")),
             }
         }
+        CertificateError::Other(other) if verify::is_ca_used_as_end_entity(other) => {
+            // Go verifies such a chain (it does not look at a leaf's CA flag); WebPKI, which
+            // kubesim verifies with, does not, unless the leaf is itself in the caBundle.
+            "a CA certificate is served as the webhook's certificate and is not itself in the caBundle \
+             (kubesim, unlike the API server, accepts a CA certificate as a server certificate only then)"
+                .to_string()
+        }
         other => other.to_string(),
     };
     format!("tls: failed to verify certificate: x509: {x509}")
 }
 
 /// Parses a PEM `caBundle` into trust roots (client-go `rootCertPool` messages).
-fn root_store(pem: &[u8]) -> Result<rustls::RootCertStore, String> {
-    let mut roots = rustls::RootCertStore::empty();
+fn root_store(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
     if pem.is_empty() {
-        return Ok(roots);
+        return Ok(Vec::new());
     }
+    let mut store = rustls::RootCertStore::empty();
+    let mut roots = Vec::new();
     for cert in CertificateDer::pem_slice_iter(pem).flatten() {
-        let _ = roots.add(cert);
+        if store.add(cert.clone()).is_ok() {
+            roots.push(cert);
+        }
     }
     if roots.is_empty() {
         let why = if String::from_utf8_lossy(pem).contains("-----BEGIN") {
@@ -1630,6 +1648,62 @@ mod tests {
             call_failure(err),
             "failed calling webhook \"v.example.com\": could not get REST client: unable to load root certificates: unable to parse bytes as PEM block"
         );
+    }
+
+    /// One self-signed certificate marked as a CA, serving as its own `caBundle` (as kopf
+    /// makes them), for `names`: its PEM for the bundle and the server's TLS config.
+    fn self_signed_ca_leaf(names: &[&str], expired: bool) -> (Ca, Arc<rustls::ServerConfig>) {
+        let mut params =
+            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, names[0]);
+        if expired {
+            params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2001, 1, 1);
+        }
+        let key = KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.der().clone()], PrivateKeyDer::Pkcs8(key.serialize_der().into()))
+            .unwrap();
+        (Ca { pem: cert.pem(), issuer: Issuer::new(params, key) }, Arc::new(config))
+    }
+
+    /// Go accepts a leaf that is itself one of the trusted roots without looking at its CA
+    /// flag (WebPKI would refuse it as `CaUsedAsEndEntity`); its names and dates still count.
+    #[tokio::test]
+    async fn a_self_signed_ca_certificate_that_is_its_own_ca_bundle_is_trusted_like_go_does() {
+        let call = async |bundle: &Ca, tls: Arc<rustls::ServerConfig>| {
+            let (port, log) = serve(tls, Duration::ZERO, allow_all()).await;
+            let hooks = vwc(vec![hook("v.example.com", bundle, json!({}))]);
+            let result = caller(port).validate(&hooks, &pod_create()).await;
+            (result, log.count())
+        };
+        let (own, tls) = self_signed_ca_leaf(&[SVC], false);
+        assert_eq!(call(&own, tls).await, (Ok(vec![]), 1));
+
+        let prefix = "failed calling webhook \"v.example.com\": failed to call webhook: Post \"https://hook.webhooks.svc:443/hook?timeout=10s\": tls: failed to verify certificate: x509: ";
+        let (wrong_name, tls) = self_signed_ca_leaf(&["other.webhooks.svc"], false);
+        let (result, _) = call(&wrong_name, tls).await;
+        assert_eq!(
+            call_failure(result.unwrap_err()),
+            format!("{prefix}certificate is valid for other.webhooks.svc, not {SVC}")
+        );
+        let (expired, tls) = self_signed_ca_leaf(&[SVC], true);
+        let message = call_failure(call(&expired, tls).await.0.unwrap_err());
+        assert!(
+            message.starts_with(&format!("{prefix}certificate has expired or is not yet valid")),
+            "{message}"
+        );
+        // Trusted as a root only when it is the very certificate in the bundle (here the
+        // difference from Go is said in the message).
+        let (_, tls) = self_signed_ca_leaf(&[SVC], false);
+        let message = call_failure(call(&own, tls).await.0.unwrap_err());
+        assert!(message.starts_with(&format!("{prefix}a CA certificate is served")), "{message}");
     }
 
     #[tokio::test]
