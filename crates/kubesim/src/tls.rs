@@ -1,5 +1,6 @@
 //! TLS for the API server: a self-issued CA and serving certificate (like a fresh
-//! cluster's), and a listener that hands axum finished TLS connections.
+//! cluster's), and a listener that hands axum finished TLS connections and closes each
+//! with a TLS `close_notify` when the server is done with it.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -82,7 +83,7 @@ impl ServingCert {
 /// A listener whose connections have finished their TLS handshake. Handshakes run in
 /// their own tasks, so a slow client never holds up the others.
 pub struct TlsListener {
-    rx: mpsc::Receiver<(TlsStream<tokio::net::TcpStream>, SocketAddr)>,
+    rx: mpsc::Receiver<(ClosingTls, SocketAddr)>,
     addr: SocketAddr,
 }
 
@@ -108,7 +109,7 @@ impl TlsListener {
                 tokio::spawn(async move {
                     match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
                         Ok(Ok(tls)) => {
-                            let _ = conn_tx.send((tls, peer)).await;
+                            let _ = conn_tx.send((ClosingTls(Some(tls)), peer)).await;
                         }
                         Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
                         Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
@@ -124,7 +125,7 @@ impl TlsListener {
 }
 
 impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<tokio::net::TcpStream>;
+    type Io = ClosingTls;
     type Addr = SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
@@ -137,5 +138,78 @@ impl axum::serve::Listener for TlsListener {
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
         Ok(self.addr)
+    }
+}
+
+/// A server-side TLS connection that ends with a TLS `close_notify` and a FIN however the
+/// HTTP server lets go of it. hyper drops a connection without shutting it down when the
+/// client goes away in the middle of a response (a watch, typically); Go's server still
+/// answers with its own `close_notify`, and some clients (Python's asyncio before 3.12.8)
+/// keep the socket open until they get one.
+#[derive(Debug)]
+pub struct ClosingTls(Option<TlsStream<tokio::net::TcpStream>>);
+
+impl ClosingTls {
+    fn stream(&mut self) -> std::io::Result<&mut TlsStream<tokio::net::TcpStream>> {
+        self.0.as_mut().ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotConnected))
+    }
+}
+
+impl tokio::io::AsyncRead for ClosingTls {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.stream() {
+            Ok(s) => std::pin::Pin::new(s).poll_read(cx, buf),
+            Err(e) => std::task::Poll::Ready(Err(e)),
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for ClosingTls {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        match self.stream() {
+            Ok(s) => std::pin::Pin::new(s).poll_write(cx, buf),
+            Err(e) => std::task::Poll::Ready(Err(e)),
+        }
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.stream() {
+            Ok(s) => std::pin::Pin::new(s).poll_flush(cx),
+            Err(e) => std::task::Poll::Ready(Err(e)),
+        }
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.stream() {
+            Ok(s) => std::pin::Pin::new(s).poll_shutdown(cx),
+            Err(e) => std::task::Poll::Ready(Err(e)),
+        }
+    }
+}
+
+impl Drop for ClosingTls {
+    fn drop(&mut self) {
+        let (Some(mut stream), Ok(runtime)) = (self.0.take(), tokio::runtime::Handle::try_current()) else {
+            return;
+        };
+        runtime.spawn(async move {
+            use tokio::io::AsyncWriteExt as _;
+            // A peer that stopped reading must not hold the task: a second at most.
+            let _ = tokio::time::timeout(Duration::from_secs(1), stream.shutdown()).await;
+        });
     }
 }

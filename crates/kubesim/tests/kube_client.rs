@@ -862,3 +862,49 @@ async fn delete_answers_and_empty_statuses_are_the_api_servers() {
     let spec = d.spec.expect("spec");
     assert_eq!((spec.revision_history_limit, spec.progress_deadline_seconds), (Some(10), Some(600)));
 }
+
+/// A client that ends its TLS session in the middle of a watch gets the server's own
+/// `close_notify` back, as from Go's server (not a bare FIN, which some clients keep
+/// waiting on).
+#[tokio::test]
+async fn a_watch_closed_by_the_client_ends_with_the_servers_close_notify() {
+    use rustls::pki_types::pem::PemObject as _;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    let sim = ctop_kubesim::KubeSim::start(Config::default()).await.expect("kubesim starts");
+    let mut roots = rustls::RootCertStore::empty();
+    let ca = sim.ca_pem().expect("TLS is on");
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca.as_bytes()) {
+        roots.add(cert.expect("a certificate")).expect("a root");
+    }
+    let config =
+        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(sim.addr()).await.expect("connects");
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("a name");
+    let mut tls =
+        tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await.expect("handshake");
+    let request = format!(
+        "GET /api/v1/namespaces?watch=true HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {}\r\n\r\n",
+        sim.admin_token()
+    );
+    tls.write_all(request.as_bytes()).await.expect("request sent");
+    let mut head = vec![0u8; 4096];
+    let n = tls.read(&mut head).await.expect("the watch answers");
+    assert!(
+        String::from_utf8_lossy(&head[..n]).starts_with("HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&head[..n])
+    );
+    // Our close_notify (and FIN); then read what the server sends until it is done.
+    tls.shutdown().await.expect("close_notify sent");
+    let mut rest = Vec::new();
+    let end = tokio::time::timeout(Duration::from_secs(5), tls.read_to_end(&mut rest))
+        .await
+        .expect("the server closes");
+    // rustls reports a close without close_notify as an UnexpectedEof error.
+    assert!(end.is_ok(), "the server closed without close_notify: {end:?}");
+}
