@@ -2,9 +2,9 @@
 //! garbage collector (background, foreground and orphan propagation over owner
 //! references), namespace termination, and the cleanup of a deleted CRD's objects.
 //!
-//! It receives every change [`crate::api::Api`] commits ([`Committed`]), works out what
-//! to look at ([`work_for`]), and acts through the same API, so its writes are ordinary
-//! watch events with their own resourceVersions. The API never calls it.
+//! It receives the [`Work`] each change [`crate::api::Api`] commits gives it (worked out by
+//! `cleanup::work_for`) and acts through the same API, so its writes are ordinary watch
+//! events with their own resourceVersions. The API never calls it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,26 +12,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::api::{Api, Committed, DeleteOpts, PatchKind, Role, WriteOpts};
+use crate::api::{Api, DeleteOpts, PatchKind, WriteOpts};
+use crate::cleanup::Work;
 use crate::meta::{deleting, finalizers};
 use crate::registry::{ResourceType, StoreKey};
-use crate::store::{EventKind, ObjKey, object_rv, uid_of};
-
-/// One piece of work for the collector.
-#[derive(Clone, Debug)]
-pub enum Work {
-    /// The object with this uid is gone: look at its dependents.
-    OwnerGone(String),
-    /// The object with this uid changed or lost a dependent: finish a foreground or
-    /// orphan deletion if it is in one.
-    Owner(String),
-    /// This object has owner references: check that its owners exist.
-    Dependent(StoreKey, ObjKey),
-    /// This namespace may be terminating.
-    Namespace(String),
-    /// This CRD may be terminating.
-    CrdCleanup(String),
-}
+use crate::store::{ObjKey, object_rv, uid_of};
 
 const GC_MANAGER: &str = "kube-controller-manager";
 
@@ -62,81 +47,27 @@ fn name_ns(obj: &Value) -> (String, String) {
     (s("/metadata/namespace"), s("/metadata/name"))
 }
 
-/// Run the collector until the API is dropped or stops sending changes.
-pub async fn run(api: std::sync::Weak<Api>, mut committed: mpsc::UnboundedReceiver<Committed>) {
+/// Run the collector until the API is dropped or stops sending work.
+pub async fn run(api: std::sync::Weak<Api>, mut work: mpsc::UnboundedReceiver<Work>) {
     let (retry_tx, mut retry_rx) = mpsc::unbounded_channel::<Work>();
     loop {
-        let work = tokio::select! {
-            c = committed.recv() => match c {
-                Some(c) => work_for(&c),
+        let next = tokio::select! {
+            w = work.recv() => match w {
+                Some(w) => w,
                 None => break,
             },
-            Some(w) = retry_rx.recv() => vec![w],
+            Some(w) = retry_rx.recv() => w,
         };
         let Some(api) = api.upgrade() else { break };
-        for work in work {
-            if !step(&api, &work).await {
-                // Someone else wrote first; look again shortly.
-                let retry = retry_tx.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    let _ = retry.send(work);
-                });
-            }
+        if !step(&api, &next).await {
+            // Someone else wrote first; look again shortly.
+            let retry = retry_tx.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let _ = retry.send(next);
+            });
         }
     }
-}
-
-/// What a committed change gives the collector to look at.
-pub fn work_for(c: &Committed) -> Vec<Work> {
-    let obj = &c.change.object;
-    let mut work = Vec::new();
-    if matches!(c.role, Role::Crd)
-        && c.change.kind != EventKind::Deleted
-        && deleting(obj)
-        && let Some(name) = obj.pointer("/metadata/name").and_then(Value::as_str)
-    {
-        work.push(Work::CrdCleanup(name.to_owned()));
-    }
-    match c.change.kind {
-        EventKind::Deleted => {
-            if let Some(uid) = uid_of(obj) {
-                work.push(Work::OwnerGone(uid.to_owned()));
-            }
-            let old_owners = c
-                .change
-                .old
-                .as_deref()
-                .and_then(|o| o.pointer("/metadata/ownerReferences"))
-                .and_then(Value::as_array);
-            for r in old_owners.into_iter().flatten() {
-                if let Some(uid) = r["uid"].as_str() {
-                    work.push(Work::Owner(uid.to_owned()));
-                }
-            }
-            if let Some(ns) = obj.pointer("/metadata/namespace").and_then(Value::as_str) {
-                work.push(Work::Namespace(ns.to_owned()));
-            }
-            if let Role::CustomResource(crd) = &c.role {
-                work.push(Work::CrdCleanup(crd.crd_name.clone()));
-            }
-        }
-        _ => {
-            if obj.pointer("/metadata/ownerReferences").is_some() {
-                work.push(Work::Dependent(c.change.store.clone(), name_ns(obj)));
-            }
-            if deleting(obj) {
-                if let Some(uid) = uid_of(obj) {
-                    work.push(Work::Owner(uid.to_owned()));
-                }
-                if matches!(c.role, Role::Namespace) {
-                    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-                    work.push(Work::Namespace(name.to_owned()));
-                }
-            }
-        }
-    }
-    work
 }
 
 fn type_of(api: &Api, store: &str, obj: &Value) -> Option<Arc<ResourceType>> {

@@ -39,6 +39,7 @@ mod admission;
 mod api;
 mod authz;
 mod builtin;
+mod cleanup;
 mod convert;
 mod crd_shape;
 mod error;
@@ -155,11 +156,11 @@ impl KubeSim {
             .await
             .map_err(|source| StartError::Bind { addr: config.addr, source })?;
         let addr = listener.local_addr().map_err(|source| StartError::Bind { addr: config.addr, source })?;
-        let (committed_tx, committed_rx) = mpsc::unbounded_channel();
+        let (cleanup_tx, cleanup_rx) = mpsc::unbounded_channel();
         let history =
             store::HistoryLimits { events: config.watch_history, bytes: config.watch_history_bytes };
-        let api = Arc::new(Api::new(history, committed_tx));
-        tokio::spawn(gc::run(Arc::downgrade(&api), committed_rx));
+        let api = Arc::new(Api::new(history, cleanup_tx));
+        tokio::spawn(gc::run(Arc::downgrade(&api), cleanup_rx));
         api.bootstrap().await.map_err(StartError::Seed)?;
         for obj in authz::bootstrap_objects() {
             api.seed(obj).await.map_err(StartError::Seed)?;

@@ -20,6 +20,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use crate::admission::{self};
+use crate::cleanup::{Role, Work, work_for};
 use crate::convert;
 use crate::error::{ApiError, StatusCause};
 use crate::registry::{Registry, ResourceType, StoreKey, crd_types};
@@ -143,7 +144,7 @@ pub struct Api {
     pub store: Store,
     /// The kinds.
     pub registry: Registry,
-    controllers: mpsc::UnboundedSender<Committed>,
+    cleanup: mpsc::UnboundedSender<Work>,
     webhooks: parking_lot::RwLock<admission::Caller>,
     /// Where committed changes go when the workload controllers run.
     workloads: std::sync::OnceLock<mpsc::UnboundedSender<Arc<Change>>>,
@@ -235,38 +236,14 @@ fn ssa_error(rt: &ResourceType, name: &str, e: ssa::SsaError) -> ApiError {
     }
 }
 
-/// A committed change, as the cluster's own controllers receive it (the garbage collector,
-/// namespace and CRD cleanup in `gc`): they act on it through the same [`Api`], so the
-/// API never calls them.
-#[derive(Clone, Debug)]
-pub struct Committed {
-    /// What changed.
-    pub change: Arc<Change>,
-    /// What the changed object is to those controllers.
-    pub role: Role,
-}
-
-/// What kind of object a [`Committed`] change is about, as far as cleanup cares.
-#[derive(Clone, Debug)]
-pub enum Role {
-    /// A CustomResourceDefinition.
-    Crd,
-    /// A Namespace.
-    Namespace,
-    /// A custom resource, served by this CRD version.
-    CustomResource(Arc<crate::registry::CrdVersion>),
-    /// Any other object.
-    Other,
-}
-
 impl Api {
     /// The API over a fresh store with the built-in kinds, keeping a watch history within
     /// `history`; [`Api::bootstrap`] adds the default namespaces.
-    pub fn new(history: HistoryLimits, controllers: mpsc::UnboundedSender<Committed>) -> Self {
+    pub fn new(history: HistoryLimits, cleanup: mpsc::UnboundedSender<Work>) -> Self {
         Self {
             store: Store::new(history),
             registry: Registry::with_builtins(),
-            controllers,
+            cleanup,
             webhooks: parking_lot::RwLock::new(admission::Caller::new(std::collections::HashMap::new())),
             workloads: std::sync::OnceLock::new(),
             service_ips: parking_lot::Mutex::new(None),
@@ -365,8 +342,10 @@ impl Api {
         } else {
             Role::Other
         };
-        // The controllers live as long as the server; a closed channel only means shutdown.
-        let _ = self.controllers.send(Committed { change: change.clone(), role });
+        for work in work_for(change, &role) {
+            // The collector lives as long as the server; a closed channel only means shutdown.
+            let _ = self.cleanup.send(work);
+        }
     }
 }
 
