@@ -92,7 +92,8 @@ pub fn work_for(change: &Change, role: &Role) -> Vec<Work> {
     work
 }
 
-fn name_ns(obj: &Value) -> (String, String) {
+/// An object's `(namespace, name)`, its key in its store.
+pub(crate) fn name_ns(obj: &Value) -> (String, String) {
     let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or_default().to_owned();
     (s("/metadata/namespace"), s("/metadata/name"))
 }

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::api::{Api, DeleteOpts, PatchKind, WriteOpts};
-use crate::cleanup::Work;
+use crate::cleanup::{Work, name_ns};
 use crate::meta::{deleting, finalizers};
 use crate::registry::{ResourceType, StoreKey};
 use crate::store::{ObjKey, object_rv, uid_of};
@@ -40,11 +40,6 @@ fn gc_user() -> crate::admission::UserInfo {
             "system:authenticated".into(),
         ],
     }
-}
-
-fn name_ns(obj: &Value) -> (String, String) {
-    let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or_default().to_owned();
-    (s("/metadata/namespace"), s("/metadata/name"))
 }
 
 /// Run the collector until the API is dropped or stops sending work.
