@@ -267,8 +267,7 @@ export type KindInit<T extends KubeObject> = Omit<T, "apiVersion" | "kind"> & { 
  * A kind handle: names a kind (`.manages(Secret)`, `getObserved(Secret, name)`) and builds
  * complete objects of it (`Secret({ metadata: { name }, stringData })`).
  */
-export interface Kind<T extends KubeObject = GenericObject, Init = KindInit<T>> {
-  (init: Init): T;
+export interface Kind<T extends KubeObject = GenericObject, Init = KindInit<T>> extends KindCall<Init, T> {
   readonly apiVersion: string;
   readonly kind: string;
   readonly group: string;
@@ -276,6 +275,17 @@ export interface Kind<T extends KubeObject = GenericObject, Init = KindInit<T>> 
   readonly plural: string;
   readonly namespaced: boolean;
 }
+
+/**
+ * The constructor half of a kind handle. Declared as a method so that its parameter is
+ * compared bivariantly: `Kind<Deployment>` is then a `Kind<KubeObject>`, and generic code
+ * over several kinds (`for (const k of [Deployment, Service]) listObserved(k, ...)`) needs
+ * no casts.
+ */
+type KindCall<Init, T> = { build(init: Init): T }["build"];
+
+/** An object as the API server returns it: `metadata.name`, `uid` and `resourceVersion` are set. */
+export type Stored<T extends KubeObject> = T & { metadata: StoredMeta };
 
 /** A kind named by handle, `{apiVersion, kind}`, `"apps/v1/Deployment"` or a built-in's name (`"Secret"`). */
 export type AnyKind = Kind<any, any> | KindRef | string;
@@ -305,11 +315,26 @@ export interface StandardStatus {
   observedGeneration?: number;
 }
 
-/** The type of a custom resource object. Status fields are all optional: it is written piecemeal. */
-export interface CustomResource<Spec = { [key: string]: any }, Status = {}, AV extends string = string, K extends string = string> {
+/** Metadata of a namespaced object read from the API server: it always has a namespace. */
+export interface NamespacedMeta extends StoredMeta {
+  namespace: string;
+}
+
+/**
+ * The type of a custom resource object. Status fields are all optional: it is written
+ * piecemeal. A namespaced resource's `metadata.namespace` is a string (`S` is the scope
+ * `resource(...)` was given; namespaced by default).
+ */
+export interface CustomResource<
+  Spec = { [key: string]: any },
+  Status = {},
+  AV extends string = string,
+  K extends string = string,
+  S extends Scope = Scope,
+> {
   apiVersion: AV;
   kind: K;
-  metadata: StoredMeta;
+  metadata: [S] extends ["Namespaced"] ? NamespacedMeta : StoredMeta;
   spec: Spec;
   status?: Flatten<Partial<Status> & StandardStatus>;
 }
@@ -332,9 +357,9 @@ export interface PrinterColumn {
   priority?: number;
 }
 
-export interface ResourceOptions<Spec extends SchemaArg, Status extends SchemaArg> {
+export interface ResourceOptions<Spec extends SchemaArg, Status extends SchemaArg, S extends Scope = Scope> {
   /** Default `"Namespaced"`. */
-  scope?: Scope;
+  scope?: S;
   /** Fields of `spec` (or a `z.object`); without it, spec keeps any fields. */
   spec?: Spec;
   /** Fields of `status`; `conditions` and `observedGeneration` are always added. */
@@ -363,12 +388,13 @@ export declare function resource<
   const K extends string,
   Spec extends SchemaArg = undefined,
   Status extends SchemaArg = undefined,
+  const S extends Scope = "Namespaced",
 >(
   apiVersion: AV,
   kind: K,
-  options?: ResourceOptions<Spec, Status>,
+  options?: ResourceOptions<Spec, Status, S>,
 ): Resource<
-  CustomResource<OutputOf<Spec>, Status extends undefined ? {} : OutputOf<Status>, AV, K>,
+  CustomResource<OutputOf<Spec>, Status extends undefined ? {} : OutputOf<Status>, AV, K, S>,
   InputOf<Spec>,
   ObjectSchemaOf<Spec>,
   ObjectSchemaOf<Status>
@@ -501,13 +527,20 @@ export declare function patch<T extends KubeObject>(obj: T): T;
 export declare function remove<T extends KubeObject>(obj: T): T;
 
 /** The cached object, or undefined; namespace defaults to the CR's. */
-export declare function getObserved<T extends KubeObject>(kind: Kind<T, never>, name: string, namespace?: string): T | undefined;
-export declare function getObserved(kind: KindRef | string, name: string, namespace?: string): GenericObject | undefined;
+export declare function getObserved<T extends KubeObject>(kind: Kind<T, any>, name: string, namespace?: string): Stored<T> | undefined;
+export declare function getObserved(kind: KindRef | string, name: string, namespace?: string): Stored<GenericObject> | undefined;
 
-export type ListFilter<T> = { namespace?: string; labels?: { [key: string]: string } } | ((obj: T) => boolean);
+export type ListFilter<T> =
+  | {
+      namespace?: string;
+      labels?: { [key: string]: string };
+      /** Only objects with an owner reference to this one (the CR's children: `{ ownedBy: cr }`). */
+      ownedBy?: KubeObject;
+    }
+  | ((obj: T) => boolean);
 /** Cached objects of a kind (all namespaces unless filtered). */
-export declare function listObserved<T extends KubeObject>(kind: Kind<T, never>, filter?: ListFilter<T>): T[];
-export declare function listObserved(kind: KindRef | string, filter?: ListFilter<GenericObject>): GenericObject[];
+export declare function listObserved<T extends KubeObject>(kind: Kind<T, any>, filter?: ListFilter<Stored<T>>): Stored<T>[];
+export declare function listObserved(kind: KindRef | string, filter?: ListFilter<Stored<GenericObject>>): Stored<GenericObject>[];
 
 type DeepPartial<T> = T extends readonly unknown[]
   ? T
@@ -546,6 +579,33 @@ export declare function event(
 export declare function addFinalizer(obj: KubeObject, name?: string): boolean;
 /** Remove a finalizer (default: this operator's); returns whether it was there. */
 export declare function removeFinalizer(obj: KubeObject, name?: string): boolean;
+
+/** A time: milliseconds since the epoch, a `Date`, or an RFC 3339 string (`status.lastScheduleTime`). */
+export type Instant = number | Date | string;
+
+/** A cron schedule read by the host, in a time zone (see `cron`). */
+export interface CronSchedule {
+  readonly expression: string;
+  readonly timeZone: string;
+  /** The first run strictly after `after` (default `now()`), or undefined if it never runs again. */
+  next(after?: Instant): Date | undefined;
+  /** The runs in (from, to], oldest first, at most `limit` (default 1000): the runs missed since `from`. */
+  between(from: Instant, to: Instant, options?: { limit?: number }): Date[];
+}
+/**
+ * A cron schedule as a CronJob's `schedule` reads (five fields: minute hour day-of-month
+ * month day-of-week, names like `MON` and `JAN`, or `@hourly`, `@daily`, `@weekly`,
+ * `@monthly`, `@yearly`) in an IANA time zone (default `"UTC"`). A bad schedule or zone
+ * throws a TypeError here. Its answers depend only on their arguments: pass the times.
+ */
+export declare function cron(expression: string, options?: { timeZone?: string }): CronSchedule;
+
+/**
+ * A Secret's values as text: `data` is base64 as the API server returns it, so this decodes
+ * each value (UTF-8; a TypeError if one is not text) and adds `stringData`. To write text,
+ * set `stringData` on the Secret you apply; the server encodes it.
+ */
+export declare function stringData(secret: { data?: { [key: string]: string }; stringData?: { [key: string]: string }; metadata?: ObjectMeta }): { [key: string]: string };
 
 /** `n` (default 32) random characters from [a-zA-Z0-9]. */
 export declare function randomString(n?: number): string;

@@ -561,6 +561,14 @@ export function resource(apiVersion, kind, opts = {}) {
   if (registry.resources.some((r) => r.group === group && r.kind === kind)) {
     throw new Error(`resource ${kind}.${group} is declared twice`);
   }
+  if (Object.hasOwn(builtin, kind)) {
+    // Kinds are also named by their bare name ("CronJob" in manages/getObserved, kubectl
+    // get cronjob): a CR with a built-in's kind would silently lose to it, or hide it.
+    throw new Error(`resource ${apiVersion} ${kind}: "${kind}" is the kind of the built-in `
+      + `${builtin[kind].apiVersion} ${kind}, so bare "${kind}" names (in manages, getObserved, `
+      + `kubectl get ${kind.toLowerCase()}) would mean either; give the resource another kind `
+      + `(e.g. "${group.split(".")[0][0].toUpperCase()}${group.split(".")[0].slice(1)}${kind}")`);
+  }
   const spec = toObjectSchema(opts.spec, `resource ${kind}: spec`);
   const status = toObjectSchema(opts.status, `resource ${kind}: status`);
   const plural = opts.plural ?? pluralize(kind);
@@ -943,13 +951,33 @@ export function getObserved(kind, name, namespace) {
     && (ns === undefined || (o.metadata.namespace ?? undefined) === ns));
 }
 
-/** All cached objects of `kind`, optionally filtered by `{namespace, labels}` or a predicate. */
+/**
+ * All cached objects of `kind`, optionally filtered by `{namespace, labels, ownedBy}` or a
+ * predicate. `ownedBy: obj` keeps the objects with an owner reference to `obj` (by uid when
+ * both have one, else by apiVersion's group, kind and name), in `obj`'s namespace.
+ */
 export function listObserved(kind, filter) {
   const list = observedList(kindRef(kind, "listObserved"));
   if (typeof filter === "function") return list.filter(filter);
   if (filter == null) return [...list];
+  if (!isPlainObject(filter)) throw new TypeError("listObserved: the filter must be a function or {namespace, labels, ownedBy}");
+  const owner = filter.ownedBy == null ? undefined : ownerMatcher(filter.ownedBy);
   return list.filter((o) => (filter.namespace === undefined || o.metadata?.namespace === filter.namespace)
-    && Object.entries(filter.labels ?? {}).every(([k, v]) => o.metadata?.labels?.[k] === v));
+    && Object.entries(filter.labels ?? {}).every(([k, v]) => o.metadata?.labels?.[k] === v)
+    && (owner === undefined || owner(o)));
+}
+
+/** A predicate: does an object have an owner reference to `owner`? */
+function ownerMatcher(owner) {
+  const ref = kindRef(owner, "listObserved ownedBy");
+  const meta = owner.metadata ?? {};
+  if (typeof meta.name !== "string") throw new TypeError("listObserved: ownedBy must be an object with metadata.name");
+  const group = (av) => (av.includes("/") ? av.slice(0, av.lastIndexOf("/")) : "");
+  const ns = meta.namespace;
+  return (o) => (ns === undefined || o.metadata?.namespace === ns)
+    && (o.metadata?.ownerReferences ?? []).some((r) => (meta.uid && r.uid
+      ? r.uid === meta.uid
+      : r.kind === ref.kind && r.name === meta.name && group(String(r.apiVersion)) === group(ref.apiVersion)));
 }
 
 /** The status of `cr`; for the CR being reconciled, with this call's `setStatus` patches merged in. */
@@ -1050,6 +1078,63 @@ export function randomString(n = 32) {
 
 /** Milliseconds since the epoch, from the host clock. */
 export const now = () => Number(host().now());
+
+/** Milliseconds since the epoch from a number, a Date or an RFC 3339 string. */
+function instant(t, what) {
+  const ms = t instanceof Date ? t.getTime() : typeof t === "string" ? Date.parse(t) : t;
+  if (typeof ms !== "number" || !Number.isFinite(ms)) {
+    throw new TypeError(`${what}: expected a time (ms since the epoch, a Date or an RFC 3339 string), got ${String(t)}`);
+  }
+  return ms;
+}
+
+/**
+ * A cron schedule (five fields, as a CronJob's `schedule`, or `@hourly`-style) in an IANA
+ * time zone (default UTC), read by the host: QuickJS has no time zones of its own.
+ * `next(after)` is the first run strictly after `after` (default `now()`), or undefined;
+ * `between(from, to, {limit})` the runs in (from, to], oldest first, at most `limit`
+ * (default 1000). Both are pure given their arguments: pass times explicitly to keep a
+ * reconcile deterministic.
+ */
+export function cron(expression, { timeZone = "UTC" } = {}) {
+  if (typeof expression !== "string") throw new TypeError("cron: the schedule must be a string");
+  if (typeof timeZone !== "string") throw new TypeError("cron: timeZone must be a string");
+  const h = host();
+  // Read it once now, so a bad schedule or zone fails where it is written.
+  h.cronNext(expression, timeZone, 0);
+  return Object.freeze({
+    expression,
+    timeZone,
+    next(after) {
+      const ms = h.cronNext(expression, timeZone, instant(after ?? now(), "cron next"));
+      return ms == null ? undefined : new Date(ms);
+    },
+    between(from, to, { limit = 1000 } = {}) {
+      if (!Number.isInteger(limit) || limit < 1) throw new RangeError("cron between: limit must be a positive integer");
+      return h.cronBetween(expression, timeZone, instant(from, "cron between"), instant(to, "cron between"), limit)
+        .map((ms) => new Date(ms));
+    },
+  });
+}
+
+/**
+ * A Secret's `data` as text: the API server returns each value base64-encoded, so this
+ * decodes them (UTF-8) and overlays any `stringData` the object still carries (an object
+ * built in the script, not yet stored). To write text, set `stringData`: the API server
+ * encodes it into `data`.
+ */
+export function stringData(secret) {
+  if (!isPlainObject(secret)) throw new TypeError("stringData: expected a Secret");
+  const out = {};
+  for (const [k, v] of Object.entries(secret.data ?? {})) {
+    try {
+      out[k] = String(host().decodeBase64(String(v)));
+    } catch (e) {
+      throw new TypeError(`stringData: data.${k} of ${secret.metadata?.name ?? "the Secret"}: ${e.message}`);
+    }
+  }
+  return Object.assign(out, secret.stringData ?? {});
+}
 
 /** Response headers with case-insensitive `get`. */
 class ResponseHeaders {

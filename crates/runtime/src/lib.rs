@@ -15,6 +15,7 @@
 //! siblings); this crate knows nothing of watches or the API.
 
 pub mod bundle;
+pub mod cron;
 pub mod egress;
 mod fetch;
 pub mod handlers;

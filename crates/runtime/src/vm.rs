@@ -37,7 +37,8 @@
 //! # Host functions
 //! `__ct_host.randomString(n)` ([a-zA-Z0-9], OS randomness, `n` ≤ 1 MiB), `log(level, message,
 //! fieldsJson)` (a `tracing` event with target `ctop::script`; wrap calls in a span to attach
-//! the controller), `now()` (ms since the epoch), and `fetch(url, initJson)`: a blocking
+//! the controller), `now()` (ms since the epoch), `decodeBase64(text)` (UTF-8 text),
+//! `cronNext`/`cronBetween` (see [`crate::cron`]), and `fetch(url, initJson)`: a blocking
 //! HTTP/1.1 request (http and https only) returning `{status, statusText, headers, body, url}`
 //! or `{error}` as JSON, bounded by [`FetchLimits`] and by what is left of the call's
 //! deadline (the interrupt handler cannot stop a request in flight). A fetch that ends past
@@ -951,6 +952,8 @@ fn install_host<'js>(
     let fetch =
         move |url: Coerced<String>, init: Opt<Coerced<String>>| fetch.call(&url.0, init.0.map(|i| i.0));
     host.set("fetch", Function::new(ctx.clone(), fetch)?.with_name("fetch")?)?;
+    host.set("decodeBase64", Function::new(ctx.clone(), decode_base64)?.with_name("decodeBase64")?)?;
+    crate::cron::install(ctx, &host)?;
     ctx.globals().set(HOST_GLOBAL, host)?;
     // A script must not replace the host functions (e.g. lift `maxChildren`).
     ctx.eval::<(), _>(format!(
@@ -1044,6 +1047,21 @@ fn clip(mut text: String) -> String {
         text.push('…');
     }
     text
+}
+
+/// `__ct_host.decodeBase64(text)`: standard base64 (as the API server encodes a Secret's
+/// `data`) decoded to UTF-8 text; a `TypeError` if it is not base64 or not UTF-8.
+fn decode_base64(ctx: Ctx<'_>, text: Coerced<String>) -> rquickjs::Result<String> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.0.as_bytes())
+        .map_err(|e| Exception::throw_type(&ctx, &format!("not base64: {e}")))?;
+    String::from_utf8(bytes).map_err(|_| {
+        Exception::throw_type(
+            &ctx,
+            "the decoded bytes are not UTF-8 text; read the base64 `data` field instead",
+        )
+    })
 }
 
 /// `__ct_host.now()`: milliseconds since the Unix epoch.

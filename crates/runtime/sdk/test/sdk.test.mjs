@@ -17,7 +17,7 @@ const withOperator = (body, opts = {}) =>
   load({ ...opts, script: `${WEBAPP}\nimport * as ct from "./ctop.js";\nconst { ${[
     "operator", "apply", "patch", "remove", "getObserved", "listObserved", "getStatus", "setStatus", "setCondition", "event",
     "addFinalizer", "removeFinalizer", "randomString", "fetch", "log", "Env", "Values", "Result", "now", "kindOf",
-    "Secret", "ConfigMap", "Deployment", "Service", "Namespace", "ClusterRole",
+    "Secret", "ConfigMap", "Deployment", "Service", "Namespace", "ClusterRole", "Job",
   ].join(", ")} } = ct;\n${body}` });
 
 const secret = (name, namespace = "prod", extra = {}) =>
@@ -515,4 +515,60 @@ test("permission accepts the core group as a single empty string", async () => {
       operator(r).permission({ apiGroups: "", resources: "pods", verbs: ["get"] }).reconcile(() => {});`,
   });
   assert.deepEqual(t.registry().controllers[0].permissions, [{ apiGroups: [""], resources: ["pods"], verbs: ["get"] }]);
+});
+
+test("listObserved({ownedBy}): the children of an object, by uid or by name and kind", async () => {
+  const t = await withOperator(`
+    globalThis.owned = {};
+    operator(webApp).manages(Job).reconcile((cr) => {
+      owned.byUid = listObserved(Job, { ownedBy: cr }).map((j) => j.metadata.name);
+      owned.noUid = listObserved(Job, { ownedBy: { ...cr, metadata: { name: "shop", namespace: "prod" } } })
+        .map((j) => j.metadata.name);
+      owned.labelled = listObserved(Job, { ownedBy: cr, labels: { keep: "1" } }).map((j) => j.metadata.name);
+      try { listObserved(Job, { ownedBy: "shop" }); } catch (e) { owned.error = e.message; }
+    });`);
+  const ref = (name, uid, kind = "WebApp", apiVersion = "apps.example.com/v1") => ({ apiVersion, kind, name, uid });
+  const job = (name, namespace, refs, labels) => ({ apiVersion: "batch/v1", kind: "Job",
+    metadata: { name, namespace, ownerReferences: refs, ...(labels && { labels }) } });
+  t.dispatch("reconcile", 0, {
+    object: webAppCr(),
+    observed: {
+      "batch/v1/Job": [
+        job("mine", "prod", [ref("shop", "u-1")], { keep: "1" }),
+        job("also-mine", "prod", [ref("other", "x"), ref("shop", "u-1")]),
+        job("older-shop", "prod", [ref("shop", "u-0")]),
+        job("elsewhere", "dev", [ref("shop", "u-1")]),
+        job("other-kind", "prod", [ref("shop", "u-9", "Shop")]),
+        job("orphan", "prod", undefined),
+      ],
+    },
+  });
+  assert.deepEqual(globalThis.owned, {
+    byUid: ["mine", "also-mine"],
+    noUid: ["mine", "also-mine", "older-shop"],
+    labelled: ["mine"],
+    error: "listObserved ownedBy: expected a kind handle such as Secret or Deployment, got shop",
+  });
+});
+
+test("resource(): a kind named like a built-in is refused at load", async () => {
+  await assert.rejects(
+    load({ script: `import { resource } from "./ctop.js"; resource("batch.tutorial.kubebuilder.io/v1", "CronJob");` }),
+    { message: 'resource batch.tutorial.kubebuilder.io/v1 CronJob: "CronJob" is the kind of the built-in batch/v1 CronJob, so bare "CronJob" names (in manages, getObserved, kubectl get cronjob) would mean either; give the resource another kind (e.g. "BatchCronJob")' },
+  );
+});
+
+test("stringData decodes a Secret's data as text and keeps stringData", async () => {
+  const host = fakeHost();
+  host.decodeBase64 = (s) => {
+    const b = Buffer.from(s, "base64");
+    if (b.toString("base64") !== s) throw new TypeError("not base64");
+    return b.toString("utf8");
+  };
+  const { sdk } = await load({ host });
+  assert.deepEqual(sdk.stringData({ metadata: { name: "s" }, data: { user: "YWRtaW4=", pw: "cMOkc3M=" }, stringData: { extra: "x" } }),
+    { user: "admin", pw: "päss", extra: "x" });
+  assert.deepEqual(sdk.stringData({ metadata: { name: "s" } }), {});
+  assert.throws(() => sdk.stringData({ metadata: { name: "s" }, data: { bad: "%%%" } }),
+    { message: "stringData: data.bad of s: not base64" });
 });

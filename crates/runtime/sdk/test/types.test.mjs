@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { load, ROOT } from "./helpers.mjs";
 
@@ -21,17 +21,25 @@ test("examples/*.ts type-check with --strict (the plan's example, every function
   assert.equal(status, 0);
 });
 
-test("examples/fail/wrong-type.ts fails, exactly on its marked lines", () => {
+test("examples/fail/*.ts fail, each exactly on its marked lines", () => {
   const { status, output } = tsc("tsconfig.fail.json");
   assert.notEqual(status, 0);
-  const src = readFileSync(join(ROOT, "examples/fail/wrong-type.ts"), "utf8").split("\n");
-  const marked = src.flatMap((line, i) => (/\/\/ ERROR-\d/.test(line) ? [i + 1] : []));
-  const lines = [...output.matchAll(/wrong-type\.ts\((\d+),\d+\): error (TS\d+)/g)].map((m) => Number(m[1]));
-  assert.equal(marked.length, 6);
-  assert.deepEqual(lines, marked, output);
+  const files = JSON.parse(readFileSync(join(ROOT, "tsconfig.fail.json"), "utf8")).files.filter((f) => f.startsWith("examples/fail/"));
+  assert.deepEqual(files.sort(), readdirSync(join(ROOT, "examples/fail")).map((f) => `examples/fail/${f}`).sort());
+  const counts = { "wrong-type.ts": 6, "typing-rules.ts": 7 };
+  for (const file of files) {
+    const name = file.slice("examples/fail/".length);
+    const src = readFileSync(join(ROOT, file), "utf8").split("\n");
+    const marked = src.flatMap((line, i) => (/\/\/ ERROR-\d/.test(line) ? [i + 1] : []));
+    const escaped = name.replace(/[.-]/g, "\\$&");
+    const lines = [...output.matchAll(new RegExp(`${escaped}\\((\\d+),\\d+\\): error (TS\\d+)`, "g"))].map((m) => Number(m[1]));
+    assert.equal(marked.length, counts[name], name);
+    assert.deepEqual(lines, marked, output);
+  }
   assert.match(output, /Type 'number' is not assignable to type 'string'/);
   assert.match(output, /Type '"Sleeping"' is not assignable/);
   assert.match(output, /Property 'nope' does not exist/);
+  assert.match(output, /typing-rules\.ts\(8,\d+\): error TS2322: Type 'string \| undefined' is not assignable to type 'string'/);
 });
 
 test("every export of ctop.js is declared in ctop.d.ts, and nothing more", async () => {
