@@ -85,6 +85,22 @@ fn bundle_is_deterministic_and_reports_script_errors() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("operator.ct:2:"), "names file and line: {stderr}");
+
+    // An exception while the script declares its operators: the message, then the source
+    // line with a caret under the column.
+    std::fs::write(
+        op.join("operator.ct"),
+        "import { resource } from \"ctop\";\nconst n: number = 3;\nif (n > 2) {\n  throw new Error(\"too many\");\n}\n",
+    )
+    .expect("write");
+    let out = bundle("d.js.gz");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Error: too many (at operator.ct:4:"), "{stderr}");
+    let frame: Vec<&str> =
+        stderr.lines().skip_while(|l| !l.starts_with(" --> operator.ct:4:")).take(4).collect();
+    assert_eq!(frame.get(1..3), Some(&["  |", "4 |   throw new Error(\"too many\");"][..]), "{stderr}");
+    assert!(frame.get(3).is_some_and(|l| l.starts_with("  |   ") && l.ends_with('^')), "{stderr}");
 }
 
 #[test]

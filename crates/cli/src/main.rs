@@ -75,7 +75,10 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{e:#}");
+            match cmd::code_frame(e.as_ref()) {
+                Some(frame) => tracing::error!("{e:#}\n{frame}"),
+                None => tracing::error!("{e:#}"),
+            }
             ExitCode::FAILURE
         }
     }

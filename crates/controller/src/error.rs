@@ -86,6 +86,15 @@ pub enum ReconcileError {
 }
 
 impl ReconcileError {
+    /// Where in the script a handler failed, with its source line, when the handler said.
+    #[must_use]
+    pub fn code_frame(&self) -> Option<&ctop_core::CodeFrame> {
+        match self {
+            Self::Handler(e) => e.frame.as_ref(),
+            _ => None,
+        }
+    }
+
     /// Whether retrying cannot help until something changes (the object, the script): the
     /// output broke a rule, or the API server refused an object as invalid. Like
     /// controller-runtime's terminal errors, these are not retried with backoff.

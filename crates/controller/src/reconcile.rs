@@ -118,7 +118,7 @@ pub(crate) async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<
 /// global retry bucket; terminal errors wait for a change instead (or the period).
 pub(crate) fn error_policy(obj: Arc<DynamicObject>, err: &ReconcileError, ctx: Arc<Ctx>) -> Action {
     if err.is_terminal() {
-        tracing::warn!(controller = ctx.spec.name, object = object_key(&obj), error = %err, "reconcile failed; not retried until the object or the script changes");
+        tracing::warn!(controller = ctx.spec.name, object = object_key(&obj), error = %err, code = err.code_frame().map(tracing::field::display), "reconcile failed; not retried until the object or the script changes");
         return match ctx.spec.every {
             Some(every) => Action::requeue(every.into()),
             None => Action::await_change(),
@@ -132,7 +132,7 @@ pub(crate) fn error_policy(obj: Arc<DynamicObject>, err: &ReconcileError, ctx: A
     };
     let delay = backoff(n).max(ctx.retries.reserve());
     ctx.metrics.queue_retry(&ctx.spec.name);
-    tracing::warn!(controller = ctx.spec.name, object = object_key(&obj), error = %err, retry_in = ?delay, "reconcile failed");
+    tracing::warn!(controller = ctx.spec.name, object = object_key(&obj), error = %err, retry_in = ?delay, code = err.code_frame().map(tracing::field::display), "reconcile failed");
     Action::requeue(delay)
 }
 

@@ -62,12 +62,15 @@ pub struct HandlerError {
     /// The underlying error, when there is one.
     #[source]
     pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    /// Where in the script it failed, with the source line, for logs (the message stays on
+    /// one line: it also goes into Events and conditions).
+    pub frame: Option<crate::CodeFrame>,
 }
 
 impl HandlerError {
     /// A failure of `kind` saying `message`.
     pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into(), source: None }
+        Self { kind, message: message.into(), source: None, frame: None }
     }
 }
 

@@ -14,6 +14,7 @@ mod bytes;
 pub mod controller_status;
 mod duration;
 mod egress;
+mod frame;
 mod handlers;
 mod labels;
 mod outcome;
@@ -23,6 +24,7 @@ pub mod yaml;
 pub use bytes::{ByteSize, ByteSizeError};
 pub use duration::{Duration, DurationError};
 pub use egress::{EgressError, EgressHost, EgressPort, EgressRule, EgressScheme};
+pub use frame::CodeFrame;
 pub use handlers::{FailureKind, HandlerCall, HandlerError, HandlerFuture, Handlers, Observer};
 pub use labels::{LabelSelector, LabelSelectorError};
 pub use outcome::{

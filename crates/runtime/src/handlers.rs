@@ -111,7 +111,11 @@ fn failure(handler: &str, e: VmError) -> HandlerError {
         }
     };
     let message = format!("{handler} failed: {e}");
-    HandlerError { kind, message, source: Some(Box::new(e)) }
+    let frame = match &e {
+        VmError::Exception { frame, .. } => frame.as_deref().cloned(),
+        _ => None,
+    };
+    HandlerError { kind, message, source: Some(Box::new(e)), frame }
 }
 
 fn outcome(handler: &'static str, out: Value) -> Result<ReconcileOutcome, HandlerError> {
@@ -119,6 +123,7 @@ fn outcome(handler: &'static str, out: Value) -> Result<ReconcileOutcome, Handle
         kind: FailureKind::Invalid,
         message: e.to_string(),
         source: Some(Box::new(e)),
+        frame: None,
     })
 }
 
@@ -149,6 +154,7 @@ impl Handlers for ScriptHandlers {
                 kind: FailureKind::Invalid,
                 message: e.to_string(),
                 source: Some(Box::new(e)),
+                frame: None,
             })
         })
     }

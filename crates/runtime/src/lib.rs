@@ -16,6 +16,7 @@
 
 pub mod bundle;
 pub mod cron;
+pub mod diagnostic;
 pub mod egress;
 mod fetch;
 pub mod handlers;
@@ -30,6 +31,7 @@ pub mod typegen;
 pub mod vm;
 
 pub use bundle::{Bundle, BundleError, Module};
+pub use diagnostic::CodeFrame;
 pub use handlers::{ScriptHandlers, ValuesError, script_env, values_from_yaml};
 pub use load::{LoadError, load_dir};
 pub use pool::Pool;

@@ -71,6 +71,7 @@ use rquickjs::module::Declared;
 use rquickjs::{Coerced, Context, Ctx, Exception, Function, Object, Persistent, Runtime, Type, Value};
 
 use crate::bundle::Bundle;
+use crate::diagnostic::{CodeFrame, frame_in_bundle};
 pub use crate::egress::EgressPolicy;
 pub use crate::fetch::FetchLimits;
 use crate::fetch::Fetcher;
@@ -164,6 +165,9 @@ pub enum VmError {
         /// 1-based column in `file`: where QuickJS recorded the failing operation, which can be
         /// later on the line than the `throw` keyword (e.g. the last operand of `new Error(..)`).
         column: Option<u32>,
+        /// The source line at `file:line:column` with a caret, for terminals (not part of the
+        /// message, which stays on one line for Events and conditions).
+        frame: Option<Box<CodeFrame>>,
     },
     /// The call ran past its deadline and was stopped.
     #[error(
@@ -658,14 +662,17 @@ impl Tracker {
             let env = Env { deadline: &self.deadline, options: &self.options, bundle: &self.bundle };
             let error = if self.deadline.fired() { env.timeout() } else { env.exception(ctx, reason) };
             rejections.first = Some(match error {
-                VmError::Exception { name, message, stack, file, line, column } => VmError::Exception {
-                    name,
-                    message: format!("{message} (a promise rejected with no handler)"),
-                    stack,
-                    file,
-                    line,
-                    column,
-                },
+                VmError::Exception { name, message, stack, file, line, column, frame } => {
+                    VmError::Exception {
+                        name,
+                        message: format!("{message} (a promise rejected with no handler)"),
+                        stack,
+                        file,
+                        line,
+                        column,
+                        frame,
+                    }
+                }
                 other => other,
             });
         }
@@ -716,6 +723,7 @@ impl Env<'_> {
                 file: None,
                 line: None,
                 column: None,
+                frame: None,
             };
         };
         let name = error
@@ -729,6 +737,7 @@ impl Env<'_> {
         }
         let stack = map_stack(&error.stack().unwrap_or_default(), self.options.position_mapper.as_ref());
         let frame = pick_frame(&stack, self.bundle);
+        let code = frame.as_ref().and_then(|f| self.code_frame(f.file, f.line, f.column)).map(Box::new);
         VmError::Exception {
             name,
             message,
@@ -736,6 +745,17 @@ impl Env<'_> {
             line: frame.as_ref().map(|f| f.line),
             column: frame.as_ref().map(|f| f.column),
             stack,
+            frame: code,
+        }
+    }
+
+    /// The code frame at a position of the stack: in the original source when positions
+    /// were mapped through the source maps, else in the module's JavaScript.
+    fn code_frame(&self, file: &str, line: u32, column: u32) -> Option<CodeFrame> {
+        if self.options.position_mapper.is_some() {
+            frame_in_bundle(self.bundle, file, line, column)
+        } else {
+            CodeFrame::new(file, &self.bundle.modules.get(file)?.js, line, column)
         }
     }
 
@@ -1210,7 +1230,8 @@ globalThis.__ct_dispatch = (handler, index, inputJson) => {
         let mut vm = vm("", "return greet(input.object.metadata.name);");
         assert_eq!(vm.dispatch("reconcile", 0, &input("ok")).unwrap(), json!("hello ok"));
         let err = vm.dispatch("reconcile", 0, &input("bad")).unwrap_err();
-        let VmError::Exception { ref name, ref message, ref stack, ref file, line, column } = err else {
+        let VmError::Exception { ref name, ref message, ref stack, ref file, line, column, ref frame } = err
+        else {
             panic!("expected an exception, got {err:?}");
         };
         assert_eq!(name, "Error");
@@ -1220,6 +1241,8 @@ globalThis.__ct_dispatch = (handler, index, inputJson) => {
         assert!(column.is_some_and(|c| c > 1), "{column:?}");
         assert!(stack.contains("at greet (lib/util.ts:3:"), "{stack}");
         assert!(stack.contains("(operator.ct:"), "{stack}");
+        let frame = frame.as_ref().expect("a code frame").to_string();
+        assert!(frame.starts_with(" --> lib/util.ts:3:") && frame.contains("3 | "), "{frame}");
         let text = err.to_string();
         assert!(text.starts_with("Error: bad name: bad (at lib/util.ts:3:"), "{text}");
     }

@@ -137,6 +137,10 @@ impl DevSource for ScriptSource {
         Ok(Reload { handlers: self.handlers(&script), crds })
     }
 
+    fn code_frame(&self, error: &(dyn std::error::Error + 'static)) -> Option<ctop_core::CodeFrame> {
+        super::code_frame(error)
+    }
+
     async fn activated(&mut self, _: &Arc<dyn Handlers>) {
         let (Some(hook), Some(script)) = (&self.webhook, self.loaded.take()) else { return };
         let admission = Arc::new(ScriptAdmission::new(script.clone(), self.env.clone(), self.values.clone()));

@@ -111,3 +111,9 @@ pub fn values_text(dir: &std::path::Path, values: Option<&std::path::Path>) -> a
         Err(e) => Err(e).with_context(|| format!("cannot read the values file {}", path.display())),
     }
 }
+
+/// The code frame an error (or one of its causes) carries: where a script failed to load or
+/// threw, with the source line, to print under the error.
+pub fn code_frame(error: &(dyn std::error::Error + 'static)) -> Option<ctop_core::CodeFrame> {
+    ctop_runtime::diagnostic::frame_of(error).cloned()
+}

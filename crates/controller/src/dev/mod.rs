@@ -54,6 +54,13 @@ pub trait DevSource: Send {
     /// The handlers of the last load now run (their CRDs installed): the place for work
     /// that follows them, such as serving their admission handlers.
     fn activated(&mut self, handlers: &Arc<dyn Handlers>) -> impl Future<Output = ()> + Send;
+
+    /// Where in the sources a failed [`DevSource::load`] failed, with the source line, to
+    /// print under its error (none by default).
+    fn code_frame(&self, error: &(dyn std::error::Error + 'static)) -> Option<ctop_core::CodeFrame> {
+        let _ = error;
+        None
+    }
 }
 
 /// How [`run_dev`] runs.
@@ -143,7 +150,8 @@ pub async fn run_dev<S: DevSource>(
                     let reload = match source.load().await {
                         Ok(reload) => reload,
                         Err(e) => {
-                            tracing::error!("{}; the previous script keeps running", chain(e.as_ref()));
+                            let frame = source.code_frame(e.as_ref()).map(|f| format!("\n{f}")).unwrap_or_default();
+                            tracing::error!("{}; the previous script keeps running{frame}", chain(e.as_ref()));
                             continue;
                         }
                     };
