@@ -260,7 +260,9 @@ pub(crate) async fn apply_children(
     objects: Vec<Value>,
     prune: PruneMode,
 ) -> Result<(), ReconcileError> {
-    if objects.is_empty() && prune == PruneMode::Keep {
+    // A controller that manages no kinds has no children to apply or prune (another
+    // controller of the same kind may: the children of an object are one ApplySet).
+    if objects.is_empty() && (prune == PruneMode::Keep || ctx.spec.manages.is_empty()) {
         return Ok(());
     }
     let span = tracing::info_span!("apply", children = objects.len());

@@ -287,6 +287,9 @@ type KindCall<Init, T> = { build(init: Init): T }["build"];
 /** An object as the API server returns it: `metadata.name`, `uid` and `resourceVersion` are set. */
 export type Stored<T extends KubeObject> = T & { metadata: StoredMeta };
 
+/** An object with a name: what `apply` and `patch` return (they refuse an object without one). */
+export type Named<T extends KubeObject> = T & { metadata: { name: string } };
+
 /** A kind named by handle, `{apiVersion, kind}`, `"apps/v1/Deployment"` or a built-in's name (`"Secret"`). */
 export type AnyKind = Kind<any, any> | KindRef | string;
 
@@ -466,8 +469,8 @@ export interface OperatorBuilder<CR extends KubeObject> {
   /** Read-only kinds: watched (so `getObserved` sees them), RBAC get/list/watch. */
   reads(...kinds: (AnyKind | AnyKind[])[]): this;
   /** Watch another kind; `mapper` names the CRs to reconcile (without one: by owner reference). */
-  watches<T extends KubeObject>(kind: Kind<T, never>, mapper?: Mapper<T> | null, options?: WatchOptions): this;
-  watches<T extends KubeObject>(kind: Kind<T, never>, options: WatchOptions): this;
+  watches<T extends KubeObject>(kind: Kind<T, any>, mapper?: Mapper<Stored<T>> | null, options?: WatchOptions): this;
+  watches<T extends KubeObject>(kind: Kind<T, any>, options: WatchOptions): this;
   watches(kind: KindRef | string, mapper?: Mapper<GenericObject> | null, options?: WatchOptions): this;
   /**
    * Where `fetch` may go: URL prefixes `scheme://host[:port][/path]` (`*.example.com` for
@@ -506,7 +509,7 @@ export interface OperatorOptions {
 }
 
 /** Start a controller for a resource (or any kind). Several may exist in one script. */
-export declare function operator<T extends KubeObject>(res: Kind<T, never>, options?: OperatorOptions): OperatorBuilder<T>;
+export declare function operator<T extends KubeObject>(res: Kind<T, any>, options?: OperatorOptions): OperatorBuilder<Stored<T>>;
 
 // ═══════════════════════════════ inside handlers ═══════════════════════════════
 
@@ -516,9 +519,9 @@ export declare function operator<T extends KubeObject>(res: Kind<T, never>, opti
  * in one call are the complete desired set: those applied before and missing now are
  * pruned, unless the handler returns `Result.keep()` (or fails).
  */
-export declare function apply<T extends KubeObject>(obj: T): T;
+export declare function apply<T extends KubeObject>(obj: T): Named<T>;
 /** Merge a partial object into an object the operator does not own (no owner reference, never pruned). */
-export declare function patch<T extends KubeObject>(obj: T): T;
+export declare function patch<T extends KubeObject>(obj: T): Named<T>;
 /**
  * Delete the child `obj` (by apiVersion, kind, name; namespace defaults to the CR's) once this
  * call's applies succeeded: a finalize that tears down in order, or a reconcile returning

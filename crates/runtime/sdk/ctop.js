@@ -664,6 +664,16 @@ class OperatorBuilder {
     for (const key of Object.keys(opts)) {
       if (key !== "childrenOnly") throw new TypeError(`manages: unknown option ${key} (only childrenOnly)`);
     }
+    // An object's children are one ApplySet, named after the object: two controllers of the
+    // same kind that both applied children would each prune the other's.
+    for (const k of kinds.flat()) kindRef(k, "manages");
+    const rival = registry.controllers.find((c) => c !== this.#entry && c.manages.length
+      && kindKey(c.for) === kindKey(this.#entry.for));
+    if (rival && kinds.flat().length) {
+      throw new Error(`operator "${this.#entry.name}": operator "${rival.name}" already manages children of `
+        + `${this.#entry.for.kind} objects, and an object's children belong to one controller (each would prune `
+        + `the other's); apply them from one controller, or patch() objects you do not own`);
+    }
     this.#addKinds("manages", kinds);
     if (opts.childrenOnly === true) {
       this.#entry.childrenOnly ??= [];

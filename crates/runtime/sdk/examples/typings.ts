@@ -44,13 +44,16 @@ operator(app)
     const creds: { [key: string]: string } = secret ? stringData(secret) : {};
     apply(Secret({ metadata: { name: `${name}-creds`, namespace: ns }, stringData: { password: creds.password ?? "x" } }));
 
+    // What apply returns has a name (apply refuses an object without one).
+    const applied: string = apply(ConfigMap({ metadata: { name: `${name}-cfg` }, data: {} })).metadata.name;
+
     // Schedules in a time zone.
     const schedule = cron(cr.spec.schedule, { timeZone: cr.spec.timeZone ?? "UTC" });
     const next: Date | undefined = schedule.next(now());
     const missed: Date[] = schedule.between(cr.status?.lastRun ?? now() - 3_600_000, now(), { limit: 100 });
     setStatus(cr, { lastRun: missed.at(-1)?.toISOString(), owned: total + all.length });
 
-    void [active, uid, rv, next];
+    void [active, uid, rv, next, applied];
   });
 
 operator(cluster).reconcile((cr) => {

@@ -572,3 +572,16 @@ test("stringData decodes a Secret's data as text and keeps stringData", async ()
   assert.throws(() => sdk.stringData({ metadata: { name: "s" }, data: { bad: "%%%" } }),
     { message: "stringData: data.bad of s: not base64" });
 });
+
+test("two controllers of one kind may not both manage children", async () => {
+  await assert.rejects(
+    withOperator(`
+      operator(webApp, { name: "a" }).manages(Secret);
+      operator(webApp, { name: "b" }).reads(ConfigMap).manages(Deployment);`),
+    { message: 'operator "b": operator "a" already manages children of WebApp objects, and an object\'s children belong to one controller (each would prune the other\'s); apply them from one controller, or patch() objects you do not own' },
+  );
+  // One that only reads, watches or patches is fine.
+  await withOperator(`
+    operator(webApp, { name: "a" }).manages(Secret);
+    operator(webApp, { name: "b" }).reads(ConfigMap).reconcile(() => {});`);
+});

@@ -1,0 +1,159 @@
+//! The operators ported from other frameworks' tutorials (`examples/webpage`,
+//! `examples/service-per-pod`, `examples/cronjob`), run as a user runs them: `ctop sim` with
+//! workloads, `ctop run <example> --install-crds`, the samples applied with kubectl, and what
+//! each README promises checked with kubectl.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{Kubectl, Logged, ctop_run, start_cluster};
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(name)
+}
+
+fn run_example(name: &str, k: &Kubectl) -> Logged {
+    ctop_run(&example(name), &k.kubeconfig, &[], &format!("ctop-run-{name}.log"))
+}
+
+fn stop(mut run: Logged) {
+    let term = Command::new("kill").args(["-TERM", &run.proc.0.id().to_string()]).status().expect("kill");
+    assert!(term.success());
+    let status = run.proc.0.wait().expect("ctop run exits");
+    assert!(status.success(), "ctop run exits cleanly on SIGTERM: {status:?}");
+}
+
+fn apply(k: &Kubectl, path: &Path, expect: &str) {
+    k.eventually(&["apply", "-f", path.to_str().expect("utf-8")], |s| s.contains(expect));
+}
+
+fn eventually_is(k: &Kubectl, kind: &str, name: &str, path: &str, want: &str) {
+    k.eventually(&["get", kind, name, "-o", &format!("jsonpath={path}")], |s| s == want);
+}
+
+/// The names of `kind` objects, sorted, one per line.
+fn names(k: &Kubectl, kind: &str, selector: &str) -> String {
+    let out = k.ok(&[
+        "get",
+        kind,
+        "-l",
+        selector,
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.name}{\"\\n\"}{end}",
+    ]);
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort_unstable();
+    lines.join(",")
+}
+
+// ───────────────────────────── webpage ─────────────────────────────
+
+#[test]
+fn webpage_serves_the_page_rolls_on_edit_and_keeps_the_last_good_page_on_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_cluster(dir.path());
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    let run = run_example("webpage", &k);
+    apply(&k, &example("webpage").join("samples"), "hello");
+
+    eventually_is(&k, "webpage", "hello", "{.status.areWeGood}/{.status.htmlConfigMap}", "true/hello-html");
+    assert!(
+        k.ok(&["get", "configmap", "hello-html", "-o", "jsonpath={.data.index\\.html}"])
+            .contains("Hello World!")
+    );
+    eventually_is(&k, "deployment", "hello", "{.status.availableReplicas}", "1");
+    assert_eq!(k.ok(&["get", "service", "hello", "-o", "jsonpath={.spec.type}"]), "NodePort");
+    assert_eq!(
+        k.ok(&["get", "ingress", "hello", "-o", "jsonpath={.spec.rules[0].host}"]),
+        "hello.default.example.com"
+    );
+    let hash = |k: &Kubectl| {
+        k.ok(&[
+            "get",
+            "deployment",
+            "hello",
+            "-o",
+            "jsonpath={.spec.template.metadata.annotations.sample\\.javaoperatorsdk/html-fnv1a}",
+        ])
+    };
+    let first = hash(&k);
+    assert_eq!(first.len(), 8, "{first}");
+
+    // A new page: the ConfigMap follows and the Pod template changes, so the Pods roll.
+    k.ok(&[
+        "patch",
+        "webpage",
+        "hello",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"html":"<p>second</p>","exposed":false}}"#,
+    ]);
+    eventually_is(&k, "configmap", "hello-html", "{.data.index\\.html}", "<p>second</p>");
+    k.eventually(&["get", "deployment", "hello", "-o", "jsonpath={.metadata.generation}"], |s| s == "2");
+    assert_ne!(hash(&k), first);
+    // Not exposed any more: the Ingress is pruned.
+    k.eventually(&["get", "ingress", "-o", "name"], |s| s.trim().is_empty());
+
+    // The sample's simulated error: reported in the status, the last good page kept.
+    k.ok(&["patch", "webpage", "hello", "--type=merge", "-p", r#"{"spec":{"html":"an error page"}}"#]);
+    eventually_is(
+        &k,
+        "webpage",
+        "hello",
+        "{.status.areWeGood}/{.status.errorMessage}",
+        "false/Error: Simulating error",
+    );
+    assert_eq!(
+        k.ok(&["get", "configmap", "hello-html", "-o", "jsonpath={.data.index\\.html}"]),
+        "<p>second</p>"
+    );
+    // Fixed again: the error message goes away.
+    k.ok(&["patch", "webpage", "hello", "--type=merge", "-p", r#"{"spec":{"html":"<p>third</p>"}}"#]);
+    eventually_is(&k, "webpage", "hello", "{.status.areWeGood}/{.status.errorMessage}", "true/");
+    stop(run);
+}
+
+// ───────────────────────────── service-per-pod ─────────────────────────────
+
+#[test]
+fn service_per_pod_decorates_statefulsets_and_follows_their_scale() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_cluster(dir.path());
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    let run = run_example("service-per-pod", &k);
+    apply(&k, &example("service-per-pod").join("samples"), "nginx");
+
+    let sel = "service-per-pod/statefulset=nginx";
+    k.eventually(&["get", "services", "-l", sel, "-o", "name"], |s| s.lines().count() == 3);
+    assert_eq!(names(&k, "services", sel), "nginx-0,nginx-1,nginx-2");
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "service",
+            "nginx-1",
+            "-o",
+            "jsonpath={.spec.selector.pod-name}/{.spec.ports[0].port}:{.spec.ports[0].targetPort}"
+        ]),
+        "nginx-1/80:8080"
+    );
+    // The second decorator labels each Pod with its own name, which the Services select.
+    for i in 0..3 {
+        eventually_is(&k, "pod", &format!("nginx-{i}"), "{.metadata.labels.pod-name}", &format!("nginx-{i}"));
+    }
+    assert_eq!(
+        k.ok(&["get", "pod", "nginx-0", "-o", "jsonpath={.metadata.ownerReferences[0].kind}"]),
+        "StatefulSet"
+    );
+
+    // Scaled down: the Service of the Pod that went away is pruned.
+    k.ok(&["scale", "statefulset", "nginx", "--replicas=2"]);
+    k.eventually(&["get", "services", "-l", sel, "-o", "name"], |s| s.lines().count() == 2);
+    assert_eq!(names(&k, "services", sel), "nginx-0,nginx-1");
+    // The annotation removed: the decorator wants nothing, its Services go; the Pods stay.
+    k.ok(&["annotate", "statefulset", "nginx", "service-per-pod-label-"]);
+    k.eventually(&["get", "services", "-l", sel, "-o", "name"], |s| s.trim().is_empty());
+    assert_eq!(names(&k, "pods", "app=nginx"), "nginx-0,nginx-1");
+    stop(run);
+}
