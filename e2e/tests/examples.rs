@@ -6,41 +6,14 @@ mod common;
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Kubectl, Logged, Proc, ctop_run, start_sim};
+use common::examples::{apply, eventually_is, example, run_example, run_example_with, stop};
+use common::{Kubectl, Proc, start_sim};
 use ctop_e2e::binary;
-
-fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(name)
-}
-
-/// `ctop run examples/<name>` against the sim, its CRDs installed.
-fn run_example(name: &str, k: &Kubectl) -> Logged {
-    run_example_with(name, k, &[])
-}
-
-/// `ctop run examples/<name> <extra...>`.
-/// Its log (debug for ctop's own crates) is printed if the test fails.
-fn run_example_with(name: &str, k: &Kubectl, extra: &[&str]) -> Logged {
-    ctop_run(&example(name), &k.kubeconfig, extra, &format!("ctop-run-{name}.log"))
-}
-
-/// Stop `ctop run` with SIGTERM; it must exit cleanly.
-fn stop(mut run: Logged) {
-    let term = Command::new("kill").args(["-TERM", &run.proc.0.id().to_string()]).status().expect("kill");
-    assert!(term.success());
-    let status = run.proc.0.wait().expect("ctop run exits");
-    assert!(status.success(), "ctop run exits cleanly on SIGTERM: {status:?}");
-}
-
-/// Apply a file or directory, retrying until the CRDs it needs are served.
-fn apply(k: &Kubectl, path: &Path, expect: &str) {
-    k.eventually(&["apply", "-f", path.to_str().expect("utf-8")], |s| s.contains(expect));
-}
 
 /// Write `yaml` to `dir/<file>` and apply it.
 fn apply_yaml(k: &Kubectl, dir: &Path, file: &str, yaml: &str, expect: &str) {
@@ -51,10 +24,6 @@ fn apply_yaml(k: &Kubectl, dir: &Path, file: &str, yaml: &str, expect: &str) {
 
 fn jsonpath(k: &Kubectl, kind: &str, name: &str, path: &str) -> String {
     k.ok(&["get", kind, name, "-o", &format!("jsonpath={path}")])
-}
-
-fn eventually_is(k: &Kubectl, kind: &str, name: &str, path: &str, want: &str) {
-    k.eventually(&["get", kind, name, "-o", &format!("jsonpath={path}")], |s| s == want);
 }
 
 // ───────────────────────────── greeting ─────────────────────────────

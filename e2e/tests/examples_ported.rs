@@ -5,33 +5,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use common::{Kubectl, Logged, ctop_run, start_cluster};
-
-fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(name)
-}
-
-fn run_example(name: &str, k: &Kubectl) -> Logged {
-    ctop_run(&example(name), &k.kubeconfig, &[], &format!("ctop-run-{name}.log"))
-}
-
-fn stop(mut run: Logged) {
-    let term = Command::new("kill").args(["-TERM", &run.proc.0.id().to_string()]).status().expect("kill");
-    assert!(term.success());
-    let status = run.proc.0.wait().expect("ctop run exits");
-    assert!(status.success(), "ctop run exits cleanly on SIGTERM: {status:?}");
-}
-
-fn apply(k: &Kubectl, path: &Path, expect: &str) {
-    k.eventually(&["apply", "-f", path.to_str().expect("utf-8")], |s| s.contains(expect));
-}
-
-fn eventually_is(k: &Kubectl, kind: &str, name: &str, path: &str, want: &str) {
-    k.eventually(&["get", kind, name, "-o", &format!("jsonpath={path}")], |s| s == want);
-}
+use common::examples::{apply, eventually_is, example, run_example, stop};
+use common::{Kubectl, start_cluster};
 
 /// The names of `kind` objects, sorted, one per line.
 fn names(k: &Kubectl, kind: &str, selector: &str) -> String {

@@ -2,6 +2,8 @@
 //! with the test, and kubectl against a kubeconfig with its own discovery cache.
 #![allow(dead_code)]
 
+pub mod examples;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
