@@ -474,7 +474,7 @@ fn examples_that_wait_for_readiness_converge_on_a_cluster_that_runs_pods() {
 #[test]
 fn dev_runs_each_example_with_its_samples() {
     // The embedded cluster runs Pods, so the examples that wait for readiness get there.
-    let cases: [(&str, [&str; 4], &str); 5] = [
+    let cases: [(&str, [&str; 4], &str); 7] = [
         (
             "greeting",
             ["greeting", "doe-family", "", "{.status.message}"],
@@ -492,6 +492,8 @@ fn dev_runs_each_example_with_its_samples() {
             ["pod", "web-1", "production", "{.metadata.annotations.example\\.com/pod-labels}"],
             "app=webserver,tier=front",
         ),
+        ("webpage", ["webpage", "hello", "", "{.status.areWeGood}/{.status.htmlConfigMap}"], "true/hello-html"),
+        ("service-per-pod", ["service", "nginx-2", "", "{.spec.selector.pod-name}"], "nginx-2"),
     ];
     for (name, [kind, object, ns, path], want) in cases {
         let dir = tempfile::tempdir().expect("temp dir");
