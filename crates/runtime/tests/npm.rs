@@ -186,6 +186,6 @@ fn a_missing_package_says_to_install_it() {
     // Scripts still load through Script with the same error.
     let dir = tempfile::tempdir().expect("temp dir");
     write(dir.path(), &[("operator.ct", "import \"nope\";")]);
-    let err = Script::from_dir(dir.path(), "operator.ct", 1, Limits::default()).err().expect("fails");
-    assert!(matches!(err, ScriptError::Load(LoadError::Package { .. })), "{err:?}");
+    let result = Script::from_dir(dir.path(), "operator.ct", 1, Limits::default());
+    assert!(matches!(result, Err(ScriptError::Load(LoadError::Package { .. }))), "{:?}", result.err());
 }

@@ -10,7 +10,8 @@
 //! - A CommonJS module ([`Loader::compile_commonjs`]; `.cjs`, a `.js` file of a package
 //!   without `"type": "module"` and without `import`/`export`) becomes an ES module that
 //!   exports `__ctop_cjs()`, which runs the file's text once, as Node does, inside
-//!   `function (exports, require, module, __filename, __dirname)` and returns
+//!   `function (exports, require, module, __filename, __dirname, global)` (`global` is
+//!   `globalThis`, as in Node) and returns
 //!   `module.exports`. Each `require("x")` with a literal argument becomes a reference to
 //!   `x` imported at the top: `__ctop_rN()` for a CommonJS module (so its body runs when it
 //!   is first required, like Node), the namespace of an ES module, the value of a JSON
@@ -80,11 +81,11 @@ impl Wrapped {
         let mut js = self.header;
         js.push_str(
             "var __ctop_m;export function __ctop_cjs(){if(__ctop_m===void 0){__ctop_m={exports:{}};\
-             (function(exports,require,module,__filename,__dirname){",
+             (function(exports,require,module,__filename,__dirname,global){",
         );
         js.push_str(&self.body);
         js.push_str(&format!(
-            "\n}}).call(__ctop_m.exports,__ctop_m.exports,__ctop_require,__ctop_m,{},{});}}return __ctop_m.exports;}}\n",
+            "\n}}).call(__ctop_m.exports,__ctop_m.exports,__ctop_require,__ctop_m,{},{},globalThis);}}return __ctop_m.exports;}}\n",
             quote(&format!("/{}", self.name)),
             quote(&format!("/{dir}")),
         ));
@@ -400,7 +401,8 @@ fn string_literal(raw: &str) -> Option<String> {
     let raw = raw.trim();
     let quote = raw.chars().next().filter(|c| matches!(c, '"' | '\'' | '`'))?;
     let inner = raw.strip_prefix(quote)?.strip_suffix(quote)?;
-    (!inner.contains(['\\', quote]) && !(quote == '`' && inner.contains("${"))).then(|| inner.to_string())
+    let escaped = inner.contains(['\\', quote]) || (quote == '`' && inner.contains("${"));
+    (!escaped).then(|| inner.to_string())
 }
 
 /// `s` as a JavaScript string literal.
