@@ -173,7 +173,7 @@ impl std::fmt::Display for SizeReport {
         )?;
         if !self.packages.is_empty() {
             let list: Vec<String> = self.packages.iter().map(|(p, n)| format!("{p} {}", human(*n))).collect();
-            write!(f, "; biggest packages: {}", list.join(", "))?;
+            write!(f, "; biggest packages (uncompressed): {}", list.join(", "))?;
         }
         Ok(())
     }
@@ -316,7 +316,9 @@ mod tests {
             [("big".to_string(), 3000), ("@s/mid".to_string(), 200), ("@s/small".to_string(), 10)]
         );
         assert!(
-            r.to_string().ends_with("5 modules; biggest packages: big 2.9 KiB, @s/mid 200 B, @s/small 10 B"),
+            r.to_string().ends_with(
+                "5 modules; biggest packages (uncompressed): big 2.9 KiB, @s/mid 200 B, @s/small 10 B"
+            ),
             "{r}"
         );
         assert_eq!(package_of("lib/a.ts"), None);
