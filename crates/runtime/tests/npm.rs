@@ -84,6 +84,9 @@ fn package_modules_are_named_by_their_path_and_the_bundle_is_deterministic() {
     let semver = &one.modules["node_modules/semver/index.js"].js;
     assert!(semver.contains("export function __ctop_cjs()"), "CommonJS is wrapped");
     assert!(!semver.contains("require('./"), "requires are bundled: {}", &semver[..400]);
+    // `import * as semver from "semver"` would see every name of its `module.exports = {…}`,
+    // not only the ones the fixture imports.
+    assert!(semver.contains("as \"valid\"}"), "names assigned to module.exports are exported");
 }
 
 #[test]
