@@ -19,6 +19,8 @@ if ! command -v npm >/dev/null 2>&1; then
   exit 1
 fi
 (cd crates/runtime/sdk && npm ci --no-audit --no-fund --loglevel=error && npm test)
+# The runtime's npm tests (crates/runtime/tests/npm.rs) load real packages from this lockfile.
+(cd crates/runtime/tests/npm && npm ci --no-audit --no-fund --loglevel=error)
 
 step "format"
 cargo fmt --all --check

@@ -50,8 +50,12 @@ pub use rbac::{Permissions, permissions};
 pub use schema_check::SchemaProblem;
 pub use sizing::{BASE_MEMORY, CALL_SLACK, Memory, memory};
 
-/// Data a ConfigMap may hold (the API server's limit).
-const CONFIG_MAP_LIMIT: usize = 1024 * 1024;
+/// Bytes a ConfigMap's `data` and `binaryData` values may hold together (binaryData counted
+/// decoded, keys not counted): the API server's `ValidateConfigMap`
+/// (kubernetes/kubernetes `pkg/apis/core/validation/validation.go`) refuses more than
+/// `core.MaxSecretSize`, 1 MiB, with the `field.TooLong` error "Too long: must have at most
+/// 1048576 bytes" (`staging/src/k8s.io/apimachinery/pkg/util/validation/field/errors.go`).
+pub const CONFIG_MAP_LIMIT: usize = 1024 * 1024;
 /// Above this much base64, client-side `kubectl apply` fails: it copies the whole object
 /// into the 256 KiB `last-applied-configuration` annotation.
 const CLIENT_SIDE_APPLY_LIMIT: usize = 200 * 1024;
@@ -130,10 +134,14 @@ pub enum Error {
         /// Why, in the server's words.
         problems: Vec<SchemaProblem>,
     },
-    /// The bundle and values do not fit in one ConfigMap (1 MiB).
+    /// The bundle and values do not fit in one ConfigMap ([`CONFIG_MAP_LIMIT`]).
     #[error(
-        "the bundle ({bundle} bytes) and values ({values} bytes) exceed the 1 MiB a ConfigMap can hold; \
-         move large data out of the script (fetch it, or read it from a ConfigMap with .reads())"
+        "the bundle ({bundle} bytes gzipped) and values ({values} bytes) make {total} bytes of ConfigMap data, \
+         more than the {limit} bytes (1 MiB) the API server accepts (it would answer \"Too long: must have at \
+         most {limit} bytes\"); make the script smaller: replace or drop the biggest packages that `ctop bundle` \
+         lists, or move large data out of the script (fetch it, or read it from a ConfigMap with .reads())",
+        total = bundle + values,
+        limit = CONFIG_MAP_LIMIT
     )]
     TooLarge {
         /// Size of `bundle.js.gz`.
@@ -198,6 +206,16 @@ fn selector_labels(options: &Options) -> Map<String, Value> {
     m
 }
 
+/// Whether a `bundle.js.gz` of `bundle` bytes and a values file of `values` bytes fit in the
+/// operator's ConfigMap ([`CONFIG_MAP_LIMIT`]); [`generate`] checks it, and `ctop bundle`
+/// with no values.
+pub fn check_config_map_size(bundle: usize, values: usize) -> Result<(), Error> {
+    if bundle + values > CONFIG_MAP_LIMIT {
+        return Err(Error::TooLarge { bundle, values });
+    }
+    Ok(())
+}
+
 /// Generate the documents that deploy the operator `spec` describes, running `plugins` in
 /// order over the built-in documents.
 pub fn generate(
@@ -215,9 +233,7 @@ pub fn generate(
     if spec.controllers.is_empty() {
         return Err(Error::NoController);
     }
-    if bundle.gz.len() + options.values_yaml.len() > CONFIG_MAP_LIMIT {
-        return Err(Error::TooLarge { bundle: bundle.gz.len(), values: options.values_yaml.len() });
-    }
+    check_config_map_size(bundle.gz.len(), options.values_yaml.len())?;
     let labels = common_labels(options);
     let selector = selector_labels(options);
     let mut notes = Vec::new();

@@ -544,3 +544,22 @@ fn a_validate_only_operator_may_touch_its_validating_configuration_only() {
         .expect("the caBundle role");
     assert_eq!(role["rules"][0]["resources"], json!(["validatingwebhookconfigurations"]));
 }
+
+#[test]
+fn the_config_map_limit_is_the_api_servers_1_mib_of_data() {
+    // ValidateConfigMap sums the values of data and binaryData (decoded): exactly 1 MiB fits.
+    assert!(check_config_map_size(CONFIG_MAP_LIMIT - 10, 10).is_ok());
+    let err = check_config_map_size(CONFIG_MAP_LIMIT - 10, 11).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the bundle (1048566 bytes gzipped) and values (11 bytes) make 1048577 bytes of ConfigMap data, more \
+         than the 1048576 bytes (1 MiB) the API server accepts (it would answer \"Too long: must have at most \
+         1048576 bytes\"); make the script smaller: replace or drop the biggest packages that `ctop bundle` \
+         lists, or move large data out of the script (fetch it, or read it from a ConfigMap with .reads())"
+    );
+    let o = Options { values_yaml: "a: 1\n".into(), ..Options::new("op") };
+    let just_over = ScriptBundle { gz: vec![0; CONFIG_MAP_LIMIT - 4], sha256: "00".repeat(32) };
+    assert!(
+        matches!(generate(&spec(), &just_over, &o, &[]), Err(Error::TooLarge { bundle, values: 5 }) if bundle == CONFIG_MAP_LIMIT - 4)
+    );
+}

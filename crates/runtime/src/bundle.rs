@@ -143,6 +143,88 @@ impl Bundle {
     }
 }
 
+/// How big a bundle is: what `ctop bundle` and `ctop manifests` report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SizeReport {
+    /// Bytes of `bundle.js.gz` ([`Bundle::to_gz`]).
+    pub compressed: usize,
+    /// Bytes of the bundle's JSON before compression ([`Bundle::canonical_json`]).
+    pub uncompressed: usize,
+    /// Number of modules.
+    pub modules: usize,
+    /// npm packages by the bytes of their modules' JavaScript, biggest first (at most
+    /// [`SizeReport::TOP`]).
+    pub packages: Vec<(String, usize)>,
+}
+
+impl SizeReport {
+    /// How many packages the report names.
+    pub const TOP: usize = 5;
+}
+
+impl std::fmt::Display for SizeReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} gzipped ({} uncompressed), {} modules",
+            human(self.compressed),
+            human(self.uncompressed),
+            self.modules
+        )?;
+        if !self.packages.is_empty() {
+            let list: Vec<String> = self.packages.iter().map(|(p, n)| format!("{p} {}", human(*n))).collect();
+            write!(f, "; biggest packages (uncompressed): {}", list.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// `n` bytes as `123 B`, `12.3 KiB` or `1.2 MiB`.
+fn human(n: usize) -> String {
+    #[allow(clippy::cast_precision_loss)] // sizes of files, far below 2^52
+    let x = n as f64;
+    if n < 1024 {
+        format!("{n} B")
+    } else if n < 1024 * 1024 {
+        format!("{:.1} KiB", x / 1024.0)
+    } else {
+        format!("{:.1} MiB", x / (1024.0 * 1024.0))
+    }
+}
+
+/// The npm package of module `name` (`node_modules/@scope/pkg/x.js` → `@scope/pkg`), if any.
+fn package_of(name: &str) -> Option<&str> {
+    let start = name.rfind("node_modules/")? + "node_modules/".len();
+    let rest = &name[start..];
+    let mut segments = rest.splitn(3, '/');
+    let first = segments.next()?;
+    let len = if first.starts_with('@') { first.len() + 1 + segments.next()?.len() } else { first.len() };
+    Some(&rest[..len])
+}
+
+impl Bundle {
+    /// The sizes of the bundle and of its biggest npm packages.
+    pub fn size_report(&self) -> SizeReport {
+        let mut packages: BTreeMap<&str, usize> = BTreeMap::new();
+        for (name, module) in &self.modules {
+            if let Some(package) = package_of(name) {
+                *packages.entry(package).or_default() +=
+                    module.js.len() + module.source_map.as_ref().map_or(0, String::len);
+            }
+        }
+        let mut packages: Vec<(String, usize)> =
+            packages.into_iter().map(|(p, n)| (p.to_string(), n)).collect();
+        packages.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        packages.truncate(SizeReport::TOP);
+        SizeReport {
+            compressed: self.to_gz().len(),
+            uncompressed: self.canonical_json().len(),
+            modules: self.modules.len(),
+            packages,
+        }
+    }
+}
+
 /// Whether `name` is a module name the vm may be asked for: `/`-separated, relative,
 /// without empty, `.` or `..` segments, and not the built-in `ctop`.
 fn is_normalized_name(name: &str) -> bool {
@@ -216,6 +298,30 @@ mod tests {
             b.modules.insert(bad.into(), Module { js: String::new(), source_map: None });
             assert!(matches!(Bundle::from_gz(&b.to_gz()), Err(BundleError::BadModuleName { .. })), "{bad}");
         }
+    }
+
+    #[test]
+    fn size_report_names_the_biggest_packages() {
+        let mut b = sample();
+        let module = |n: usize| Module { js: "x".repeat(n), source_map: None };
+        b.modules.insert("node_modules/big/a.js".into(), module(3000));
+        b.modules.insert("node_modules/big/node_modules/@s/small/i.js".into(), module(10));
+        b.modules.insert("node_modules/@s/mid/i.js".into(), module(200));
+        let r = b.size_report();
+        assert_eq!(r.modules, 5);
+        assert_eq!(r.compressed, b.to_gz().len());
+        assert_eq!(r.uncompressed, b.canonical_json().len());
+        assert_eq!(
+            r.packages,
+            [("big".to_string(), 3000), ("@s/mid".to_string(), 200), ("@s/small".to_string(), 10)]
+        );
+        assert!(
+            r.to_string().ends_with(
+                "5 modules; biggest packages (uncompressed): big 2.9 KiB, @s/mid 200 B, @s/small 10 B"
+            ),
+            "{r}"
+        );
+        assert_eq!(package_of("lib/a.ts"), None);
     }
 
     #[test]

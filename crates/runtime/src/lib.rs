@@ -30,7 +30,7 @@ pub mod sources;
 pub mod typegen;
 pub mod vm;
 
-pub use bundle::{Bundle, BundleError, Module};
+pub use bundle::{Bundle, BundleError, Module, SizeReport};
 pub use diagnostic::CodeFrame;
 pub use handlers::{ScriptHandlers, ValuesError, script_env, values_from_yaml};
 pub use load::{LoadError, load_dir};

@@ -30,6 +30,12 @@ pub fn run(args: &BundleArgs) -> anyhow::Result<()> {
     let modules = bundle.modules.len();
     let hash = bundle.sha256_hex();
     let bytes = bundle.to_gz();
+    let size = bundle.size_report();
+    tracing::info!("bundle size: {size}");
+    // The bundle is deployed in a ConfigMap (`ctop manifests`): refuse here already what
+    // the API server would refuse there.
+    ctop_manifests::check_config_map_size(bytes.len(), 0)
+        .with_context(|| format!("cannot bundle {}: the bundle is too big to deploy", args.dir.display()))?;
     let script = Script::from_bundle(bundle, 1, Limits::default())
         .context("the script failed while declaring its operators; fix it and run ctop bundle again")?;
     std::fs::write(&args.output, &bytes)

@@ -138,6 +138,7 @@ pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
         )
     })?;
     let script_bundle = ScriptBundle { gz: bundle.to_gz(), sha256: bundle.sha256_hex() };
+    tracing::info!("bundle size: {}", bundle.size_report());
     let script = Script::from_bundle(bundle, 1, Limits::default())
         .context("the script failed while declaring its operators; fix it and run ctop manifests again")?;
     let spec = script.spec();
