@@ -174,3 +174,53 @@ fn without_a_compiler_it_says_how_to_install_one() {
         "{out}"
     );
 }
+
+#[test]
+fn the_compiler_of_the_operators_node_modules_comes_first() {
+    let (_tmp, dir) = init();
+    let modules = repo().join("crates/runtime/sdk/node_modules");
+    std::os::unix::fs::symlink(&modules, dir.join("node_modules")).expect("link node_modules");
+    // Only node on PATH: the tsc found is the operator's own.
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let node = std::env::split_paths(&path).find(|d| d.join("node").is_file()).expect("node is on PATH");
+    let (ok, out) = check(&dir, node.as_os_str());
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!("type-checked with {}", dir.join("node_modules/.bin/tsc").display())),
+        "{out}"
+    );
+}
+
+#[test]
+fn syntax_errors_schemas_and_names_the_api_server_would_refuse() {
+    let (_tmp, dir) = init();
+    let script = dir.join("operator.ct");
+    let text = std::fs::read_to_string(&script).expect("read");
+    let broken = text
+        .replace("scope: \"Namespaced\",", "scope: \"Namespaced\",\n  plural: \"Demo_Apps\",")
+        .replace(".default(1).describe(\"How many pods.\")", ".default(0).describe(\"How many pods.\")")
+        .replace("operator(app)", "operator(app, { name: \"Demo Controller\" })");
+    std::fs::write(&script, &broken).expect("write");
+    let (ok, out) = check(&dir, &tsc_path());
+    assert!(!ok, "{out}");
+    assert!(out.contains("error name: resource Demo (demo.example.com/v1): the plural \"Demo_Apps\" is not a DNS-1035 label"), "{out}");
+    assert!(out.contains("= help: pass a valid plural to resource(...), e.g. \"demo-apps\""), "{out}");
+    assert!(
+        out.contains("error name: operator \"Demo Controller\": its name is not a DNS-1123 label"),
+        "{out}"
+    );
+    assert!(
+        out.contains("error manifests: the API server would refuse CRD Demo_Apps.demo.example.com:"),
+        "{out}"
+    );
+    assert!(out.contains("(in the script's schema at spec.replicas: change its .default(...)"), "{out}");
+
+    // A syntax error: the loader and tsc both place it at the end of the file.
+    std::fs::write(&script, text).expect("write");
+    let line = append(&script, "function f( {\n");
+    let (ok, out) = check(&dir, &tsc_path());
+    assert!(!ok, "{out}");
+    let shown = script.display().to_string();
+    assert!(out.contains(&format!("{shown}:{}:1: error load: syntax error", line + 1)), "{out}");
+    assert!(out.contains(&format!("{shown}:{}:1: error TS1005: '}}' expected.", line + 1)), "{out}");
+}

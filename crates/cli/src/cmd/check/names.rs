@@ -52,17 +52,22 @@ pub fn check(spec: &OperatorSpec) -> Vec<Finding> {
             ));
         }
         let mut names = vec![
-            ("plural", r.plural.clone()),
-            ("singular", r.singular.clone()),
-            ("kind, lowercased,", r.kind.to_lowercase()),
+            ("plural", r.plural.clone(), "plural"),
+            ("singular", r.singular.clone(), "singular"),
+            ("kind, lowercased,", r.kind.to_lowercase(), "kind"),
         ];
-        names.extend(r.short_names.iter().map(|s| ("short name", s.clone())));
-        for (field, value) in names {
+        names.extend(r.short_names.iter().map(|s| ("short name", s.clone(), "shortNames")));
+        for (field, value, option) in names {
             if !dns1035(&value) {
+                let help = if option == "kind" {
+                    "name the kind with letters and digits only, starting with a letter (PascalCase, like WebApp)".to_owned()
+                } else {
+                    format!("pass a valid {option} to resource(...), e.g. {:?}", fix(&value))
+                };
                 out.push(Finding::error(
                     "name",
                     format!("{what}: the {field} {value:?} is not a DNS-1035 label (lowercase letters, digits and '-', starting with a letter, at most 63 characters); the API server refuses the CRD"),
-                    Some(format!("give resource(...) a valid {field} (the option of the same name), e.g. {:?}", fix(&value))),
+                    Some(help),
                 ));
             }
         }
