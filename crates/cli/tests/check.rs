@@ -150,6 +150,10 @@ fn kinds_a_reconcile_writes_or_reads_must_be_declared() {
         .replace(
             "    const available =",
             "    apply(ConfigMap({ metadata: { name }, data: { a: \"b\" } }));\n    listObserved(Secret);\n    const available =",
+        )
+        .replace(
+            "  .manages(Deployment, Service)",
+            "  .manages(Deployment, Service)\n  .finalize(() => { apply(ConfigMap({ metadata: { name: \"gone\" } })); })\n  .onStart(() => { apply(ConfigMap({ metadata: { name: \"start\", namespace: \"default\" } })); })",
         );
     std::fs::write(dir.join("operator.ct"), text).expect("write");
     let (ok, out) = check(&dir, &tsc_path());
@@ -161,6 +165,12 @@ fn kinds_a_reconcile_writes_or_reads_must_be_declared() {
     assert!(out.contains("= help: add .manages(ConfigMap) to operator \"demo\""), "{out}");
     assert!(out.contains("error rbac: operator \"demo\" calls listObserved(Secret, ...)"), "{out}");
     assert!(out.contains("= help: add .reads(Secret)"), "{out}");
+    // finalize runs on each sample being deleted, onStart once.
+    assert!(
+        out.contains("applies ConfigMap default/gone (finalize of samples/demo.yaml), but v1/ConfigMap"),
+        "{out}"
+    );
+    assert!(out.contains("applies ConfigMap default/start (onStart), but v1/ConfigMap"), "{out}");
 }
 
 #[test]

@@ -1,6 +1,6 @@
-//! RBAC declarations, checked by running each controller's `reconcile` once, without a
-//! cluster, on each of its samples (`samples/*.yaml`), or on a bare object of its kind when
-//! it has none: every object it applies or patches must be of a kind it declares (what the
+//! RBAC declarations, checked by running each controller's handlers once, without a
+//! cluster: `reconcile` and `finalize` on each of its samples (`samples/*.yaml`), or on a
+//! bare object of its kind when it has none, and `onStart`: every object it applies or patches must be of a kind it declares (what the
 //! controller refuses at run time with `ReconcileError::Undeclared`, in
 //! `crates/controller/src/effects.rs`, because the generated RBAC would), and every kind it
 //! reads with `getObserved` / `listObserved` must be watched (otherwise the read is always
@@ -68,10 +68,12 @@ fn samples(dir: &Path, c: &ControllerSpec) -> Vec<(String, Value)> {
     out
 }
 
-/// Run each controller's reconcile on its samples and report undeclared kinds.
+/// Run each controller's handlers (`reconcile` and `finalize` on each sample, `onStart`
+/// once) and report undeclared kinds.
 pub fn check(dir: &Path, script: &Script, values: &Value) -> Vec<Finding> {
     let mut findings = Vec::new();
-    for c in script.spec().controllers.iter().filter(|c| c.handlers.iter().any(|h| h == "reconcile")) {
+    for c in &script.spec().controllers {
+        let has = |h: &str| c.handlers.iter().any(|x| x == h);
         let mut inputs = samples(dir, c);
         let synthetic = inputs.is_empty();
         if synthetic {
@@ -80,47 +82,89 @@ pub fn check(dir: &Path, script: &Script, values: &Value) -> Vec<Finding> {
                 json!({
                     "apiVersion": c.for_.api_version,
                     "kind": c.for_.kind,
-                    "metadata": {"name": "ctop-check", "namespace": "default", "uid": "00000000-0000-4000-8000-000000000000", "generation": 1},
+                    "metadata": {"name": "ctop-check", "generation": 1},
                     "spec": {},
                 }),
             ));
         }
+        let cluster_scoped = script.spec().resources.iter().any(|r| {
+            r.api_version == c.for_.api_version
+                && r.kind == c.for_.kind
+                && r.scope == ctop_core::Scope::Cluster
+        });
         for (from, mut object) in inputs {
-            if object["metadata"]["namespace"].is_null() {
+            if cluster_scoped {
+                if let Some(meta) = object["metadata"].as_object_mut() {
+                    meta.remove("namespace");
+                }
+            } else if object["metadata"]["namespace"].is_null() {
                 object["metadata"]["namespace"] = json!("default");
             }
             object["metadata"]["uid"] = json!("00000000-0000-4000-8000-000000000000");
-            findings.extend(reconcile_once(dir, script, c, &from, &object, values, synthetic));
+            if has("reconcile") {
+                findings.extend(call_once(
+                    dir,
+                    script,
+                    c,
+                    "reconcile",
+                    &from,
+                    Some(&object),
+                    values,
+                    synthetic,
+                ));
+            }
+            if has("finalize") {
+                // As the controller calls it: the object being deleted, its finalizer still on.
+                object["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+                object["metadata"]["finalizers"] = json!([c.finalizer.clone().unwrap_or_default()]);
+                findings.extend(call_once(
+                    dir,
+                    script,
+                    c,
+                    "finalize",
+                    &from,
+                    Some(&object),
+                    values,
+                    synthetic,
+                ));
+            }
+        }
+        if has("onStart") {
+            findings.extend(call_once(dir, script, c, "onStart", "", None, values, false));
         }
     }
     findings
 }
 
-fn reconcile_once(
+/// One handler call of controller `c` on `object` (`from` says where it came from).
+#[allow(clippy::too_many_arguments)] // one call's inputs, passed through from check()
+fn call_once(
     dir: &Path,
     script: &Script,
     c: &ControllerSpec,
+    handler: &'static str,
     from: &str,
-    object: &Value,
+    object: Option<&Value>,
     values: &Value,
     synthetic: bool,
 ) -> Vec<Finding> {
+    let origin = if from.is_empty() { handler.to_owned() } else { format!("{handler} of {from}") };
     let recorder = Arc::new(Recorder::default());
-    let input = json!({"object": object, "env": {}, "values": values}).to_string();
-    let out = script.dispatch_observed("reconcile", c.index, &input, recorder.clone());
-    let outcome = match out.map(|v| ReconcileOutcome::from_output("reconcile", v)) {
+    let input = match object {
+        Some(o) => json!({"object": o, "env": {}, "values": values}),
+        None => json!({"env": {}, "values": values}),
+    };
+    let out = script.dispatch_observed(handler, c.index, &input.to_string(), recorder.clone());
+    let outcome = match out.map(|v| ReconcileOutcome::from_output(handler, v)) {
         Ok(Ok(outcome)) => outcome,
         Ok(Err(e)) => {
             return vec![Finding::error(
-                "reconcile",
-                format!(
-                    "operator {:?}: reconcile of {from} returned an output the controller refuses: {e}",
-                    c.name
-                ),
+                handler,
+                format!("operator {:?}: {origin} returned an output the controller refuses: {e}", c.name),
                 None,
             )];
         }
-        Err(e) => return vec![failed(dir, c, from, &e, synthetic)],
+        Err(e) => return vec![failed(dir, c, &origin, &e, synthetic)],
     };
     let mut findings = Vec::new();
     let declared = |k: &KindRef| c.manages.contains(k);
@@ -139,7 +183,7 @@ fn reconcile_once(
             findings.push(Finding::error(
                 "rbac",
                 format!(
-                    "operator {:?} applies {} (reconcile of {from}), but {} is not in its .manages(...): the controller refuses the write, and the generated RBAC would",
+                    "operator {:?} applies {} ({origin}), but {} is not in its .manages(...): the controller refuses the write, and the generated RBAC would",
                     c.name,
                     describe(child),
                     key(&k)
@@ -158,7 +202,7 @@ fn reconcile_once(
             findings.push(Finding::error(
                 "rbac",
                 format!(
-                    "operator {:?} patches {} (reconcile of {from}), but {} is neither its kind, nor managed, nor granted patch by a .permission(...)",
+                    "operator {:?} patches {} ({origin}), but {} is neither its kind, nor managed, nor granted patch by a .permission(...)",
                     c.name,
                     describe(patch),
                     key(&k)
@@ -187,7 +231,7 @@ fn reconcile_once(
             findings.push(Finding::error(
                 "rbac",
                 format!(
-                    "operator {:?} calls {how}({short}, ...) (reconcile of {from}), but {kind} is not in its .manages, .reads or .watches: nothing of it is cached, so the call always finds nothing, and the generated RBAC grants no read of it",
+                    "operator {:?} calls {how}({short}, ...) ({origin}), but {kind} is not in its .manages, .reads or .watches: nothing of it is cached, so the call always finds nothing, and the generated RBAC grants no read of it",
                     c.name
                 ),
                 Some(format!("add .reads({short}) to operator {:?} (or .manages({short}) if it creates them)", c.name)),
@@ -197,9 +241,9 @@ fn reconcile_once(
     findings
 }
 
-/// A reconcile that threw: an error on a sample (`ctop dev` applies it and would fail the
+/// A handler that threw: an error on a sample (`ctop dev` applies it and would fail the
 /// same way), a warning on a bare object (the script may rightly need a spec).
-fn failed(dir: &Path, c: &ControllerSpec, from: &str, e: &VmError, synthetic: bool) -> Finding {
+fn failed(dir: &Path, c: &ControllerSpec, origin: &str, e: &VmError, synthetic: bool) -> Finding {
     let location = match e {
         VmError::Exception { file: Some(file), line: Some(line), column, .. } if dir.join(file).is_file() => {
             Some(Location {
@@ -215,18 +259,18 @@ fn failed(dir: &Path, c: &ControllerSpec, from: &str, e: &VmError, synthetic: bo
         (
             Severity::Warning,
             format!(
-                "add a sample {} to samples/ so that ctop check runs its reconcile on a real spec",
+                "add a sample {} to samples/ so that ctop check runs its handlers on a real spec",
                 c.for_.kind
             ),
         )
     } else {
-        (Severity::Error, format!("fix reconcile for {from}; `ctop dev` applies the same sample"))
+        (Severity::Error, format!("fix {origin}; `ctop dev` applies the same sample"))
     };
     Finding {
         severity,
         location,
-        code: "reconcile".into(),
-        message: format!("operator {:?}: reconcile of {from} threw: {e}", c.name),
+        code: origin.split(' ').next().unwrap_or(origin).into(),
+        message: format!("operator {:?}: {origin} threw: {e}", c.name),
         help: Some(help),
     }
 }
