@@ -234,3 +234,24 @@ fn syntax_errors_schemas_and_names_the_api_server_would_refuse() {
     assert!(out.contains(&format!("{shown}:{}:1: error load: syntax error", line + 1)), "{out}");
     assert!(out.contains(&format!("{shown}:{}:1: error TS1005: '}}' expected.", line + 1)), "{out}");
 }
+
+#[test]
+fn samples_are_pruned_defaulted_and_validated_as_the_api_server_would() {
+    let (_tmp, dir) = init();
+    let sample = dir.join("samples/demo.yaml");
+    let text =
+        std::fs::read_to_string(&sample).expect("read").replace("replicas: 2", "replicas: 50\n  colour: red");
+    std::fs::write(&sample, text).expect("write");
+    let (ok, out) = check(&dir, &tsc_path());
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("warning sample: samples/demo.yaml: Demo hello: unknown field \"spec.colour\": the API server drops it"),
+        "{out}"
+    );
+    assert!(
+        out.contains("error sample: samples/demo.yaml: Demo hello: the API server would refuse it:\n  spec.replicas: Invalid value: 50: spec.replicas in body should be less than or equal to 20\n"),
+        "{out}"
+    );
+    // No handler runs on a refused sample, nor on a bare object in its place.
+    assert!(!out.contains("reconcile of"), "{out}");
+}

@@ -4,13 +4,14 @@
 //! level), type-checks it and its imports with the real TypeScript compiler ([`tsc`]), then
 //! makes the checks `ctop manifests` and the API server would make later: the CRDs'
 //! structural schemas and the rest of [`ctop_manifests::generate`], the names the script
-//! fixes ([`names`]), and the RBAC declarations of every kind a reconcile applies, patches
-//! or reads ([`rbac`]). Each problem is a [`frame::Finding`] printed with its location, a
+//! fixes ([`names`]), the samples against their CRD schema ([`samples`]), and the RBAC
+//! declarations of every kind a handler applies, patches or reads ([`rbac`]). Each problem is a [`frame::Finding`] printed with its location, a
 //! code frame and what to do; any error makes the command fail.
 
 mod frame;
 mod names;
 mod rbac;
+mod samples;
 mod tsc;
 
 use std::io::Write as _;
@@ -49,8 +50,10 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<()> {
         findings.extend(names::check(script.spec()));
         let values = super::values_text(dir, args.values.as_deref())?;
         findings.extend(manifests(dir, script, bundle, &values));
+        let (samples, found) = samples::load(dir, script.spec());
+        findings.extend(found);
         match ctop_runtime::values_from_yaml(&values) {
-            Ok(values) => findings.extend(rbac::check(dir, script, &values)),
+            Ok(values) => findings.extend(rbac::check(dir, script, &samples, &values)),
             Err(e) => findings.push(Finding::error(
                 "values",
                 format!("the values file is not usable: {e}"),

@@ -18,6 +18,7 @@ use ctop_runtime::{Script, VmError};
 use serde_json::{Value, json};
 
 use super::frame::{Finding, Location, Severity, shown};
+use super::samples::Sample;
 
 /// The kinds one call asked the cache for, by `getObserved` and `listObserved`.
 #[derive(Default)]
@@ -45,47 +46,39 @@ fn key(k: &KindRef) -> String {
     format!("{}/{}", k.api_version, k.kind)
 }
 
-/// The objects of `c`'s kind in `dir/samples/*.yaml`, with the file each came from.
-fn samples(dir: &Path, c: &ControllerSpec) -> Vec<(String, Value)> {
-    let Ok(entries) = std::fs::read_dir(dir.join("samples")) else { return Vec::new() };
-    let mut files: Vec<_> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
-        .collect();
-    files.sort();
-    let mut out = Vec::new();
-    for file in files {
-        let Ok(text) = std::fs::read_to_string(&file) else { continue };
-        let Ok(docs) = ctop_core::yaml::documents::<Value>(&text) else { continue };
-        let name = file.file_name().map(|n| format!("samples/{}", n.to_string_lossy())).unwrap_or_default();
-        for doc in docs {
-            if doc["apiVersion"] == c.for_.api_version.as_str() && doc["kind"] == c.for_.kind.as_str() {
-                out.push((name.clone(), doc));
-            }
-        }
-    }
-    out
-}
-
 /// Run each controller's handlers (`reconcile` and `finalize` on each sample, `onStart`
 /// once) and report undeclared kinds.
-pub fn check(dir: &Path, script: &Script, values: &Value) -> Vec<Finding> {
+pub fn check(dir: &Path, script: &Script, samples: &[Sample], values: &Value) -> Vec<Finding> {
     let mut findings = Vec::new();
     for c in &script.spec().controllers {
         let has = |h: &str| c.handlers.iter().any(|x| x == h);
-        let mut inputs = samples(dir, c);
-        let synthetic = inputs.is_empty();
+        let of_kind: Vec<&Sample> = samples
+            .iter()
+            .filter(|s| {
+                s.object["apiVersion"] == c.for_.api_version.as_str()
+                    && s.object["kind"] == c.for_.kind.as_str()
+            })
+            .collect();
+        let synthetic = of_kind.is_empty();
+        let mut inputs: Vec<(String, Value)> =
+            of_kind.iter().filter(|s| !s.refused).map(|s| (s.file.clone(), s.object.clone())).collect();
         if synthetic {
-            inputs.push((
-                format!("a bare {} (no sample of it in samples/)", c.for_.kind),
-                json!({
-                    "apiVersion": c.for_.api_version,
-                    "kind": c.for_.kind,
-                    "metadata": {"name": "ctop-check", "generation": 1},
-                    "spec": {},
-                }),
-            ));
+            let mut bare = json!({
+                "apiVersion": c.for_.api_version,
+                "kind": c.for_.kind,
+                "metadata": {"name": "ctop-check", "generation": 1},
+                "spec": {},
+            });
+            // Its schema's defaults, as the API server would fill them in.
+            if let Some(r) = script
+                .spec()
+                .resources
+                .iter()
+                .find(|r| r.api_version == c.for_.api_version && r.kind == c.for_.kind)
+            {
+                ctop_schema::apply_defaults(&mut bare, &r.schema);
+            }
+            inputs.push((format!("a bare {} (no sample of it in samples/)", c.for_.kind), bare));
         }
         let cluster_scoped = script.spec().resources.iter().any(|r| {
             r.api_version == c.for_.api_version
