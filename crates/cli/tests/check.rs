@@ -71,6 +71,7 @@ fn a_fresh_init_passes_and_writes_the_npm_and_editor_files() {
             .expect("JSON");
     assert_eq!(package["scripts"]["check"], "ctop check .");
     assert!(dir.join(".vscode/settings.json").is_file());
+    assert_eq!(std::fs::read_to_string(dir.join(".gitignore")).expect(".gitignore"), "node_modules/\n");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The files `ctop init` writes: a working operator, a sample, values, typings, a
-//! `package.json` (TypeScript as a dev dependency, `npm run check`) and editor settings.
+//! `package.json` (TypeScript as a dev dependency, `npm run check`), a `.gitignore` for
+//! `node_modules/` and editor settings.
 //! Templates live in `crates/runtime/scaffold/`; start at [`files`].
 
 use crate::sdk::SDK_DTS;
@@ -9,6 +10,8 @@ const SAMPLE: &str = include_str!("../scaffold/sample.yaml");
 const VALUES: &str = include_str!("../scaffold/values.yaml");
 const PACKAGE: &str = include_str!("../scaffold/package.json");
 const VSCODE: &str = include_str!("../scaffold/.vscode/settings.json");
+/// `.gitignore` (stored without its dot, so that git does not read it as the scaffold's own).
+const GITIGNORE: &str = include_str!("../scaffold/gitignore");
 /// The SDK's own manifest: the TypeScript version scripts are checked with comes from it.
 const SDK_PACKAGE: &str = include_str!("../sdk/package.json");
 
@@ -41,6 +44,7 @@ pub fn files(kind: &str, group: &str) -> Vec<(String, String)> {
         (format!("samples/{}.yaml", kind.to_lowercase()), fill(SAMPLE)),
         ("values.yaml".into(), VALUES.to_owned()),
         ("package.json".into(), package),
+        (".gitignore".into(), GITIGNORE.to_owned()),
         ("tsconfig.json".into(), TSCONFIG.to_owned()),
         (".vscode/settings.json".into(), VSCODE.to_owned()),
         ("ctop.d.ts".into(), SDK_DTS.to_owned()),
