@@ -138,7 +138,6 @@ pub fn stage(src: &Path, entry: &str, resources_dts: Option<&str>) -> Result<Sta
         "./tsconfig.json"
     } else {
         write(BASE_TSCONFIG, ctop_runtime::scaffold::TSCONFIG)?;
-        map.insert(BASE_TSCONFIG.to_owned(), "tsconfig.json".to_owned());
         "./tsconfig.ctop-base.json"
     };
     let entry_staged = if entry.ends_with(".ct") { format!("{entry}.ts") } else { entry.to_owned() };
@@ -173,11 +172,17 @@ pub fn run(tsc: &Path, src: &Path, staged: &Staged) -> Result<Vec<Finding>, TscE
     let stderr = String::from_utf8_lossy(&out.stderr);
     let mut findings = parse(&stdout, src, staged);
     if !out.status.success() && findings.is_empty() {
-        // It failed without a diagnostic: it could not run (a broken install, no node).
+        // It failed without a diagnostic: it could not run. npm's tsc is a script run by
+        // `node` (`#!/usr/bin/env node`), which exits 127 when node is not on PATH.
+        let help = if out.status.code() == Some(127) || stderr.contains("node") {
+            "tsc runs on Node.js: install Node.js 20+ and put `node` on PATH".to_owned()
+        } else {
+            format!("reinstall the compiler: {}", install_hint(src))
+        };
         findings.push(Finding::error(
             "tsc",
             format!("{} failed ({}):\n{}{}", tsc.display(), out.status, stdout.trim_end(), stderr.trim_end()),
-            Some(format!("reinstall the compiler: {}", install_hint(src))),
+            Some(help),
         ));
     }
     Ok(findings)
@@ -220,6 +225,10 @@ fn locate(file: &str, line: u32, column: u32, src: &Path, staged: &Staged) -> Lo
         .map(|p| p.to_string_lossy().replace('\\', "/"))
         .unwrap_or_else(|_| file.replace('\\', "/"));
     let rel = rel.strip_prefix("./").unwrap_or(&rel).to_owned();
+    if rel == BASE_TSCONFIG {
+        let shown = "tsconfig.json (ctop's default: the operator has none)".to_owned();
+        return Location { shown, path: None, line, column };
+    }
     match staged.map.get(&rel) {
         Some(original) => {
             Location { shown: shown(src, original), path: Some(src.join(original)), line, column }
@@ -250,5 +259,46 @@ fn help_for(code: &str, message: &str) -> Option<String> {
                 .to_owned(),
         ),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diagnostics_map_back_to_the_operators_files() {
+        let src = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(src.path().join("lib")).expect("mkdir");
+        std::fs::write(src.path().join("operator.ct"), "import './lib/a';\n").expect("write");
+        std::fs::write(src.path().join("lib/a.ct"), "export {};\n").expect("write");
+        std::fs::write(src.path().join("lib/b.ts"), "export {};\n").expect("write");
+        let staged = stage(src.path(), "operator.ct", None).expect("staged");
+        assert!(
+            staged.path().join("lib/a.ct.ts").is_file() && staged.path().join("operator.ct.ts").is_file()
+        );
+        let output = "operator.ct.ts(1,8): error TS2322: Type 'string' is not assignable to type 'number'.\n  \
+                      Types of property 'a' are incompatible.\n\
+                      lib/b.ts(2,3): warning TS6133: 'x' is declared but its value is never read.\n\
+                      error TS5083: Cannot read file 'base.json'.\n\
+                      tsconfig.ctop-base.json(3,5): error TS5023: Unknown compiler option 'x'.\n";
+        let dir = Path::new("op");
+        let found = parse(output, dir, &staged);
+        let at = |f: &Finding| f.location.as_ref().map(|l| format!("{}:{}:{}", l.shown, l.line, l.column));
+        assert_eq!(found.len(), 4);
+        assert_eq!(at(&found[0]).as_deref(), Some("op/operator.ct:1:8"));
+        assert_eq!(
+            found[0].message,
+            "Type 'string' is not assignable to type 'number'.\nTypes of property 'a' are incompatible."
+        );
+        assert_eq!(
+            (at(&found[1]).as_deref(), found[1].severity),
+            (Some("op/lib/b.ts:2:3"), Severity::Warning)
+        );
+        assert_eq!((at(&found[2]), found[2].code.as_str()), (None, "TS5083"));
+        assert_eq!(
+            at(&found[3]).as_deref(),
+            Some("tsconfig.json (ctop's default: the operator has none):3:5")
+        );
     }
 }
