@@ -1,10 +1,12 @@
 //! RBAC declarations, checked by running each controller's handlers once, without a
-//! cluster: `reconcile` and `finalize` on each of its samples (`samples/*.yaml`), or on a
-//! bare object of its kind when it has none, and `onStart`: every object it applies or patches must be of a kind it declares (what the
-//! controller refuses at run time with `ReconcileError::Undeclared`, in
-//! `crates/controller/src/effects.rs`, because the generated RBAC would), and every kind it
-//! reads with `getObserved` / `listObserved` must be watched (otherwise the read is always
-//! empty and RBAC grants no `get`/`list`: see `crates/manifests/src/rbac.rs`).
+//! cluster ([`check`]): `reconcile` and `finalize` on each of its samples (`samples/*.yaml`,
+//! as [`super::samples`] stores them), or on a bare object of its kind when it has none,
+//! and `onStart`. Every object a handler applies or patches must be of a kind its
+//! controller declares (what the controller refuses at run time with
+//! `ReconcileError::Undeclared`, in `crates/controller/src/effects.rs`, because the
+//! generated RBAC would), and every kind it reads with `getObserved` / `listObserved` must
+//! be watched (otherwise the read is always empty and RBAC grants no `get`/`list`: see
+//! `crates/manifests/src/rbac.rs`). The cache a handler reads here is empty.
 //!
 //! A run covers the branches its input takes; a branch that only a cluster's state reaches
 //! (an observed child with some status) is not run here.
