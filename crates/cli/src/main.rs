@@ -29,6 +29,8 @@ pub struct Cli {
 enum Command {
     /// Write one self-contained, deterministic bundle.js.gz of an operator directory.
     Bundle(cmd::bundle::BundleArgs),
+    /// Check an operator without a cluster: types (tsc), manifests, names and RBAC.
+    Check(cmd::check::CheckArgs),
     /// Develop an operator: kubesim, CRDs, samples, the operator, reload on save.
     Dev(cmd::dev::DevArgs),
     /// Create a working operator in a new directory.
@@ -63,6 +65,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Bundle(args) => cmd::bundle::run(&args),
+            Command::Check(args) => cmd::check::run(&args),
             Command::Dev(args) => cmd::dev::run(args).await,
             Command::Init(args) => cmd::init::init(&args),
             Command::Manifests(args) => cmd::manifests::run(&args),

@@ -1,24 +1,70 @@
-//! The files `ctop init` writes: a working operator, a sample, values, typings and editor
-//! settings. Templates live in `crates/runtime/scaffold/`.
+//! The files `ctop init` writes: a working operator, a sample, values, typings, a
+//! `package.json` (TypeScript as a dev dependency, `npm run check`), a `.gitignore` for
+//! `node_modules/` and editor settings.
+//! Templates live in `crates/runtime/scaffold/`; start at [`files`].
 
 use crate::sdk::SDK_DTS;
 
 const OPERATOR: &str = include_str!("../scaffold/operator.ct");
 const SAMPLE: &str = include_str!("../scaffold/sample.yaml");
 const VALUES: &str = include_str!("../scaffold/values.yaml");
-const TSCONFIG: &str = include_str!("../scaffold/tsconfig.json");
+const PACKAGE: &str = include_str!("../scaffold/package.json");
 const VSCODE: &str = include_str!("../scaffold/.vscode/settings.json");
+/// `.gitignore` (stored without its dot, so that git does not read it as the scaffold's own).
+const GITIGNORE: &str = include_str!("../scaffold/gitignore");
+/// The SDK's own manifest: the TypeScript version scripts are checked with comes from it.
+const SDK_PACKAGE: &str = include_str!("../sdk/package.json");
+
+/// The `tsconfig.json` of a new operator (`ctop check` also uses it for an operator that
+/// has none): strict, `"ctop"` mapped to `./ctop.d.ts`.
+pub const TSCONFIG: &str = include_str!("../scaffold/tsconfig.json");
+
+/// The TypeScript version range the SDK's typings are tested with (its `package.json`'s
+/// `devDependencies.typescript`), which a new operator pins too.
+#[must_use]
+pub fn typescript_version() -> String {
+    serde_json::from_str::<serde_json::Value>(SDK_PACKAGE)
+        .ok()
+        .and_then(|p| p["devDependencies"]["typescript"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| {
+            unreachable!("crates/runtime/sdk/package.json names its typescript dev dependency")
+        })
+}
 
 /// The files of a new operator for `kind` in API group `group`, as `(relative path,
 /// contents)`.
+#[must_use]
 pub fn files(kind: &str, group: &str) -> Vec<(String, String)> {
     let fill = |t: &str| t.replace("__KIND__", kind).replace("__GROUP__", group);
+    let package = PACKAGE
+        .replace("__NAME__", &format!("{}-operator", kind.to_lowercase()))
+        .replace("__TYPESCRIPT__", &typescript_version());
     vec![
         ("operator.ct".into(), fill(OPERATOR)),
         (format!("samples/{}.yaml", kind.to_lowercase()), fill(SAMPLE)),
         ("values.yaml".into(), VALUES.to_owned()),
+        ("package.json".into(), package),
+        (".gitignore".into(), GITIGNORE.to_owned()),
         ("tsconfig.json".into(), TSCONFIG.to_owned()),
         (".vscode/settings.json".into(), VSCODE.to_owned()),
         ("ctop.d.ts".into(), SDK_DTS.to_owned()),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn package_json_pins_the_sdks_typescript_and_runs_the_check() {
+        let files = files("Demo", "demo.example.com");
+        let package = files.iter().find(|(rel, _)| rel == "package.json").map(|(_, t)| t.as_str());
+        let package: serde_json::Value = serde_json::from_str(package.unwrap_or_default()).expect("JSON");
+        assert_eq!(package["name"], "demo-operator");
+        assert_eq!(package["private"], true);
+        assert_eq!(package["type"], "module");
+        assert_eq!(package["scripts"]["check"], "ctop check .");
+        assert!(typescript_version().starts_with('^'), "{}", typescript_version());
+        assert_eq!(package["devDependencies"]["typescript"], typescript_version());
+    }
 }

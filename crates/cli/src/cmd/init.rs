@@ -1,4 +1,7 @@
 //! `ctop init` and `ctop types`: scaffold an operator and (re)write its typings.
+//!
+//! `ctop init` only writes files (see `ctop_runtime::scaffold`): it runs no npm and needs
+//! no network; the `package.json` it writes lets `npm install` fetch TypeScript later.
 
 use std::path::{Path, PathBuf};
 
@@ -59,7 +62,12 @@ pub fn init(args: &InitArgs) -> anyhow::Result<()> {
     for (rel, text) in &files {
         write(&args.dir, rel, text)?;
     }
-    tracing::info!(dir = %args.dir.display(), kind = args.kind, "operator created: try `ctop bundle {}`", args.dir.display());
+    let dir = args.dir.display();
+    tracing::info!(
+        dir = %dir,
+        kind = args.kind,
+        "operator created: `cd {dir} && npm install` installs TypeScript (for `ctop check` and editors), then `ctop check {dir}` and `ctop dev {dir}`"
+    );
     Ok(())
 }
 

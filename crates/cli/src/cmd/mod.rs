@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bundle;
+pub mod check;
 pub mod dev;
 pub mod init;
 pub mod manifests;

@@ -1,0 +1,258 @@
+//! `ctop check` on real operator directories with the real TypeScript compiler: the SDK's
+//! `crates/runtime/sdk/node_modules/.bin/tsc` (`npm ci` there installs it; scripts/test.sh
+//! does), put on the `PATH` of the checked command.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A `PATH` with the SDK's tsc and the node it runs on.
+fn tsc_path() -> std::ffi::OsString {
+    let bin = repo().join("crates/runtime/sdk/node_modules/.bin");
+    assert!(
+        bin.join("tsc").is_file(),
+        "the SDK's TypeScript compiler is missing; install it with: (cd crates/runtime/sdk && npm ci)"
+    );
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let node = std::env::split_paths(&path)
+        .find(|d| d.join("node").is_file())
+        .expect("node is on PATH (tsc runs on it); install Node.js 20+");
+    std::env::join_paths([bin, node]).expect("a PATH")
+}
+
+fn ctop(args: &[&str], path: &std::ffi::OsStr) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ctop"))
+        .args(args)
+        .env("PATH", path)
+        .env("CTOP_LOG", "error")
+        .output()
+        .expect("ctop runs")
+}
+
+fn check(dir: &Path, path: &std::ffi::OsStr) -> (bool, String) {
+    let out = ctop(&["check", &dir.display().to_string()], path);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+/// A fresh `ctop init` operator in a temporary directory.
+fn init() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("op");
+    let out = ctop(
+        &["init", &dir.display().to_string(), "--kind", "Demo", "--group", "demo.example.com"],
+        &tsc_path(),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (tmp, dir)
+}
+
+fn append(file: &Path, text: &str) -> u32 {
+    let mut old = std::fs::read_to_string(file).expect("read");
+    if !old.ends_with('\n') {
+        old.push('\n');
+    }
+    let line = u32::try_from(old.lines().count()).expect("few lines") + 1;
+    std::fs::write(file, old + text).expect("write");
+    line
+}
+
+#[test]
+fn a_fresh_init_passes_and_writes_the_npm_and_editor_files() {
+    let (_tmp, dir) = init();
+    let (ok, out) = check(&dir, &tsc_path());
+    assert!(ok, "{out}");
+    assert!(out.contains("no errors (0 warning(s))"), "{out}");
+    let package: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).expect("package.json"))
+            .expect("JSON");
+    assert_eq!(package["scripts"]["check"], "ctop check .");
+    assert!(dir.join(".vscode/settings.json").is_file());
+    assert_eq!(std::fs::read_to_string(dir.join(".gitignore")).expect(".gitignore"), "node_modules/\n");
+}
+
+#[test]
+fn a_type_error_in_operator_ct_is_reported_at_its_line_and_column() {
+    let (_tmp, dir) = init();
+    let line = append(&dir.join("operator.ct"), "const replicas: number = \"three\";\n");
+    let (ok, out) = check(&dir, &tsc_path());
+    assert!(!ok, "{out}");
+    let shown = dir.join("operator.ct").display().to_string();
+    let want = format!(
+        "{shown}:{line}:7: error TS2322: Type 'string' is not assignable to type 'number'.\n   |\n{line} | const replicas: number = \"three\";\n   |       ^\n"
+    );
+    assert!(out.contains(&want), "want\n{want}\nin\n{out}");
+}
+
+#[test]
+fn type_errors_in_imported_ts_and_ct_files_point_at_those_files() {
+    let (_tmp, dir) = init();
+    std::fs::create_dir_all(dir.join("lib")).expect("mkdir");
+    std::fs::write(dir.join("lib/util.ts"), "export const port = 80;\nexport const name: string = port;\n")
+        .expect("write");
+    std::fs::write(
+        dir.join("helper.ct"),
+        "export function twice(n: number): number {\n  return `${n}${n}`;\n}\n",
+    )
+    .expect("write");
+    std::fs::write(dir.join("other.ct"), "export const one: number = 1;\n").expect("write");
+    // Imported without an extension and with .ct written out: each file is checked once
+    // and reported under its own name.
+    append(
+        &dir.join("operator.ct"),
+        "import { port } from \"./lib/util\";\nimport { twice } from \"./helper.ct\";\nimport { one } from \"./other.ct\";\nimport { one as uno } from \"./other\";\nexport const total: number = twice(port) + one + uno;\n",
+    );
+    let (ok, out) = check(&dir, &tsc_path());
+    assert!(!ok, "{out}");
+    let at = |rel: &str| dir.join(rel).display().to_string();
+    assert!(
+        out.contains(&format!(
+            "{}:2:14: error TS2322: Type 'number' is not assignable to type 'string'.",
+            at("lib/util.ts")
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "{}:2:3: error TS2322: Type 'string' is not assignable to type 'number'.",
+            at("helper.ct")
+        )),
+        "{out}"
+    );
+    assert_eq!(out.matches("error TS").count(), 2, "each error once:\n{out}");
+    assert!(!out.contains(".ct.ts"), "{out}");
+}
+
+#[test]
+fn every_example_passes() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(repo().join("examples")).expect("examples/") {
+        let dir = entry.expect("entry").path();
+        if !dir.join("operator.ct").is_file() {
+            continue;
+        }
+        let (ok, out) = check(&dir, &tsc_path());
+        assert!(ok, "{}:\n{out}", dir.display());
+        assert!(out.contains(": no errors (0 warning(s))"), "{}:\n{out}", dir.display());
+        checked += 1;
+    }
+    assert!(checked >= 5, "only {checked} examples");
+}
+
+#[test]
+fn kinds_a_reconcile_writes_or_reads_must_be_declared() {
+    let (_tmp, dir) = init();
+    let text = std::fs::read_to_string(dir.join("operator.ct")).expect("read");
+    let text = text
+        .replace("import { resource,", "import { listObserved, Secret, ConfigMap, resource,")
+        .replace(
+            "    const available =",
+            "    apply(ConfigMap({ metadata: { name }, data: { a: \"b\" } }));\n    listObserved(Secret);\n    const available =",
+        )
+        .replace(
+            "  .manages(Deployment, Service)",
+            "  .manages(Deployment, Service)\n  .finalize(() => { apply(ConfigMap({ metadata: { name: \"gone\" } })); })\n  .onStart(() => { apply(ConfigMap({ metadata: { name: \"start\", namespace: \"default\" } })); })",
+        );
+    std::fs::write(dir.join("operator.ct"), text).expect("write");
+    let (ok, out) = check(&dir, &tsc_path());
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("error rbac: operator \"demo\" applies ConfigMap default/hello (reconcile of samples/demo.yaml), but v1/ConfigMap is not in its .manages(...)"),
+        "{out}"
+    );
+    assert!(out.contains("= help: add .manages(ConfigMap) to operator \"demo\""), "{out}");
+    assert!(out.contains("error rbac: operator \"demo\" calls listObserved(Secret, ...)"), "{out}");
+    assert!(out.contains("= help: add .reads(Secret)"), "{out}");
+    // finalize runs on each sample being deleted, onStart once.
+    assert!(
+        out.contains("applies ConfigMap default/gone (finalize of samples/demo.yaml), but v1/ConfigMap"),
+        "{out}"
+    );
+    assert!(out.contains("applies ConfigMap default/start (onStart), but v1/ConfigMap"), "{out}");
+}
+
+#[test]
+fn without_a_compiler_it_says_how_to_install_one() {
+    let (_tmp, dir) = init();
+    let (ok, out) = check(&dir, std::ffi::OsStr::new(""));
+    assert!(!ok, "{out}");
+    assert!(out.contains("error tsc: no TypeScript compiler"), "{out}");
+    assert!(
+        out.contains(&format!("install it with: cd {} && npm install --save-dev typescript", dir.display())),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_compiler_of_the_operators_node_modules_comes_first() {
+    let (_tmp, dir) = init();
+    let modules = repo().join("crates/runtime/sdk/node_modules");
+    std::os::unix::fs::symlink(&modules, dir.join("node_modules")).expect("link node_modules");
+    // Only node on PATH: the tsc found is the operator's own.
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let node = std::env::split_paths(&path).find(|d| d.join("node").is_file()).expect("node is on PATH");
+    let (ok, out) = check(&dir, node.as_os_str());
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!("type-checked with {}", dir.join("node_modules/.bin/tsc").display())),
+        "{out}"
+    );
+}
+
+#[test]
+fn syntax_errors_schemas_and_names_the_api_server_would_refuse() {
+    let (_tmp, dir) = init();
+    let script = dir.join("operator.ct");
+    let text = std::fs::read_to_string(&script).expect("read");
+    let broken = text
+        .replace("scope: \"Namespaced\",", "scope: \"Namespaced\",\n  plural: \"Demo_Apps\",")
+        .replace(".default(1).describe(\"How many pods.\")", ".default(0).describe(\"How many pods.\")")
+        .replace("operator(app)", "operator(app, { name: \"Demo Controller\" })");
+    std::fs::write(&script, &broken).expect("write");
+    let (ok, out) = check(&dir, &tsc_path());
+    assert!(!ok, "{out}");
+    assert!(out.contains("error name: resource Demo (demo.example.com/v1): the plural \"Demo_Apps\" is not a DNS-1035 label"), "{out}");
+    assert!(out.contains("= help: pass a valid plural to resource(...), e.g. \"demo-apps\""), "{out}");
+    assert!(
+        out.contains("error name: operator \"Demo Controller\": its name is not a DNS-1123 label"),
+        "{out}"
+    );
+    assert!(
+        out.contains("error manifests: the API server would refuse CRD Demo_Apps.demo.example.com:"),
+        "{out}"
+    );
+    assert!(out.contains("(in the script's schema at spec.replicas: change its .default(...)"), "{out}");
+
+    // A syntax error: the loader and tsc both place it at the end of the file.
+    std::fs::write(&script, text).expect("write");
+    let line = append(&script, "function f( {\n");
+    let (ok, out) = check(&dir, &tsc_path());
+    assert!(!ok, "{out}");
+    let shown = script.display().to_string();
+    assert!(out.contains(&format!("{shown}:{}:1: error load: syntax error", line + 1)), "{out}");
+    assert!(out.contains(&format!("{shown}:{}:1: error TS1005: '}}' expected.", line + 1)), "{out}");
+}
+
+#[test]
+fn samples_are_pruned_defaulted_and_validated_as_the_api_server_would() {
+    let (_tmp, dir) = init();
+    let sample = dir.join("samples/demo.yaml");
+    let text =
+        std::fs::read_to_string(&sample).expect("read").replace("replicas: 2", "replicas: 50\n  colour: red");
+    std::fs::write(&sample, text).expect("write");
+    let (ok, out) = check(&dir, &tsc_path());
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("warning sample: samples/demo.yaml: Demo hello: unknown field \"spec.colour\": the API server drops it"),
+        "{out}"
+    );
+    assert!(
+        out.contains("error sample: samples/demo.yaml: Demo hello: the API server would refuse it:\n  spec.replicas: Invalid value: 50: spec.replicas in body should be less than or equal to 20\n"),
+        "{out}"
+    );
+    // No handler runs on a refused sample, nor on a bare object in its place.
+    assert!(!out.contains("reconcile of"), "{out}");
+}
