@@ -492,7 +492,11 @@ fn dev_runs_each_example_with_its_samples() {
             ["pod", "web-1", "production", "{.metadata.annotations.example\\.com/pod-labels}"],
             "app=webserver,tier=front",
         ),
-        ("webpage", ["webpage", "hello", "", "{.status.areWeGood}/{.status.htmlConfigMap}"], "true/hello-html"),
+        (
+            "webpage",
+            ["webpage", "hello", "", "{.status.areWeGood}/{.status.htmlConfigMap}"],
+            "true/hello-html",
+        ),
         ("service-per-pod", ["service", "nginx-2", "", "{.spec.selector.pod-name}"], "nginx-2"),
     ];
     for (name, [kind, object, ns, path], want) in cases {

@@ -85,6 +85,10 @@ fn bundle_is_deterministic_and_reports_script_errors() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("operator.ct:2:"), "names file and line: {stderr}");
+    assert!(
+        stderr.contains(" --> operator.ct:2:7\n  |\n2 | const = 1;\n  |       ^"),
+        "a code frame: {stderr}"
+    );
 
     // An exception while the script declares its operators: the message, then the source
     // line with a caret under the column.

@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+use unicode_width::UnicodeWidthStr as _;
+
 /// Longest source line shown whole; longer lines are cut around the column.
 const MAX_SHOWN: usize = 160;
 
@@ -33,23 +35,31 @@ impl CodeFrame {
     }
 }
 
-impl fmt::Display for CodeFrame {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl CodeFrame {
+    /// The frame without its `-->` header: the gutter, the source line and the caret line,
+    /// each ending in a newline; for output whose first line already names the position
+    /// (`file:line:col: error ...`, as tsc and gcc print).
+    #[must_use]
+    pub fn snippet(&self) -> String {
         let number = self.line.to_string();
-        let pad = " ".repeat(number.len());
-        let (shown, caret_at) = shown_text(&self.source_line, self.column);
-        // The caret line repeats the tabs of the source so the caret lines up in a terminal.
-        let lead: String = shown.chars().take(caret_at).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
-        writeln!(f, "{pad}--> {}:{}:{}", self.file, self.line, self.column)?;
-        writeln!(f, "{pad} |")?;
-        writeln!(f, "{number} | {shown}")?;
-        write!(f, "{pad} | {lead}^")
+        let gutter = " ".repeat(number.len());
+        let (shown, before) = shown_text(&self.source_line, self.column);
+        format!("{gutter} |\n{number} | {shown}\n{gutter} | {}^\n", " ".repeat(before.width()))
     }
 }
 
-/// The part of `line` to show and the caret's index in it (in chars), for a 1-based UTF-16
-/// `column`. A column past the end puts the caret just after the text.
-fn shown_text(line: &str, column: u32) -> (String, usize) {
+impl fmt::Display for CodeFrame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pad = " ".repeat(self.line.to_string().len());
+        writeln!(f, "{pad}--> {}:{}:{}", self.file, self.line, self.column)?;
+        f.write_str(self.snippet().trim_end_matches('\n'))
+    }
+}
+
+/// The part of `line` to show (tabs as four spaces, cut around the column when long) and
+/// the shown text before a 1-based UTF-16 `column`, whose display width places the caret.
+/// A column past the end puts the caret just after the text.
+fn shown_text(line: &str, column: u32) -> (String, String) {
     let target = usize::try_from(column.saturating_sub(1)).unwrap_or(usize::MAX);
     let mut units = 0;
     let mut caret = 0;
@@ -61,22 +71,19 @@ fn shown_text(line: &str, column: u32) -> (String, usize) {
         caret += 1;
     }
     let chars: Vec<char> = line.trim_end().chars().collect();
-    if chars.len() <= MAX_SHOWN {
-        return (chars.into_iter().collect(), caret);
-    }
-    let start = caret.saturating_sub(MAX_SHOWN / 2).min(chars.len().saturating_sub(MAX_SHOWN));
-    let end = (start + MAX_SHOWN).min(chars.len());
-    let mut shown = String::new();
-    let mut offset = 0;
-    if start > 0 {
-        shown.push('…');
-        offset = 1;
-    }
-    shown.extend(&chars[start..end]);
-    if end < chars.len() {
-        shown.push('…');
-    }
-    (shown, caret - start + offset)
+    let caret = caret.min(chars.len());
+    let (start, end) = if chars.len() <= MAX_SHOWN {
+        (0, chars.len())
+    } else {
+        let start = caret.saturating_sub(MAX_SHOWN / 2).min(chars.len() - MAX_SHOWN);
+        (start, start + MAX_SHOWN)
+    };
+    let expand = |part: &[char]| part.iter().collect::<String>().replace('\t', "    ");
+    let ellipsis = |on: bool| if on { "…" } else { "" };
+    let shown =
+        format!("{}{}{}", ellipsis(start > 0), expand(&chars[start..end]), ellipsis(end < chars.len()));
+    let before = format!("{}{}", ellipsis(start > 0), expand(&chars[start..caret.max(start)]));
+    (shown, before)
 }
 
 #[cfg(test)]
@@ -96,10 +103,12 @@ mod tests {
         // "é" is one UTF-16 unit, "😀" two: column 14 is the `x` after them.
         src.push_str("\tconst é😀 = x;\n");
         let frame = CodeFrame::new("lib/a.ts", &src, 100, 14).unwrap();
+        // The tab shows as four spaces; the emoji is two columns wide.
         assert_eq!(
             frame.to_string(),
-            "   --> lib/a.ts:100:14\n    |\n100 | \tconst é😀 = x;\n    | \t           ^"
+            "   --> lib/a.ts:100:14\n    |\n100 |     const é😀 = x;\n    |                 ^"
         );
+        assert_eq!(frame.snippet(), "    |\n100 |     const é😀 = x;\n    |                 ^\n");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+use ctop_runtime::diagnostic::Framed;
 use ctop_runtime::{Limits, Script};
 
 /// Arguments of `ctop bundle`.
@@ -21,12 +22,14 @@ pub struct BundleArgs {
 
 /// Load, check by running the script's top level, and write the bundle.
 pub fn run(args: &BundleArgs) -> anyhow::Result<()> {
-    let bundle = ctop_runtime::load_dir(&args.dir, &args.entry).with_context(|| {
-        format!(
-            "cannot bundle {} (fix the error that follows and run ctop bundle again)",
-            args.dir.join(&args.entry).display()
-        )
-    })?;
+    let bundle = ctop_runtime::load_dir(&args.dir, &args.entry)
+        .map_err(|e| Framed::new(e, &args.dir))
+        .with_context(|| {
+            format!(
+                "cannot bundle {} (fix the error that follows and run ctop bundle again)",
+                args.dir.join(&args.entry).display()
+            )
+        })?;
     let modules = bundle.modules.len();
     let hash = bundle.sha256_hex();
     let bytes = bundle.to_gz();

@@ -138,7 +138,7 @@ impl DevSource for ScriptSource {
     }
 
     fn code_frame(&self, error: &(dyn std::error::Error + 'static)) -> Option<ctop_core::CodeFrame> {
-        super::code_frame(error)
+        ctop_runtime::diagnostic::frame_in(error, Some(&self.dir))
     }
 
     async fn activated(&mut self, _: &Arc<dyn Handlers>) {

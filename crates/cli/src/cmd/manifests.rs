@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use ctop_manifests::{Options, ScriptBundle, WatchScope};
+use ctop_runtime::diagnostic::Framed;
 use ctop_runtime::{Limits, Script};
 
 /// Arguments of `ctop manifests`.
@@ -131,12 +132,14 @@ fn write_output(path: Option<&Path>, yaml: &str) -> anyhow::Result<()> {
 
 /// Load the script, generate the documents and print them.
 pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
-    let bundle = ctop_runtime::load_dir(&args.dir, &args.entry).with_context(|| {
-        format!(
-            "cannot load {} (fix the error that follows and run ctop manifests again)",
-            args.dir.join(&args.entry).display()
-        )
-    })?;
+    let bundle = ctop_runtime::load_dir(&args.dir, &args.entry)
+        .map_err(|e| Framed::new(e, &args.dir))
+        .with_context(|| {
+            format!(
+                "cannot load {} (fix the error that follows and run ctop manifests again)",
+                args.dir.join(&args.entry).display()
+            )
+        })?;
     let script_bundle = ScriptBundle { gz: bundle.to_gz(), sha256: bundle.sha256_hex() };
     tracing::info!("bundle size: {}", bundle.size_report());
     let script = Script::from_bundle(bundle, 1, Limits::default())

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use ctop_controller::{LeaseTiming, RetryLimit, RunOptions};
+use ctop_runtime::diagnostic::Framed;
 use ctop_runtime::{Bundle, Script, ScriptError, ScriptHandlers, load_dir, script_env, values_from_yaml};
 
 /// Arguments of `ctop run`.
@@ -103,9 +104,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let bundle = match &args.bundle {
         Some(path) => {
             let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-            Bundle::from_gz(&bytes).map_err(ScriptError::from)
+            Bundle::from_gz(&bytes).map_err(|e| anyhow::Error::new(ScriptError::from(e)))
         }
-        None => load_dir(&args.dir, &args.entry).map_err(ScriptError::from),
+        None => load_dir(&args.dir, &args.entry).map_err(|e| anyhow::Error::new(Framed::new(e, &args.dir))),
     }
     .context(load_error)?;
     if args.webhook_port.is_some() {

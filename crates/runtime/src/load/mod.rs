@@ -227,6 +227,27 @@ pub enum LoadError {
     },
 }
 
+impl LoadError {
+    /// Where in the operator's files the error is: `(file, line, column)`, the file relative
+    /// to the operator directory; `None` for errors that are not in a file.
+    #[must_use]
+    pub fn position(&self) -> Option<(&str, u32, u32)> {
+        match self {
+            Self::Syntax { file, line, column, .. }
+            | Self::Unsupported { file, line, column, .. }
+            | Self::Unresolved { file, line, column, .. }
+            | Self::NotRelative { file, line, column, .. }
+            | Self::OutsideRoot { file, line, column, .. }
+            | Self::Package { file, line, column, .. }
+            | Self::NodeBuiltin { file, line, column, .. }
+            | Self::DynamicRequire { file, line, column, .. }
+            | Self::DynamicImport { file, line, column, .. }
+            | Self::Json { file, line, column, .. } => Some((file, *line, *column)),
+            Self::Entry { .. } | Self::Io { .. } => None,
+        }
+    }
+}
+
 /// Load `dir/entry` and every module it imports into a [`Bundle`].
 ///
 /// Relative imports may omit the extension (`.ts`, `.ct`, `.js`, `.mjs`, `.json`) and

@@ -1,14 +1,11 @@
 //! Findings and how they print: `file:line:col: error CODE: message`, the source line with
 //! a caret under the column (the layout of rustc and oxc), then what to do.
 //!
-//! Hand-written rather than rendered by `annotate-snippets`: that renderer puts the
-//! location on a second line (`--> file:line:col`), and the first line here must stay the
-//! `file:line:col:` prefix that editors and CI annotators parse (as tsc and gcc print it).
+//! The first line is the `file:line:col:` prefix that editors and CI annotators parse (as
+//! tsc and gcc print it), so the frame is `CodeFrame::snippet`, without its `-->` header.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-
-use unicode_width::UnicodeWidthStr as _;
 
 /// How bad a finding is: errors fail `ctop check`, warnings do not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,27 +112,11 @@ pub fn shown(dir: &Path, rel: &str) -> String {
     }
 }
 
-/// The source line of `at` with a caret under its column, or `None` when the file or line
-/// cannot be read.
+/// The source line of `at` with a caret under its column ([`ctop_core::CodeFrame`]'s
+/// snippet), or `None` when the file or line cannot be read.
 fn code_frame(at: &Location) -> Option<String> {
     let text = std::fs::read_to_string(at.path.as_ref()?).ok()?;
-    let index = usize::try_from(at.line.checked_sub(1)?).ok()?;
-    let source = text.lines().nth(index)?.replace('\t', "    ");
-    let raw = text.lines().nth(index)?;
-    // The text before the column, in UTF-16 units as tsc counts them; tabs as four columns.
-    let mut units = 0u32;
-    let mut before = String::new();
-    for c in raw.chars() {
-        if units + 1 >= at.column {
-            break;
-        }
-        units += u32::try_from(c.len_utf16()).unwrap_or(1);
-        before.push(c);
-    }
-    let pad = before.replace('\t', "    ").width();
-    let number = at.line.to_string();
-    let gutter = " ".repeat(number.len());
-    Some(format!("{gutter} |\n{number} | {source}\n{gutter} | {}^\n", " ".repeat(pad)))
+    Some(ctop_core::CodeFrame::new(&at.shown, &text, at.line, at.column)?.snippet())
 }
 
 #[cfg(test)]

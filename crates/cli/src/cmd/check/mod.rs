@@ -16,12 +16,10 @@ mod tsc;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
 
 use anyhow::Context as _;
 use ctop_runtime::{Limits, LoadError, Script, ScriptError, VmError};
 use frame::{Finding, Location, Severity, shown};
-use regex::Regex;
 
 /// Arguments of `ctop check`.
 #[derive(Debug, clap::Args)]
@@ -126,28 +124,26 @@ fn load(
     }
 }
 
-static POSITION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?s)^(?P<file>[^\s:][^:\n]*):(?P<line>\d+):(?P<col>\d+): (?P<msg>.*)$")
-        .unwrap_or_else(|e| unreachable!("valid pattern: {e}"))
-});
-
-/// A load error; its message starts with `file:line:col:` when it is in a file.
+/// A load error, at its position when it is in a file.
 fn load_finding(dir: &Path, e: &LoadError) -> Finding {
     let text = e.to_string();
     let help = Some("ctop run, dev, bundle and manifests refuse the script the same way".to_owned());
-    match POSITION.captures(&text) {
-        Some(c) => Finding {
-            severity: Severity::Error,
-            location: Some(Location {
-                shown: shown(dir, &c["file"]),
-                path: Some(dir.join(&c["file"])),
-                line: c["line"].parse().unwrap_or(1),
-                column: c["col"].parse().unwrap_or(1),
-            }),
-            code: "load".into(),
-            message: c["msg"].to_owned(),
-            help,
-        },
+    match e.position() {
+        Some((file, line, column)) => {
+            let prefix = format!("{file}:{line}:{column}: ");
+            Finding {
+                severity: Severity::Error,
+                location: Some(Location {
+                    shown: shown(dir, file),
+                    path: Some(dir.join(file)),
+                    line,
+                    column,
+                }),
+                code: "load".into(),
+                message: text.strip_prefix(&prefix).unwrap_or(&text).to_owned(),
+                help,
+            }
+        }
         None => Finding::error("load", text, help),
     }
 }

@@ -95,7 +95,11 @@ pub fn check(dir: &Path, script: &Script, samples: &[Sample], values: &Value) ->
             } else if object["metadata"]["namespace"].is_null() {
                 object["metadata"]["namespace"] = json!("default");
             }
+            // What the API server sets on every stored object, which handlers may read.
             object["metadata"]["uid"] = json!("00000000-0000-4000-8000-000000000000");
+            object["metadata"]["resourceVersion"] = json!("1");
+            object["metadata"]["generation"] = json!(1);
+            object["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
             if has("reconcile") {
                 findings.extend(call_once(
                     dir,
