@@ -21,6 +21,10 @@ fi
 (cd crates/runtime/sdk && npm ci --no-audit --no-fund --loglevel=error && npm test)
 # The runtime's npm tests (crates/runtime/tests/npm.rs) load real packages from this lockfile.
 (cd crates/runtime/tests/npm && npm ci --no-audit --no-fund --loglevel=error)
+# Examples that import npm packages (examples/cronjob: cron-parser).
+for lock in examples/*/package-lock.json; do
+  (cd "$(dirname "$lock")" && npm ci --no-audit --no-fund --loglevel=error)
+done
 
 step "format"
 cargo fmt --all --check

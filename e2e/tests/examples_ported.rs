@@ -132,3 +132,84 @@ fn service_per_pod_decorates_statefulsets_and_follows_their_scale() {
     assert_eq!(names(&k, "pods", "app=nginx"), "nginx-0,nginx-1");
     stop(run);
 }
+
+// ───────────────────────────── cronjob ─────────────────────────────
+
+/// The CronTab of the tests: every two seconds (cron-parser's seconds field), Jobs that
+/// finish after a second, one successful Job kept.
+const CRONTAB: &str = r#"apiVersion: batch.tutorial.kubebuilder.io/v1
+kind: CronTab
+metadata:
+  name: often
+spec:
+  schedule: "*/2 * * * * *"
+  successfulJobsHistoryLimit: 1
+  jobTemplate:
+    metadata:
+      labels: {crontab: often}
+    spec:
+      template:
+        spec:
+          containers: [{name: hello, image: busybox}]
+          restartPolicy: OnFailure
+"#;
+
+#[test]
+fn cronjob_runs_jobs_on_schedule_keeps_its_history_and_suspends() {
+    let node_modules = example("cronjob").join("node_modules/cron-parser");
+    assert!(
+        node_modules.is_dir(),
+        "the cronjob example imports npm packages: run `npm ci --prefix examples/cronjob` (scripts/test.sh does)"
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_cluster(dir.path());
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    let run = run_example("cronjob", &k);
+    let path = dir.path().join("often.yaml");
+    std::fs::write(&path, CRONTAB).expect("write");
+    apply(&k, &path, "often");
+
+    // Jobs appear, named after their scheduled time and annotated with it.
+    let jobs = |k: &Kubectl| names(k, "jobs", "crontab=often");
+    k.eventually(&["get", "jobs", "-l", "crontab=often", "-o", "name"], |s| !s.trim().is_empty());
+    let first = jobs(&k).split(',').next().expect("a job").to_owned();
+    let unix: i64 = first.strip_prefix("often-").and_then(|t| t.parse().ok()).expect("often-<unix time>");
+    assert_eq!(unix % 2, 0, "scheduled on an even second: {first}");
+    let scheduled = k.ok(&[
+        "get",
+        "job",
+        &first,
+        "-o",
+        "jsonpath={.metadata.annotations.batch\\.tutorial\\.kubebuilder\\.io/scheduled-at}",
+    ]);
+    // An RFC 3339 time of the same second (toISOString: `YYYY-MM-DDTHH:MM:SS.000Z`).
+    let second: Option<i64> = scheduled.get(17..19).and_then(|s| s.parse().ok());
+    assert!(scheduled.ends_with(".000Z") && second == Some(unix % 60), "{scheduled} for {unix}");
+    assert_eq!(
+        k.ok(&["get", "job", &first, "-o", "jsonpath={.metadata.ownerReferences[0].kind}"]),
+        "CronTab"
+    );
+    k.eventually(&["get", "crontab", "often", "-o", "jsonpath={.status.lastScheduleTime}"], |s| {
+        !s.is_empty()
+    });
+
+    // History: once later Jobs complete, the first is deleted and one successful Job is kept.
+    let each_job = |fields: &str| format!("jsonpath={{range .items[*]}}{fields}{{\"\\n\"}}{{end}}");
+    let succeeded = each_job("{.metadata.name}={.status.succeeded}");
+    k.eventually(&["get", "jobs", "-l", "crontab=often", "-o", &succeeded], |s| {
+        !s.contains(&format!("{first}=")) && s.lines().filter(|l| l.ends_with("=1")).count() == 1
+    });
+
+    // Suspended: no new Job; the existing ones stay.
+    k.ok(&["patch", "crontab", "often", "--type=merge", "-p", r#"{"spec":{"suspend":true}}"#]);
+    let active = each_job("{.status.active}");
+    k.eventually(&["get", "jobs", "-l", "crontab=often", "-o", &active], |s| {
+        s.lines().all(|l| l.is_empty() || l == "0")
+    });
+    let last = k.ok(&["get", "crontab", "often", "-o", "jsonpath={.status.lastScheduleTime}"]);
+    // Two schedule periods with nothing new (an absence: there is no event to wait for).
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    assert_eq!(k.ok(&["get", "crontab", "often", "-o", "jsonpath={.status.lastScheduleTime}"]), last);
+    assert!(!jobs(&k).is_empty(), "a suspended CronTab keeps its Jobs");
+    stop(run);
+}

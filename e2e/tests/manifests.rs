@@ -251,7 +251,7 @@ fn every_examples_manifests_pass_a_server_side_dry_run() {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 7, "the seven examples: {names:?}");
+    assert_eq!(names.len(), 8, "the eight examples: {names:?}");
     for name in &names {
         let yaml = manifests(&examples.join(name), &["--pdb", "--network-policy"]);
         let kinds: Vec<&str> = yaml.lines().filter_map(|l| l.strip_prefix("kind: ")).collect();
