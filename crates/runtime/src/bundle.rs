@@ -199,7 +199,8 @@ fn package_of(name: &str) -> Option<&str> {
     let mut segments = rest.splitn(3, '/');
     let first = segments.next()?;
     let len = if first.starts_with('@') { first.len() + 1 + segments.next()?.len() } else { first.len() };
-    Some(&rest[..len])
+    // A module right in `node_modules` (the loader's empty module) is in no package.
+    rest[len..].starts_with('/').then(|| &rest[..len])
 }
 
 impl Bundle {
@@ -322,6 +323,7 @@ mod tests {
             "{r}"
         );
         assert_eq!(package_of("lib/a.ts"), None);
+        assert_eq!(package_of("node_modules/.ctop-empty.js"), None, "the empty module is in no package");
     }
 
     #[test]

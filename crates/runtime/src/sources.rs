@@ -27,7 +27,8 @@ impl SourceWatch {
     }
 
     /// Whether a source file was added, removed or modified since the last call (or
-    /// [`SourceWatch::new`]). Dot-directories and `node_modules` are not looked into.
+    /// [`SourceWatch::new`]). Dot-directories and `node_modules` are not looked into, except
+    /// for `node_modules/.package-lock.json`, which npm rewrites when it installs packages.
     pub fn changed(&mut self) -> bool {
         let now = stamps(&self.dir);
         if now == self.seen {
@@ -51,6 +52,14 @@ fn stamps(dir: &Path) -> BTreeMap<PathBuf, Option<SystemTime>> {
             let path = e.path();
             let name = e.file_name();
             let hidden = name.to_string_lossy().starts_with('.') || name == "node_modules";
+            if name == "node_modules" {
+                // Not walked (it is large), but npm rewrites this file on every install that
+                // changes the packages: a reload picks the new ones up.
+                let lock = path.join(".package-lock.json");
+                if let Ok(meta) = std::fs::metadata(&lock) {
+                    out.insert(lock, meta.modified().ok());
+                }
+            }
             match e.file_type() {
                 Ok(t) if t.is_dir() && !hidden => stack.push(path),
                 Ok(t) if t.is_file() && watched(&path) => {
@@ -105,5 +114,17 @@ mod tests {
         assert!(!watch.changed());
         std::fs::write(dir.path().join("values.yaml"), "a: 1").expect("write");
         assert!(watch.changed());
+    }
+
+    #[test]
+    fn an_npm_install_is_a_change() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("node_modules")).expect("mkdir");
+        let mut watch = SourceWatch::new(dir.path());
+        std::fs::create_dir(dir.path().join("node_modules/semver")).expect("mkdir");
+        std::fs::write(dir.path().join("node_modules/semver/index.js"), "x").expect("write");
+        assert!(!watch.changed(), "package files are not walked");
+        std::fs::write(dir.path().join("node_modules/.package-lock.json"), "{}").expect("write");
+        assert!(watch.changed(), "npm wrote its lockfile");
     }
 }
