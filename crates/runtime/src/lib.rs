@@ -3,7 +3,7 @@
 //! This crate owns everything between an `operator.ct` file and a running controller.
 //! Start with [`load::load_dir`], which turns an operator directory into a [`Bundle`]
 //! (TypeScript stripped by oxc, imports resolved, one deterministic `bundle.js.gz`), then
-//! [`vm::Pool`], which runs that bundle in QuickJS runtimes with memory and time limits and
+//! [`pool::Pool`], which runs that bundle in QuickJS runtimes with memory and time limits and
 //! dispatches handler calls with JSON in and out.
 //!
 //! [`Script`] ties them together: load a directory or a bundle, build a pool with the

@@ -14,11 +14,11 @@
 //!   plus each extension, then `x/index` plus each extension. They must stay inside the
 //!   operator directory (symbolic links are followed for that check).
 //! - Bare specifiers (`semver`, `cron-parser`, `pkg/sub`, `#internal`) are npm packages
-//!   from the operator's `node_modules`, resolved like a bundler would ([`resolve`]), and
+//!   from the operator's `node_modules`, resolved like a bundler would (`resolve.rs`), and
 //!   so is everything a package file imports. Package files go into the bundle as written
-//!   with their specifiers replaced, CommonJS ones wrapped as ES modules ([`commonjs`]).
+//!   with their specifiers replaced, CommonJS ones wrapped as ES modules (`commonjs.rs`).
 //!   Node's built-in modules are refused with the chain of imports that reached them
-//!   ([`node_builtins`]).
+//!   (`node_builtins.rs`).
 //! - Absolute paths and URLs are an error.
 //! - `import()` with a string literal is rewritten like a static import; any other
 //!   `import()` is an error, because its target could not be bundled.

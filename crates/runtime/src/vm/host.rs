@@ -1,0 +1,214 @@
+//! The host functions a script's `globalThis.__ct_host` holds (see the list in the parent
+//! module's docs and `RUNTIME.md`): [`install_host`] builds the frozen object once per
+//! runtime; each function bounds what it takes from the script.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rand::TryRng;
+use rand::rngs::SysRng;
+use rquickjs::function::Opt;
+use rquickjs::{Coerced, Ctx, Exception, Function, Object, Value};
+
+use super::{
+    Deadline, HOST_GLOBAL, Limits, MAX_LOG_TEXT, MAX_RANDOM_STRING, ObserverSlot, SnapshotSlot, describe,
+};
+use crate::fetch::Fetcher;
+
+pub(super) fn install_host<'js>(
+    ctx: &Ctx<'js>,
+    fetch: HostFetch,
+    observer: ObserverSlot,
+    snapshots: SnapshotSlot,
+    limits: &Limits,
+) -> rquickjs::Result<()> {
+    let host = Object::new(ctx.clone())?;
+    // The SDK's apply()/patch() stop a runaway loop at the limit: `tooManyChildren` marks the
+    // call failed (so catching the error changes nothing) and throws. The vm also counts the
+    // output's children, in case the SDK's count was got around.
+    host.set("maxChildren", limits.max_children as f64)?;
+    let marker = Arc::clone(&snapshots);
+    let limit = limits.max_children;
+    let too_many = move |ctx: Ctx<'js>| -> rquickjs::Result<()> {
+        // `try_lock`: a getter run by a copy in progress holds the store (never wait on it).
+        if let Some(mut store) = marker.try_lock() {
+            store.mark_too_many();
+        }
+        Err(Exception::throw_range(&ctx, &format!("more than {limit} children in one call")))
+    };
+    host.set("tooManyChildren", Function::new(ctx.clone(), too_many)?.with_name("tooManyChildren")?)?;
+    let released = Arc::clone(&snapshots);
+    let snap = move |ctx: Ctx<'js>, value: Value<'js>, namespace: Opt<Value<'js>>| {
+        // A getter or toJSON that calls apply() while a copy is running finds the store taken.
+        let Some(mut store) = snapshots.try_lock() else {
+            return Err(Exception::throw_type(
+                &ctx,
+                "apply/patch cannot be called while an object is being copied",
+            ));
+        };
+        let namespace = namespace.0.and_then(|n| n.as_string().and_then(|s| s.to_string().ok()));
+        store.push(&ctx, &value, namespace)
+    };
+    host.set("snap", Function::new(ctx.clone(), snap)?.with_name("snap")?)?;
+    let release = move |index: f64| {
+        if let Some(mut store) = released.try_lock()
+            && index >= 0.0
+            && index.fract() == 0.0
+        {
+            // A whole, non-negative number: the index `snap` returned.
+            store.release(index as usize);
+        }
+    };
+    host.set("release", Function::new(ctx.clone(), release)?.with_name("release")?)?;
+    let observed = move |ctx: Ctx<'_>,
+                         op: Coerced<String>,
+                         kind: Coerced<String>,
+                         ns: Opt<Coerced<String>>,
+                         name: Opt<Coerced<String>>| {
+        observed(&ctx, &observer, &op.0, &kind.0, ns.0.map(|n| n.0), name.0.map(|n| n.0))
+    };
+    host.set("observed", Function::new(ctx.clone(), observed)?.with_name("observed")?)?;
+    host.set("randomString", Function::new(ctx.clone(), random_string)?.with_name("randomString")?)?;
+    host.set("log", Function::new(ctx.clone(), log)?.with_name("log")?)?;
+    host.set("now", Function::new(ctx.clone(), now)?.with_name("now")?)?;
+    let fetch =
+        move |url: Coerced<String>, init: Opt<Coerced<String>>| fetch.call(&url.0, init.0.map(|i| i.0));
+    host.set("fetch", Function::new(ctx.clone(), fetch)?.with_name("fetch")?)?;
+    host.set("decodeBase64", Function::new(ctx.clone(), decode_base64)?.with_name("decodeBase64")?)?;
+    crate::cron::install(ctx, &host)?;
+    ctx.globals().set(HOST_GLOBAL, host)?;
+    // A script must not replace the host functions (e.g. lift `maxChildren`).
+    ctx.eval::<(), _>(format!(
+        "Object.freeze(globalThis.{HOST_GLOBAL}); \
+         Object.defineProperty(globalThis, \"{HOST_GLOBAL}\", {{ writable: false, configurable: false }});"
+    ))
+}
+
+/// `__ct_host.observed(op, kind, namespace, name)`: `op` is `list` or `get` (see the
+/// module docs); an empty namespace means none. A missing object is the JSON text `null`.
+fn observed(
+    ctx: &Ctx<'_>,
+    slot: &ObserverSlot,
+    op: &str,
+    kind: &str,
+    namespace: Option<String>,
+    name: Option<String>,
+) -> rquickjs::Result<Option<String>> {
+    let Some(observer) = slot.lock().clone() else {
+        return Ok(None);
+    };
+    match op {
+        "list" => Ok(observer.list(kind)),
+        "get" => {
+            let namespace = namespace.filter(|n| !n.is_empty());
+            Ok(observer
+                .get(kind, namespace.as_deref(), name.as_deref().unwrap_or_default())
+                .map(|found| found.unwrap_or_else(|| "null".to_owned())))
+        }
+        _ => Err(Exception::throw_type(ctx, &format!("observed: unknown operation {op:?}"))),
+    }
+}
+
+/// `__ct_host.randomString(n)`: `n` characters of [a-zA-Z0-9] from the OS generator.
+fn random_string(ctx: Ctx<'_>, n: f64) -> rquickjs::Result<String> {
+    if !(n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= MAX_RANDOM_STRING as f64) {
+        return Err(Exception::throw_range(
+            &ctx,
+            &format!("randomString: length must be an integer from 0 to {MAX_RANDOM_STRING}"),
+        ));
+    }
+    const ALPHABET: &[u8; 62] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    // `n` was checked to be a whole number in 0..=MAX_RANDOM_STRING.
+    let len = n as usize;
+    let mut out = String::with_capacity(len);
+    let mut buf = [0u8; 256];
+    while out.len() < len {
+        SysRng.try_fill_bytes(&mut buf).map_err(|e| {
+            Exception::throw_internal(&ctx, &format!("randomString: OS randomness failed: {e}"))
+        })?;
+        // 248 = 4 * 62: rejecting larger bytes keeps every character equally likely.
+        for &b in buf.iter().filter(|&&b| b < 248) {
+            if out.len() == len {
+                break;
+            }
+            out.push(char::from(ALPHABET[usize::from(b % 62)]));
+        }
+    }
+    Ok(out)
+}
+
+/// `__ct_host.log(level, message, fieldsJson)`: one `tracing` event, target `ctop::script`.
+fn log<'js>(
+    ctx: Ctx<'js>,
+    level: Coerced<String>,
+    message: Coerced<String>,
+    fields: Opt<Value<'js>>,
+) -> rquickjs::Result<()> {
+    let message = clip(message.0);
+    let fields = match fields.0 {
+        None => String::new(),
+        Some(v) if v.is_undefined() || v.is_null() => String::new(),
+        Some(v) => match v.as_string() {
+            Some(s) => s.to_string()?,
+            None => describe(&ctx, &v),
+        },
+    };
+    let fields = clip(fields);
+    match level.0.as_str() {
+        "debug" => tracing::debug!(target: "ctop::script", fields = %fields, "{message}"),
+        "warn" => tracing::warn!(target: "ctop::script", fields = %fields, "{message}"),
+        "error" => tracing::error!(target: "ctop::script", fields = %fields, "{message}"),
+        _ => tracing::info!(target: "ctop::script", fields = %fields, "{message}"),
+    }
+    Ok(())
+}
+
+fn clip(mut text: String) -> String {
+    if text.len() > MAX_LOG_TEXT {
+        text.truncate(text.floor_char_boundary(MAX_LOG_TEXT));
+        text.push('…');
+    }
+    text
+}
+
+/// `__ct_host.decodeBase64(text)`: standard base64 (as the API server encodes a Secret's
+/// `data`) decoded to UTF-8 text; a `TypeError` if it is not base64 or not UTF-8.
+fn decode_base64(ctx: Ctx<'_>, text: Coerced<String>) -> rquickjs::Result<String> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.0.as_bytes())
+        .map_err(|e| Exception::throw_type(&ctx, &format!("not base64: {e}")))?;
+    String::from_utf8(bytes).map_err(|_| {
+        Exception::throw_type(
+            &ctx,
+            "the decoded bytes are not UTF-8 text; read the base64 `data` field instead",
+        )
+    })
+}
+
+/// `__ct_host.now()`: milliseconds since the Unix epoch.
+pub(super) fn now() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_millis() as f64)
+}
+
+/// `__ct_host.fetch(url, initJson)`: what the host function needs.
+pub(super) struct HostFetch {
+    pub(super) fetcher: Arc<Fetcher>,
+    pub(super) deadline: Arc<Deadline>,
+}
+
+impl HostFetch {
+    /// Runs the request within what is left of the deadline and returns the reply JSON.
+    fn call(&self, url: &str, init: Option<String>) -> String {
+        let cap = self.deadline.remaining();
+        let reply = if cap.is_some_and(|left| left.is_zero()) {
+            "{\"error\":\"the script call's deadline has passed\"}".to_owned()
+        } else {
+            self.fetcher.fetch_json(url, init.as_deref().unwrap_or("{}"), cap)
+        };
+        // The interrupt handler could not run during the request: if the deadline passed,
+        // mark it so the call fails with a timeout even if the script returns right away.
+        self.deadline.expired();
+        reply
+    }
+}
