@@ -74,6 +74,41 @@ fn a_fresh_init_passes_and_writes_the_npm_and_editor_files() {
     assert_eq!(std::fs::read_to_string(dir.join(".gitignore")).expect(".gitignore"), "node_modules/\n");
 }
 
+/// An editor checks `operator.ct` outside the tsconfig (tsc takes no `.ct` file into a
+/// project): once `npm install` links `.ctop/types` as `@types/ctop`, `"ctop"` resolves
+/// with no tsconfig at all. The link is made here as npm makes it (a symlink), and tsc runs
+/// with `--ignoreConfig`, as an editor's inferred project would.
+#[test]
+fn an_editor_without_the_tsconfig_resolves_ctop_through_the_types_package() {
+    let (_tmp, dir) = init();
+    std::fs::copy(dir.join("operator.ct"), dir.join("editor.ts")).expect("copy");
+    let tsc = |dir: &Path| {
+        Command::new("tsc")
+            .args(["--ignoreConfig", "--noEmit", "--strict", "editor.ts"])
+            .current_dir(dir)
+            .env("PATH", tsc_path())
+            .output()
+            .expect("tsc runs")
+    };
+    let out = tsc(&dir);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success() && text.contains("Cannot find module 'ctop'"),
+        "before npm install: {text}"
+    );
+
+    std::fs::create_dir_all(dir.join("node_modules/@types")).expect("mkdir");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("../../.ctop/types", dir.join("node_modules/@types/ctop")).expect("symlink");
+    let out = tsc(&dir);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn a_type_error_in_operator_ct_is_reported_at_its_line_and_column() {
     let (_tmp, dir) = init();

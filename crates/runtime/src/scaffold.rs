@@ -2,6 +2,12 @@
 //! `package.json` (TypeScript as a dev dependency, `npm run check`), a `.gitignore` for
 //! `node_modules/` and editor settings.
 //! Templates live in `crates/runtime/scaffold/`; start at [`files`].
+//!
+//! Editors: tsc and tsserver take no `.ct` file into a tsconfig project (TS6054), so an
+//! editor checks `operator.ct` (a TypeScript file by `.vscode/settings.json`) in an inferred
+//! project, where the tsconfig's `paths` do not apply. There `"ctop"` resolves through
+//! `node_modules/@types/ctop`: the `package.json` depends on `file:.ctop/types`, which
+//! [`editor_types`] fills (`ctop init` and `ctop types` write it), and `npm install` links it.
 
 use crate::sdk::SDK_DTS;
 
@@ -49,6 +55,27 @@ pub fn files(kind: &str, group: &str) -> Vec<(String, String)> {
         (".vscode/settings.json".into(), VSCODE.to_owned()),
         ("ctop.d.ts".into(), SDK_DTS.to_owned()),
     ]
+    .into_iter()
+    .chain(editor_types())
+    .collect()
+}
+
+/// The `@types/ctop` package an operator's `package.json` links from `.ctop/types`, so that
+/// `"ctop"` resolves without the tsconfig (see the module docs), as `(relative path,
+/// contents)`.
+#[must_use]
+pub fn editor_types() -> [(String, String); 2] {
+    let manifest = serde_json::json!({
+        "name": "@types/ctop",
+        "version": "0.0.0",
+        "private": true,
+        "description": "The typings of ctop's built-in module, written by `ctop init` and `ctop types`",
+        "types": "index.d.ts",
+    });
+    [
+        (".ctop/types/package.json".into(), format!("{manifest:#}\n")),
+        (".ctop/types/index.d.ts".into(), SDK_DTS.to_owned()),
+    ]
 }
 
 #[cfg(test)]
@@ -66,5 +93,10 @@ mod tests {
         assert_eq!(package["scripts"]["check"], "ctop check .");
         assert!(typescript_version().starts_with('^'), "{}", typescript_version());
         assert_eq!(package["devDependencies"]["typescript"], typescript_version());
+        assert_eq!(package["devDependencies"]["@types/ctop"], "file:.ctop/types");
+        let types = files.iter().find(|(rel, _)| rel == ".ctop/types/package.json").map(|(_, t)| t.as_str());
+        let types: serde_json::Value = serde_json::from_str(types.unwrap_or_default()).expect("JSON");
+        assert_eq!((&types["name"], &types["types"]), (&"@types/ctop".into(), &"index.d.ts".into()));
+        assert!(files.iter().any(|(rel, text)| rel == ".ctop/types/index.d.ts" && text == SDK_DTS));
     }
 }

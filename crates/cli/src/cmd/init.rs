@@ -76,7 +76,10 @@ pub fn types(args: &TypesArgs) -> anyhow::Result<()> {
     let script = Script::from_dir(&args.dir, &args.entry, 1, Limits::default())
         .context("cannot load the script (fix the error that follows and run ctop types again)")?;
     write(&args.dir, "ctop.d.ts", ctop_runtime::sdk::SDK_DTS)?;
+    for (rel, text) in ctop_runtime::scaffold::editor_types() {
+        write(&args.dir, &rel, &text)?;
+    }
     write(&args.dir, "ctop-resources.d.ts", &ctop_runtime::typegen::resource_typings(script.spec()))?;
-    tracing::info!(dir = %args.dir.display(), resources = script.spec().resources.len(), "typings written: ctop.d.ts, ctop-resources.d.ts");
+    tracing::info!(dir = %args.dir.display(), resources = script.spec().resources.len(), "typings written: ctop.d.ts, .ctop/types (for editors), ctop-resources.d.ts");
     Ok(())
 }
