@@ -239,11 +239,18 @@ pub fn forbidden_status_with_reason(user: &User, attrs: &Attributes, reason: &st
     })
 }
 
-/// The effective rules of the aggregated ClusterRole `name` (the union of the rules of the
+/// The rules the aggregation controller writes into `role` (the union of the rules of the
 /// other ClusterRoles its selectors match, nested aggregation resolved, duplicates dropped,
-/// matched roles taken in name order). `Ok(None)` if the role has no `aggregationRule`.
-/// The tests' view of what authorization resolves (kubesim does not write the union into
-/// the stored role, as kube-controller-manager's aggregation controller does).
+/// matched roles taken in name order); `None` for a role without an `aggregationRule` or
+/// with a selector that cannot be read (the controller leaves those alone).
+pub(crate) fn aggregated_rule_values(role: &Value, cluster_roles: &[Value]) -> Option<Vec<Value>> {
+    selectors(aggregation_rule(role)?).ok()?;
+    let rules = effective_rules(role, cluster_roles, &mut BTreeMap::new(), &mut BTreeSet::new());
+    Some(rules.iter().map(Rule::to_value).collect())
+}
+
+/// The effective rules of the aggregated ClusterRole `name`. `Ok(None)` if the role has no
+/// `aggregationRule`. The tests' view of what authorization resolves.
 #[cfg(test)]
 fn aggregated_rules(name: &str, cluster_roles: &[Value]) -> Result<Option<Vec<Value>>, AuthzError> {
     let role = cluster_roles
@@ -483,7 +490,7 @@ impl Rule {
         }
     }
 
-    #[cfg(test)]
+    /// The rule as the API writes it (empty lists left out).
     fn to_value(&self) -> Value {
         let mut m = Map::new();
         m.insert("verbs".into(), json!(self.verbs));

@@ -1,8 +1,9 @@
 //! The workload controllers of a cluster, simulated the way KWOK simulates nodes and
 //! kubelets: Deployments make ReplicaSets, ReplicaSets make Pods, a scheduler binds Pods to
 //! simulated nodes and a kubelet reports them Running and Ready, Services get
-//! EndpointSlices of their ready Pods, and each namespace gets its `default`
-//! ServiceAccount and `kube-root-ca.crt` ConfigMap. Every write goes through [`Api`] as a
+//! EndpointSlices of their ready Pods, each namespace gets its `default`
+//! ServiceAccount and `kube-root-ca.crt` ConfigMap, and aggregated ClusterRoles get the
+//! rules they select (`rbac.rs`). Every write goes through [`Api`] as a
 //! controller's would, so clients see the same objects and watch events as on a cluster.
 //!
 //! One task runs them all. [`Api`] hands it each committed change; the change becomes
@@ -19,6 +20,7 @@ mod jobs;
 mod kubelet;
 mod namespaces;
 mod nodes;
+mod rbac;
 mod replicaset;
 mod stages;
 mod statefulset;
@@ -78,6 +80,8 @@ pub(crate) enum Work {
     Pod(ObjKey),
     Service(ObjKey),
     Namespace(String),
+    /// Every aggregated ClusterRole (one item: any ClusterRole change can change them all).
+    ClusterRoles,
 }
 
 /// What a controller step asks for besides its writes.
@@ -143,6 +147,7 @@ pub(crate) async fn start(
         .unwrap_or_default()
         .keys()
         .map(|(_, name)| Work::Namespace(name.clone()))
+        .chain([Work::ClusterRoles])
         .collect();
     tokio::spawn(run(Arc::downgrade(api), config, ca_pem, faults, rx, initial));
     Ok(())
@@ -238,6 +243,7 @@ pub(crate) fn watches(group: &str, kind: &str) -> bool {
         ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet")
             | ("batch", "Job" | "CronJob")
             | ("", "Pod" | "Service" | "Namespace")
+            | ("rbac.authorization.k8s.io", "ClusterRole")
     )
 }
 
@@ -286,6 +292,7 @@ fn route(api: &Api, change: &Change, queue: &mut Queue) {
         }
         ("", "Service") if change.kind != EventKind::Deleted => queue.push(Work::Service(key)),
         ("", "Namespace") if change.kind == EventKind::Added => queue.push(Work::Namespace(key.1)),
+        ("rbac.authorization.k8s.io", "ClusterRole") => queue.push(Work::ClusterRoles),
         _ => {}
     }
 }
@@ -301,6 +308,7 @@ async fn step(cluster: &Cluster<'_>, work: &Work) -> Result<Next, ApiError> {
         Work::Pod(key) => kubelet::sync(cluster, key).await,
         Work::Service(key) => endpoints::sync(cluster, key).await,
         Work::Namespace(name) => namespaces::sync(cluster, name).await,
+        Work::ClusterRoles => rbac::sync(cluster).await,
     }
 }
 

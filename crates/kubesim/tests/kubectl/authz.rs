@@ -219,3 +219,35 @@ async fn authz_auth_can_i() {
     let out = env.run_as(&bot, &["auth", "can-i", "delete", "configmaps"], None);
     assert_eq!(out.stdout.trim(), "no", "{}", out.stderr);
 }
+
+/// With the cluster's controllers on, an aggregated ClusterRole's `rules` are the union of
+/// the roles it selects (kube-controller-manager's aggregation controller), kept up to date
+/// as a selected role comes and goes.
+#[tokio::test(flavor = "multi_thread")]
+async fn aggregated_cluster_roles_show_their_rules() {
+    let workloads = Some(ctop_kubesim::WorkloadConfig::default());
+    let env = Env::start_with(Config { workloads, ..Config::default() }).await;
+    let rules = |role: &str| env.ok(&["get", "clusterrole", role, "-o", "jsonpath={.rules[*].resources}"]);
+    wait_until("view has the rules of the roles that aggregate to it", || rules("view").contains("pods"))
+        .await;
+    assert!(!rules("view").contains("widgets"));
+    env.apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: widget-viewer\n  labels:\n    rbac.authorization.k8s.io/aggregate-to-view: \"true\"\nrules:\n- apiGroups: [\"example.com\"]\n  resources: [\"widgets\"]\n  verbs: [\"get\", \"list\"]\n",
+        &[],
+    );
+    // view aggregates to edit, and edit to admin: the rule reaches all three.
+    for role in ["view", "edit", "admin"] {
+        wait_until(&format!("{role} gets the widget rule"), || rules(role).contains("widgets")).await;
+    }
+    env.ok(&["delete", "clusterrole", "widget-viewer"]);
+    wait_until("view loses the widget rule", || !rules("view").contains("widgets")).await;
+    let managers = env.ok(&[
+        "get",
+        "clusterrole",
+        "view",
+        "-o",
+        "jsonpath={.metadata.managedFields[*].manager}",
+        "--show-managed-fields",
+    ]);
+    assert!(managers.contains("clusterrole-aggregation-controller"), "{managers}");
+}
