@@ -209,6 +209,42 @@ fn kinds_a_reconcile_writes_or_reads_must_be_declared() {
     assert!(out.contains("applies ConfigMap default/start (onStart), but v1/ConfigMap"), "{out}");
 }
 
+/// A `patch()` of an object the operator does not own needs a `.permission(...)` naming
+/// that resource (by its plural) and, when the rule names objects, that object.
+#[test]
+fn a_patch_needs_a_permission_for_that_resource_and_name() {
+    let (_tmp, dir) = init();
+    let original = std::fs::read_to_string(dir.join("operator.ct")).expect("read");
+    let with_permission = |rule: &str| {
+        original
+            .replace("import { resource,", "import { patch, ConfigMap, resource,")
+            .replace(
+                "    const available =",
+                "    patch(ConfigMap({ metadata: { name: \"shared\" }, data: { a: \"b\" } }));\n    const available =",
+            )
+            .replace("  .manages(Deployment, Service)", &format!("  .manages(Deployment, Service)\n  .permission({rule})"))
+    };
+    let cases = [
+        (r#"{ apiGroups: "", resources: "secrets", verbs: "patch" }"#, false),
+        (r#"{ apiGroups: "", resources: "configmaps", verbs: "get" }"#, false),
+        (r#"{ apiGroups: "", resources: "configmaps", verbs: "patch", resourceNames: "other" }"#, false),
+        (r#"{ apiGroups: "", resources: "configmaps", verbs: "patch", resourceNames: "shared" }"#, true),
+        (r#"{ apiGroups: "", resources: "*", verbs: "patch" }"#, true),
+    ];
+    for (rule, allowed) in cases {
+        std::fs::write(dir.join("operator.ct"), with_permission(rule)).expect("write");
+        let (ok, out) = check(&dir, &tsc_path());
+        assert_eq!(ok, allowed, "{rule}: {out}");
+        if !allowed {
+            assert!(out.contains("error rbac: operator \"demo\" patches ConfigMap default/shared"), "{out}");
+            assert!(
+                out.contains(r#"resources: ["configmaps"], verbs: ["patch"]"#),
+                "the help names the plural: {out}"
+            );
+        }
+    }
+}
+
 #[test]
 fn without_a_compiler_it_says_how_to_install_one() {
     let (_tmp, dir) = init();

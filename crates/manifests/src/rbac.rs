@@ -130,6 +130,13 @@ impl Collector<'_> {
     }
 }
 
+/// The resource name RBAC rules use for `kind` (`deployments`, a script resource's plural),
+/// as the generated rules name it: for checks that a `.permission(...)` covers a kind.
+#[must_use]
+pub fn resource_of(spec: &OperatorSpec, kind: &ctop_core::KindRef) -> String {
+    crate::kinds::resolve(spec, kind).plural
+}
+
 /// The permissions the operator described by `spec` needs when deployed with `options`.
 #[must_use]
 pub fn permissions(spec: &OperatorSpec, options: &Options) -> Permissions {

@@ -193,9 +193,14 @@ fn call_once(
     }
     for patch in &outcome.patches {
         let k = kind_of(patch);
+        let resource = ctop_manifests::rbac::resource_of(script.spec(), &k);
+        let name = patch["metadata"]["name"].as_str().unwrap_or_default();
         let granted = c.permissions.iter().any(|rule| {
             let any = |v: &[String], want: &str| v.iter().any(|x| x == "*" || x == want);
-            any(&rule.api_groups, k.group()) && any(&rule.verbs, "patch") && !rule.resources.is_empty()
+            any(&rule.api_groups, k.group())
+                && any(&rule.verbs, "patch")
+                && any(&rule.resources, &resource)
+                && (rule.resource_names.is_empty() || rule.resource_names.iter().any(|n| n == name))
         });
         if !(declared(&k) || k == c.for_ || granted) && reported.insert(("patch", key(&k))) {
             findings.push(Finding::error(
@@ -207,7 +212,7 @@ fn call_once(
                     key(&k)
                 ),
                 Some(format!(
-                    "add .manages({}) or .permission({{ apiGroups: [{:?}], resources: [\"<plural>\"], verbs: [\"patch\"] }}) to operator {:?}",
+                    "add .manages({}) or .permission({{ apiGroups: [{:?}], resources: [{resource:?}], verbs: [\"patch\"] }}) to operator {:?}",
                     k.kind,
                     k.group(),
                     c.name
