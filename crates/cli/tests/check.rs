@@ -71,7 +71,12 @@ fn a_fresh_init_passes_and_writes_the_npm_and_editor_files() {
             .expect("JSON");
     assert_eq!(package["scripts"]["check"], "ctop check .");
     assert!(dir.join(".vscode/settings.json").is_file());
-    assert_eq!(std::fs::read_to_string(dir.join(".gitignore")).expect(".gitignore"), "node_modules/\n");
+    let ignored = std::fs::read_to_string(dir.join(".gitignore")).expect(".gitignore");
+    assert!(
+        ignored.lines().any(|l| l == "node_modules/") && ignored.lines().any(|l| l == ".ctop/dev/"),
+        "{ignored}"
+    );
+    assert!(dir.join(".ctop/types/index.d.ts").is_file() && dir.join(".ctop/types/package.json").is_file());
 }
 
 /// An editor checks `operator.ct` outside the tsconfig (tsc takes no `.ct` file into a

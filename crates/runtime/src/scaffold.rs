@@ -1,6 +1,6 @@
 //! The files `ctop init` writes: a working operator, a sample, values, typings, a
 //! `package.json` (TypeScript as a dev dependency, `npm run check`), a `.gitignore` for
-//! `node_modules/` and editor settings.
+//! `node_modules/` and `ctop dev`'s `.ctop/dev/`, and editor settings.
 //! Templates live in `crates/runtime/scaffold/`; start at [`files`].
 //!
 //! Editors: tsc and tsserver take no `.ct` file into a tsconfig project (TS6054), so an
