@@ -23,6 +23,14 @@ pub trait Observer: Send + Sync {
     /// `Some(None)` when the kind is observed but the object is not there, `None` when
     /// the kind is not observed.
     fn get(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<Option<String>>;
+    /// The call did something its inputs do not determine: read the clock (`now()`,
+    /// `Date`), drew randomness (`randomString`, `Math.random`) or called `fetch`; `what`
+    /// names it. The controller never skips the next reconcile of an object whose last
+    /// reconcile did (see `ctop-controller`'s fingerprints). Called at most once per kind
+    /// of call is enough; the default ignores it.
+    fn nondeterministic(&self, what: &'static str) {
+        let _ = what;
+    }
 }
 
 /// One handler call's input.
