@@ -17,7 +17,6 @@ use tokio::sync::{Notify, watch};
 use crate::health::{Health, Metrics};
 use crate::informer::Cached;
 use crate::options::RunOptions;
-use crate::queue::QueueStats;
 use crate::retry::Bucket;
 use crate::run::HandlerSource;
 
@@ -41,7 +40,6 @@ pub(crate) struct Ctx {
     pub(crate) metrics: Metrics,
     pub(crate) leader: Option<watch::Receiver<bool>>,
     pub(crate) failures: Mutex<HashMap<String, u32>>,
-    pub(crate) queue: Arc<QueueStats>,
     /// Kinds resolved for `patches`, by `apiVersion/kind`.
     pub(crate) kinds: Mutex<HashMap<String, (ApiResource, bool)>>,
     pub(crate) own_writes: Arc<OwnWrites>,

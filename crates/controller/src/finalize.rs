@@ -17,12 +17,12 @@ use std::time::Instant;
 use ctop_core::{HandlerResult, PruneMode};
 use kube::ResourceExt as _;
 use kube::api::DynamicObject;
-use kube::runtime::controller::Action;
 use tracing::Instrument as _;
 
 use crate::context::Ctx;
 use crate::effects;
 use crate::error::ReconcileError;
+use crate::queue::Next;
 use crate::reconcile::{call_for, carry_out};
 use crate::triggers::object_key;
 
@@ -36,7 +36,7 @@ pub(crate) async fn deleting(
     ctx: &Arc<Ctx>,
     owner: &DynamicObject,
     finalizer: Option<String>,
-) -> Result<Action, ReconcileError> {
+) -> Result<Next, ReconcileError> {
     if let Some(f) = finalizer {
         return finalize(ctx, owner, &f).await;
     }
@@ -44,7 +44,7 @@ pub(crate) async fn deleting(
         return script_finalizers(ctx, owner).await;
     }
     forget(ctx, owner);
-    Ok(Action::await_change())
+    Ok(Next::AwaitChange)
 }
 
 /// Drop what is remembered of an object on its way out.
@@ -57,7 +57,7 @@ fn forget(ctx: &Ctx, owner: &DynamicObject) {
     ctx.failures.lock().remove(&object_key(owner));
 }
 
-async fn finalize(ctx: &Arc<Ctx>, owner: &DynamicObject, finalizer: &str) -> Result<Action, ReconcileError> {
+async fn finalize(ctx: &Arc<Ctx>, owner: &DynamicObject, finalizer: &str) -> Result<Next, ReconcileError> {
     let handlers = ctx.handlers.borrow().clone();
     let started = Instant::now();
     let out = handlers
@@ -75,18 +75,18 @@ async fn finalize(ctx: &Arc<Ctx>, owner: &DynamicObject, finalizer: &str) -> Res
         return Err(e);
     }
     if let HandlerResult::Requeue { after } = result {
-        return Ok(Action::requeue(after.into()));
+        return Ok(Next::After(after.into()));
     }
     let remaining: Vec<String> = owner.finalizers().iter().filter(|f| *f != finalizer).cloned().collect();
     effects::patch_finalizers(ctx, owner, remaining).await?;
     forget(ctx, owner);
-    Ok(Action::await_change())
+    Ok(Next::AwaitChange)
 }
 
 /// A reconcile of an object being deleted that carries finalizers other than the
 /// controller's own: its status, patches, events and finalizer changes are written, its
 /// children are not applied (nor pruned).
-async fn script_finalizers(ctx: &Arc<Ctx>, owner: &DynamicObject) -> Result<Action, ReconcileError> {
+async fn script_finalizers(ctx: &Arc<Ctx>, owner: &DynamicObject) -> Result<Next, ReconcileError> {
     let handlers = ctx.handlers.borrow().clone();
     let started = Instant::now();
     let out = handlers
@@ -103,7 +103,7 @@ async fn script_finalizers(ctx: &Arc<Ctx>, owner: &DynamicObject) -> Result<Acti
         return Err(e);
     }
     Ok(match result {
-        HandlerResult::Requeue { after } => Action::requeue(after.into()),
-        _ => Action::await_change(),
+        HandlerResult::Requeue { after } => Next::After(after.into()),
+        _ => Next::AwaitChange,
     })
 }

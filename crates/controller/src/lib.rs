@@ -1,8 +1,8 @@
 //! # ctop-controller: operators running against a cluster
 //!
 //! Start with [`run`]: give it a [`ctop_core::Handlers`] (the script runtime's
-//! `ScriptHandlers`, or a Rust reconciler) and [`RunOptions`], and it runs one kube-runtime
-//! controller per declared [`ctop_core::ControllerSpec`] until shutdown. [`run_reloadable`]
+//! `ScriptHandlers`, or a Rust reconciler) and [`RunOptions`], and it runs one controller
+//! (watches, a work queue, workers) per declared [`ctop_core::ControllerSpec`] until shutdown. [`run_reloadable`]
 //! replaces the handlers in place, and [`dev::run_dev`] is `ctop dev`'s loop around it
 //! (reload on change, hot swap or restart, sample objects, the live summary).
 //!
@@ -19,7 +19,8 @@
 //! - `finalize`: reconciles of objects being deleted;
 //! - `effects`: patches, finalizers, events, the declared-kinds check;
 //! - `on_start`: the one-shot `onStart` handler;
-//! - `queue`, `retry`: the work-queue figures and the retry policy;
+//! - `queue`, `worker`, `retry`: the fair work queue (one entry per object, changes ahead
+//!   of resyncs, one timer per object), the workers that drain it, and the retry policy;
 //! - [`health`] (health, readiness, `/status`, metrics; the Prometheus registry itself is
 //!   `metrics`, re-exported there) and [`leader`] (Lease election);
 //! - `cluster`: the client, discovery, CRD installation;
@@ -49,6 +50,7 @@ pub mod reconcile;
 mod retry;
 mod run;
 mod triggers;
+mod worker;
 
 pub use cluster::install_crds;
 pub use error::{ReconcileError, RunError, api_error_text};

@@ -20,7 +20,6 @@ use std::collections::HashSet;
 use ctop_applier::{ChildCache as _, ChildRef, StatusPatch, StatusWrite};
 use ctop_core::{Condition, ConditionStatus, HandlerCall, HandlerResult, PruneMode, ReconcileOutcome};
 use kube::api::{DynamicObject, TypeMeta};
-use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::{Resource as _, ResourceExt as _};
 use serde_json::Value;
@@ -31,6 +30,7 @@ use crate::effects::{self, check_outcome, describe, event_note};
 use crate::error::ReconcileError;
 use crate::health::ReconcileResult;
 use crate::observe::{CacheView, Children, Typed};
+use crate::queue::Next;
 use crate::retry::backoff;
 use crate::triggers::object_key;
 
@@ -39,12 +39,12 @@ use crate::triggers::object_key;
 /// otherwise. The handler's own conditions are left to it.
 pub const RECONCILED: &str = "Reconciled";
 
-/// The `kube-runtime` reconcile function.
-pub(crate) async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+/// Reconcile `obj` (a worker's item; see `worker`).
+pub(crate) async fn reconcile(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Next, ReconcileError> {
     if let Some(leader) = &ctx.leader
         && !*leader.borrow()
     {
-        return Ok(Action::requeue(Duration::from_secs(5)));
+        return Ok(Next::After(Duration::from_secs(5)));
     }
     // One span per reconcile (exported as a trace when OpenTelemetry is configured), with
     // the handler call, the applies and the status write as children.
@@ -57,7 +57,6 @@ pub(crate) async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<
         error = tracing::field::Empty,
     );
     let key = object_key(&obj);
-    ctx.queue.started(&key);
     ctx.metrics.add_active_workers(&ctx.spec.name, 1);
     // In progress until finished (or dropped, if this future is cancelled).
     let work = ctx.metrics.work_started(&ctx.spec.name);
@@ -65,7 +64,7 @@ pub(crate) async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<
     let reference = obj.object_ref(&ctx.primary);
     // Until this reconcile ends, the watch events of its writes wait to be recognised.
     let running = ctx.own_writes.begin(key.clone());
-    let result = reconcile_object(obj, &ctx).instrument(span.clone()).await;
+    let result = reconcile_object(obj, ctx).instrument(span.clone()).await;
     drop(running);
     let took = started.elapsed();
     work.finish();
@@ -74,8 +73,8 @@ pub(crate) async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<
     match &result {
         Ok(action) => {
             ctx.health.record_success(&ctx.spec.name);
-            let r = if *action == Action::await_change()
-                || ctx.spec.every.is_some_and(|e| action == &Action::requeue(e.into()))
+            let r = if *action == Next::AwaitChange
+                || ctx.spec.every.is_some_and(|e| *action == Next::After(e.into()))
             {
                 ReconcileResult::Success
             } else {
@@ -114,26 +113,26 @@ pub(crate) async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<
     result
 }
 
-/// The `kube-runtime` error policy: per-object exponential backoff held back further by the
+/// What follows a failed reconcile: per-object exponential backoff held back further by the
 /// global retry bucket; terminal errors wait for a change instead (or the period).
-pub(crate) fn error_policy(obj: Arc<DynamicObject>, err: &ReconcileError, ctx: Arc<Ctx>) -> Action {
+pub(crate) fn error_policy(obj: &DynamicObject, err: &ReconcileError, ctx: &Ctx) -> Next {
     if err.is_terminal() {
-        tracing::warn!(controller = ctx.spec.name, object = object_key(&obj), error = %err, code = err.code_frame().map(tracing::field::display), "reconcile failed; not retried until the object or the script changes");
+        tracing::warn!(controller = ctx.spec.name, object = object_key(obj), error = %err, code = err.code_frame().map(tracing::field::display), "reconcile failed; not retried until the object or the script changes");
         return match ctx.spec.every {
-            Some(every) => Action::requeue(every.into()),
-            None => Action::await_change(),
+            Some(every) => Next::After(every.into()),
+            None => Next::AwaitChange,
         };
     }
     let n = {
         let mut f = ctx.failures.lock();
-        let n = f.entry(object_key(&obj)).or_insert(0);
+        let n = f.entry(object_key(obj)).or_insert(0);
         *n = n.saturating_add(1);
         *n
     };
     let delay = backoff(n).max(ctx.retries.reserve());
     ctx.metrics.queue_retry(&ctx.spec.name);
-    tracing::warn!(controller = ctx.spec.name, object = object_key(&obj), error = %err, retry_in = ?delay, code = err.code_frame().map(tracing::field::display), "reconcile failed");
-    Action::requeue(delay)
+    tracing::warn!(controller = ctx.spec.name, object = object_key(obj), error = %err, retry_in = ?delay, code = err.code_frame().map(tracing::field::display), "reconcile failed");
+    Next::After(delay)
 }
 
 /// The handler call's input for `object`.
@@ -145,7 +144,7 @@ pub(crate) fn call_for(ctx: &Ctx, object: Option<&DynamicObject>) -> HandlerCall
     }
 }
 
-async fn reconcile_object(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Action, ReconcileError> {
+async fn reconcile_object(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Next, ReconcileError> {
     let mut owner = (*obj).clone();
     owner.types =
         Some(TypeMeta { api_version: ctx.primary.api_version.clone(), kind: ctx.primary.kind.clone() });
@@ -162,7 +161,7 @@ async fn reconcile_object(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Act
         all.push(f.clone());
         effects::patch_finalizers(ctx, &owner, all).await?;
         // The change triggers the next reconcile.
-        return Ok(Action::await_change());
+        return Ok(Next::AwaitChange);
     }
 
     let handlers = ctx.handlers.borrow().clone();
@@ -186,10 +185,10 @@ async fn reconcile_object(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Act
     }
     ctx.failures.lock().remove(&object_key(&owner));
     Ok(match result {
-        HandlerResult::Requeue { after } => Action::requeue(after.into()),
+        HandlerResult::Requeue { after } => Next::After(after.into()),
         _ => match ctx.spec.every {
-            Some(every) => Action::requeue(every.into()),
-            None => Action::await_change(),
+            Some(every) => Next::After(every.into()),
+            None => Next::AwaitChange,
         },
     })
 }

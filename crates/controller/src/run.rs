@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use ctop_applier::{Applier, ApplierConfig};
 use ctop_core::{ControllerSpec, Handlers, OperatorSpec};
-use futures::StreamExt as _;
+use futures::{FutureExt as _, StreamExt as _};
 use kube::Client;
 use kube::api::DynamicObject;
-use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
@@ -26,10 +26,10 @@ use crate::leader::{LeaderElector, Leadership, LeaseConfig};
 use crate::on_start::on_start;
 use crate::options::{LeaseTiming, RunOptions};
 use crate::publish::Publisher;
-use crate::queue::QueueStats;
-use crate::reconcile::{error_policy, reconcile};
+use crate::queue::{Priority, WorkQueue};
 use crate::retry::Bucket;
 use crate::triggers::{filter_events, object_key, owner_keys, reloads, watch_triggers};
+use crate::worker::run_workers;
 
 /// Triggers whose echo check may wait at once (see `OwnWrites`).
 const ECHO_CHECKS: usize = 1024;
@@ -200,7 +200,8 @@ async fn start_controller(
     stop: watch::Receiver<bool>,
 ) -> Result<impl Future<Output = ()> + Send + 'static, RunError> {
     let name = spec.name.clone();
-    let queue = Arc::new(QueueStats::new(name.clone(), metrics.clone()));
+    let queue = WorkQueue::new(name.clone(), Some(metrics.clone()));
+    let options_concurrency = options.concurrency;
     let (primary, namespaced) = resolve(&client, &spec.for_).await?;
     let ns = options.namespace.as_deref();
     let scope = |namespaced: bool, ns: Option<&str>| ns.filter(|_| namespaced).map(str::to_owned);
@@ -275,7 +276,7 @@ async fn start_controller(
         let queue = queue.clone();
         let own = own_writes.clone();
         let kind = kind_key(&spec.for_);
-        let objects: futures::stream::BoxStream<'static, Result<DynamicObject, watcher::Error>> =
+        let objects: futures::stream::BoxStream<'static, (DynamicObject, Priority)> =
             match spec.predicate.clone() {
                 // Creations always pass; updates when the predicate holds against the
                 // previous version; deletions are not triggers of the primary.
@@ -284,37 +285,36 @@ async fn start_controller(
                         .filter(|e| std::future::ready(!matches!(e, Ok(watcher::Event::Delete(_))))),
                     Some(p),
                 )
-                .map(Ok)
                 .boxed(),
-                None => without_errors(primary_stream.applied_objects(), name.clone()).boxed(),
+                None => without_errors(primary_stream, name.clone())
+                    .filter_map(|e| {
+                        std::future::ready(match e {
+                            Ok(watcher::Event::Apply(o)) => Some((o, Priority::Change)),
+                            Ok(watcher::Event::InitApply(o)) => Some((o, Priority::Background)),
+                            _ => None,
+                        })
+                    })
+                    .boxed(),
             };
         objects
-            .map(move |o| {
+            .map(move |(o, priority)| {
                 let (own, kind) = (own.clone(), kind.clone());
-                async move {
-                    match o {
-                        Ok(o) if own.is_echo(&kind, &o, &object_key(&o)).await => None,
-                        other => Some(other),
-                    }
-                }
+                async move { (!own.is_echo(&kind, &o, &object_key(&o)).await).then(|| (object_key(&o), priority)) }
             })
             .buffer_unordered(ECHO_CHECKS)
             .filter_map(std::future::ready)
-            .inspect(move |o| {
-                if let Ok(o) = o {
-                    queue.add(object_key(o));
-                }
+            .for_each(move |(key, priority)| {
+                queue.add(key, priority);
+                std::future::ready(())
             })
     };
-    let mut controller =
-        Controller::for_stream_with(primary_triggers, primary_store.clone(), primary.clone())
-            .with_config(ControllerConfig::default().concurrency(options.concurrency));
+    let mut triggers: Vec<futures::future::BoxFuture<'static, ()>> = vec![primary_triggers.boxed()];
     // The primary kind is observable too (`getObserved(myKind, ...)`), from the same cache.
     let mut caches = vec![Cached {
         key: kind_key(&spec.for_),
         ar: primary.clone(),
         namespaced,
-        store: primary_store,
+        store: primary_store.clone(),
         sets: None,
     }];
     let mut synced = vec![primary_informer.synced];
@@ -340,26 +340,32 @@ async fn start_controller(
                 let (queue, primary, namespaced) = (queue.clone(), primary.clone(), namespaced);
                 let own = own_writes.clone();
                 let kind = key.clone();
-                let owners = primary.clone();
-                let triggers = without_errors(informer.stream.touched_objects(), name.clone())
-                    .map(move |o| {
-                        let (own, kind) = (own.clone(), kind.clone());
-                        let owner = o.as_ref().ok().and_then(|o| owner_keys(o, &owners, namespaced).pop());
+                let owned = without_errors(informer.stream, name.clone())
+                    .filter_map(|e| {
+                        std::future::ready(match e {
+                            Ok(watcher::Event::Apply(o) | watcher::Event::Delete(o)) => {
+                                Some((o, Priority::Change))
+                            }
+                            Ok(watcher::Event::InitApply(o)) => Some((o, Priority::Background)),
+                            _ => None,
+                        })
+                    })
+                    .map(move |(o, priority)| {
+                        let (own, kind, primary) = (own.clone(), kind.clone(), primary.clone());
                         async move {
-                            match (o, owner) {
-                                (Ok(o), Some(owner)) if own.is_echo(&kind, &o, &owner).await => None,
-                                (o, _) => Some(o),
+                            let owners = owner_keys(&o, &primary, namespaced);
+                            match owners.last() {
+                                Some(owner) if own.is_echo(&kind, &o, owner).await => Vec::new(),
+                                _ => owners.into_iter().map(|k| (k, priority)).collect(),
                             }
                         }
                     })
                     .buffer_unordered(ECHO_CHECKS)
-                    .filter_map(std::future::ready)
-                    .inspect(move |o| {
-                        if let Ok(o) = o {
-                            owner_keys(o, &primary, namespaced).into_iter().for_each(|k| queue.add(k));
-                        }
+                    .for_each(move |keys| {
+                        keys.into_iter().for_each(|(k, p)| queue.add(k, p));
+                        std::future::ready(())
                     });
-                controller = controller.owns_stream_with(triggers, ar);
+                triggers.push(owned.boxed());
             }
             Role::Watch => {
                 own_watch_streams.insert(j + 1, informer.stream);
@@ -379,7 +385,6 @@ async fn start_controller(
         instance: options.identity.clone().or_else(|| std::env::var("POD_NAME").ok()),
     };
     let applier = Applier::new(client.clone(), ApplierConfig::new(options.name.clone()));
-    let reloads = reloads(source.clone(), name.clone());
     let ctx = Arc::new(Ctx {
         kinds: Mutex::default(),
         spec,
@@ -397,7 +402,6 @@ async fn start_controller(
         metrics,
         leader,
         failures: Mutex::default(),
-        queue,
         own_writes,
     });
     {
@@ -425,25 +429,54 @@ async fn start_controller(
                 None => continue,
             },
         };
-        controller = controller.reconcile_on(watch_triggers(ctx.clone(), i, w, ar, events));
+        let queue = queue.clone();
+        triggers.push(
+            watch_triggers(ctx.clone(), i, w, ar, events)
+                .for_each(move |(k, p)| {
+                    queue.add(k, p);
+                    std::future::ready(())
+                })
+                .boxed(),
+        );
     }
-    controller = controller.reconcile_all_on(reloads);
+    // Every primary object again: with a replaced script (a change), or when this replica
+    // wins the Lease (instead of waiting for the requeue each object got while it was
+    // standing by).
+    let everything = |store: Store<DynamicObject>, queue: Arc<WorkQueue>, priority: Priority| {
+        move |()| {
+            for o in store.state() {
+                queue.add(object_key(&o), priority);
+            }
+            std::future::ready(())
+        }
+    };
+    triggers.push(
+        reloads(ctx.handlers.clone(), name.clone())
+            .for_each(everything(primary_store.clone(), queue.clone(), Priority::Change))
+            .boxed(),
+    );
     if let Some(leader) = ctx.leader.clone() {
-        // A replica that wins the Lease reconciles everything at once, instead of waiting
-        // for the requeue each object got while it was standing by.
         let won = tokio_stream::wrappers::WatchStream::new(leader)
             .filter(|leading| std::future::ready(*leading))
             .map(|_| ());
-        controller = controller.reconcile_all_on(won);
+        triggers.push(
+            won.for_each(everything(primary_store.clone(), queue.clone(), Priority::Background)).boxed(),
+        );
     }
-    let mut stop = stop;
-    let shutdown = async move {
-        let _ = stop.wait_for(|s| *s).await;
-    };
     health.set_ready(&name, true);
-    Ok(controller.graceful_shutdown_on(shutdown).run(reconcile, error_policy, ctx).for_each(|r| async move {
-        if let Err(e) = r {
-            tracing::debug!(error = %e, "controller event");
+    let concurrency = usize::from(options_concurrency);
+    Ok(async move {
+        let triggers: Vec<_> = triggers.into_iter().map(tokio::spawn).collect();
+        let timers = tokio::spawn(queue.clone().run_timers());
+        let workers = tokio::spawn(run_workers(concurrency, queue.clone(), primary_store, ctx));
+        let mut stop = stop;
+        let _ = stop.wait_for(|s| *s).await;
+        queue.shut_down();
+        for t in triggers {
+            t.abort();
         }
-    }))
+        timers.abort();
+        // In-flight reconciles finish; no new one starts.
+        let _ = workers.await;
+    })
 }

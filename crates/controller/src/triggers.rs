@@ -15,6 +15,7 @@ use ctop_core::HandlerCall;
 use tracing::Instrument as _;
 
 use crate::context::Ctx;
+use crate::queue::Priority;
 use crate::run::HandlerSource;
 
 /// The keys of the primaries an owned child triggers: its controller owner of the primary kind.
@@ -65,10 +66,11 @@ pub(crate) fn predicate_passes(p: &Predicate, old: &DynamicObject, new: &Dynamic
 /// The objects of watcher events that pass `predicate`: creations and deletions always
 /// pass; an update passes when the predicate holds between the previous version (kept
 /// per object) and the new one. A relist replays objects as updates of what was seen.
+/// Objects of the initial list (or a relist) are background work, the others changes.
 pub(crate) fn filter_events<S>(
     events: S,
     predicate: Option<Predicate>,
-) -> impl futures::Stream<Item = DynamicObject> + Send + 'static
+) -> impl futures::Stream<Item = (DynamicObject, Priority)> + Send + 'static
 where
     S: futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static,
 {
@@ -84,8 +86,10 @@ where
             }
         })
         .flat_map(move |event| {
-            let out: Vec<DynamicObject> = match event {
+            let initial = matches!(event, watcher::Event::InitApply(_));
+            let out: Vec<(DynamicObject, Priority)> = match event {
                 watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+                    let priority = if initial { Priority::Background } else { Priority::Change };
                     let key = object_key(&o);
                     let pass = match (&predicate, previous.get(&key)) {
                         (Some(p), Some(old)) => predicate_passes(p, old, &o),
@@ -93,11 +97,11 @@ where
                         (_, None) => true,
                     };
                     previous.insert(key, o.clone());
-                    if pass { vec![o] } else { Vec::new() }
+                    if pass { vec![(o, priority)] } else { Vec::new() }
                 }
                 watcher::Event::Delete(o) => {
                     previous.remove(&object_key(&o));
-                    vec![o]
+                    vec![(o, Priority::Change)]
                 }
                 watcher::Event::Init | watcher::Event::InitDone => Vec::new(),
             };
@@ -157,29 +161,28 @@ pub(crate) async fn map_watched(
         .collect()
 }
 
-/// The reconcile triggers of the `index`th `.watches()`.
+/// The reconcile triggers of the `index`th `.watches()`: keys of primary objects.
 pub(crate) fn watch_triggers<S>(
     ctx: Arc<Ctx>,
     index: usize,
     w: WatchSpec,
     ar: ApiResource,
     events: S,
-) -> impl futures::Stream<Item = ObjectRef<DynamicObject>> + Send + 'static
+) -> impl futures::Stream<Item = (String, Priority)> + Send + 'static
 where
     S: futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static,
 {
     let w = Arc::new(w);
     filter_events(events, w.predicate.clone())
-        .then(move |mut obj| {
+        .then(move |(mut obj, priority)| {
             let ctx = ctx.clone();
             let w = w.clone();
             obj.types = Some(TypeMeta { api_version: ar.api_version.clone(), kind: ar.kind.clone() });
             async move {
                 let refs = map_watched(&ctx, index, &w, obj).await;
-                for r in &refs {
-                    ctx.queue.add(format!("{}/{}", r.namespace.as_deref().unwrap_or_default(), r.name));
-                }
-                futures::stream::iter(refs)
+                futures::stream::iter(refs.into_iter().map(move |r| {
+                    (format!("{}/{}", r.namespace.as_deref().unwrap_or_default(), r.name), priority)
+                }))
             }
         })
         .flatten()

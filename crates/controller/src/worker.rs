@@ -1,0 +1,55 @@
+//! The workers of one controller: each takes the next key from the [`WorkQueue`], looks
+//! the object up in the primary cache (a key whose object is gone is dropped), reconciles
+//! it and sets its timer from the outcome (`requeue(d)`, the period, a backoff).
+
+use std::sync::Arc;
+
+use kube::api::DynamicObject;
+use kube::runtime::reflector::{ObjectRef, Store};
+use tokio::time::Instant;
+
+use crate::context::Ctx;
+use crate::queue::{Next, WorkQueue};
+use crate::reconcile::{error_policy, reconcile};
+
+/// Run `n` workers until the queue shuts down; returns once every one has finished the
+/// object it was working on.
+pub(crate) async fn run_workers(n: usize, queue: Arc<WorkQueue>, store: Store<DynamicObject>, ctx: Arc<Ctx>) {
+    let workers: Vec<_> =
+        (0..n.max(1)).map(|_| tokio::spawn(work(queue.clone(), store.clone(), ctx.clone()))).collect();
+    for w in workers {
+        if let Err(e) = w.await
+            && e.is_panic()
+        {
+            tracing::error!(controller = ctx.spec.name, error = %e, "a worker panicked");
+        }
+    }
+}
+
+async fn work(queue: Arc<WorkQueue>, store: Store<DynamicObject>, ctx: Arc<Ctx>) {
+    while let Some(key) = queue.get().await {
+        if let Some(obj) = store.get(&object_ref(&ctx, &key)) {
+            let next = match reconcile(obj.clone(), &ctx).await {
+                Ok(next) => next,
+                Err(e) => error_policy(&obj, &e, &ctx),
+            };
+            queue.schedule(
+                &key,
+                match next {
+                    Next::AwaitChange => None,
+                    Next::After(d) => Some(Instant::now() + d),
+                },
+            );
+        } else {
+            queue.schedule(&key, None);
+        }
+        queue.done(&key);
+    }
+}
+
+/// The cache key of the primary object `key` (`namespace/name`).
+fn object_ref(ctx: &Ctx, key: &str) -> ObjectRef<DynamicObject> {
+    let (ns, name) = key.split_once('/').unwrap_or(("", key));
+    let r = ObjectRef::new_with(name, ctx.primary.clone());
+    if ctx.namespaced && !ns.is_empty() { r.within(ns) } else { r }
+}
