@@ -164,6 +164,9 @@ struct Applied {
     hash: Fingerprint,
     uid: String,
     marker: Marker,
+    /// The labels and annotations the apply set (a live object must still carry them).
+    labels: Vec<(String, String)>,
+    annotations: Vec<(String, String)>,
 }
 
 /// What tells that a live object is still the one our apply produced.
@@ -289,6 +292,22 @@ impl Applier {
     /// its next pass.
     pub fn forget(&self, owner_uid: &str) {
         self.memory.lock().remove(owner_uid);
+    }
+
+    /// Whether each of `children` is in `cache` exactly as this applier's last apply of it
+    /// for `owner_uid` left it: the same object, not changed since (its generation for
+    /// kinds with a status, else its resourceVersion), still carrying the labels and
+    /// annotations applied and the owner reference. `false` for a child this applier has
+    /// not applied (or has forgotten). A controller that skips a reconcile whose inputs did
+    /// not change relies on it: the children of the last outcome are still in place.
+    pub fn children_intact(&self, owner_uid: &str, children: &[ChildRef], cache: &dyn ChildCache) -> bool {
+        let memory = self.memory.lock();
+        let Some(m) = memory.get(owner_uid) else { return children.is_empty() };
+        children.iter().all(|child| {
+            m.applied.get(&child.key()).is_some_and(|last| {
+                cache.get(child).is_some_and(|live| still_ours(last, live.object_meta(), owner_uid))
+            })
+        })
     }
 
     async fn run(
@@ -627,7 +646,7 @@ impl Applier {
             memory.get(owner_uid).and_then(|m| m.applied.get(&p.key)).filter(|a| a.hash == p.hash).cloned()
         };
         let Some(last) = last else { return false };
-        let ours = |meta: &ObjectMeta| still_ours(&last, meta, p, owner_uid);
+        let ours = |meta: &ObjectMeta| still_ours(&last, meta, owner_uid);
         match live {
             Live::Cache(observed) => observed(&p.child).is_some_and(|meta| ours(&meta)),
             Live::Cached(cache) => cache.get(&p.child).is_some_and(|o| ours(o.object_meta())),
@@ -670,7 +689,14 @@ impl Applier {
         };
         let mut memory = self.memory.lock();
         let m = memory.entry(owner_uid.to_owned()).or_default();
-        m.applied.insert(p.key.clone(), Applied { hash: p.hash, uid, marker });
+        let kept = |field: &str| -> Vec<(String, String)> {
+            p.body["metadata"][field]
+                .as_object()
+                .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect())
+                .unwrap_or_default()
+        };
+        let (labels, annotations) = (kept("labels"), kept("annotations"));
+        m.applied.insert(p.key.clone(), Applied { hash: p.hash, uid, marker, labels, annotations });
     }
 
     /// Make the owner's ApplySet label and annotations say `kinds` (and, for a
@@ -731,22 +757,17 @@ impl Applier {
 }
 
 /// Whether the live object `meta` is still what the apply recorded in `last` produced.
-fn still_ours(last: &Applied, meta: &ObjectMeta, p: &Prepared, owner_uid: &str) -> bool {
+fn still_ours(last: &Applied, meta: &ObjectMeta, owner_uid: &str) -> bool {
     let same_object = meta.uid.as_deref() == Some(&last.uid) && meta.deletion_timestamp.is_none();
     let untouched = match &last.marker {
         Marker::Generation(g) => meta.generation == Some(*g),
         Marker::ResourceVersion(rv) => meta.resource_version.as_deref() == Some(rv),
     };
-    let desired_meta = p.body.get("metadata");
-    let has_all =
-        |desired: Option<&Value>, live: &Option<std::collections::BTreeMap<String, String>>| match desired {
-            Some(Value::Object(want)) => want.iter().all(|(k, v)| {
-                live.as_ref().and_then(|l| l.get(k)).map(String::as_str) == v.as_str() && v.is_string()
-            }),
-            _ => true,
-        };
-    let labels_kept = has_all(desired_meta.and_then(|m| m.get("labels")), &meta.labels);
-    let annotations_kept = has_all(desired_meta.and_then(|m| m.get("annotations")), &meta.annotations);
+    let has_all = |want: &[(String, String)], live: &Option<std::collections::BTreeMap<String, String>>| {
+        want.iter().all(|(k, v)| live.as_ref().and_then(|l| l.get(k)) == Some(v))
+    };
+    let labels_kept = has_all(&last.labels, &meta.labels);
+    let annotations_kept = has_all(&last.annotations, &meta.annotations);
     let owned = meta
         .owner_references
         .as_ref()

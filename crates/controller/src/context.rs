@@ -14,6 +14,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 
+use crate::fingerprint::Fingerprints;
 use crate::health::{Health, Metrics};
 use crate::informer::Cached;
 use crate::options::RunOptions;
@@ -43,6 +44,8 @@ pub(crate) struct Ctx {
     /// Kinds resolved for `patches`, by `apiVersion/kind`.
     pub(crate) kinds: Mutex<HashMap<String, (ApiResource, bool)>>,
     pub(crate) own_writes: Arc<OwnWrites>,
+    /// The last deterministic outcome of each object (see `fingerprint`).
+    pub(crate) fingerprints: Fingerprints,
 }
 
 /// The resourceVersions the controller's own writes produced (status writes of primaries,

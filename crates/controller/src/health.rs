@@ -101,6 +101,11 @@ pub struct ControllerStatus {
     pub failing: bool,
     /// The last [`MAX_ERRORS`] errors, oldest first.
     pub last_errors: VecDeque<ErrorRecord>,
+    /// Reconciles that succeeded, and how many of them skipped the handler because
+    /// nothing it read had changed since its last run.
+    pub reconciled: u64,
+    /// See `reconciled`.
+    pub skipped: u64,
     condition: (&'static str, &'static str),
     message: String,
     transition: SystemTime,
@@ -115,6 +120,8 @@ impl ControllerStatus {
             fatal: None,
             failing: false,
             last_errors: VecDeque::with_capacity(MAX_ERRORS),
+            reconciled: 0,
+            skipped: 0,
             condition: ("", ""),
             message: String::new(),
             transition: SystemTime::now(),
@@ -170,6 +177,8 @@ impl ControllerStatus {
             caches_synced: self.caches_synced,
             conditions: vec![self.ready_condition()],
             last_errors: self.last_errors.iter().map(ErrorRecord::display).collect(),
+            reconciled: self.reconciled,
+            skipped: self.skipped,
         }
     }
 }
@@ -180,6 +189,8 @@ struct StatusJson {
     name: String,
     ready: bool,
     caches_synced: bool,
+    reconciled: u64,
+    skipped: u64,
     conditions: Vec<Condition>,
     last_errors: Vec<String>,
 }
@@ -239,8 +250,14 @@ impl Health {
     }
 
     /// A successful reconcile: the condition returns to `True/Ready` (errors stay listed).
-    pub fn record_success(&self, controller: &str) {
-        self.with(controller, |s| s.failing = false);
+    /// `skipped`: the handler was not called, its last outcome standing (see
+    /// [`ControllerStatus::skipped`]).
+    pub fn record_success(&self, controller: &str, skipped: bool) {
+        self.with(controller, |s| {
+            s.failing = false;
+            s.reconciled += 1;
+            s.skipped += u64::from(skipped);
+        });
     }
 
     /// A snapshot of one controller.
@@ -385,7 +402,7 @@ mod tests {
         let cond = c().expect("registered");
         assert_eq!((cond.status.as_str(), cond.reason.as_str()), ("Unknown", "ReconciliationFailed"));
         assert_eq!(cond.message, "boom");
-        h.record_success("a");
+        h.record_success("a", false);
         assert_eq!(c().map(|c| c.status), Some("True".into()));
         h.set_fatal("a", "bad pipeline");
         assert_eq!(c().map(|c| (c.status, c.reason)), Some(("False".into(), "NotReady".into())));

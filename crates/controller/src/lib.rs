@@ -16,6 +16,7 @@
 //!   controller's own writes (`context::OwnWrites`);
 //! - `observe`: the caches as handlers read them;
 //! - `reconcile`: one reconcile, from the handler call to the status write;
+//! - `fingerprint`: skipping a reconcile when nothing its handler read has changed;
 //! - `finalize`: reconciles of objects being deleted;
 //! - `effects`: patches, finalizers, events, the declared-kinds check;
 //! - `on_start`: the one-shot `onStart` handler;
@@ -37,6 +38,7 @@ pub mod dev;
 mod effects;
 mod error;
 mod finalize;
+mod fingerprint;
 pub mod health;
 mod informer;
 pub mod leader;

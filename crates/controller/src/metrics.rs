@@ -98,6 +98,7 @@ mod names {
     pub const SCRIPT_DURATION: &str = "ctop_script_duration_seconds";
     pub const APPLIES: &str = "ctop_applies_total";
     pub const APPLIES_SKIPPED: &str = "ctop_applies_skipped_total";
+    pub const RECONCILE_SKIPPED: &str = "ctop_reconcile_skipped_total";
     pub const PRUNES: &str = "ctop_prunes_total";
     pub const LEADER: &str = "leader_election_master_status";
     pub const WQ_UNFINISHED: &str = "workqueue_unfinished_work_seconds";
@@ -304,6 +305,7 @@ struct Inner {
     script_duration: Family<ScriptLabels, Histogram>,
     applies: Family<ControllerLabels, Counter>,
     applies_skipped: Family<ControllerLabels, Counter>,
+    reconcile_skipped: Family<ControllerLabels, Counter>,
     prunes: Family<ControllerLabels, Counter>,
     leader: Family<NameLabels, Gauge>,
     in_flight: Arc<InFlight>,
@@ -347,6 +349,7 @@ impl Metrics {
             script_duration: Family::new_with_constructor(script_histogram),
             applies: Family::default(),
             applies_skipped: Family::default(),
+            reconcile_skipped: Family::default(),
             prunes: Family::default(),
             leader: Family::default(),
             in_flight: Arc::default(),
@@ -417,6 +420,12 @@ impl Metrics {
             "Applies skipped because the desired child and the live object were unchanged",
             &inner.applies_skipped,
         );
+        register_counter(
+            r,
+            RECONCILE_SKIPPED,
+            "Reconciles that did not call the handler because nothing it read had changed since its last deterministic run (also counted in controller_runtime_reconcile_total)",
+            &inner.reconcile_skipped,
+        );
         register_counter(r, PRUNES, "Children pruned per controller", &inner.prunes);
         r.register(
             LEADER,
@@ -447,6 +456,7 @@ impl Metrics {
             &m.timeouts,
             &m.applies,
             &m.applies_skipped,
+            &m.reconcile_skipped,
             &m.prunes,
         ] {
             declare(family, &c);
@@ -558,6 +568,11 @@ impl Metrics {
     /// `n` applies skipped as unchanged.
     pub fn applies_skipped(&self, controller_name: &str, n: u64) {
         self.inner.applies_skipped.get_or_create(&controller(controller_name)).inc_by(n);
+    }
+
+    /// A reconcile skipped: its handler's last outcome stands.
+    pub fn reconcile_skipped(&self, controller_name: &str) {
+        self.inner.reconcile_skipped.get_or_create(&controller(controller_name)).inc();
     }
 
     /// `n` children pruned.

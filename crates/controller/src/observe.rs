@@ -7,22 +7,32 @@ use ctop_applier::{CachedMeta, ChildCache, ChildRef};
 use kube::ResourceExt as _;
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::ObjectRef;
+use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::context::Ctx;
+use crate::fingerprint::{Digest, Read, Recording};
 use crate::informer::Cached;
 
-/// Objects are looked up by key and serialized only when the script asks for them.
+/// Objects are looked up by key and serialized only when the script asks for them. Every
+/// lookup, and whether the call did anything nondeterministic, is recorded for the
+/// reconcile's fingerprint (see `fingerprint`).
 pub(crate) struct CacheView {
     caches: Arc<Vec<Cached>>,
     /// The namespace namespaced kinds are restricted to, if any.
     namespace: Option<String>,
+    recording: Mutex<Recording>,
 }
 
 impl CacheView {
     pub(crate) fn new(ctx: &Ctx, object: Option<&DynamicObject>) -> Self {
         let namespace = object.and_then(kube::ResourceExt::namespace).filter(|_| ctx.namespaced);
-        Self { caches: ctx.caches.clone(), namespace }
+        Self { caches: ctx.caches.clone(), namespace, recording: Mutex::default() }
+    }
+
+    /// What the call read so far.
+    pub(crate) fn take_recording(&self) -> Recording {
+        std::mem::take(&mut *self.recording.lock())
     }
 
     /// `o` as JSON text with the cache's apiVersion and kind.
@@ -70,19 +80,26 @@ impl<'a> Typed<'a> {
 
 impl ctop_core::Observer for CacheView {
     fn list(&self, kind: &str) -> Option<String> {
-        let c = self.caches.iter().find(|c| c.key == kind)?;
+        let i = self.caches.iter().position(|c| c.key == kind)?;
+        let c = &self.caches[i];
+        let mut digest = Digest::default();
         let items: Vec<String> = c
             .store
             .state()
             .iter()
             .filter(|o| !c.namespaced || self.namespace.is_none() || o.namespace() == self.namespace)
-            .map(|o| Self::json(c, o))
+            .map(|o| {
+                digest.add(o);
+                Self::json(c, o)
+            })
             .collect();
+        self.recording.lock().reads.push(Read::List { cache: i, namespace: self.namespace.clone(), digest });
         Some(format!("[{}]", items.join(",")))
     }
 
     fn get(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<Option<String>> {
-        let c = self.caches.iter().find(|c| c.key == kind)?;
+        let i = self.caches.iter().position(|c| c.key == kind)?;
+        let c = &self.caches[i];
         let key = ObjectRef::new_with(name, c.ar.clone());
         let key = match (c.namespaced, namespace) {
             (true, Some(ns)) => {
@@ -94,7 +111,17 @@ impl ctop_core::Observer for CacheView {
             (true, None) => return Some(None),
             (false, _) => key,
         };
-        Some(c.store.get(&key).map(|o| Self::json(c, &o)))
+        let found = c.store.get(&key);
+        let version = found.as_ref().and_then(|o| o.metadata.resource_version.clone());
+        self.recording.lock().reads.push(Read::Get { cache: i, object: key, version });
+        Some(found.map(|o| Self::json(c, &o)))
+    }
+
+    fn nondeterministic(&self, what: &'static str) {
+        let mut r = self.recording.lock();
+        if r.nondeterministic.is_none() {
+            r.nondeterministic = Some(what);
+        }
     }
 }
 

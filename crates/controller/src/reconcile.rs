@@ -28,6 +28,7 @@ use tracing::Instrument as _;
 use crate::context::Ctx;
 use crate::effects::{self, check_outcome, describe, event_note};
 use crate::error::ReconcileError;
+use crate::fingerprint::Fingerprint;
 use crate::health::ReconcileResult;
 use crate::observe::{CacheView, Children, Typed};
 use crate::queue::Next;
@@ -64,15 +65,17 @@ pub(crate) async fn reconcile(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result
     let reference = obj.object_ref(&ctx.primary);
     // Until this reconcile ends, the watch events of its writes wait to be recognised.
     let running = ctx.own_writes.begin(key.clone());
-    let result = reconcile_object(obj, ctx).instrument(span.clone()).await;
+    let done = reconcile_object(obj, ctx).instrument(span.clone()).await;
     drop(running);
+    let skipped = matches!(done, Ok(Done { skipped: true, .. }));
+    let result = done.map(|d| d.next);
     let took = started.elapsed();
     work.finish();
     ctx.metrics.add_active_workers(&ctx.spec.name, -1);
     ctx.metrics.observe_work_duration(&ctx.spec.name, took);
     match &result {
         Ok(action) => {
-            ctx.health.record_success(&ctx.spec.name);
+            ctx.health.record_success(&ctx.spec.name, skipped);
             let r = if *action == Next::AwaitChange
                 || ctx.spec.every.is_some_and(|e| *action == Next::After(e.into()))
             {
@@ -144,32 +147,63 @@ pub(crate) fn call_for(ctx: &Ctx, object: Option<&DynamicObject>) -> HandlerCall
     }
 }
 
-async fn reconcile_object(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Next, ReconcileError> {
-    let mut owner = (*obj).clone();
-    owner.types =
-        Some(TypeMeta { api_version: ctx.primary.api_version.clone(), kind: ctx.primary.kind.clone() });
+/// How a reconcile ended.
+struct Done {
+    next: Next,
+    /// The handler was not called: nothing it read had changed (see `fingerprint`).
+    skipped: bool,
+}
+
+impl From<Next> for Done {
+    fn from(next: Next) -> Self {
+        Done { next, skipped: false }
+    }
+}
+
+async fn reconcile_object(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Done, ReconcileError> {
     let finalizer = ctx.spec.finalizer.clone().filter(|_| ctx.spec.handlers.iter().any(|h| h == "finalize"));
     let has_finalizer = |o: &DynamicObject, f: &str| o.finalizers().iter().any(|x| x == f);
+    let typed = || {
+        let mut owner = (*obj).clone();
+        owner.types =
+            Some(TypeMeta { api_version: ctx.primary.api_version.clone(), kind: ctx.primary.kind.clone() });
+        owner
+    };
+    let key = object_key(&obj);
 
-    if owner.meta().deletion_timestamp.is_some() {
-        return crate::finalize::deleting(ctx, &owner, finalizer.filter(|f| has_finalizer(&owner, f))).await;
+    if obj.meta().deletion_timestamp.is_some() {
+        ctx.fingerprints.set(&key, None);
+        let owner = typed();
+        let finalizer = finalizer.filter(|f| has_finalizer(&owner, f));
+        return crate::finalize::deleting(ctx, &owner, finalizer).await.map(Done::from);
     }
     if let Some(f) = &finalizer
-        && !has_finalizer(&owner, f)
+        && !has_finalizer(&obj, f)
     {
-        let mut all = owner.finalizers().to_vec();
+        let mut all = obj.finalizers().to_vec();
         all.push(f.clone());
-        effects::patch_finalizers(ctx, &owner, all).await?;
+        effects::patch_finalizers(ctx, &typed(), all).await?;
         // The change triggers the next reconcile.
-        return Ok(Next::AwaitChange);
+        return Ok(Next::AwaitChange.into());
     }
 
     let handlers = ctx.handlers.borrow().clone();
+    let unchanged = ctx.fingerprints.unchanged(&key, &obj, &handlers, &ctx.caches, |uid, children, cache| {
+        ctx.applier.children_intact(uid, children, cache)
+    });
+    if let Some(next) = unchanged {
+        ctx.metrics.reconcile_skipped(&ctx.spec.name);
+        return Ok(Done { next, skipped: true });
+    }
+    let owner = typed();
+    let view = Arc::new(CacheView::new(ctx, Some(&owner)));
+    let call = HandlerCall {
+        controller: ctx.spec.index,
+        object: Some(Typed::primary(&owner, &ctx.primary).to_json()),
+        observer: view.clone(),
+    };
     let started = Instant::now();
-    let out = handlers
-        .reconcile(call_for(ctx, Some(&owner)))
-        .instrument(tracing::info_span!("script", handler = "reconcile"))
-        .await;
+    let out = handlers.reconcile(call).instrument(tracing::info_span!("script", handler = "reconcile")).await;
     ctx.metrics.observe_script(&ctx.spec.name, "reconcile", started.elapsed());
     let out = match out {
         Ok(out) => out,
@@ -179,17 +213,36 @@ async fn reconcile_object(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Nex
             return Err(e);
         }
     };
+    // Only an outcome whose every effect the caches can confirm later is fingerprinted.
+    let children: Option<Vec<ChildRef>> = (out.patches.is_empty() && out.children.deletes.is_empty())
+        .then(|| out.children.objects.iter().map(|o| child_ref(o, &owner)).collect::<Option<_>>())
+        .flatten();
     let (result, failure) = carry_out(ctx, &owner, out, "reconcile").await;
     if let Some(e) = failure {
         return Err(e);
     }
-    ctx.failures.lock().remove(&object_key(&owner));
-    Ok(match result {
+    ctx.failures.lock().remove(&key);
+    let next = match result {
         HandlerResult::Requeue { after } => Next::After(after.into()),
         _ => match ctx.spec.every {
             Some(every) => Next::After(every.into()),
             None => Next::AwaitChange,
         },
+    };
+    let fingerprint = children
+        .and_then(|children| Fingerprint::of(&handlers, &owner, view.take_recording(), children, next));
+    ctx.fingerprints.set(&key, fingerprint);
+    Ok(next.into())
+}
+
+/// The reference of a desired child of `owner` (`None` when it lacks its apiVersion, kind
+/// or name; the apply refuses it).
+fn child_ref(o: &Value, owner: &DynamicObject) -> Option<ChildRef> {
+    Some(ChildRef {
+        api_version: o["apiVersion"].as_str()?.to_owned(),
+        kind: o["kind"].as_str()?.to_owned(),
+        namespace: o["metadata"]["namespace"].as_str().map(str::to_owned).or_else(|| owner.namespace()),
+        name: o["metadata"]["name"].as_str()?.to_owned(),
     })
 }
 
@@ -269,21 +322,8 @@ pub(crate) async fn apply_children(
     // Children already cached: the echo of their update is not a trigger. A child created
     // now is one: the next reconcile is the first to observe it (getObserved), as a script
     // that reports on its children expects.
-    let existing: HashSet<ChildRef> = objects
-        .iter()
-        .filter_map(|o| {
-            let child = ChildRef {
-                api_version: o["apiVersion"].as_str()?.to_owned(),
-                kind: o["kind"].as_str()?.to_owned(),
-                namespace: o["metadata"]["namespace"]
-                    .as_str()
-                    .map(str::to_owned)
-                    .or_else(|| owner.namespace()),
-                name: o["metadata"]["name"].as_str()?.to_owned(),
-            };
-            children.get(&child).is_some().then_some(child)
-        })
-        .collect();
+    let existing: HashSet<ChildRef> =
+        objects.iter().filter_map(|o| child_ref(o, owner).filter(|c| children.get(c).is_some())).collect();
     let report = match prune {
         PruneMode::Complete => ctx.applier.apply_cached(owner, objects, &children).instrument(span).await,
         PruneMode::Keep => ctx.applier.apply_cached_keeping(owner, objects, &children).instrument(span).await,

@@ -20,6 +20,7 @@ use tokio::sync::watch;
 use crate::cluster::{client, install_crds, kind_key, resolve};
 use crate::context::{Ctx, OwnWrites};
 use crate::error::RunError;
+use crate::fingerprint::Fingerprints;
 use crate::health::{self, Health, Metrics};
 use crate::informer::{Cached, EventScope, InformerPlan, Role, WatchSource, without_errors};
 use crate::leader::{LeaderElector, Leadership, LeaseConfig};
@@ -403,6 +404,7 @@ async fn start_controller(
         leader,
         failures: Mutex::default(),
         own_writes,
+        fingerprints: Fingerprints::default(),
     });
     {
         let ctx = ctx.clone();

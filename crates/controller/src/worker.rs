@@ -41,7 +41,9 @@ async fn work(queue: Arc<WorkQueue>, store: Store<DynamicObject>, ctx: Arc<Ctx>)
                 },
             );
         } else {
+            // Gone: nothing to run on it, and nothing to remember.
             queue.schedule(&key, None);
+            ctx.fingerprints.set(&key, None);
         }
         queue.done(&key);
     }

@@ -109,7 +109,7 @@ async fn status_keeps_newest_ten_errors_and_reports_reconciliation_failed() {
     assert_eq!(cond["message"], "error 12");
 
     // A success clears the condition but keeps the history.
-    health.record_success("apps");
+    health.record_success("apps", false);
     let status: serde_json::Value = serde_json::from_str(&get(addr, "/status").await.body).expect("json");
     assert_eq!(status["controllers"][0]["conditions"][0]["status"], "True");
     assert_eq!(status["controllers"][0]["lastErrors"].as_array().map(Vec::len), Some(MAX_ERRORS));
@@ -235,6 +235,7 @@ const CONTROLLER_FAMILIES: &[(&str, &str, &str)] = &[
     ("workqueue_longest_running_processor_seconds", "gauge", "name"),
     ("ctop_applies_total", "counter", "controller"),
     ("ctop_applies_skipped_total", "counter", "controller"),
+    ("ctop_reconcile_skipped_total", "counter", "controller"),
     ("ctop_prunes_total", "counter", "controller"),
 ];
 

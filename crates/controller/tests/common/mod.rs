@@ -128,6 +128,14 @@ pub struct Operator {
 }
 
 impl Operator {
+    /// The value of the `/metrics` sample whose line starts with `prefix` (0 when there is
+    /// none yet); needs [`Launch::serve`].
+    pub async fn metric(&self, prefix: &str) -> f64 {
+        let addr = self.metrics_addr.expect("started with Launch { serve: true, .. }");
+        let body = http_get(addr, "/metrics").await.map(|(_, b)| b).unwrap_or_default();
+        sample(&body, prefix).unwrap_or_default()
+    }
+
     /// The reconcile calls so far.
     pub fn reconciles(&self) -> usize {
         self.reconciles.load(Ordering::SeqCst)
