@@ -188,9 +188,13 @@ async fn reconcile_object(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Don
     }
 
     let handlers = ctx.handlers.borrow().clone();
-    let unchanged = ctx.fingerprints.unchanged(&key, &obj, &handlers, &ctx.caches, |uid, children, cache| {
-        ctx.applier.children_intact(uid, children, cache)
-    });
+    let unchanged = (!ctx.spec.always_run)
+        .then(|| {
+            ctx.fingerprints.unchanged(&key, &obj, &handlers, &ctx.caches, |uid, children, cache| {
+                ctx.applier.children_intact(uid, children, cache)
+            })
+        })
+        .flatten();
     if let Some(next) = unchanged {
         ctx.metrics.reconcile_skipped(&ctx.spec.name);
         return Ok(Done { next, skipped: true });

@@ -158,3 +158,21 @@ async fn a_list_that_changes_runs_the_handler_again() {
     .await;
     op.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_with_always_runs_the_handler_on_every_tick() {
+    let op = start(
+        r#"operator(widget).every("100ms", { always: true }).reconcile((cr) => { setStatus(cr, { phase: "Ready" }); });"#,
+    )
+    .await;
+    op.create("w", json!({})).await;
+    eventually(20, "the first reconcile", || async {
+        op.widget("w").await.filter(|o| observed_generation(o) == Some(1))
+    })
+    .await;
+    let calls = op.reconciles();
+    eventually(20, "five more handler calls", || async { (op.reconciles() >= calls + 5).then_some(()) })
+        .await;
+    assert_eq!(op.metric(SKIPPED).await, 0.0);
+    op.stop().await;
+}

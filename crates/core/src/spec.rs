@@ -190,6 +190,11 @@ pub struct ControllerSpec {
     /// Periodic resync of every primary object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub every: Option<Duration>,
+    /// Run the reconcile handler on every trigger, periodic ticks included, even when
+    /// nothing it read changed since its last run (`.every(d, { always: true })`); by
+    /// default such a reconcile is skipped (see `ctop-controller`'s fingerprints).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub always_run: bool,
     /// Owned children: watched, fully permitted, pruned.
     #[serde(default)]
     pub manages: Vec<KindRef>,

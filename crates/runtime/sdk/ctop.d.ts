@@ -442,6 +442,12 @@ export type ValidationReturn = Awaitable<
   boolean | string | void | undefined | { allowed: boolean; message?: string; warnings?: string[] }
 >;
 
+/** Options of `.every(period, options)`. */
+export interface EveryOptions {
+  /** Run the handler on every tick and trigger, even when nothing it read changed (default false). */
+  always?: boolean;
+}
+
 /** Options of `.manages(...kinds, options)`. */
 export interface ManagesOptions {
   /** Cache only objects that are children of this or another ctop operator (default false). */
@@ -456,8 +462,15 @@ export interface MutateOptions {
 
 /** The builder `operator(...)` returns; every method returns it again. */
 export interface OperatorBuilder<CR extends KubeObject> {
-  /** Reconcile every CR periodically. */
-  every(period: Duration): this;
+  /**
+   * Reconcile every CR periodically. A reconcile (a tick or any other trigger) whose handler
+   * would read exactly what its last successful run read — the CR, each `getObserved` and
+   * `listObserved`, the script, `Env` and `Values` — with its children still as applied, is
+   * skipped: the last outcome stands. A run that read the clock (`now()`, `Date`), drew
+   * randomness or called `fetch` is never skipped. `{ always: true }` runs the handler on
+   * every trigger.
+   */
+  every(period: Duration, options?: EveryOptions): this;
   /** Owned children: watched, mapped to their owner, full RBAC, pruned when no longer applied. */
   manages(...kinds: (AnyKind | AnyKind[])[]): this;
   /**

@@ -650,8 +650,22 @@ class OperatorBuilder {
     this.#entry = entry;
     this.#fns = fns;
   }
-  /** Periodic resync of every CR. */
-  every(d) { this.#entry.every = duration(d, "every"); return this; }
+  /**
+   * Periodic resync of every CR. A tick whose handler would read exactly what it read last
+   * time is skipped unless `{ always: true }`.
+   */
+  every(d, opts = {}) {
+    this.#entry.every = duration(d, "every");
+    if (!isPlainObject(opts)) throw new TypeError("every: the second argument is an options object ({ always })");
+    for (const key of Object.keys(opts)) {
+      if (key !== "always") throw new TypeError(`every: unknown option ${key} (only always)`);
+    }
+    if (opts.always !== undefined && typeof opts.always !== "boolean") {
+      throw new TypeError("every: always must be true or false");
+    }
+    if (opts.always) this.#entry.alwaysRun = true;
+    return this;
+  }
   /**
    * Owned children: watched, mapped to their owner, full RBAC, pruned when no longer applied.
    * A last argument `{ childrenOnly: true }` caches only objects of these kinds that are

@@ -102,7 +102,7 @@ test("operator(): the builder fills the controller entry exactly", async () => {
                   [{ apiGroups: "apps", resources: "deployments/scale", verbs: ["get", "update"], resourceNames: "web" }])
       .reconcile(() => {}).mutate(() => {}).validate(() => {}).onStart(() => {}).finalize(() => {});
     operator(webApp).finalize(() => {}, "example.com/cleanup");
-    operator(webApp, { name: "webs" }).every(90).finalize(() => {}, { name: "x.io/y" });
+    operator(webApp, { name: "webs" }).every(90, { always: true }).finalize(() => {}, { name: "x.io/y" });
     operator(Deployment).every(0.5).finalize(() => {});
     operator(Namespace).finalize(() => {});`);
   const [a, b, c, d, e] = t.registry().controllers;
@@ -125,13 +125,16 @@ test("operator(): the builder fills the controller entry exactly", async () => {
     handlers: ["reconcile", "finalize", "onStart", "validate", "mutate"],
   });
   assert.deepEqual([b.index, b.name, b.finalizer, b.every, b.handlers], [1, "webapp-2", "example.com/cleanup", null, ["finalize"]]);
-  assert.deepEqual([c.name, c.every, c.finalizer], ["webs", "90s", "x.io/y"]);
+  assert.deepEqual([c.name, c.every, c.alwaysRun, c.finalizer], ["webs", "90s", true, "x.io/y"]);
+  assert.equal(a.alwaysRun, undefined, "skipping unchanged reconciles is the default");
   assert.deepEqual([d.name, d.for, d.every, d.finalizer], ["deployment", { apiVersion: "apps/v1", kind: "Deployment" }, "500ms", "deployments.apps/finalizer"]);
   assert.equal(e.finalizer, "namespaces/finalizer");
 
   const { operator, Secret } = t.sdk;
   const wa = globalThis.webApp;
   assert.throws(() => operator(wa).every("5 minutes"), /invalid duration/);
+  assert.throws(() => operator(wa).every("5m", { alwys: true }), /unknown option alwys/);
+  assert.throws(() => operator(wa).every("5m", { always: "yes" }), /always must be true or false/);
   assert.throws(() => operator(wa).watches(Secret, () => [], { predicate: "Sometimes" }), /predicate/);
   assert.throws(() => operator(wa).watches(Secret, "name"), /mapper must be a function/);
   assert.throws(() => operator(wa).reconcile(() => {}).reconcile(() => {}), /reconcile is already set/);
