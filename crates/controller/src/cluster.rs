@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use ctop_core::KindRef;
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::api::{Api, ApiResource, GroupVersionKind, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::discovery::Scope;
 use serde_json::Value;
@@ -72,12 +72,10 @@ pub(crate) async fn resolve(client: &Client, k: &KindRef) -> Result<(ApiResource
     Ok((ar, caps.scope == Scope::Namespaced))
 }
 
-pub(crate) fn api_for(
-    client: &Client,
-    ar: &ApiResource,
-    namespaced: bool,
-    ns: Option<&str>,
-) -> Api<DynamicObject> {
+pub(crate) fn api_for<K>(client: &Client, ar: &ApiResource, namespaced: bool, ns: Option<&str>) -> Api<K>
+where
+    K: kube::Resource<DynamicType = ApiResource, Scope = kube::core::DynamicResourceScope>,
+{
     match (namespaced, ns) {
         (true, Some(ns)) => Api::namespaced_with(client.clone(), ns, ar),
         _ => Api::all_with(client.clone(), ar),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ctop_applier::Applier;
 use ctop_core::ControllerSpec;
 use kube::Client;
-use kube::api::{ApiResource, DynamicObject};
+use kube::api::ApiResource;
 use kube::runtime::events::Recorder;
 use std::time::Duration;
 
@@ -17,6 +17,7 @@ use tokio::sync::{Notify, watch};
 use crate::fingerprint::Fingerprints;
 use crate::health::{Health, Metrics};
 use crate::informer::Cached;
+use crate::object::Object;
 use crate::options::RunOptions;
 use crate::retry::Bucket;
 use crate::run::HandlerSource;
@@ -133,7 +134,7 @@ impl OwnWrites {
     /// Whether `o`, of `kind`, is the echo of one of our own writes of it (each is
     /// recognised once); first waits until no reconcile of `primary` (the object itself,
     /// or a child's owner) is running.
-    pub(crate) async fn is_echo(&self, kind: &str, o: &DynamicObject, primary: &str) -> bool {
+    pub(crate) async fn is_echo(&self, kind: &str, o: &Object, primary: &str) -> bool {
         let Some(version) = o.metadata.resource_version.as_deref() else { return false };
         let key =
             Self::key(kind, o.metadata.namespace.as_deref(), o.metadata.name.as_deref().unwrap_or_default());
@@ -161,7 +162,7 @@ impl OwnWrites {
     }
 
     /// Forget an object of `kind` (it was deleted).
-    pub(crate) fn forget(&self, kind: &str, o: &DynamicObject) {
+    pub(crate) fn forget(&self, kind: &str, o: &Object) {
         let key =
             Self::key(kind, o.metadata.namespace.as_deref(), o.metadata.name.as_deref().unwrap_or_default());
         self.state.lock().versions.remove(&key);
@@ -179,7 +180,7 @@ mod tests {
     #[tokio::test]
     async fn only_a_version_written_is_an_echo_and_only_once() {
         let own = OwnWrites::default();
-        let mut o: DynamicObject = serde_json::from_value(serde_json::json!({
+        let mut o: Object = serde_json::from_value(serde_json::json!({
             "apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": "a", "namespace": "ns", "uid": "u1", "resourceVersion": "7"}
         }))
@@ -196,7 +197,7 @@ mod tests {
     #[tokio::test]
     async fn an_event_that_beats_the_write_response_waits_for_the_reconcile() {
         let own = std::sync::Arc::new(OwnWrites::default());
-        let o: DynamicObject = serde_json::from_value(serde_json::json!({
+        let o: Object = serde_json::from_value(serde_json::json!({
             "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "9"}
         }))
         .expect("object");
@@ -214,7 +215,7 @@ mod tests {
     #[tokio::test]
     async fn a_reconcile_that_may_have_missed_the_write_makes_its_echo_a_trigger() {
         let own = OwnWrites::default();
-        let o: DynamicObject = serde_json::from_value(serde_json::json!({
+        let o: Object = serde_json::from_value(serde_json::json!({
             "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "5"}
         }))
         .expect("object");

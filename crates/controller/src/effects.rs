@@ -5,7 +5,7 @@
 use ctop_core::{EventRecord, EventType, FinalizerChanges, KindRef};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy,
+    Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy,
 };
 use kube::runtime::events::{Event, EventType as KubeEventType};
 use kube::{Resource as _, ResourceExt as _};
@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use crate::cluster::{api_for, kind_key, resolve};
 use crate::context::Ctx;
 use crate::error::ReconcileError;
+use crate::object::Object;
 
 /// An object a handler returned, resolved: its kind, scope, name and namespace.
 pub(crate) struct Target {
@@ -40,7 +41,7 @@ pub(crate) async fn target_of(
     ctx: &Ctx,
     action: &'static str,
     obj: &Value,
-    owner: Option<&DynamicObject>,
+    owner: Option<&Object>,
 ) -> Result<Target, ReconcileError> {
     let (Some(api_version), Some(kind), Some(name)) =
         (obj["apiVersion"].as_str(), obj["kind"].as_str(), obj["metadata"]["name"].as_str())
@@ -132,7 +133,7 @@ pub(crate) fn check_declared(ctx: &Ctx, write: Write, target: &Target) -> Result
 /// Check every child and patch target of an outcome before anything is written.
 pub(crate) async fn check_outcome(
     ctx: &Ctx,
-    owner: Option<&DynamicObject>,
+    owner: Option<&Object>,
     children: &[Value],
     patches: &[Value],
     deletes: &[ctop_core::ObjectReference],
@@ -158,7 +159,7 @@ pub(crate) async fn check_outcome(
 /// (not a child of this object, gone, changed meanwhile) is left alone.
 pub(crate) async fn delete_children(
     ctx: &Ctx,
-    owner: &DynamicObject,
+    owner: &Object,
     deletes: &[ctop_core::ObjectReference],
 ) -> Result<(), ReconcileError> {
     let Some(owner_uid) = owner.uid() else { return Ok(()) };
@@ -197,7 +198,7 @@ pub(crate) async fn delete_children(
             }),
             ..DeleteParams::default()
         };
-        let api = api_for(&ctx.client, &t.ar, t.namespaced, t.namespace.as_deref());
+        let api: Api<DynamicObject> = api_for(&ctx.client, &t.ar, t.namespaced, t.namespace.as_deref());
         match api.delete(&t.name, &params).await {
             Ok(_) => ctx.metrics.prunes(&ctx.spec.name, 1),
             Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
@@ -212,7 +213,7 @@ pub(crate) async fn delete_children(
 /// Server-side apply `obj` with the operator's field manager and no owner reference.
 pub(crate) async fn apply_unowned(ctx: &Ctx, obj: &Value) -> Result<(), ReconcileError> {
     let t = target_of(ctx, "apply", obj, None).await?;
-    let api = api_for(&ctx.client, &t.ar, t.namespaced, t.namespace.as_deref());
+    let api: Api<DynamicObject> = api_for(&ctx.client, &t.ar, t.namespaced, t.namespace.as_deref());
     api.patch(&t.name, &PatchParams::apply(&ctx.options.name).force(), &Patch::Apply(obj))
         .await
         .map_err(|source| ReconcileError::Api { what: format!("apply {}", t.describe()), source })?;
@@ -223,12 +224,12 @@ pub(crate) async fn apply_unowned(ctx: &Ctx, obj: &Value) -> Result<(), Reconcil
 /// never pruned). Namespaced objects without a namespace get the owner's.
 pub(crate) async fn apply_patches(
     ctx: &Ctx,
-    owner: Option<&DynamicObject>,
+    owner: Option<&Object>,
     patches: &[Value],
 ) -> Result<(), ReconcileError> {
     for p in patches {
         let t = target_of(ctx, "patch", p, owner).await?;
-        let api = api_for(&ctx.client, &t.ar, t.namespaced, t.namespace.as_deref());
+        let api: Api<DynamicObject> = api_for(&ctx.client, &t.ar, t.namespaced, t.namespace.as_deref());
         let mut body = p.clone();
         if let Some(o) = body.as_object_mut() {
             o.remove("apiVersion");
@@ -244,10 +245,11 @@ pub(crate) async fn apply_patches(
 /// Set the finalizers of `owner` to `finalizers` (guarded by its resourceVersion).
 pub(crate) async fn patch_finalizers(
     ctx: &Ctx,
-    owner: &DynamicObject,
+    owner: &Object,
     finalizers: Vec<String>,
 ) -> Result<(), ReconcileError> {
-    let api = api_for(&ctx.client, &ctx.primary, ctx.namespaced, owner.namespace().as_deref());
+    let api: Api<DynamicObject> =
+        api_for(&ctx.client, &ctx.primary, ctx.namespaced, owner.namespace().as_deref());
     let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": owner.resource_version()}});
     api.patch(&owner.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(|source| {
         ReconcileError::Api { what: format!("update the finalizers of {}", describe(ctx, owner)), source }
@@ -259,7 +261,7 @@ pub(crate) async fn patch_finalizers(
 /// on the object being handled), and drop `done` (the controller's own, after `finalize`).
 pub(crate) async fn update_finalizers(
     ctx: &Ctx,
-    owner: &DynamicObject,
+    owner: &Object,
     changes: &FinalizerChanges,
     done: Option<&str>,
 ) -> Result<(), ReconcileError> {
@@ -280,7 +282,7 @@ pub(crate) async fn update_finalizers(
 
 /// Publish `events`: about the object each names in `regarding`, else about `owner`
 /// (events of `onStart` without `regarding` are logged instead).
-pub(crate) async fn publish_events(ctx: &Ctx, owner: Option<&DynamicObject>, events: &[EventRecord]) {
+pub(crate) async fn publish_events(ctx: &Ctx, owner: Option<&Object>, events: &[EventRecord]) {
     let own: Option<ObjectReference> = owner.map(|o| o.object_ref(&ctx.primary));
     for e in events {
         let reference = match (&e.regarding, &own) {
@@ -331,7 +333,7 @@ pub(crate) fn event_note(text: &str) -> String {
 }
 
 /// `Kind namespace/name` of a primary object.
-pub(crate) fn describe(ctx: &Ctx, o: &DynamicObject) -> String {
+pub(crate) fn describe(ctx: &Ctx, o: &Object) -> String {
     match o.namespace() {
         Some(ns) => format!("{} {ns}/{}", ctx.primary.kind, o.name_any()),
         None => format!("{} {}", ctx.primary.kind, o.name_any()),

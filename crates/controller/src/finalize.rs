@@ -16,12 +16,12 @@ use std::time::Instant;
 
 use ctop_core::{HandlerResult, PruneMode};
 use kube::ResourceExt as _;
-use kube::api::DynamicObject;
 use tracing::Instrument as _;
 
 use crate::context::Ctx;
 use crate::effects;
 use crate::error::ReconcileError;
+use crate::object::Object;
 use crate::queue::Next;
 use crate::reconcile::{call_for, carry_out};
 use crate::triggers::object_key;
@@ -34,7 +34,7 @@ const ORPHAN: &str = "orphan";
 /// object still carries it.
 pub(crate) async fn deleting(
     ctx: &Arc<Ctx>,
-    owner: &DynamicObject,
+    owner: &Object,
     finalizer: Option<String>,
 ) -> Result<Next, ReconcileError> {
     if let Some(f) = finalizer {
@@ -48,7 +48,7 @@ pub(crate) async fn deleting(
 }
 
 /// Drop what is remembered of an object on its way out.
-fn forget(ctx: &Ctx, owner: &DynamicObject) {
+fn forget(ctx: &Ctx, owner: &Object) {
     if let Some(uid) = owner.uid() {
         ctx.applier.forget(&uid);
         ctx.applier.status_writer().forget(&uid);
@@ -57,7 +57,7 @@ fn forget(ctx: &Ctx, owner: &DynamicObject) {
     ctx.failures.lock().remove(&object_key(owner));
 }
 
-async fn finalize(ctx: &Arc<Ctx>, owner: &DynamicObject, finalizer: &str) -> Result<Next, ReconcileError> {
+async fn finalize(ctx: &Arc<Ctx>, owner: &Object, finalizer: &str) -> Result<Next, ReconcileError> {
     let handlers = ctx.handlers.borrow().clone();
     let started = Instant::now();
     let out = handlers
@@ -86,7 +86,7 @@ async fn finalize(ctx: &Arc<Ctx>, owner: &DynamicObject, finalizer: &str) -> Res
 /// A reconcile of an object being deleted that carries finalizers other than the
 /// controller's own: its status, patches, events and finalizer changes are written, its
 /// children are not applied (nor pruned).
-async fn script_finalizers(ctx: &Arc<Ctx>, owner: &DynamicObject) -> Result<Next, ReconcileError> {
+async fn script_finalizers(ctx: &Arc<Ctx>, owner: &Object) -> Result<Next, ReconcileError> {
     let handlers = ctx.handlers.borrow().clone();
     let started = Instant::now();
     let out = handlers

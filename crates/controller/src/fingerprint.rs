@@ -24,11 +24,11 @@ use std::sync::{Arc, Weak};
 use ctop_applier::ChildRef;
 use ctop_core::Handlers;
 use kube::ResourceExt as _;
-use kube::api::DynamicObject;
 use kube::runtime::reflector::ObjectRef;
 use parking_lot::Mutex;
 
 use crate::informer::Cached;
+use crate::object::Object;
 use crate::observe::Children;
 use crate::queue::Next;
 
@@ -36,7 +36,7 @@ use crate::queue::Next;
 #[derive(Debug)]
 pub(crate) enum Read {
     /// `getObserved` of one object: its resourceVersion, `None` when it was not there.
-    Get { cache: usize, object: ObjectRef<DynamicObject>, version: Option<String> },
+    Get { cache: usize, object: ObjectRef<Object>, version: Option<String> },
     /// `listObserved` of a kind (in `namespace`, when the call is restricted to one).
     List { cache: usize, namespace: Option<String>, digest: Digest },
 }
@@ -49,7 +49,7 @@ pub(crate) struct Digest {
 }
 
 impl Digest {
-    pub(crate) fn add(&mut self, o: &DynamicObject) {
+    pub(crate) fn add(&mut self, o: &Object) {
         let mut h = std::hash::DefaultHasher::new();
         o.metadata.namespace.hash(&mut h);
         o.metadata.name.hash(&mut h);
@@ -110,7 +110,7 @@ impl Fingerprint {
     /// applied `children` and asked for `next`; `None` when the run was nondeterministic.
     pub(crate) fn of(
         handlers: &Arc<dyn Handlers>,
-        owner: &DynamicObject,
+        owner: &Object,
         recording: Recording,
         children: Vec<ChildRef>,
         next: Next,
@@ -141,7 +141,7 @@ impl Fingerprints {
     pub(crate) fn unchanged(
         &self,
         key: &str,
-        owner: &DynamicObject,
+        owner: &Object,
         handlers: &Arc<dyn Handlers>,
         caches: &[Cached],
         intact: impl FnOnce(&str, &[ChildRef], &Children<'_>) -> bool,

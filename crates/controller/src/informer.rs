@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt as _;
-use kube::api::{ApiResource, DynamicObject};
+use kube::api::ApiResource;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Client, ResourceExt as _};
@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use crate::cluster::api_for;
+use crate::object::Object;
 use crate::triggers::object_key;
 
 /// A kind resolved through discovery, with its cache.
@@ -21,7 +22,7 @@ pub(crate) struct Cached {
     pub(crate) key: String,
     pub(crate) ar: ApiResource,
     pub(crate) namespaced: bool,
-    pub(crate) store: Store<DynamicObject>,
+    pub(crate) store: Store<Object>,
     /// ApplySet members by set id, for managed kinds (see [`SetIndex`]).
     pub(crate) sets: Option<Arc<SetIndex>>,
 }
@@ -54,15 +55,14 @@ pub(crate) struct InformerPlan {
     pub(crate) labels: Option<String>,
     pub(crate) role: Role,
     /// `.watches()` fed from this watch, each through its own channel.
-    pub(crate) subscribers: Vec<tokio::sync::mpsc::UnboundedSender<watcher::Event<DynamicObject>>>,
+    pub(crate) subscribers: Vec<tokio::sync::mpsc::UnboundedSender<watcher::Event<Object>>>,
 }
 
 /// A started [`InformerPlan`].
 pub(crate) struct Informer {
-    pub(crate) store: Store<DynamicObject>,
+    pub(crate) store: Store<Object>,
     pub(crate) sets: Option<Arc<SetIndex>>,
-    pub(crate) stream:
-        futures::stream::BoxStream<'static, Result<watcher::Event<DynamicObject>, watcher::Error>>,
+    pub(crate) stream: futures::stream::BoxStream<'static, Result<watcher::Event<Object>, watcher::Error>>,
     pub(crate) synced: watch::Receiver<bool>,
 }
 
@@ -89,7 +89,7 @@ impl InformerPlan {
     /// Start the watch in a task of its own: the reflector first, then the ApplySet index
     /// (managed kinds), then the subscribers.
     pub(crate) fn start(self, client: &Client) -> Informer {
-        let writer = reflector::store::Writer::<DynamicObject>::new(self.ar.clone());
+        let writer = reflector::store::Writer::<Object>::new(self.ar.clone());
         let store = writer.as_reader();
         let sets = (self.role == Role::Owned).then(|| Arc::new(SetIndex::default()));
         let index = sets.clone();
@@ -102,21 +102,18 @@ impl InformerPlan {
         // Readiness is tapped here (not taken from `Controller::new_with`): a second task
         // waiting on a kube-runtime 5 store is never woken (its readiness keeps one
         // waker; see crates/kubesim/tests/store_ready.rs).
-        let (stream, synced) = tap_init_done(detach(
-            watcher(api, config).default_backoff().modify(strip_managed_fields).reflect(writer).inspect(
-                move |e| {
-                    if let Ok(e) = e {
-                        if let Some(index) = &index {
-                            index.observe(e);
-                        }
-                        for tx in &subscribers {
-                            // A closed channel is a controller shutting down.
-                            let _ = tx.send(e.clone());
-                        }
+        let (stream, synced) =
+            tap_init_done(detach(watcher(api, config).default_backoff().reflect(writer).inspect(move |e| {
+                if let Ok(e) = e {
+                    if let Some(index) = &index {
+                        index.observe(e);
                     }
-                },
-            ),
-        ));
+                    for tx in &subscribers {
+                        // A closed channel is a controller shutting down.
+                        let _ = tx.send(e.clone());
+                    }
+                }
+            })));
         Informer { store, sets, stream: stream.boxed(), synced }
     }
 }
@@ -124,7 +121,7 @@ impl InformerPlan {
 /// Where a `.watches()` gets its events.
 pub(crate) enum WatchSource {
     /// From a shared watch of wider scope, narrowed client-side.
-    Shared(tokio::sync::mpsc::UnboundedReceiver<watcher::Event<DynamicObject>>, EventScope),
+    Shared(tokio::sync::mpsc::UnboundedReceiver<watcher::Event<Object>>, EventScope),
     /// From its own watch (the index of its plan).
     Own(usize),
 }
@@ -154,7 +151,7 @@ impl EventScope {
         })
     }
 
-    fn admits(&self, o: &DynamicObject) -> bool {
+    fn admits(&self, o: &Object) -> bool {
         self.namespace.as_ref().is_none_or(|ns| o.metadata.namespace.as_ref() == Some(ns))
             && self.labels.as_ref().is_none_or(|sel| {
                 let labels = o.labels();
@@ -164,9 +161,8 @@ impl EventScope {
 
     pub(crate) fn apply(
         self,
-        rx: tokio::sync::mpsc::UnboundedReceiver<watcher::Event<DynamicObject>>,
-    ) -> impl futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static
-    {
+        rx: tokio::sync::mpsc::UnboundedReceiver<watcher::Event<Object>>,
+    ) -> impl futures::Stream<Item = Result<watcher::Event<Object>, watcher::Error>> + Send + 'static {
         let events = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) });
         let mut inside = std::collections::HashSet::new();
         events.filter_map(move |e| {
@@ -205,9 +201,9 @@ pub(crate) struct SetIndexInner {
 }
 
 impl SetIndex {
-    pub(crate) fn observe(&self, event: &watcher::Event<DynamicObject>) {
+    pub(crate) fn observe(&self, event: &watcher::Event<Object>) {
         let mut idx = self.inner.lock();
-        let mut put = |o: &DynamicObject, present: bool| {
+        let mut put = |o: &Object, present: bool| {
             let key = (o.namespace().unwrap_or_default(), o.name_any());
             if let Some(old) = idx.set_of.remove(&key)
                 && let Some(m) = idx.members.get_mut(&old)
@@ -233,10 +229,6 @@ impl SetIndex {
     pub(crate) fn members(&self, set: &str) -> Vec<(String, String)> {
         self.inner.lock().members.get(set).map(|m| m.iter().cloned().collect()).unwrap_or_default()
     }
-}
-
-pub(crate) fn strip_managed_fields(o: &mut DynamicObject) {
-    o.metadata.managed_fields = None;
 }
 
 /// Poll `stream` in a task of its own and hand its items over through a channel; the task
@@ -289,7 +281,7 @@ pub(crate) fn tap_init_done<S>(
     stream: S,
 ) -> (impl futures::Stream<Item = S::Item> + Send + 'static, watch::Receiver<bool>)
 where
-    S: futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static,
+    S: futures::Stream<Item = Result<watcher::Event<Object>, watcher::Error>> + Send + 'static,
 {
     let (tx, rx) = watch::channel(false);
     let stream = stream.inspect(move |e| {
@@ -319,7 +311,9 @@ mod tests {
 
         let scope = EventScope::narrowing(&wide, Some("a".into()), Some("watched=yes")).expect("valid");
         let cm = |ns: &str, name: &str, watched: bool| {
-            let mut o = DynamicObject::new(name, &ar).within(ns);
+            let mut o = Object::default();
+            o.metadata.name = Some(name.to_owned());
+            o.metadata.namespace = Some(ns.to_owned());
             if watched {
                 o.metadata.labels = Some([("watched".to_owned(), "yes".to_owned())].into());
             }

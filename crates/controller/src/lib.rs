@@ -43,6 +43,7 @@ pub mod health;
 mod informer;
 pub mod leader;
 mod metrics;
+mod object;
 mod observe;
 mod on_start;
 mod options;

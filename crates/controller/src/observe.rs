@@ -5,14 +5,13 @@ use std::sync::Arc;
 
 use ctop_applier::{CachedMeta, ChildCache, ChildRef};
 use kube::ResourceExt as _;
-use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::ObjectRef;
 use parking_lot::Mutex;
-use serde_json::Value;
 
 use crate::context::Ctx;
 use crate::fingerprint::{Digest, Read, Recording};
 use crate::informer::Cached;
+use crate::object::Object;
 
 /// Objects are looked up by key and serialized only when the script asks for them. Every
 /// lookup, and whether the call did anything nondeterministic, is recorded for the
@@ -25,7 +24,7 @@ pub(crate) struct CacheView {
 }
 
 impl CacheView {
-    pub(crate) fn new(ctx: &Ctx, object: Option<&DynamicObject>) -> Self {
+    pub(crate) fn new(ctx: &Ctx, object: Option<&Object>) -> Self {
         let namespace = object.and_then(kube::ResourceExt::namespace).filter(|_| ctx.namespaced);
         Self { caches: ctx.caches.clone(), namespace, recording: Mutex::default() }
     }
@@ -36,45 +35,8 @@ impl CacheView {
     }
 
     /// `o` as JSON text with the cache's apiVersion and kind.
-    fn json(c: &Cached, o: &DynamicObject) -> String {
-        let (api_version, kind) = c.key.rsplit_once('/').unwrap_or(("", c.key.as_str()));
-        Typed::new(o, api_version, kind).to_json()
-    }
-}
-
-/// A cached object serialized straight from its typed parts, with `apiVersion` and `kind`
-/// given (a cache's objects may lack them). No intermediate `serde_json::Value`: handing
-/// objects to the script is on every reconcile's path.
-#[derive(serde::Serialize)]
-pub(crate) struct Typed<'a> {
-    #[serde(rename = "apiVersion")]
-    api_version: &'a str,
-    kind: &'a str,
-    metadata: &'a kube::api::ObjectMeta,
-    #[serde(flatten)]
-    data: &'a Value,
-}
-
-impl<'a> Typed<'a> {
-    pub(crate) fn new(o: &'a DynamicObject, api_version: &'a str, kind: &'a str) -> Self {
-        Typed { api_version, kind, metadata: &o.metadata, data: &o.data }
-    }
-
-    /// The primary object, typed from its own `TypeMeta` or else from `ar`.
-    pub(crate) fn primary(o: &'a DynamicObject, ar: &'a ApiResource) -> Self {
-        let (api_version, kind) = o.types.as_ref().map_or((ar.api_version.as_str(), ar.kind.as_str()), |t| {
-            (t.api_version.as_str(), t.kind.as_str())
-        });
-        Self::new(o, api_version, kind)
-    }
-
-    pub(crate) fn to_json(&self) -> String {
-        // Serializing borrowed JSON values into a string cannot fail unless `data` is not an
-        // object (never from the API server); then it is left out.
-        serde_json::to_string(self).unwrap_or_else(|_| {
-            serde_json::to_string(&Typed { data: &Value::Null, ..*self })
-                .unwrap_or_else(|_| "null".to_owned())
-        })
+    fn json(c: &Cached, o: &Object) -> String {
+        o.to_json_as(&c.ar.api_version, &c.ar.kind)
     }
 }
 
@@ -147,7 +109,7 @@ impl ChildCache for Children<'_> {
     ) -> Option<Vec<Arc<dyn CachedMeta>>> {
         let cache = self.find(api_version, kind)?;
         let label = ctop_applier::applyset::PART_OF_LABEL;
-        let labelled = |o: &DynamicObject| o.labels().get(label).map(String::as_str) == Some(set_id);
+        let labelled = |o: &Object| o.labels().get(label).map(String::as_str) == Some(set_id);
         if let Some(index) = &cache.sets {
             return Some(
                 index
@@ -185,36 +147,5 @@ impl Children<'_> {
                 && x.key.ends_with(kind)
                 && x.key.as_bytes().get(api_version.len()) == Some(&b'/')
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use kube::api::GroupVersionKind;
-    use serde_json::json;
-
-    #[test]
-    fn objects_reach_the_script_as_the_api_serves_them() {
-        let ar = ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("apps", "v1", "Deployment"),
-            "deployments",
-        );
-        let mut o = DynamicObject::new("web", &ar).within("prod").data(json!({"spec": {"replicas": 2}}));
-        o.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
-        let want = json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "web", "namespace": "prod", "labels": {"app": "web"}}, "spec": {"replicas": 2}});
-        let text = Typed::new(&o, "apps/v1", "Deployment").to_json();
-        assert_eq!(serde_json::from_str::<Value>(&text).ok(), Some(want.clone()));
-        // A cached object without its TypeMeta takes the cache's kind; the primary its own.
-        o.types = None;
-        assert_eq!(
-            serde_json::from_str::<Value>(&Typed::primary(&o, &ar).to_json()).ok(),
-            Some(want.clone())
-        );
-        o.data = Value::Null;
-        let bare: Value = serde_json::from_str(&Typed::primary(&o, &ar).to_json()).unwrap_or_default();
-        assert_eq!(bare["metadata"]["name"], "web", "{bare}");
-        assert!(bare.get("spec").is_none());
     }
 }

@@ -19,7 +19,7 @@ use std::collections::HashSet;
 
 use ctop_applier::{ChildCache as _, ChildRef, StatusPatch, StatusWrite};
 use ctop_core::{Condition, ConditionStatus, HandlerCall, HandlerResult, PruneMode, ReconcileOutcome};
-use kube::api::{DynamicObject, TypeMeta};
+use kube::api::TypeMeta;
 use kube::runtime::events::{Event, EventType};
 use kube::{Resource as _, ResourceExt as _};
 use serde_json::Value;
@@ -30,7 +30,8 @@ use crate::effects::{self, check_outcome, describe, event_note};
 use crate::error::ReconcileError;
 use crate::fingerprint::Fingerprint;
 use crate::health::ReconcileResult;
-use crate::observe::{CacheView, Children, Typed};
+use crate::object::Object;
+use crate::observe::{CacheView, Children};
 use crate::queue::Next;
 use crate::retry::backoff;
 use crate::triggers::object_key;
@@ -41,7 +42,7 @@ use crate::triggers::object_key;
 pub const RECONCILED: &str = "Reconciled";
 
 /// Reconcile `obj` (a worker's item; see `worker`).
-pub(crate) async fn reconcile(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Next, ReconcileError> {
+pub(crate) async fn reconcile(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Next, ReconcileError> {
     if let Some(leader) = &ctx.leader
         && !*leader.borrow()
     {
@@ -118,7 +119,7 @@ pub(crate) async fn reconcile(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result
 
 /// What follows a failed reconcile: per-object exponential backoff held back further by the
 /// global retry bucket; terminal errors wait for a change instead (or the period).
-pub(crate) fn error_policy(obj: &DynamicObject, err: &ReconcileError, ctx: &Ctx) -> Next {
+pub(crate) fn error_policy(obj: &Object, err: &ReconcileError, ctx: &Ctx) -> Next {
     if err.is_terminal() {
         tracing::warn!(controller = ctx.spec.name, object = object_key(obj), error = %err, code = err.code_frame().map(tracing::field::display), "reconcile failed; not retried until the object or the script changes");
         return match ctx.spec.every {
@@ -139,10 +140,10 @@ pub(crate) fn error_policy(obj: &DynamicObject, err: &ReconcileError, ctx: &Ctx)
 }
 
 /// The handler call's input for `object`.
-pub(crate) fn call_for(ctx: &Ctx, object: Option<&DynamicObject>) -> HandlerCall {
+pub(crate) fn call_for(ctx: &Ctx, object: Option<&Object>) -> HandlerCall {
     HandlerCall {
         controller: ctx.spec.index,
-        object: object.map(|o| Typed::primary(o, &ctx.primary).to_json()),
+        object: object.map(|o| o.to_json(&ctx.primary)),
         observer: Arc::new(CacheView::new(ctx, object)),
     }
 }
@@ -160,9 +161,9 @@ impl From<Next> for Done {
     }
 }
 
-async fn reconcile_object(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Done, ReconcileError> {
+async fn reconcile_object(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Done, ReconcileError> {
     let finalizer = ctx.spec.finalizer.clone().filter(|_| ctx.spec.handlers.iter().any(|h| h == "finalize"));
-    let has_finalizer = |o: &DynamicObject, f: &str| o.finalizers().iter().any(|x| x == f);
+    let has_finalizer = |o: &Object, f: &str| o.finalizers().iter().any(|x| x == f);
     let typed = || {
         let mut owner = (*obj).clone();
         owner.types =
@@ -203,7 +204,7 @@ async fn reconcile_object(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Don
     let view = Arc::new(CacheView::new(ctx, Some(&owner)));
     let call = HandlerCall {
         controller: ctx.spec.index,
-        object: Some(Typed::primary(&owner, &ctx.primary).to_json()),
+        object: Some(owner.to_json(&ctx.primary)),
         observer: view.clone(),
     };
     let started = Instant::now();
@@ -241,7 +242,7 @@ async fn reconcile_object(obj: Arc<DynamicObject>, ctx: &Arc<Ctx>) -> Result<Don
 
 /// The reference of a desired child of `owner` (`None` when it lacks its apiVersion, kind
 /// or name; the apply refuses it).
-fn child_ref(o: &Value, owner: &DynamicObject) -> Option<ChildRef> {
+fn child_ref(o: &Value, owner: &Object) -> Option<ChildRef> {
     Some(ChildRef {
         api_version: o["apiVersion"].as_str()?.to_owned(),
         kind: o["kind"].as_str()?.to_owned(),
@@ -255,7 +256,7 @@ fn child_ref(o: &Value, owner: &DynamicObject) -> Option<ChildRef> {
 /// handler's result and the first failure.
 pub(crate) async fn carry_out(
     ctx: &Arc<Ctx>,
-    owner: &DynamicObject,
+    owner: &Object,
     mut out: ReconcileOutcome,
     handler: &'static str,
 ) -> (HandlerResult, Option<ReconcileError>) {
@@ -312,7 +313,7 @@ pub(crate) async fn carry_out(
 /// children left out are pruned once every apply succeeded.
 pub(crate) async fn apply_children(
     ctx: &Ctx,
-    owner: &DynamicObject,
+    owner: &Object,
     objects: Vec<Value>,
     prune: PruneMode,
 ) -> Result<(), ReconcileError> {
@@ -354,7 +355,7 @@ pub(crate) async fn apply_children(
 /// not trigger another reconcile. Returns the write's failure.
 pub(crate) async fn write_status(
     ctx: &Ctx,
-    owner: &DynamicObject,
+    owner: &Object,
     out: Option<&ReconcileOutcome>,
     result: Result<(), &ReconcileError>,
 ) -> Option<ReconcileError> {

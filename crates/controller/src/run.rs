@@ -10,7 +10,6 @@ use ctop_applier::{Applier, ApplierConfig};
 use ctop_core::{ControllerSpec, Handlers, OperatorSpec};
 use futures::{FutureExt as _, StreamExt as _};
 use kube::Client;
-use kube::api::DynamicObject;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
@@ -24,6 +23,7 @@ use crate::fingerprint::Fingerprints;
 use crate::health::{self, Health, Metrics};
 use crate::informer::{Cached, EventScope, InformerPlan, Role, WatchSource, without_errors};
 use crate::leader::{LeaderElector, Leadership, LeaseConfig};
+use crate::object::Object;
 use crate::on_start::on_start;
 use crate::options::{LeaseTiming, RunOptions};
 use crate::publish::Publisher;
@@ -277,26 +277,24 @@ async fn start_controller(
         let queue = queue.clone();
         let own = own_writes.clone();
         let kind = kind_key(&spec.for_);
-        let objects: futures::stream::BoxStream<'static, (DynamicObject, Priority)> =
-            match spec.predicate.clone() {
-                // Creations always pass; updates when the predicate holds against the
-                // previous version; deletions are not triggers of the primary.
-                Some(p) => filter_events(
-                    primary_stream
-                        .filter(|e| std::future::ready(!matches!(e, Ok(watcher::Event::Delete(_))))),
-                    Some(p),
-                )
-                .boxed(),
-                None => without_errors(primary_stream, name.clone())
-                    .filter_map(|e| {
-                        std::future::ready(match e {
-                            Ok(watcher::Event::Apply(o)) => Some((o, Priority::Change)),
-                            Ok(watcher::Event::InitApply(o)) => Some((o, Priority::Background)),
-                            _ => None,
-                        })
+        let objects: futures::stream::BoxStream<'static, (Object, Priority)> = match spec.predicate.clone() {
+            // Creations always pass; updates when the predicate holds against the
+            // previous version; deletions are not triggers of the primary.
+            Some(p) => filter_events(
+                primary_stream.filter(|e| std::future::ready(!matches!(e, Ok(watcher::Event::Delete(_))))),
+                Some(p),
+            )
+            .boxed(),
+            None => without_errors(primary_stream, name.clone())
+                .filter_map(|e| {
+                    std::future::ready(match e {
+                        Ok(watcher::Event::Apply(o)) => Some((o, Priority::Change)),
+                        Ok(watcher::Event::InitApply(o)) => Some((o, Priority::Background)),
+                        _ => None,
                     })
-                    .boxed(),
-            };
+                })
+                .boxed(),
+        };
         objects
             .map(move |(o, priority)| {
                 let (own, kind) = (own.clone(), kind.clone());
@@ -444,7 +442,7 @@ async fn start_controller(
     // Every primary object again: with a replaced script (a change), or when this replica
     // wins the Lease (instead of waiting for the requeue each object got while it was
     // standing by).
-    let everything = |store: Store<DynamicObject>, queue: Arc<WorkQueue>, priority: Priority| {
+    let everything = |store: Store<Object>, queue: Arc<WorkQueue>, priority: Priority| {
         move |()| {
             for o in store.state() {
                 queue.add(object_key(&o), priority);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ctop_core::{NamedPredicate, Predicate, WatchSpec};
 use futures::StreamExt as _;
-use kube::api::{ApiResource, DynamicObject, TypeMeta};
+use kube::api::{ApiResource, TypeMeta};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Resource as _, ResourceExt as _};
@@ -15,11 +15,12 @@ use ctop_core::HandlerCall;
 use tracing::Instrument as _;
 
 use crate::context::Ctx;
+use crate::object::Object;
 use crate::queue::Priority;
 use crate::run::HandlerSource;
 
 /// The keys of the primaries an owned child triggers: its controller owner of the primary kind.
-pub(crate) fn owner_keys(child: &DynamicObject, primary: &ApiResource, namespaced: bool) -> Vec<String> {
+pub(crate) fn owner_keys(child: &Object, primary: &ApiResource, namespaced: bool) -> Vec<String> {
     child
         .owner_references()
         .iter()
@@ -50,7 +51,7 @@ pub(crate) fn reloads(
 }
 
 /// Whether a change from `old` to `new` passes `p`.
-pub(crate) fn predicate_passes(p: &Predicate, old: &DynamicObject, new: &DynamicObject) -> bool {
+pub(crate) fn predicate_passes(p: &Predicate, old: &Object, new: &Object) -> bool {
     match p {
         Predicate::Named(NamedPredicate::GenerationChanged) => old.meta().generation != new.meta().generation,
         Predicate::Named(NamedPredicate::ResourceVersionChanged) => {
@@ -70,11 +71,11 @@ pub(crate) fn predicate_passes(p: &Predicate, old: &DynamicObject, new: &Dynamic
 pub(crate) fn filter_events<S>(
     events: S,
     predicate: Option<Predicate>,
-) -> impl futures::Stream<Item = (DynamicObject, Priority)> + Send + 'static
+) -> impl futures::Stream<Item = (Object, Priority)> + Send + 'static
 where
-    S: futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static,
+    S: futures::Stream<Item = Result<watcher::Event<Object>, watcher::Error>> + Send + 'static,
 {
-    let mut previous: HashMap<String, DynamicObject> = HashMap::new();
+    let mut previous: HashMap<String, Object> = HashMap::new();
     events
         .filter_map(|e| async move {
             match e {
@@ -87,7 +88,7 @@ where
         })
         .flat_map(move |event| {
             let initial = matches!(event, watcher::Event::InitApply(_));
-            let out: Vec<(DynamicObject, Priority)> = match event {
+            let out: Vec<(Object, Priority)> = match event {
                 watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
                     let priority = if initial { Priority::Background } else { Priority::Change };
                     let key = object_key(&o);
@@ -115,8 +116,8 @@ pub(crate) async fn map_watched(
     ctx: &Arc<Ctx>,
     index: usize,
     w: &WatchSpec,
-    obj: DynamicObject,
-) -> Vec<ObjectRef<DynamicObject>> {
+    obj: Object,
+) -> Vec<ObjectRef<Object>> {
     let ns = obj.namespace();
     if !w.mapper {
         return obj
@@ -135,7 +136,7 @@ pub(crate) async fn map_watched(
     let handlers = ctx.handlers.borrow().clone();
     let call = HandlerCall {
         controller: ctx.spec.index,
-        object: Some(crate::observe::Typed::primary(&obj, &ctx.primary).to_json()),
+        object: Some(obj.to_json(&ctx.primary)),
         observer: Arc::new(crate::observe::CacheView::new(ctx, Some(&obj))),
     };
     let started = std::time::Instant::now();
@@ -170,7 +171,7 @@ pub(crate) fn watch_triggers<S>(
     events: S,
 ) -> impl futures::Stream<Item = (String, Priority)> + Send + 'static
 where
-    S: futures::Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send + 'static,
+    S: futures::Stream<Item = Result<watcher::Event<Object>, watcher::Error>> + Send + 'static,
 {
     let w = Arc::new(w);
     filter_events(events, w.predicate.clone())
@@ -189,7 +190,7 @@ where
 }
 
 /// `namespace/name` of an object (empty namespace for cluster-scoped ones).
-pub(crate) fn object_key(obj: &DynamicObject) -> String {
+pub(crate) fn object_key(obj: &Object) -> String {
     format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any())
 }
 
@@ -202,7 +203,7 @@ mod tests {
     #[test]
     fn children_trigger_their_controlling_owner_only() {
         let primary = ApiResource::from_gvk(&GroupVersionKind::gvk("apps.example.com", "v1", "WebApp"));
-        let child: DynamicObject = serde_json::from_value(json!({
+        let child: Object = serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": "t", "namespace": "ns", "ownerReferences": [
                 {"apiVersion": "apps.example.com/v1", "kind": "WebApp", "name": "shop", "uid": "1", "controller": true},

@@ -4,17 +4,17 @@
 
 use std::sync::Arc;
 
-use kube::api::DynamicObject;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::time::Instant;
 
 use crate::context::Ctx;
+use crate::object::Object;
 use crate::queue::{Next, WorkQueue};
 use crate::reconcile::{error_policy, reconcile};
 
 /// Run `n` workers until the queue shuts down; returns once every one has finished the
 /// object it was working on.
-pub(crate) async fn run_workers(n: usize, queue: Arc<WorkQueue>, store: Store<DynamicObject>, ctx: Arc<Ctx>) {
+pub(crate) async fn run_workers(n: usize, queue: Arc<WorkQueue>, store: Store<Object>, ctx: Arc<Ctx>) {
     let workers: Vec<_> =
         (0..n.max(1)).map(|_| tokio::spawn(work(queue.clone(), store.clone(), ctx.clone()))).collect();
     for w in workers {
@@ -26,7 +26,7 @@ pub(crate) async fn run_workers(n: usize, queue: Arc<WorkQueue>, store: Store<Dy
     }
 }
 
-async fn work(queue: Arc<WorkQueue>, store: Store<DynamicObject>, ctx: Arc<Ctx>) {
+async fn work(queue: Arc<WorkQueue>, store: Store<Object>, ctx: Arc<Ctx>) {
     while let Some(key) = queue.get().await {
         if let Some(obj) = store.get(&object_ref(&ctx, &key)) {
             let next = match reconcile(obj.clone(), &ctx).await {
@@ -50,7 +50,7 @@ async fn work(queue: Arc<WorkQueue>, store: Store<DynamicObject>, ctx: Arc<Ctx>)
 }
 
 /// The cache key of the primary object `key` (`namespace/name`).
-fn object_ref(ctx: &Ctx, key: &str) -> ObjectRef<DynamicObject> {
+fn object_ref(ctx: &Ctx, key: &str) -> ObjectRef<Object> {
     let (ns, name) = key.split_once('/').unwrap_or(("", key));
     let r = ObjectRef::new_with(name, ctx.primary.clone());
     if ctx.namespaced && !ns.is_empty() { r.within(ns) } else { r }

@@ -100,7 +100,7 @@ async fn apply_file(
             .await
             .map_err(|source| SampleError::NotServed { kind: format!("{api_version}/{kind}"), source })?;
         let ns = obj["metadata"]["namespace"].as_str().unwrap_or("default");
-        api_for(client, &ar, namespaced, Some(ns))
+        api_for::<kube::api::DynamicObject>(client, &ar, namespaced, Some(ns))
             .patch(name, &PatchParams::apply(manager).force(), &Patch::Apply(obj))
             .await
             .map_err(|source| SampleError::Apply { kind: kind.into(), name: name.into(), source })?;

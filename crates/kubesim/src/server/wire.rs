@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
 use http_body_util::BodyExt as _;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::ApiError;
 
@@ -132,8 +132,19 @@ pub(super) fn parse_yaml(bytes: &[u8]) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
 }
 
+/// One watch event, its fields in the order the API server writes them: `type`, then
+/// `object` (the field order of `WatchEvent` in apimachinery's
+/// `pkg/apis/meta/v1/watch.go`). Clients may rely on it: kube-rs reads an event as an
+/// adjacently tagged enum, which reads `object` in one pass only when `type` came first.
+#[derive(serde::Serialize)]
+struct EventLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    object: &'a Value,
+}
+
 pub(super) fn event_line(kind: &str, object: &Value) -> Bytes {
-    let mut line = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+    let mut line = serde_json::to_vec(&EventLine { kind, object }).unwrap_or_default();
     line.push(b'\n');
     Bytes::from(line)
 }
@@ -152,6 +163,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn yaml_bodies_read_as_before() {
@@ -217,5 +229,14 @@ mod tests {
         assert!(negotiate(&h).is_err());
         h.insert(header::ACCEPT, HeaderValue::from_static("application/vnd.kubernetes.protobuf, */*"));
         assert_eq!(negotiate(&h).ok(), Some(Shape::Full));
+    }
+
+    #[test]
+    fn a_watch_event_writes_its_type_first() {
+        let line = event_line("ADDED", &json!({"kind": "ConfigMap", "apiVersion": "v1"}));
+        assert_eq!(
+            &line[..],
+            &b"{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}}\n"[..]
+        );
     }
 }
