@@ -19,9 +19,9 @@ use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-/// A cached object (see the module docs).
+/// A cached object (see the module docs): what the controller's caches hold.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Object {
+pub struct Object {
     /// `apiVersion` and `kind`, when set by the controller (never by the cache).
     pub(crate) types: Option<TypeMeta>,
     pub(crate) metadata: ObjectMeta,
@@ -32,24 +32,26 @@ pub(crate) struct Object {
 
 impl Object {
     /// The object as JSON text, with `api_version` and `kind`.
-    pub(crate) fn to_json_as(&self, api_version: &str, kind: &str) -> String {
-        // Serializing metadata into a string cannot fail (string keys, no floats that
-        // are not finite).
-        let meta = serde_json::to_string(&self.metadata).unwrap_or_else(|_| "{}".to_owned());
-        let mut out =
-            String::with_capacity(meta.len() + self.rest.len() + api_version.len() + kind.len() + 48);
-        out.push_str("{\"apiVersion\":");
-        push_str_json(&mut out, api_version);
-        out.push_str(",\"kind\":");
-        push_str_json(&mut out, kind);
-        out.push_str(",\"metadata\":");
-        out.push_str(&meta);
-        if !self.rest.is_empty() {
-            out.push(',');
-            out.push_str(&self.rest);
+    #[must_use]
+    pub fn to_json_as(&self, api_version: &str, kind: &str) -> String {
+        let mut out = Vec::with_capacity(self.rest.len() + 512);
+        out.extend_from_slice(b"{\"apiVersion\":");
+        // Writing strings and metadata (string keys, no non-finite floats) into a `Vec`
+        // cannot fail.
+        let _ = serde_json::to_writer(&mut out, api_version);
+        out.extend_from_slice(b",\"kind\":");
+        let _ = serde_json::to_writer(&mut out, kind);
+        out.extend_from_slice(b",\"metadata\":");
+        if serde_json::to_writer(&mut out, &self.metadata).is_err() {
+            out.extend_from_slice(b"{}");
         }
-        out.push('}');
-        out
+        if !self.rest.is_empty() {
+            out.push(b',');
+            out.extend_from_slice(self.rest.as_bytes());
+        }
+        out.push(b'}');
+        // Only UTF-8 went in.
+        String::from_utf8(out).unwrap_or_default()
     }
 
     /// The object as JSON text, typed by its own `types` or else by `ar`.
