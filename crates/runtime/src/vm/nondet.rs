@@ -1,11 +1,11 @@
 //! What a call does that its inputs do not determine, reported to the call's [`Observer`]
 //! through [`Observer::nondeterministic`] (the controller does not skip the next reconcile of
-//! an object whose last one did; see `RUNTIME.md`, "Nondeterminism").
+//! an object whose last one did; see `RUNTIME.md`, "Nondeterministic calls").
 //!
 //! Start with [`Nondet`], the kinds and the names the observer gets, and [`CallObserver`],
-//! the slot [`super::Vm::dispatch_observed`] fills for one call: [`CallObserver::report`]
-//! tells the observer about a kind at most once per call, and does nothing for a call without
-//! one (loading, [`super::Vm::dispatch`]). The host functions `now`, `randomString` and
+//! the slot [`super::Vm::dispatch_observed`] fills for one call: [`report`] tells the observer
+//! about a kind at most once per call, and does nothing for a call without one (loading,
+//! [`super::Vm::dispatch`]). The host functions `now`, `randomString` and
 //! `fetch` report from Rust (`host.rs`); [`hook_builtins`] hooks the JavaScript built-ins that
 //! read the clock or randomness once per context, before the bundle runs.
 //!
