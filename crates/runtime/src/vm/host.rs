@@ -10,6 +10,7 @@ use rand::rngs::SysRng;
 use rquickjs::function::Opt;
 use rquickjs::{Coerced, Ctx, Exception, Function, Object, Value};
 
+use super::nondet::{Nondet, report};
 use super::{
     Deadline, HOST_GLOBAL, Limits, MAX_LOG_TEXT, MAX_RANDOM_STRING, ObserverSlot, SnapshotSlot, describe,
 };
@@ -60,6 +61,24 @@ pub(super) fn install_host<'js>(
         }
     };
     host.set("release", Function::new(ctx.clone(), release)?.with_name("release")?)?;
+    // `now`, `randomString` and `fetch` tell the call's observer first (see `nondet.rs`).
+    let slot = Arc::clone(&observer);
+    let random = move |ctx: Ctx<'js>, n: f64| {
+        report(&slot, Nondet::RandomString);
+        random_string(ctx, n)
+    };
+    host.set("randomString", Function::new(ctx.clone(), random)?.with_name("randomString")?)?;
+    let slot = Arc::clone(&observer);
+    let clock = move || {
+        report(&slot, Nondet::Now);
+        now()
+    };
+    host.set("now", Function::new(ctx.clone(), clock)?.with_name("now")?)?;
+    let slot = Arc::clone(&observer);
+    let fetch = move |url: Coerced<String>, init: Opt<Coerced<String>>| {
+        report(&slot, Nondet::Fetch);
+        fetch.call(&url.0, init.0.map(|i| i.0))
+    };
     let observed = move |ctx: Ctx<'_>,
                          op: Coerced<String>,
                          kind: Coerced<String>,
@@ -68,11 +87,7 @@ pub(super) fn install_host<'js>(
         observed(&ctx, &observer, &op.0, &kind.0, ns.0.map(|n| n.0), name.0.map(|n| n.0))
     };
     host.set("observed", Function::new(ctx.clone(), observed)?.with_name("observed")?)?;
-    host.set("randomString", Function::new(ctx.clone(), random_string)?.with_name("randomString")?)?;
     host.set("log", Function::new(ctx.clone(), log)?.with_name("log")?)?;
-    host.set("now", Function::new(ctx.clone(), now)?.with_name("now")?)?;
-    let fetch =
-        move |url: Coerced<String>, init: Opt<Coerced<String>>| fetch.call(&url.0, init.0.map(|i| i.0));
     host.set("fetch", Function::new(ctx.clone(), fetch)?.with_name("fetch")?)?;
     host.set("decodeBase64", Function::new(ctx.clone(), decode_base64)?.with_name("decodeBase64")?)?;
     crate::cron::install(ctx, &host)?;
@@ -94,7 +109,7 @@ fn observed(
     namespace: Option<String>,
     name: Option<String>,
 ) -> rquickjs::Result<Option<String>> {
-    let Some(observer) = slot.lock().clone() else {
+    let Some(observer) = slot.lock().observer().cloned() else {
         return Ok(None);
     };
     match op {

@@ -2,10 +2,10 @@
 //! [`Pool`](crate::pool::Pool) keeps one per worker).
 //!
 //! Start with [`Vm::new`] (or [`Vm::with_options`] to pass a source-map [`PositionMapper`]):
-//! it creates an rquickjs runtime with the [`Limits`], installs `globalThis.__ct_host`, serves
-//! the bundle's modules plus the built-in module `"ctop"` (the sdk source) through a module
-//! loader that needs no file system, and evaluates the entry module, whose top level registers
-//! the operator. Then [`Vm::registry`] reads `globalThis.__ct_operator` and [`Vm::dispatch`]
+//! it creates an rquickjs runtime with the [`Limits`], hooks the built-ins that read the clock
+//! or randomness (`nondet.rs`), installs `globalThis.__ct_host`, serves the bundle's modules
+//! plus the built-in module `"ctop"` (the sdk source) through a module loader that needs no
+//! file system, and evaluates the entry module, whose top level registers the operator. Then [`Vm::registry`] reads `globalThis.__ct_operator` and [`Vm::dispatch`]
 //! calls `globalThis.__ct_dispatch(handler, index, inputJson)` (`RUNTIME.md` in this crate
 //! is the contract between loader, vm and sdk).
 //!
@@ -49,6 +49,11 @@
 //! namespace?)` copies a child into the call's output store and returns its index (see
 //! `RUNTIME.md`: this is how `apply()` and `patch()` hand their children over).
 //!
+//! `now`, `randomString` and `fetch`, like `Math.random`, `Date.now()`, `new Date()` and
+//! `performance`, tell the call's [`Observer`] that the call is nondeterministic
+//! ([`Observer::nondeterministic`], once per kind per call; the list is in `nondet.rs` and
+//! `RUNTIME.md`).
+//!
 //! # Threads
 //! rquickjs is built with its `parallel` feature so a `Vm` is [`Send`] and may move between
 //! threads, but it is used by one thread at a time (`&mut self`). Calls block: run them on a
@@ -69,6 +74,7 @@ use rquickjs::{Coerced, Context, Ctx, Exception, Function, Persistent, Runtime, 
 
 mod error;
 mod host;
+mod nondet;
 
 use crate::bundle::Bundle;
 use crate::diagnostic::{CodeFrame, frame_in_bundle};
@@ -244,8 +250,9 @@ impl Loader for BundleLoader {
 
 pub use ctop_core::Observer;
 
-/// The [`Observer`] of the call in progress, read by the `observed` host function.
-type ObserverSlot = Arc<Mutex<Option<Arc<dyn Observer>>>>;
+/// The [`Observer`] of the call in progress, read by the `observed` host function and told
+/// about nondeterministic calls (`nondet.rs`).
+type ObserverSlot = Arc<Mutex<nondet::CallObserver>>;
 
 /// The children `apply()`/`patch()` copied out during the call in progress.
 type SnapshotSlot = Arc<Mutex<Snapshots>>;
@@ -324,6 +331,7 @@ impl Vm {
         vm.call(
             "the entry module",
             |ctx, env| {
+                nondet::hook_builtins(ctx, &slot).map_err(|e| env.error(ctx, e))?;
                 install_host(ctx, fetch, slot, snapshot_slot, &env.options.limits)
                     .map_err(|e| env.error(ctx, e))?;
                 let js = bundle.modules.get(&bundle.entry).map_or("", |m| m.js.as_str());
@@ -420,7 +428,8 @@ impl Vm {
     }
 
     /// [`Vm::dispatch`] with `observer` serving the handler's `getObserved` and
-    /// `listObserved` (the input then carries no `observed`).
+    /// `listObserved` (the input then carries no `observed`) and told about each kind of
+    /// nondeterministic call the handler makes ([`Observer::nondeterministic`]).
     pub fn dispatch_observed(
         &mut self,
         handler: &str,
@@ -428,9 +437,9 @@ impl Vm {
         input: &str,
         observer: Arc<dyn Observer>,
     ) -> Result<serde_json::Value, VmError> {
-        *self.observer.lock() = Some(observer);
+        self.observer.lock().start(Some(observer));
         let out = self.dispatch(handler, index, input);
-        *self.observer.lock() = None;
+        self.observer.lock().start(None);
         out
     }
 
