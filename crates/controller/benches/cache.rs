@@ -57,7 +57,8 @@ fn main() {
     for n in [1_000, 10_000] {
         // What the watch receives (with managedFields), and its size without them.
         let texts: Vec<String> = (0..n).map(|i| deployment(i).to_string()).collect();
-        let json = (0..n).map(|i| strip_managed_fields(deployment(i)).to_string().len()).sum::<usize>() as f64
+        let json = (0..n).map(|i| strip_managed_fields(deployment(i)).to_string().len()).sum::<usize>()
+            as f64
             / n as f64;
         let (dynamic, w) = fill::<DynamicObject>(&texts);
         drop(w);

@@ -176,3 +176,24 @@ async fn every_with_always_runs_the_handler_on_every_tick() {
     assert_eq!(op.metric(SKIPPED).await, 0.0);
     op.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_reads_the_clock_runs_on_every_tick() {
+    let op = start(
+        r#"operator(widget).every("100ms").reconcile((cr) => {
+          const late = Date.now() > Date.parse("2020-01-01T00:00:00Z");
+          setStatus(cr, { phase: late ? "Ready" : "Early" });
+        });"#,
+    )
+    .await;
+    op.create("w", json!({})).await;
+    eventually(20, "the first reconcile", || async {
+        op.widget("w").await.filter(|o| observed_generation(o) == Some(1))
+    })
+    .await;
+    let calls = op.reconciles();
+    eventually(20, "five more handler calls", || async { (op.reconciles() >= calls + 5).then_some(()) })
+        .await;
+    assert_eq!(op.metric(SKIPPED).await, 0.0, "a nondeterministic run is never skipped");
+    op.stop().await;
+}
