@@ -255,6 +255,36 @@ where
     futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) })
 }
 
+/// Hold the objects of a list (the first, or a relist after the watch was lost) until the
+/// list ends: kube's reflector puts them in the cache all at once, at `InitDone`, so a
+/// trigger passed on earlier would look its object up before the cache has it. They are
+/// released, in order, just before the `InitDone`; other events pass through.
+pub(crate) fn hold_initial<S>(stream: S) -> impl futures::Stream<Item = S::Item> + Send + 'static
+where
+    S: futures::Stream<Item = Result<watcher::Event<Object>, watcher::Error>> + Send + 'static,
+{
+    let mut held = Vec::new();
+    stream.flat_map(move |e| {
+        let out = match e {
+            Ok(watcher::Event::InitApply(o)) => {
+                held.push(Ok(watcher::Event::InitApply(o)));
+                Vec::new()
+            }
+            Ok(watcher::Event::Init) => {
+                held.clear();
+                vec![Ok(watcher::Event::Init)]
+            }
+            Ok(watcher::Event::InitDone) => {
+                let mut out = std::mem::take(&mut held);
+                out.push(Ok(watcher::Event::InitDone));
+                out
+            }
+            other => vec![other],
+        };
+        futures::stream::iter(out)
+    })
+}
+
 /// Drop the errors of a trigger stream (logged; the watcher behind it retries with its own
 /// backoff). kube-runtime's controller answers any trigger error by pausing *all* triggers
 /// with a growing backoff: a few `410`s on one watch would stall every reconcile for a

@@ -21,7 +21,7 @@ use crate::context::{Ctx, OwnWrites};
 use crate::error::RunError;
 use crate::fingerprint::Fingerprints;
 use crate::health::{self, Health, Metrics};
-use crate::informer::{Cached, EventScope, InformerPlan, Role, WatchSource, without_errors};
+use crate::informer::{Cached, EventScope, InformerPlan, Role, WatchSource, hold_initial, without_errors};
 use crate::leader::{LeaderElector, Leadership, LeaseConfig};
 use crate::object::Object;
 use crate::on_start::on_start;
@@ -269,7 +269,8 @@ async fn start_controller(
     let primary_plan = plans.next().ok_or_else(|| RunError::Start("no primary watch".into()))?;
     let primary_informer = primary_plan.start(&client);
     let primary_store = primary_informer.store.clone();
-    let primary_stream = primary_informer.stream;
+    // Objects of a (re)list reach the cache together, at its end: their triggers wait for it.
+    let primary_stream = hold_initial(primary_informer.stream);
     // Events of the controller's own writes (status, children) come back like anyone's;
     // they are not triggers (see `OwnWrites`).
     let own_writes = Arc::new(OwnWrites::default());
@@ -404,6 +405,9 @@ async fn start_controller(
         own_writes,
         fingerprints: Fingerprints::default(),
     });
+    // Workers start once every cache holds its first list, as controller-runtime's wait
+    // for cache sync.
+    let (all_synced, caches_synced) = watch::channel(false);
     {
         let ctx = ctx.clone();
         let stop = stop.clone();
@@ -414,6 +418,7 @@ async fn start_controller(
                     return;
                 }
             }
+            all_synced.send_replace(true);
             ctx.health.set_caches_synced(&ctx.spec.name, true);
             tracing::info!(controller = ctx.spec.name, "caches synced");
             if ctx.spec.handlers.iter().any(|h| h == "onStart") {
@@ -468,7 +473,8 @@ async fn start_controller(
     Ok(async move {
         let triggers: Vec<_> = triggers.into_iter().map(tokio::spawn).collect();
         let timers = tokio::spawn(queue.clone().run_timers());
-        let workers = tokio::spawn(run_workers(concurrency, queue.clone(), primary_store, ctx));
+        let workers =
+            tokio::spawn(run_workers(concurrency, queue.clone(), primary_store, caches_synced, ctx));
         let mut stop = stop;
         let _ = stop.wait_for(|s| *s).await;
         queue.shut_down();

@@ -12,9 +12,19 @@ use crate::object::Object;
 use crate::queue::{Next, WorkQueue};
 use crate::reconcile::{error_policy, reconcile};
 
-/// Run `n` workers until the queue shuts down; returns once every one has finished the
-/// object it was working on.
-pub(crate) async fn run_workers(n: usize, queue: Arc<WorkQueue>, store: Store<Object>, ctx: Arc<Ctx>) {
+/// Run `n` workers until the queue shuts down, once the caches hold their first lists
+/// (`synced`); returns once every one has finished the object it was working on.
+pub(crate) async fn run_workers(
+    n: usize,
+    queue: Arc<WorkQueue>,
+    store: Store<Object>,
+    mut synced: tokio::sync::watch::Receiver<bool>,
+    ctx: Arc<Ctx>,
+) {
+    // Keys queued before then wait (a key looked up in an empty cache would be dropped).
+    if synced.wait_for(|s| *s).await.is_err() {
+        return;
+    }
     let workers: Vec<_> =
         (0..n.max(1)).map(|_| tokio::spawn(work(queue.clone(), store.clone(), ctx.clone()))).collect();
     for w in workers {

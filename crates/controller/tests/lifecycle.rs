@@ -529,3 +529,38 @@ async fn a_leader_does_not_reconcile_again_when_it_renews_its_lease() {
     );
     op.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_there_before_the_operator_starts_are_all_reconciled() {
+    let sim = common::sim().await;
+    let first = start_on(
+        &sim,
+        r#"operator(widget).reconcile((cr) => { setStatus(cr, { b: "first" }); });"#,
+        Launch::default(),
+    )
+    .await;
+    let names: Vec<String> = (0..300).map(|i| format!("w{i:03}")).collect();
+    for n in &names {
+        first.create(n, json!({})).await;
+    }
+    eventually(30, "every widget reconciled by the first operator", || async {
+        let list = first.widgets().list(&Default::default()).await.ok()?;
+        (list.items.iter().filter(|w| w.data["status"]["b"] == "first").count() == names.len()).then_some(())
+    })
+    .await;
+    first.stop().await;
+    // A new operator's first list holds all of them: each is reconciled (none is looked up
+    // before its cache has it, and dropped).
+    let second = start_on(
+        &sim,
+        r#"operator(widget).reconcile((cr) => { setStatus(cr, { b: "second" }); });"#,
+        Launch::default(),
+    )
+    .await;
+    eventually(30, "every widget reconciled by the second operator", || async {
+        let list = second.widgets().list(&Default::default()).await.ok()?;
+        (list.items.iter().filter(|w| w.data["status"]["b"] == "second").count() == names.len()).then_some(())
+    })
+    .await;
+    second.stop().await;
+}
