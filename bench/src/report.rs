@@ -12,13 +12,14 @@ pub fn summary(r: &Run) -> String {
     match &r.failure {
         Some(f) if r.create_converge_s == 0.0 => format!("FAILED: {f}"),
         _ => format!(
-            "converge {:.2}s p50 {:.0}ms p99 {:.0}ms no-op {:.0}/s ({} writes) req/rec {:.2} cpu {:.1}s rss {:.1}MB{}",
+            "converge {:.2}s p50 {:.0}ms p99 {:.0}ms no-op {:.0}/s ({} writes) req/rec {:.2} req/CR {:.2} cpu {:.1}s rss {:.1}MB{}",
             r.create_converge_s,
             r.latency_p50_ms,
             r.latency_p99_ms,
             r.noop_per_s,
             r.steady_writes,
             r.requests_per_reconcile,
+            r.create_requests as f64 / r.size.max(1) as f64,
             r.cpu_s,
             r.peak_rss_mb,
             r.failure.as_ref().map(|f| format!(" — {f}")).unwrap_or_default()
@@ -90,9 +91,9 @@ pub fn markdown(runs: &[Run], every: &str) -> String {
     );
     let _ = writeln!(
         md,
-        "| impl | CRs | converged | cold start s | create→converged s | latency p50 ms | p99 ms | req/reconcile | no-op rec/s | no-op rec/CPU-s | steady writes | update s | delete s | CPU s | base RSS MB | peak RSS MB | RSS/CR KB | script p50 µs (mean) |"
+        "| impl | CRs | converged | cold start s | create→converged s | latency p50 ms | p99 ms | req/reconcile | req/CR | no-op rec/s | no-op rec/CPU-s | steady writes | update s | delete s | CPU s | base RSS MB | peak RSS MB | RSS/CR KB | script p50 µs (mean) |"
     );
-    let _ = writeln!(md, "|{}", "---|".repeat(18));
+    let _ = writeln!(md, "|{}", "---|".repeat(19));
     for r in runs {
         let script = match (r.script_p50_us, r.script_mean_us) {
             (Some(p), Some(m)) => format!("{p:.0} ({m:.0})"),
@@ -100,7 +101,7 @@ pub fn markdown(runs: &[Run], every: &str) -> String {
         };
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {:.2} | {:.2} | {:.0} | {:.0} | {:.2} | {:.0} | {:.0} | {} | {:.2} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
+            "| {} | {} | {} | {:.2} | {:.2} | {:.0} | {:.0} | {:.2} | {:.2} | {:.0} | {:.0} | {} | {:.2} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
             r.implementation,
             r.size,
             if r.converged {
@@ -113,6 +114,7 @@ pub fn markdown(runs: &[Run], every: &str) -> String {
             r.latency_p50_ms,
             r.latency_p99_ms,
             r.requests_per_reconcile,
+            r.create_requests as f64 / r.size.max(1) as f64,
             r.noop_per_s,
             r.noop_per_cpu_s,
             r.steady_writes,
