@@ -72,6 +72,8 @@ struct State {
     versions: HashMap<String, Vec<(String, u64)>>,
     /// Reconciles started, by primary.
     started: HashMap<String, u64>,
+    /// The version of each primary (by object key) its latest reconcile read at its start.
+    read: HashMap<String, String>,
     /// Primaries (`namespace/name`) with a reconcile running.
     running: HashMap<String, usize>,
 }
@@ -103,10 +105,20 @@ impl Drop for Running<'_> {
 }
 
 impl OwnWrites {
-    /// A reconcile of `primary` (`namespace/name`) starts; its triggers wait until the
-    /// returned guard is dropped.
-    pub(crate) fn begin(&self, primary: String) -> Running<'_> {
+    /// A reconcile of `primary` (`namespace/name`) starts, reading it at `read` (its kind,
+    /// and its resourceVersion); its triggers wait until the returned guard is dropped.
+    pub(crate) fn begin(&self, primary: String, read: Option<(&str, &Object)>) -> Running<'_> {
         let mut st = self.state.lock();
+        if let Some((kind, o)) = read
+            && let Some(version) = o.metadata.resource_version.clone()
+        {
+            let key = Self::key(
+                kind,
+                o.metadata.namespace.as_deref(),
+                o.metadata.name.as_deref().unwrap_or_default(),
+            );
+            st.read.insert(key, version);
+        }
         *st.running.entry(primary.clone()).or_default() += 1;
         *st.started.entry(primary.clone()).or_default() += 1;
         Running { own: self, primary }
@@ -151,8 +163,9 @@ impl OwnWrites {
                     let Some(i) = versions.iter().position(|(v, _)| v == version) else { return false };
                     let (_, at) = versions.remove(i);
                     // A reconcile that started after the write and before this event may
-                    // have read a cache without it: then the event is a trigger after all.
-                    return at == started;
+                    // have read a cache without it: then the event is a trigger after all,
+                    // unless that reconcile read this very version of the object.
+                    return at == started || st.read.get(&key).is_some_and(|v| v == version);
                 }
             }
             if tokio::time::timeout_at(deadline, ended).await.is_err() {
@@ -165,7 +178,9 @@ impl OwnWrites {
     pub(crate) fn forget(&self, kind: &str, o: &Object) {
         let key =
             Self::key(kind, o.metadata.namespace.as_deref(), o.metadata.name.as_deref().unwrap_or_default());
-        self.state.lock().versions.remove(&key);
+        let mut st = self.state.lock();
+        st.versions.remove(&key);
+        st.read.remove(&key);
     }
 
     fn key(kind: &str, namespace: Option<&str>, name: &str) -> String {
@@ -201,7 +216,7 @@ mod tests {
             "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "9"}
         }))
         .expect("object");
-        let running = own.begin("ns/p".into());
+        let running = own.begin("ns/p".into(), None);
         let waiting = {
             let own = own.clone();
             tokio::spawn(async move { own.is_echo("v1/Secret", &o, "ns/p").await })
@@ -219,10 +234,24 @@ mod tests {
             "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "5"}
         }))
         .expect("object");
-        drop(own.begin("ns/p".into()));
+        drop(own.begin("ns/p".into(), None));
         own.wrote("v1/Secret", Some("ns"), "a", "5".into(), "ns/p");
         // The next reconcile starts before the event reached the cache.
-        drop(own.begin("ns/p".into()));
+        drop(own.begin("ns/p".into(), None));
         assert!(!own.is_echo("v1/Secret", &o, "ns/p").await);
+    }
+
+    #[tokio::test]
+    async fn a_reconcile_that_read_the_written_version_makes_its_echo_no_trigger() {
+        let own = OwnWrites::default();
+        let o: Object = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ns", "resourceVersion": "5"}
+        }))
+        .expect("object");
+        drop(own.begin("ns/p".into(), None));
+        own.wrote("test/v1/Widget", Some("ns"), "p", "5".into(), "ns/p");
+        // The next reconcile starts before the event, but its cache already had version 5.
+        drop(own.begin("ns/p".into(), Some(("test/v1/Widget", &o))));
+        assert!(own.is_echo("test/v1/Widget", &o, "ns/p").await);
     }
 }
