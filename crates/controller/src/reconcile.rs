@@ -21,6 +21,7 @@ use ctop_applier::{ChildCache as _, ChildRef, StatusPatch, StatusWrite};
 use ctop_core::{Condition, ConditionStatus, HandlerCall, HandlerResult, PruneMode, ReconcileOutcome};
 use kube::api::TypeMeta;
 use kube::runtime::events::{Event, EventType};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource as _, ResourceExt as _};
 use serde_json::Value;
 use tracing::Instrument as _;
@@ -219,6 +220,20 @@ async fn reconcile_object(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Done, Reco
             return Err(e);
         }
     };
+    // Deleted while the handler ran: the outcome was computed for the object alive, and
+    // applying it could adopt again children an orphaning deletion has just released (the
+    // garbage collector would then delete them with the object). The deletion's own
+    // reconcile (queued by its watch event) follows instead.
+    let latest =
+        ctx.caches.first().and_then(|c| c.store.get(&ObjectRef::from_obj_with(&*obj, ctx.primary.clone())));
+    if latest.is_some_and(|o| o.metadata.deletion_timestamp.is_some()) {
+        tracing::debug!(
+            controller = ctx.spec.name,
+            object = key,
+            "deleted while reconciling; the outcome is dropped"
+        );
+        return Ok(Next::AwaitChange.into());
+    }
     // Only an outcome whose every effect the caches can confirm later is fingerprinted.
     let children: Option<Vec<ChildRef>> = (out.patches.is_empty() && out.children.deletes.is_empty())
         .then(|| out.children.objects.iter().map(|o| child_ref(o, &owner)).collect::<Option<_>>())
