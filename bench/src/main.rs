@@ -77,10 +77,13 @@ pub struct Opts {
     /// The kopf operator.
     #[arg(long, default_value = "bench/kopf/webapp.py")]
     kopf_script: PathBuf,
-    /// Results (results.json) of an earlier run to show next to this one's (e.g. a slow
-    /// implementation measured once).
+    /// Results (results.json) of earlier runs to show next to this one's (e.g. a slow
+    /// implementation measured once, or each size of a scale curve), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    merge: Vec<PathBuf>,
+    /// Run nothing: write the report and chart of the `--merge`d results only.
     #[arg(long)]
-    merge: Option<PathBuf>,
+    report_only: bool,
     /// Exit non-zero when an implementation does not converge in a phase.
     #[arg(long)]
     require_convergence: bool,
@@ -140,10 +143,21 @@ async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().with_env_filter("warn").with_writer(std::io::stderr).init();
     let opts = <Opts as clap::Parser>::parse();
     std::fs::create_dir_all(&opts.out)?;
-    let mut runs: Vec<Run> = match &opts.merge {
-        Some(path) => serde_json::from_slice(&std::fs::read(path)?)?,
-        None => Vec::new(),
-    };
+    let mut runs: Vec<Run> = Vec::new();
+    for path in &opts.merge {
+        let earlier: Vec<Run> = serde_json::from_slice(&std::fs::read(path)?)?;
+        for run in earlier {
+            runs.retain(|r| !(r.implementation == run.implementation && r.size == run.size));
+            runs.push(run);
+        }
+    }
+    let order = |r: &Run| ["ctop", "native", "kopf"].iter().position(|i| *i == r.implementation);
+    if opts.report_only {
+        runs.sort_by_key(|r| (r.size, order(r)));
+        report::write(&opts.out, &runs, &opts.every)?;
+        eprintln!("results: {}", opts.out.join("results.md").display());
+        return Ok(());
+    }
     for &size in &opts.sizes {
         for imp in &opts.impls {
             eprintln!("==> {imp}: {size} CRs");
@@ -159,7 +173,6 @@ async fn main() -> anyhow::Result<()> {
             eprintln!("    {}", report::summary(&run));
             runs.retain(|r| !(r.implementation == run.implementation && r.size == run.size));
             runs.push(run);
-            let order = |r: &Run| ["ctop", "native", "kopf"].iter().position(|i| *i == r.implementation);
             runs.sort_by_key(|r| (r.size, order(r)));
             report::write(&opts.out, &runs, &opts.every)?;
         }

@@ -186,17 +186,20 @@ fn register_font() -> anyhow::Result<()> {
 fn chart(path: &Path, runs: &[Run]) -> anyhow::Result<()> {
     static FONT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     FONT.get_or_init(|| register_font().map_err(|e| e.to_string())).clone().map_err(anyhow::Error::msg)?;
-    let root = BitMapBackend::new(path, (1500, 900)).into_drawing_area();
+    let root = BitMapBackend::new(path, (2000, 900)).into_drawing_area();
     root.fill(&WHITE)?;
-    let panels = root.split_evenly((2, 3));
+    let panels = root.split_evenly((2, 4));
     type Figure = (&'static str, fn(&Run) -> f64);
-    let figures: [Figure; 6] = [
+    // The last two are the scale curve: cost per CR, whose growth across sizes shows.
+    let figures: [Figure; 8] = [
         ("time to converge after create (s)", |r| r.create_converge_s),
         ("create→children p99 latency (ms)", |r| r.latency_p99_ms),
         ("no-op reconciles/s", |r| r.noop_per_s),
+        ("CPU ms per CR (create + update)", |r| r.cpu_s * 1000.0 / r.size.max(1) as f64),
         ("CPU seconds (whole run)", |r| r.cpu_s),
         ("peak RSS (MB)", |r| r.peak_rss_mb),
         ("update burst converge (s)", |r| r.update_converge_s),
+        ("RSS per CR (KB)", |r| r.rss_per_cr_kb),
     ];
     let mut sizes: Vec<usize> = runs.iter().map(|r| r.size).collect();
     sizes.sort_unstable();
