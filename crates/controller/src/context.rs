@@ -28,6 +28,8 @@ pub(crate) struct Ctx {
     pub(crate) handlers: HandlerSource,
     pub(crate) retries: Arc<Bucket>,
     pub(crate) primary: ApiResource,
+    /// `apiVersion/kind` of the primary kind.
+    pub(crate) primary_kind: String,
     pub(crate) namespaced: bool,
     /// Whether the primary kind is one the operator defines (its CRD carries
     /// `status.conditions` and `observedGeneration`): only then does the controller write
@@ -47,6 +49,9 @@ pub(crate) struct Ctx {
     pub(crate) own_writes: Arc<OwnWrites>,
     /// The last deterministic outcome of each object (see `fingerprint`).
     pub(crate) fingerprints: Fingerprints,
+    /// The uids of primaries seen being deleted with `propagationPolicy: Orphan` (see
+    /// `finalize::note_orphaning`).
+    pub(crate) orphaning: Arc<Mutex<std::collections::HashSet<String>>>,
 }
 
 /// The resourceVersions the controller's own writes produced (status writes of primaries,

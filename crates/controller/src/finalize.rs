@@ -47,9 +47,24 @@ pub(crate) async fn deleting(
     Ok(Next::AwaitChange)
 }
 
+/// Remember `o` as deleted with `propagationPolicy: Orphan` when it carries the `orphan`
+/// finalizer. The garbage collector removes that finalizer once it has released the
+/// children, and a reconcile that was running then may have adopted one again: `finalize`
+/// must still keep them, so it asks this memory as well as the object (every version of
+/// the object passes through the watch, the finalizer's too).
+pub(crate) fn note_orphaning(set: &parking_lot::Mutex<std::collections::HashSet<String>>, o: &Object) {
+    if o.metadata.deletion_timestamp.is_some()
+        && o.finalizers().iter().any(|f| f == ORPHAN)
+        && let Some(uid) = &o.metadata.uid
+    {
+        set.lock().insert(uid.clone());
+    }
+}
+
 /// Drop what is remembered of an object on its way out.
 fn forget(ctx: &Ctx, owner: &Object) {
     if let Some(uid) = owner.uid() {
+        ctx.orphaning.lock().remove(&uid);
         ctx.applier.forget(&uid);
         ctx.applier.status_writer().forget(&uid);
     }
@@ -66,7 +81,8 @@ async fn finalize(ctx: &Arc<Ctx>, owner: &Object, finalizer: &str) -> Result<Nex
         .await;
     ctx.metrics.observe_script(&ctx.spec.name, "finalize", started.elapsed());
     let mut out = out?;
-    if owner.finalizers().iter().any(|f| f == ORPHAN) {
+    let orphaned = owner.uid().is_some_and(|uid| ctx.orphaning.lock().contains(&uid));
+    if orphaned || owner.finalizers().iter().any(|f| f == ORPHAN) {
         // `kubectl delete --cascade=orphan`: the user asked to keep the children.
         out.children.prune = PruneMode::Keep;
     }

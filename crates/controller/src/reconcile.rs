@@ -66,8 +66,7 @@ pub(crate) async fn reconcile(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Next, 
     let started = Instant::now();
     let reference = obj.object_ref(&ctx.primary);
     // Until this reconcile ends, the watch events of its writes wait to be recognised.
-    let kind = format!("{}/{}", ctx.primary.api_version, ctx.primary.kind);
-    let running = ctx.own_writes.begin(key.clone(), Some((&kind, &obj)));
+    let running = ctx.own_writes.begin(key.clone(), Some((&ctx.primary_kind, &obj)));
     let done = reconcile_object(obj, ctx).instrument(span.clone()).await;
     drop(running);
     let skipped = matches!(done, Ok(Done { skipped: true, .. }));

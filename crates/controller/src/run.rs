@@ -270,7 +270,15 @@ async fn start_controller(
     let primary_informer = primary_plan.start(&client);
     let primary_store = primary_informer.store.clone();
     // Objects of a (re)list reach the cache together, at its end: their triggers wait for it.
-    let primary_stream = hold_initial(primary_informer.stream);
+    let orphaning = Arc::new(Mutex::new(std::collections::HashSet::new()));
+    let primary_stream = {
+        let orphaning = orphaning.clone();
+        hold_initial(primary_informer.stream).inspect(move |e| {
+            if let Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) = e {
+                crate::finalize::note_orphaning(&orphaning, o);
+            }
+        })
+    };
     // Events of the controller's own writes (status, children) come back like anyone's;
     // they are not triggers (see `OwnWrites`).
     let own_writes = Arc::new(OwnWrites::default());
@@ -385,12 +393,14 @@ async fn start_controller(
         instance: options.identity.clone().or_else(|| std::env::var("POD_NAME").ok()),
     };
     let applier = Applier::new(client.clone(), ApplierConfig::new(options.name.clone()));
+    let primary_kind = kind_key(&spec.for_);
     let ctx = Arc::new(Ctx {
         kinds: Mutex::default(),
         spec,
         handlers: source,
         owns_status,
         retries,
+        primary_kind,
         primary,
         namespaced,
         caches: Arc::new(caches),
@@ -404,6 +414,7 @@ async fn start_controller(
         failures: Mutex::default(),
         own_writes,
         fingerprints: Fingerprints::default(),
+        orphaning,
     });
     // Workers start once every cache holds its first list, as controller-runtime's wait
     // for cache sync.

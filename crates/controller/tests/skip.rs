@@ -46,6 +46,19 @@ async fn token(op: &Operator) -> Option<String> {
     String::from_utf8(data.0).ok()
 }
 
+/// Wait until the child Secret's `v` is `want`.
+async fn token_becomes(op: &Operator, want: &str, what: &str) {
+    eventually(20, what, || async { (token(op).await.as_deref() == Some(want)).then_some(()) }).await;
+}
+
+/// Wait until `w` is reconciled at its first generation.
+async fn first_reconcile(op: &Operator) {
+    eventually(20, "the first reconcile", || async {
+        op.widget("w").await.filter(|o| observed_generation(o) == Some(1))
+    })
+    .await;
+}
+
 const READS_A_CONFIGMAP: &str = r#"operator(widget).reads(ConfigMap).manages(Secret).every("100ms")
   .reconcile((cr) => {
     const v = getObserved(ConfigMap, "settings", cr.metadata.namespace)?.data?.v ?? "missing";
@@ -57,10 +70,7 @@ const READS_A_CONFIGMAP: &str = r#"operator(widget).reads(ConfigMap).manages(Sec
 async fn a_tick_with_nothing_changed_calls_no_handler_and_writes_nothing() {
     let op = start(READS_A_CONFIGMAP).await;
     op.create("w", json!({})).await;
-    eventually(20, "the first reconcile", || async {
-        op.widget("w").await.filter(|o| observed_generation(o) == Some(1))
-    })
-    .await;
+    first_reconcile(&op).await;
     skipped_more(&op, 1.0).await;
     let (calls, w) = (op.reconciles(), op.widget("w").await.expect("w"));
     skipped_more(&op, 5.0).await;
@@ -81,23 +91,14 @@ async fn a_tick_with_nothing_changed_calls_no_handler_and_writes_nothing() {
 async fn what_the_handler_read_changing_runs_it_again_found_or_missing() {
     let op = start(READS_A_CONFIGMAP).await;
     op.create("w", json!({})).await;
-    eventually(20, "the child, made without the ConfigMap", || async {
-        (token(&op).await.as_deref() == Some("missing")).then_some(())
-    })
-    .await;
+    token_becomes(&op, "missing", "the child, made without the ConfigMap").await;
     skipped_more(&op, 2.0).await;
     // A read kind triggers nothing; the next tick sees that a lookup that missed now finds.
     config_map(&op, "settings", "one").await;
-    eventually(20, "the child from the new ConfigMap", || async {
-        (token(&op).await.as_deref() == Some("one")).then_some(())
-    })
-    .await;
+    token_becomes(&op, "one", "the child from the new ConfigMap").await;
     skipped_more(&op, 2.0).await;
     config_map(&op, "settings", "two").await;
-    eventually(20, "the child from the changed ConfigMap", || async {
-        (token(&op).await.as_deref() == Some("two")).then_some(())
-    })
-    .await;
+    token_becomes(&op, "two", "the child from the changed ConfigMap").await;
     op.stop().await;
 }
 
@@ -121,10 +122,7 @@ async fn a_child_changed_or_deleted_runs_the_handler_again() {
         .patch("w-token", &PatchParams::default(), &Patch::Merge(json!({"stringData": {"v": "edited"}})))
         .await
         .expect("edited");
-    eventually(20, "the edit undone", || async {
-        (token(&op).await.as_deref() == Some("missing")).then_some(())
-    })
-    .await;
+    token_becomes(&op, "missing", "the edit undone").await;
     op.stop().await;
 }
 
@@ -166,10 +164,7 @@ async fn every_with_always_runs_the_handler_on_every_tick() {
     )
     .await;
     op.create("w", json!({})).await;
-    eventually(20, "the first reconcile", || async {
-        op.widget("w").await.filter(|o| observed_generation(o) == Some(1))
-    })
-    .await;
+    first_reconcile(&op).await;
     let calls = op.reconciles();
     eventually(20, "five more handler calls", || async { (op.reconciles() >= calls + 5).then_some(()) })
         .await;
@@ -187,10 +182,7 @@ async fn a_handler_that_reads_the_clock_runs_on_every_tick() {
     )
     .await;
     op.create("w", json!({})).await;
-    eventually(20, "the first reconcile", || async {
-        op.widget("w").await.filter(|o| observed_generation(o) == Some(1))
-    })
-    .await;
+    first_reconcile(&op).await;
     let calls = op.reconciles();
     eventually(20, "five more handler calls", || async { (op.reconciles() >= calls + 5).then_some(()) })
         .await;
