@@ -3,7 +3,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::{Client, Resource};
 use parking_lot::Mutex;
@@ -83,17 +83,114 @@ impl ApplyReport {
     }
 }
 
-/// An object a cache holds, read in place: `Arc<DynamicObject>` from a kube-runtime
-/// reflector store (or the `Arc` of any typed store) coerces to `Arc<dyn CachedMeta>`, so a
-/// [`ChildCache`] hands out its objects without copying them.
+/// The metadata of an object a cache holds, read in place: `Arc<DynamicObject>` from a
+/// kube-runtime reflector store (or the `Arc` of any typed store) coerces to
+/// `Arc<dyn CachedMeta>`, so a [`ChildCache`] hands out its objects without copying them.
+/// A cache with its own object type implements the accessors over what it keeps.
 pub trait CachedMeta: Send + Sync {
-    /// The object's metadata.
-    fn object_meta(&self) -> &ObjectMeta;
+    /// `metadata.name`.
+    fn name(&self) -> Option<&str>;
+    /// `metadata.namespace`.
+    fn namespace(&self) -> Option<&str>;
+    /// `metadata.uid`.
+    fn uid(&self) -> Option<&str>;
+    /// `metadata.resourceVersion`.
+    fn resource_version(&self) -> Option<&str>;
+    /// `metadata.generation`.
+    fn generation(&self) -> Option<i64>;
+    /// Whether `metadata.deletionTimestamp` is set.
+    fn is_deleting(&self) -> bool;
+    /// The value of the label `key`.
+    fn label(&self, key: &str) -> Option<&str>;
+    /// The value of the annotation `key`.
+    fn annotation(&self, key: &str) -> Option<&str>;
+    /// `metadata.ownerReferences`.
+    fn owner_references(&self) -> &[OwnerReference];
 }
 
 impl<K: Resource + Send + Sync> CachedMeta for K {
-    fn object_meta(&self) -> &ObjectMeta {
-        Resource::meta(self)
+    fn name(&self) -> Option<&str> {
+        Meta(self.meta()).name()
+    }
+    fn namespace(&self) -> Option<&str> {
+        Meta(self.meta()).namespace()
+    }
+    fn uid(&self) -> Option<&str> {
+        Meta(self.meta()).uid()
+    }
+    fn resource_version(&self) -> Option<&str> {
+        Meta(self.meta()).resource_version()
+    }
+    fn generation(&self) -> Option<i64> {
+        self.meta().generation
+    }
+    fn is_deleting(&self) -> bool {
+        self.meta().deletion_timestamp.is_some()
+    }
+    fn label(&self, key: &str) -> Option<&str> {
+        Meta(self.meta()).label(key)
+    }
+    fn annotation(&self, key: &str) -> Option<&str> {
+        Meta(self.meta()).annotation(key)
+    }
+    fn owner_references(&self) -> &[OwnerReference] {
+        self.meta().owner_references.as_deref().unwrap_or_default()
+    }
+}
+
+/// [`CachedMeta`] over a bare `ObjectMeta` (what [`Applier::apply_observed`]'s closure and a
+/// metadata `GET` return).
+#[derive(Clone, Copy)]
+struct Meta<'a>(&'a ObjectMeta);
+
+impl<'a> Meta<'a> {
+    fn name(self) -> Option<&'a str> {
+        self.0.name.as_deref()
+    }
+    fn namespace(self) -> Option<&'a str> {
+        self.0.namespace.as_deref()
+    }
+    fn uid(self) -> Option<&'a str> {
+        self.0.uid.as_deref()
+    }
+    fn resource_version(self) -> Option<&'a str> {
+        self.0.resource_version.as_deref()
+    }
+    fn label(self, key: &str) -> Option<&'a str> {
+        self.0.labels.as_ref()?.get(key).map(String::as_str)
+    }
+    fn annotation(self, key: &str) -> Option<&'a str> {
+        self.0.annotations.as_ref()?.get(key).map(String::as_str)
+    }
+}
+
+impl CachedMeta for Meta<'_> {
+    fn name(&self) -> Option<&str> {
+        Meta::name(*self)
+    }
+    fn namespace(&self) -> Option<&str> {
+        Meta::namespace(*self)
+    }
+    fn uid(&self) -> Option<&str> {
+        Meta::uid(*self)
+    }
+    fn resource_version(&self) -> Option<&str> {
+        Meta::resource_version(*self)
+    }
+    fn generation(&self) -> Option<i64> {
+        self.0.generation
+    }
+    fn is_deleting(&self) -> bool {
+        self.0.deletion_timestamp.is_some()
+    }
+    fn label(&self, key: &str) -> Option<&str> {
+        Meta::label(*self, key)
+    }
+    fn annotation(&self, key: &str) -> Option<&str> {
+        Meta::annotation(*self, key)
+    }
+    fn owner_references(&self) -> &[OwnerReference] {
+        self.0.owner_references.as_deref().unwrap_or_default()
     }
 }
 
@@ -229,7 +326,7 @@ impl Applier {
     ///
     /// The unchanged-skip reads each candidate's metadata with a `GET`; a controller that
     /// has the children in a cache should call [`Applier::apply_observed`] instead.
-    pub async fn apply<K: Resource + Serialize + Sync>(
+    pub async fn apply<K: Serialize + Sync>(
         &self,
         owner: &K,
         desired: impl IntoIterator<Item = Value>,
@@ -249,7 +346,7 @@ impl Applier {
         observed: F,
     ) -> Result<ApplyReport, ApplyError>
     where
-        K: Resource + Serialize + Sync,
+        K: Serialize + Sync,
         F: Fn(&ChildRef) -> Option<ObjectMeta> + Send + Sync,
     {
         let owner = owner_info(owner)?;
@@ -265,7 +362,7 @@ impl Applier {
         cache: &dyn ChildCache,
     ) -> Result<ApplyReport, ApplyError>
     where
-        K: Resource + Serialize + Sync,
+        K: Serialize + Sync,
     {
         let owner = owner_info(owner)?;
         self.run(owner, desired.into_iter().collect(), Live::Cached(cache)).await
@@ -281,7 +378,7 @@ impl Applier {
         cache: &dyn ChildCache,
     ) -> Result<ApplyReport, ApplyError>
     where
-        K: Resource + Serialize + Sync,
+        K: Serialize + Sync,
     {
         let owner = owner_info(owner)?;
         self.run_with(owner, desired.into_iter().collect(), Live::Cached(cache), false).await
@@ -304,9 +401,9 @@ impl Applier {
         let memory = self.memory.lock();
         let Some(m) = memory.get(owner_uid) else { return children.is_empty() };
         children.iter().all(|child| {
-            m.applied.get(&child.key()).is_some_and(|last| {
-                cache.get(child).is_some_and(|live| still_ours(last, live.object_meta(), owner_uid))
-            })
+            m.applied
+                .get(&child.key())
+                .is_some_and(|last| cache.get(child).is_some_and(|live| still_ours(last, &*live, owner_uid)))
         })
     }
 
@@ -646,17 +743,17 @@ impl Applier {
             memory.get(owner_uid).and_then(|m| m.applied.get(&p.key)).filter(|a| a.hash == p.hash).cloned()
         };
         let Some(last) = last else { return false };
-        let ours = |meta: &ObjectMeta| still_ours(&last, meta, owner_uid);
+        let ours = |meta: &dyn CachedMeta| still_ours(&last, meta, owner_uid);
         match live {
-            Live::Cache(observed) => observed(&p.child).is_some_and(|meta| ours(&meta)),
-            Live::Cached(cache) => cache.get(&p.child).is_some_and(|o| ours(o.object_meta())),
+            Live::Cache(observed) => observed(&p.child).is_some_and(|meta| ours(&Meta(&meta))),
+            Live::Cached(cache) => cache.get(&p.child).is_some_and(|o| ours(&*o)),
             Live::Server => match p
                 .kind
                 .api(&self.client, p.child.namespace.as_deref())
                 .get_metadata_opt(&p.child.name)
                 .await
             {
-                Ok(found) => found.is_some_and(|o| ours(&o.metadata)),
+                Ok(found) => found.is_some_and(|o| ours(&Meta(&o.metadata))),
                 Err(error) => {
                     tracing::debug!(
                         child = %p.child,
@@ -757,21 +854,15 @@ impl Applier {
 }
 
 /// Whether the live object `meta` is still what the apply recorded in `last` produced.
-fn still_ours(last: &Applied, meta: &ObjectMeta, owner_uid: &str) -> bool {
-    let same_object = meta.uid.as_deref() == Some(&last.uid) && meta.deletion_timestamp.is_none();
+fn still_ours(last: &Applied, meta: &dyn CachedMeta, owner_uid: &str) -> bool {
+    let same_object = meta.uid() == Some(&last.uid) && !meta.is_deleting();
     let untouched = match &last.marker {
-        Marker::Generation(g) => meta.generation == Some(*g),
-        Marker::ResourceVersion(rv) => meta.resource_version.as_deref() == Some(rv),
+        Marker::Generation(g) => meta.generation() == Some(*g),
+        Marker::ResourceVersion(rv) => meta.resource_version() == Some(rv),
     };
-    let has_all = |want: &[(String, String)], live: &Option<std::collections::BTreeMap<String, String>>| {
-        want.iter().all(|(k, v)| live.as_ref().and_then(|l| l.get(k)) == Some(v))
-    };
-    let labels_kept = has_all(&last.labels, &meta.labels);
-    let annotations_kept = has_all(&last.annotations, &meta.annotations);
-    let owned = meta
-        .owner_references
-        .as_ref()
-        .is_some_and(|refs| refs.iter().any(|r| r.uid == owner_uid && r.controller == Some(true)));
+    let labels_kept = last.labels.iter().all(|(k, v)| meta.label(k) == Some(v));
+    let annotations_kept = last.annotations.iter().all(|(k, v)| meta.annotation(k) == Some(v));
+    let owned = meta.owner_references().iter().any(|r| r.uid == owner_uid && r.controller == Some(true));
     same_object && untouched && labels_kept && annotations_kept && owned
 }
 

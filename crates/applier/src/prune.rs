@@ -87,29 +87,22 @@ pub(crate) async fn prune(
                 },
             };
             for object in listed {
-                let meta = object.object_meta();
-                let (Some(name), Some(uid)) = (meta.name.clone(), meta.uid.clone()) else { continue };
-                let labelled = meta.labels.as_ref().and_then(|l| l.get(PART_OF_LABEL)).map(String::as_str)
-                    == Some(scope.set_id);
-                let owned = meta
-                    .owner_references
-                    .as_ref()
-                    .is_some_and(|refs| refs.iter().any(|r| r.uid == owner.uid));
-                if !labelled || !owned || meta.deletion_timestamp.is_some() {
+                let (Some(name), Some(uid)) = (object.name(), object.uid()) else { continue };
+                let labelled = object.label(PART_OF_LABEL) == Some(scope.set_id);
+                let owned = object.owner_references().iter().any(|r| r.uid == owner.uid);
+                if !labelled || !owned || object.is_deleting() {
                     continue;
                 }
                 let child = ChildRef {
                     api_version: resolved.resource.api_version.clone(),
                     kind: resolved.resource.kind.clone(),
-                    namespace: meta.namespace.clone().filter(|_| resolved.namespaced),
-                    name,
+                    namespace: object.namespace().map(str::to_owned).filter(|_| resolved.namespaced),
+                    name: name.to_owned(),
                 };
                 if scope.keep.contains(&child.key()) {
                     continue;
                 }
-                let opted_out =
-                    meta.annotations.as_ref().and_then(|a| a.get(PRUNE_ANNOTATION)).map(String::as_str)
-                        == Some("false");
+                let opted_out = object.annotation(PRUNE_ANNOTATION) == Some("false");
                 if opted_out {
                     tracing::debug!(%child, "left the desired set but opted out of pruning");
                     report.kept.push(child.clone());
@@ -121,8 +114,8 @@ pub(crate) async fn prune(
                     // The version read too: an object changed since (its owner reference
                     // removed by an orphaning delete, say) is not deleted on stale grounds.
                     preconditions: Some(Preconditions {
-                        uid: Some(uid),
-                        resource_version: meta.resource_version.clone(),
+                        uid: Some(uid.to_owned()),
+                        resource_version: object.resource_version().map(str::to_owned),
                     }),
                     ..DeleteParams::default()
                 };

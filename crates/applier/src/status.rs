@@ -10,8 +10,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use kube::Client;
 use kube::api::{Patch, PatchParams};
-use kube::{Client, Resource};
 use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -183,7 +183,7 @@ impl StatusWriter {
     ///
     /// Returns [`StatusWrite::Written`] with the resourceVersion the server answered, or
     /// [`StatusWrite::Unchanged`] when nothing was sent.
-    pub async fn write<K: Resource + Serialize + Sync>(
+    pub async fn write<K: Serialize + Sync>(
         &self,
         object: &K,
         patch: StatusPatch,

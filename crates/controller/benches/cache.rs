@@ -1,8 +1,8 @@
-//! Memory of the controller's caches (dhat): bytes held per cached Deployment as kube's
-//! `DynamicObject` (a `serde_json::Value` tree; what ctop's caches held before) and as
-//! ctop's [`Object`] (metadata plus the JSON text of the rest), against the object's JSON
-//! size with managedFields stripped; and the cost of handing one object to the script as
-//! JSON text. Printed as Markdown tables.
+//! Memory of the controller's caches (dhat): bytes held per cached Deployment in kube's
+//! reflector store as `DynamicObject` (a `serde_json::Value` tree; what ctop's caches held
+//! before) and in ctop's [`Store`] as [`Object`] (indexed metadata plus the JSON text of the
+//! rest), against the object's JSON size with managedFields stripped; and the cost of
+//! handing one object to the script as JSON text. Printed as Markdown tables.
 //!
 //! `cargo bench -p ctop-controller --bench cache`
 
@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use ctop_controller::Object;
+use ctop_controller::{Object, Store};
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
@@ -31,9 +31,9 @@ fn ar() -> ApiResource {
     ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&())
 }
 
-/// Fill a reflector store with `texts` read as `K` (as the watch reads them): the bytes it
-/// holds per object, and the store.
-fn fill<K>(texts: &[String]) -> (f64, Writer<K>)
+/// Fill a kube-runtime reflector store with `texts` read as `K` (as the watch reads them):
+/// the bytes it holds per object, and the store.
+fn fill_reflector<K>(texts: &[String]) -> (f64, Writer<K>)
 where
     K: kube::Resource<DynamicType = ApiResource> + DeserializeOwned + Clone,
 {
@@ -49,6 +49,21 @@ where
     ((heap() - before) as f64 / texts.len() as f64, writer)
 }
 
+/// Fill ctop's store with `texts` read as [`Object`]s: the bytes it holds per object, and
+/// the store.
+fn fill_store(texts: &[String]) -> (f64, Store) {
+    let before = heap();
+    let store = Store::default();
+    store.apply(&watcher::Event::Init);
+    for t in texts {
+        let o: Object = serde_json::from_str(t).unwrap();
+        store.apply(&watcher::Event::InitApply(o));
+    }
+    store.apply(&watcher::Event::InitDone);
+    assert_eq!(store.len(), texts.len());
+    ((heap() - before) as f64 / texts.len() as f64, store)
+}
+
 fn main() {
     let _profiler = dhat::Profiler::builder().testing().build();
     println!("## The controller's cache: bytes held per cached Deployment\n");
@@ -60,12 +75,15 @@ fn main() {
         let json = (0..n).map(|i| strip_managed_fields(deployment(i)).to_string().len()).sum::<usize>()
             as f64
             / n as f64;
-        let (dynamic, w) = fill::<DynamicObject>(&texts);
+        let (dynamic, w) = fill_reflector::<DynamicObject>(&texts);
         drop(w);
-        println!("| DynamicObject (before) | {n} | {dynamic:.0} | {json:.0} | {:.2}× |", dynamic / json);
-        let (object, w) = fill::<Object>(&texts);
-        println!("| Object (ctop) | {n} | {object:.0} | {json:.0} | {:.2}× |", object / json);
-        drop(w);
+        println!(
+            "| DynamicObject in kube's reflector (before) | {n} | {dynamic:.0} | {json:.0} | {:.2}× |",
+            dynamic / json
+        );
+        let (object, s) = fill_store(&texts);
+        println!("| Object in ctop's Store | {n} | {object:.0} | {json:.0} | {:.2}× |", object / json);
+        drop(s);
     }
 
     println!("\n## One cached object to the script's JSON text\n");

@@ -115,14 +115,9 @@ impl OwnWrites {
     pub(crate) fn begin(&self, primary: String, read: Option<(&str, &Object)>) -> Running<'_> {
         let mut st = self.state.lock();
         if let Some((kind, o)) = read
-            && let Some(version) = o.metadata.resource_version.clone()
+            && let Some(version) = o.resource_version()
         {
-            let key = Self::key(
-                kind,
-                o.metadata.namespace.as_deref(),
-                o.metadata.name.as_deref().unwrap_or_default(),
-            );
-            st.read.insert(key, version);
+            st.read.insert(Self::key(kind, o.namespace(), o.name()), version.to_owned());
         }
         *st.running.entry(primary.clone()).or_default() += 1;
         *st.started.entry(primary.clone()).or_default() += 1;
@@ -152,9 +147,8 @@ impl OwnWrites {
     /// recognised once); first waits until no reconcile of `primary` (the object itself,
     /// or a child's owner) is running.
     pub(crate) async fn is_echo(&self, kind: &str, o: &Object, primary: &str) -> bool {
-        let Some(version) = o.metadata.resource_version.as_deref() else { return false };
-        let key =
-            Self::key(kind, o.metadata.namespace.as_deref(), o.metadata.name.as_deref().unwrap_or_default());
+        let Some(version) = o.resource_version() else { return false };
+        let key = Self::key(kind, o.namespace(), o.name());
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
             let ended = self.ended.notified();
@@ -181,8 +175,7 @@ impl OwnWrites {
 
     /// Forget an object of `kind` (it was deleted).
     pub(crate) fn forget(&self, kind: &str, o: &Object) {
-        let key =
-            Self::key(kind, o.metadata.namespace.as_deref(), o.metadata.name.as_deref().unwrap_or_default());
+        let key = Self::key(kind, o.namespace(), o.name());
         let mut st = self.state.lock();
         st.versions.remove(&key);
         st.read.remove(&key);
@@ -210,7 +203,10 @@ mod tests {
         assert!(own.is_echo("v1/Secret", &o, "ns/p").await);
         assert!(!own.is_echo("v1/Secret", &o, "ns/p").await, "an echo is recognised once");
         own.wrote("v1/Secret", Some("ns"), "a", "7".into(), "ns/p");
-        o.metadata.resource_version = Some("8".into());
+        o = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "a", "namespace": "ns", "uid": "u1", "resourceVersion": "8"}
+        }))
+        .expect("object");
         assert!(!own.is_echo("v1/Secret", &o, "ns/p").await, "a later version is someone else's change");
     }
 

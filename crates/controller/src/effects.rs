@@ -8,7 +8,6 @@ use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy,
 };
 use kube::runtime::events::{Event, EventType as KubeEventType};
-use kube::{Resource as _, ResourceExt as _};
 use serde_json::{Value, json};
 
 use crate::cluster::{api_for, kind_key, resolve};
@@ -70,7 +69,7 @@ pub(crate) async fn target_of(
     let namespace = obj["metadata"]["namespace"]
         .as_str()
         .map(str::to_owned)
-        .or_else(|| owner.and_then(kube::ResourceExt::namespace))
+        .or_else(|| owner.and_then(Object::namespace).map(str::to_owned))
         .or_else(|| ctx.options.namespace.clone())
         .or_else(|| namespaced.then(|| "default".to_owned()));
     Ok(Target { ar, namespaced, name: name.to_owned(), namespace })
@@ -170,13 +169,11 @@ pub(crate) async fn delete_children(
         });
         let t = target_of(ctx, "remove", &obj, Some(owner)).await?;
         let key = format!("{}/{}", t.ar.api_version, t.ar.kind);
-        let cached = ctx.caches.iter().find(|c| c.key == key).and_then(|c| {
-            let at = kube::runtime::reflector::ObjectRef::new_with(&t.name, c.ar.clone());
-            c.store.get(&match (&t.namespace, c.namespaced) {
-                (Some(ns), true) => at.within(ns),
-                _ => at,
-            })
-        });
+        let cached = ctx
+            .caches
+            .iter()
+            .find(|c| c.key == key)
+            .and_then(|c| c.store.get(t.namespace.as_deref().filter(|_| c.namespaced), &t.name));
         let Some(child) = cached else { continue };
         let ours = child.owner_references().iter().any(|o| o.controller == Some(true) && o.uid == owner_uid);
         if !ours {
@@ -187,14 +184,14 @@ pub(crate) async fn delete_children(
             );
             continue;
         }
-        if child.metadata.deletion_timestamp.is_some() {
+        if child.is_deleting() {
             continue;
         }
         let params = DeleteParams {
             propagation_policy: Some(PropagationPolicy::Background),
             preconditions: Some(Preconditions {
-                uid: child.uid(),
-                resource_version: child.resource_version(),
+                uid: child.uid().map(str::to_owned),
+                resource_version: child.resource_version().map(str::to_owned),
             }),
             ..DeleteParams::default()
         };
@@ -248,10 +245,9 @@ pub(crate) async fn patch_finalizers(
     owner: &Object,
     finalizers: Vec<String>,
 ) -> Result<(), ReconcileError> {
-    let api: Api<DynamicObject> =
-        api_for(&ctx.client, &ctx.primary, ctx.namespaced, owner.namespace().as_deref());
+    let api: Api<DynamicObject> = api_for(&ctx.client, &ctx.primary, ctx.namespaced, owner.namespace());
     let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": owner.resource_version()}});
-    api.patch(&owner.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(|source| {
+    api.patch(owner.name(), &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(|source| {
         ReconcileError::Api { what: format!("update the finalizers of {}", describe(ctx, owner)), source }
     })?;
     Ok(())
@@ -270,7 +266,7 @@ pub(crate) async fn update_finalizers(
         current.iter().filter(|f| !changes.remove.contains(f) && Some(f.as_str()) != done).cloned().collect();
     for f in &changes.add {
         // Nothing new is added to an object on its way out (the API server refuses it).
-        if !next.contains(f) && owner.meta().deletion_timestamp.is_none() {
+        if !next.contains(f) && !owner.is_deleting() {
             next.push(f.clone());
         }
     }
@@ -283,7 +279,7 @@ pub(crate) async fn update_finalizers(
 /// Publish `events`: about the object each names in `regarding`, else about `owner`
 /// (events of `onStart` without `regarding` are logged instead).
 pub(crate) async fn publish_events(ctx: &Ctx, owner: Option<&Object>, events: &[EventRecord]) {
-    let own: Option<ObjectReference> = owner.map(|o| o.object_ref(&ctx.primary));
+    let own: Option<ObjectReference> = owner.map(|o| o.reference(&ctx.primary));
     for e in events {
         let reference = match (&e.regarding, &own) {
             (Some(r), _) => ObjectReference {
@@ -335,8 +331,8 @@ pub(crate) fn event_note(text: &str) -> String {
 /// `Kind namespace/name` of a primary object.
 pub(crate) fn describe(ctx: &Ctx, o: &Object) -> String {
     match o.namespace() {
-        Some(ns) => format!("{} {ns}/{}", ctx.primary.kind, o.name_any()),
-        None => format!("{} {}", ctx.primary.kind, o.name_any()),
+        Some(ns) => format!("{} {ns}/{}", ctx.primary.kind, o.name()),
+        None => format!("{} {}", ctx.primary.kind, o.name()),
     }
 }
 

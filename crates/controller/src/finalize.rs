@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ctop_core::{HandlerResult, PruneMode};
-use kube::ResourceExt as _;
 use tracing::Instrument as _;
 
 use crate::context::Ctx;
@@ -53,20 +52,20 @@ pub(crate) async fn deleting(
 /// must still keep them, so it asks this memory as well as the object (every version of
 /// the object passes through the watch, the finalizer's too).
 pub(crate) fn note_orphaning(set: &parking_lot::Mutex<std::collections::HashSet<String>>, o: &Object) {
-    if o.metadata.deletion_timestamp.is_some()
+    if o.is_deleting()
         && o.finalizers().iter().any(|f| f == ORPHAN)
-        && let Some(uid) = &o.metadata.uid
+        && let Some(uid) = o.uid()
     {
-        set.lock().insert(uid.clone());
+        set.lock().insert(uid.to_owned());
     }
 }
 
 /// Drop what is remembered of an object on its way out.
 fn forget(ctx: &Ctx, owner: &Object) {
     if let Some(uid) = owner.uid() {
-        ctx.orphaning.lock().remove(&uid);
-        ctx.applier.forget(&uid);
-        ctx.applier.status_writer().forget(&uid);
+        ctx.orphaning.lock().remove(uid);
+        ctx.applier.forget(uid);
+        ctx.applier.status_writer().forget(uid);
     }
     ctx.own_writes.forget(&format!("{}/{}", ctx.primary.api_version, ctx.primary.kind), owner);
     ctx.failures.lock().remove(&object_key(owner));
@@ -81,7 +80,7 @@ async fn finalize(ctx: &Arc<Ctx>, owner: &Object, finalizer: &str) -> Result<Nex
         .await;
     ctx.metrics.observe_script(&ctx.spec.name, "finalize", started.elapsed());
     let mut out = out?;
-    let orphaned = owner.uid().is_some_and(|uid| ctx.orphaning.lock().contains(&uid));
+    let orphaned = owner.uid().is_some_and(|uid| ctx.orphaning.lock().contains(uid));
     if orphaned || owner.finalizers().iter().any(|f| f == ORPHAN) {
         // `kubectl delete --cascade=orphan`: the user asked to keep the children.
         out.children.prune = PruneMode::Keep;

@@ -23,8 +23,6 @@ use std::sync::{Arc, Weak};
 
 use ctop_applier::ChildRef;
 use ctop_core::Handlers;
-use kube::ResourceExt as _;
-use kube::runtime::reflector::ObjectRef;
 use parking_lot::Mutex;
 
 use crate::informer::Cached;
@@ -36,7 +34,7 @@ use crate::queue::Next;
 #[derive(Debug)]
 pub(crate) enum Read {
     /// `getObserved` of one object: its resourceVersion, `None` when it was not there.
-    Get { cache: usize, object: ObjectRef<Object>, version: Option<String> },
+    Get { cache: usize, namespace: Option<String>, name: String, version: Option<String> },
     /// `listObserved` of a kind (in `namespace`, when the call is restricted to one).
     List { cache: usize, namespace: Option<String>, digest: Digest },
 }
@@ -51,10 +49,10 @@ pub(crate) struct Digest {
 impl Digest {
     pub(crate) fn add(&mut self, o: &Object) {
         let mut h = std::hash::DefaultHasher::new();
-        o.metadata.namespace.hash(&mut h);
-        o.metadata.name.hash(&mut h);
-        o.metadata.uid.hash(&mut h);
-        o.metadata.resource_version.hash(&mut h);
+        o.namespace().hash(&mut h);
+        o.name().hash(&mut h);
+        o.uid().hash(&mut h);
+        o.resource_version().hash(&mut h);
         self.count += 1;
         self.sum = self.sum.wrapping_add(h.finish());
     }
@@ -72,8 +70,9 @@ impl Read {
     /// Whether the caches still answer this lookup as they did.
     fn holds(&self, caches: &[Cached]) -> bool {
         match self {
-            Read::Get { cache, object, version } => caches.get(*cache).is_some_and(|c| {
-                c.store.get(object).and_then(|o| o.metadata.resource_version.clone()) == *version
+            Read::Get { cache, namespace, name, version } => caches.get(*cache).is_some_and(|c| {
+                let found = c.store.get(namespace.as_deref(), name);
+                found.as_ref().and_then(|o| o.resource_version()) == version.as_deref()
             }),
             Read::List { cache, namespace, digest } => {
                 caches.get(*cache).is_some_and(|c| list_digest(c, namespace.as_deref()) == *digest)
@@ -85,10 +84,8 @@ impl Read {
 /// The digest of what `listObserved` of `c` returns to a call restricted to `namespace`.
 fn list_digest(c: &Cached, namespace: Option<&str>) -> Digest {
     let mut d = Digest::default();
-    for o in c.store.state() {
-        if !c.namespaced || namespace.is_none() || o.metadata.namespace.as_deref() == namespace {
-            d.add(&o);
-        }
+    for o in c.store.in_namespace(namespace.filter(|_| c.namespaced)) {
+        d.add(&o);
     }
     d
 }
@@ -120,8 +117,8 @@ impl Fingerprint {
         }
         Some(Self {
             handlers: Arc::downgrade(handlers),
-            uid: owner.uid(),
-            version: owner.resource_version(),
+            uid: owner.uid().map(str::to_owned),
+            version: owner.resource_version().map(str::to_owned),
             reads: recording.reads,
             children,
             next,
@@ -150,8 +147,8 @@ impl Fingerprints {
         // one worker at a time, so nothing else touches its entry meanwhile.
         let fp = self.by_object.lock().remove(key)?;
         let same = fp.version.is_some()
-            && fp.version == owner.metadata.resource_version
-            && fp.uid == owner.metadata.uid
+            && fp.version.as_deref() == owner.resource_version()
+            && fp.uid.as_deref() == owner.uid()
             && std::ptr::addr_eq(fp.handlers.as_ptr(), Arc::as_ptr(handlers))
             && fp.reads.iter().all(|r| r.holds(caches))
             && fp.uid.as_deref().is_some_and(|uid| intact(uid, &fp.children, &Children(caches)));

@@ -1,20 +1,20 @@
 //! Watches and their caches: one watch per kind and scope, shared by everything that reads
-//! or is triggered by that kind, feeding a reflector store (and, for managed kinds, an index
+//! or is triggered by that kind, feeding a [`Store`] (and, for managed kinds, an index
 //! of ApplySet members).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt as _;
+use kube::Client;
 use kube::api::ApiResource;
-use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
-use kube::{Client, ResourceExt as _};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use crate::cluster::api_for;
-use crate::object::Object;
+use crate::object::{Object, Wire};
+use crate::store::Store;
 use crate::triggers::object_key;
 
 /// A kind resolved through discovery, with its cache.
@@ -22,7 +22,7 @@ pub(crate) struct Cached {
     pub(crate) key: String,
     pub(crate) ar: ApiResource,
     pub(crate) namespaced: bool,
-    pub(crate) store: Store<Object>,
+    pub(crate) store: Store,
     /// ApplySet members by set id, for managed kinds (see [`SetIndex`]).
     pub(crate) sets: Option<Arc<SetIndex>>,
 }
@@ -60,7 +60,7 @@ pub(crate) struct InformerPlan {
 
 /// A started [`InformerPlan`].
 pub(crate) struct Informer {
-    pub(crate) store: Store<Object>,
+    pub(crate) store: Store,
     pub(crate) sets: Option<Arc<SetIndex>>,
     pub(crate) stream: futures::stream::BoxStream<'static, Result<watcher::Event<Object>, watcher::Error>>,
     pub(crate) synced: watch::Receiver<bool>,
@@ -86,11 +86,11 @@ impl InformerPlan {
             && (self.labels.is_none() || self.labels.as_deref() == labels)
     }
 
-    /// Start the watch in a task of its own: the reflector first, then the ApplySet index
+    /// Start the watch in a task of its own: the store first, then the ApplySet index
     /// (managed kinds), then the subscribers.
     pub(crate) fn start(self, client: &Client) -> Informer {
-        let writer = reflector::store::Writer::<Object>::new(self.ar.clone());
-        let store = writer.as_reader();
+        let store = Store::default();
+        let writer = store.clone();
         let sets = (self.role == Role::Owned).then(|| Arc::new(SetIndex::default()));
         let index = sets.clone();
         let subscribers = self.subscribers;
@@ -98,23 +98,34 @@ impl InformerPlan {
         if let Some(sel) = &self.labels {
             config = config.labels(sel);
         }
-        let api = api_for(client, &self.ar, self.namespaced, self.namespace.as_deref());
-        // Readiness is tapped here (not taken from `Controller::new_with`): a second task
-        // waiting on a kube-runtime 5 store is never woken (its readiness keeps one
-        // waker; see crates/kubesim/tests/store_ready.rs).
-        let (stream, synced) =
-            tap_init_done(detach(watcher(api, config).default_backoff().reflect(writer).inspect(move |e| {
-                if let Ok(e) = e {
-                    if let Some(index) = &index {
-                        index.observe(e);
-                    }
-                    for tx in &subscribers {
-                        // A closed channel is a controller shutting down.
-                        let _ = tx.send(e.clone());
-                    }
+        let api = api_for::<Wire>(client, &self.ar, self.namespaced, self.namespace.as_deref());
+        // Readiness is tapped here: a second task waiting on a kube-runtime 5 store is never
+        // woken (its readiness keeps one waker; see crates/kubesim/tests/store_ready.rs).
+        let events = watcher(api, config).default_backoff().map(|e| e.map(unwrap_event));
+        let (stream, synced) = tap_init_done(detach(events.inspect(move |e| {
+            if let Ok(e) = e {
+                writer.apply(e);
+                if let Some(index) = &index {
+                    index.observe(e);
                 }
-            })));
+                for tx in &subscribers {
+                    // A closed channel is a controller shutting down.
+                    let _ = tx.send(e.clone());
+                }
+            }
+        })));
         Informer { store, sets, stream: stream.boxed(), synced }
+    }
+}
+
+/// The cached object of a watch event.
+fn unwrap_event(e: watcher::Event<Wire>) -> watcher::Event<Object> {
+    match e {
+        watcher::Event::Apply(w) => watcher::Event::Apply(w.object),
+        watcher::Event::Delete(w) => watcher::Event::Delete(w.object),
+        watcher::Event::InitApply(w) => watcher::Event::InitApply(w.object),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitDone => watcher::Event::InitDone,
     }
 }
 
@@ -152,10 +163,10 @@ impl EventScope {
     }
 
     fn admits(&self, o: &Object) -> bool {
-        self.namespace.as_ref().is_none_or(|ns| o.metadata.namespace.as_ref() == Some(ns))
+        self.namespace.as_deref().is_none_or(|ns| o.namespace() == Some(ns))
             && self.labels.as_ref().is_none_or(|sel| {
                 let labels = o.labels();
-                sel.matches_with(|k| labels.get(k).map(String::as_str))
+                sel.matches_with(|k| labels.get(k))
             })
     }
 
@@ -204,7 +215,7 @@ impl SetIndex {
     pub(crate) fn observe(&self, event: &watcher::Event<Object>) {
         let mut idx = self.inner.lock();
         let mut put = |o: &Object, present: bool| {
-            let key = (o.namespace().unwrap_or_default(), o.name_any());
+            let key = (o.namespace().unwrap_or_default().to_owned(), o.name().to_owned());
             if let Some(old) = idx.set_of.remove(&key)
                 && let Some(m) = idx.members.get_mut(&old)
             {
@@ -213,7 +224,7 @@ impl SetIndex {
                     idx.members.remove(&old);
                 }
             }
-            let label = o.labels().get(ctop_applier::applyset::PART_OF_LABEL).cloned();
+            let label = o.labels().get(ctop_applier::applyset::PART_OF_LABEL).map(str::to_owned);
             if let (true, Some(set)) = (present, label) {
                 idx.members.entry(set.clone()).or_default().insert(key.clone());
                 idx.set_of.insert(key, set);
@@ -256,7 +267,7 @@ where
 }
 
 /// Hold the objects of a list (the first, or a relist after the watch was lost) until the
-/// list ends: kube's reflector puts them in the cache all at once, at `InitDone`, so a
+/// list ends: the store puts them in the cache all at once, at `InitDone`, so a
 /// trigger passed on earlier would look its object up before the cache has it. They are
 /// released, in order, just before the `InitDone`; other events pass through.
 pub(crate) fn hold_initial<S>(stream: S) -> impl futures::Stream<Item = S::Item> + Send + 'static
@@ -305,7 +316,7 @@ where
     })
 }
 
-/// Pass a reflector's events through and report its first `InitDone` (the cache holds the
+/// Pass a watch's events through and report its first `InitDone` (the cache holds the
 /// full list) on a watch channel, which wakes any number of waiters.
 pub(crate) fn tap_init_done<S>(
     stream: S,
@@ -340,14 +351,12 @@ mod tests {
         assert!(EventScope::narrowing(&wide, None, Some("in (")).is_err());
 
         let scope = EventScope::narrowing(&wide, Some("a".into()), Some("watched=yes")).expect("valid");
-        let cm = |ns: &str, name: &str, watched: bool| {
-            let mut o = Object::default();
-            o.metadata.name = Some(name.to_owned());
-            o.metadata.namespace = Some(ns.to_owned());
-            if watched {
-                o.metadata.labels = Some([("watched".to_owned(), "yes".to_owned())].into());
-            }
-            o
+        let cm = |ns: &str, name: &str, watched: bool| -> Object {
+            let labels = if watched { serde_json::json!({"watched": "yes"}) } else { serde_json::json!({}) };
+            serde_json::from_value(
+                serde_json::json!({"metadata": {"name": name, "namespace": ns, "labels": labels}}),
+            )
+            .expect("object")
         };
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         for e in [
@@ -369,9 +378,9 @@ mod tests {
             .map(|e| match e {
                 Ok(watcher::Event::Init) => "init".to_owned(),
                 Ok(watcher::Event::InitDone) => "done".to_owned(),
-                Ok(watcher::Event::InitApply(o)) => format!("list {}", o.name_any()),
-                Ok(watcher::Event::Apply(o)) => format!("apply {}", o.name_any()),
-                Ok(watcher::Event::Delete(o)) => format!("delete {}", o.name_any()),
+                Ok(watcher::Event::InitApply(o)) => format!("list {}", o.name()),
+                Ok(watcher::Event::Apply(o)) => format!("apply {}", o.name()),
+                Ok(watcher::Event::Delete(o)) => format!("delete {}", o.name()),
                 Err(e) => format!("error {e}"),
             })
             .collect();

@@ -11,7 +11,8 @@
 //!
 //! - `run`: health and metrics servers, leader election, and each controller's watches;
 //! - `informer`: one shared watch per kind and scope, its cache and ApplySet index;
-//! - [`Object`] (`object`): a cached object, metadata plus the JSON text of the rest;
+//! - [`Object`] (`object`): a cached object, its metadata indexed and the rest as JSON
+//!   text; [`Store`] (`store`): the cache of one kind;
 //! - `triggers`: what makes a primary reconcile (its changes, its children's, `.watches()`
 //!   through predicates and mappers, handler replacements), minus the echoes of the
 //!   controller's own writes (`context::OwnWrites`);
@@ -53,12 +54,14 @@ mod queue;
 pub mod reconcile;
 mod retry;
 mod run;
+mod store;
 mod triggers;
 mod worker;
 
 pub use cluster::install_crds;
 pub use error::{ReconcileError, RunError, api_error_text};
-pub use object::Object;
+pub use object::{Object, Pairs};
 pub use options::{LeaseTiming, RunOptions};
 pub use retry::RetryLimit;
 pub use run::{HandlerSource, hot_swappable, run, run_reloadable, run_with_lease};
+pub use store::Store;

@@ -1,50 +1,219 @@
-//! [`Object`]: how the controller's caches hold an object — its metadata, parsed, and the
-//! rest of it as the JSON text the API server sent.
+//! [`Object`]: how the controller's caches hold an object — the metadata the controller
+//! reads, indexed, and everything else as the JSON text the API server sent.
 //!
 //! kube's `DynamicObject` keeps an object as a `serde_json::Value` tree, about ten times
-//! the size of its JSON; the controller reads only metadata (names, labels, owner
-//! references, versions, finalizers), and the script wants JSON text anyway (QuickJS parses
-//! text faster than anything builds JS values from Rust). So the rest of the object (`spec`,
-//! `status`, `data`, ...) is kept as one string, and an object handed to the script is that
-//! string with its metadata serialized in front. `managedFields` are dropped on arrival;
-//! `apiVersion` and `kind` too (the cache knows its kind; items of a list of a built-in
-//! kind do not carry them).
+//! the size of its JSON, and even a parsed `ObjectMeta` costs more than the object's text
+//! (its labels alone are a B-tree node of eleven slots). The controller reads names,
+//! versions, labels, annotations, owner references and finalizers; the script wants JSON
+//! text anyway (QuickJS parses text faster than anything builds JS values from Rust). So
+//! an [`Object`] keeps those metadata fields in compact form, once, and the rest of the
+//! metadata and of the object as the text that arrived; the object handed to the script is
+//! that text with the indexed fields written back in front. `managedFields` are dropped
+//! on arrival, `apiVersion` and `kind` too (the cache knows its kind; items of a list of a
+//! built-in kind do not carry them).
+//!
+//! [`Wire`] is the same object as kube's watcher reads it: the watcher needs a
+//! `kube::Resource`, whose `meta()` is a full `ObjectMeta`, which the cache does not keep.
 
 use std::borrow::Cow;
 use std::fmt;
 
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{ApiResource, ObjectMeta, TypeMeta};
 use kube::core::DynamicResourceScope;
-use serde::de::{MapAccess, Visitor};
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 /// A cached object (see the module docs): what the controller's caches hold.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Object {
     /// `apiVersion` and `kind`, when set by the controller (never by the cache).
-    pub(crate) types: Option<TypeMeta>,
-    pub(crate) metadata: ObjectMeta,
+    pub(crate) types: Option<Box<TypeMeta>>,
+    name: Box<str>,
+    namespace: Option<Box<str>>,
+    uid: Option<Box<str>>,
+    resource_version: Option<Box<str>>,
+    generation: Option<i64>,
+    labels: Pairs,
+    annotations: Pairs,
+    owner_references: Box<[OwnerReference]>,
+    finalizers: Box<[String]>,
+    /// Whether `metadata.deletionTimestamp` is set (its text is in `meta_rest`).
+    deleting: bool,
+    /// The other metadata fields as they arrived (`"creationTimestamp":"...",...`, without
+    /// the braces); empty when there are none.
+    meta_rest: Box<str>,
     /// The other top-level fields as they arrived: `"spec":{...},"status":{...}`, without
     /// the braces; empty when there are none.
     rest: Box<str>,
 }
 
+/// Labels or annotations: pairs sorted by key, looked up by binary search.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pairs(Box<[(Box<str>, Box<str>)]>);
+
+impl Pairs {
+    /// The value of `key`.
+    #[must_use]
+    pub fn get(&self, key: &str) -> Option<&str> {
+        let i = self.0.binary_search_by(|(k, _)| (**k).cmp(key)).ok()?;
+        Some(&self.0[i].1)
+    }
+
+    /// The pairs, by key.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (&**k, &**v))
+    }
+
+    /// Whether there are none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn from_map(map: std::collections::BTreeMap<String, String>) -> Self {
+        Self(map.into_iter().map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str())).collect())
+    }
+}
+
+impl Serialize for Pairs {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
+
 impl Object {
+    /// `metadata.name`.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `metadata.namespace`.
+    #[must_use]
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// `metadata.uid`.
+    #[must_use]
+    pub fn uid(&self) -> Option<&str> {
+        self.uid.as_deref()
+    }
+
+    /// `metadata.resourceVersion`.
+    #[must_use]
+    pub fn resource_version(&self) -> Option<&str> {
+        self.resource_version.as_deref()
+    }
+
+    /// `metadata.generation`.
+    #[must_use]
+    pub fn generation(&self) -> Option<i64> {
+        self.generation
+    }
+
+    /// `metadata.labels`.
+    #[must_use]
+    pub fn labels(&self) -> &Pairs {
+        &self.labels
+    }
+
+    /// `metadata.annotations`.
+    #[must_use]
+    pub fn annotations(&self) -> &Pairs {
+        &self.annotations
+    }
+
+    /// `metadata.ownerReferences`.
+    #[must_use]
+    pub fn owner_references(&self) -> &[OwnerReference] {
+        &self.owner_references
+    }
+
+    /// `metadata.finalizers`.
+    #[must_use]
+    pub fn finalizers(&self) -> &[String] {
+        &self.finalizers
+    }
+
+    /// Whether the object is being deleted (`metadata.deletionTimestamp` is set).
+    #[must_use]
+    pub fn is_deleting(&self) -> bool {
+        self.deleting
+    }
+
+    /// A reference to the object as a kind of `ar` (for events).
+    pub(crate) fn reference(&self, ar: &ApiResource) -> ObjectReference {
+        ObjectReference {
+            api_version: Some(ar.api_version.clone()),
+            kind: Some(ar.kind.clone()),
+            name: Some(self.name.to_string()),
+            namespace: self.namespace.as_deref().map(str::to_owned),
+            uid: self.uid.as_deref().map(str::to_owned),
+            resource_version: self.resource_version.as_deref().map(str::to_owned),
+            ..ObjectReference::default()
+        }
+    }
+
+    /// The same object typed as a kind of `ar` (so that it serializes its `apiVersion` and
+    /// `kind`).
+    pub(crate) fn typed(&self, ar: &ApiResource) -> Self {
+        Self {
+            types: Some(Box::new(TypeMeta { api_version: ar.api_version.clone(), kind: ar.kind.clone() })),
+            ..self.clone()
+        }
+    }
+
     /// The object as JSON text, with `api_version` and `kind`.
     #[must_use]
     pub fn to_json_as(&self, api_version: &str, kind: &str) -> String {
-        let mut out = Vec::with_capacity(self.rest.len() + 512);
+        let mut out = Vec::with_capacity(self.rest.len() + self.meta_rest.len() + 512);
         out.extend_from_slice(b"{\"apiVersion\":");
-        // Writing strings and metadata (string keys, no non-finite floats) into a `Vec`
-        // cannot fail.
+        // Writing strings, integers and string maps into a `Vec` cannot fail.
         let _ = serde_json::to_writer(&mut out, api_version);
         out.extend_from_slice(b",\"kind\":");
         let _ = serde_json::to_writer(&mut out, kind);
-        out.extend_from_slice(b",\"metadata\":");
-        if serde_json::to_writer(&mut out, &self.metadata).is_err() {
-            out.extend_from_slice(b"{}");
+        out.extend_from_slice(b",\"metadata\":{\"name\":");
+        let _ = serde_json::to_writer(&mut out, &*self.name);
+        // `,"key":value` for each indexed field that is set.
+        fn field<T: Serialize + ?Sized>(out: &mut Vec<u8>, key: &str, value: &T) {
+            out.push(b',');
+            let _ = serde_json::to_writer(&mut *out, key);
+            out.push(b':');
+            let _ = serde_json::to_writer(&mut *out, value);
         }
+        if let Some(ns) = &self.namespace {
+            field(&mut out, "namespace", ns);
+        }
+        if let Some(uid) = &self.uid {
+            field(&mut out, "uid", uid);
+        }
+        if let Some(rv) = &self.resource_version {
+            field(&mut out, "resourceVersion", rv);
+        }
+        if let Some(g) = self.generation {
+            field(&mut out, "generation", &g);
+        }
+        if !self.labels.is_empty() {
+            field(&mut out, "labels", &self.labels);
+        }
+        if !self.annotations.is_empty() {
+            field(&mut out, "annotations", &self.annotations);
+        }
+        if !self.owner_references.is_empty() {
+            field(&mut out, "ownerReferences", &self.owner_references);
+        }
+        if !self.finalizers.is_empty() {
+            field(&mut out, "finalizers", &self.finalizers);
+        }
+        if !self.meta_rest.is_empty() {
+            out.push(b',');
+            out.extend_from_slice(self.meta_rest.as_bytes());
+        }
+        out.push(b'}');
         if !self.rest.is_empty() {
             out.push(b',');
             out.extend_from_slice(self.rest.as_bytes());
@@ -69,43 +238,50 @@ impl Object {
     }
 }
 
-/// `s` as a JSON string literal.
+impl ctop_applier::CachedMeta for Object {
+    fn name(&self) -> Option<&str> {
+        Some(&self.name)
+    }
+    fn namespace(&self) -> Option<&str> {
+        self.namespace()
+    }
+    fn uid(&self) -> Option<&str> {
+        self.uid()
+    }
+    fn resource_version(&self) -> Option<&str> {
+        self.resource_version()
+    }
+    fn generation(&self) -> Option<i64> {
+        self.generation
+    }
+    fn is_deleting(&self) -> bool {
+        self.deleting
+    }
+    fn label(&self, key: &str) -> Option<&str> {
+        self.labels.get(key)
+    }
+    fn annotation(&self, key: &str) -> Option<&str> {
+        self.annotations.get(key)
+    }
+    fn owner_references(&self) -> &[OwnerReference] {
+        &self.owner_references
+    }
+}
+
+/// `s` as a JSON string literal, appended.
 fn push_str_json(out: &mut String, s: &str) {
     // Serializing a `&str` cannot fail.
     out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned()));
 }
 
-impl kube::Resource for Object {
-    type DynamicType = ApiResource;
-    type Scope = DynamicResourceScope;
-
-    fn group(dt: &ApiResource) -> Cow<'_, str> {
-        dt.group.as_str().into()
+/// Append `"key":<raw>` to a comma-separated list of fields.
+fn push_field(out: &mut String, key: &str, raw: &RawValue) {
+    if !out.is_empty() {
+        out.push(',');
     }
-
-    fn version(dt: &ApiResource) -> Cow<'_, str> {
-        dt.version.as_str().into()
-    }
-
-    fn kind(dt: &ApiResource) -> Cow<'_, str> {
-        dt.kind.as_str().into()
-    }
-
-    fn api_version(dt: &ApiResource) -> Cow<'_, str> {
-        dt.api_version.as_str().into()
-    }
-
-    fn plural(dt: &ApiResource) -> Cow<'_, str> {
-        dt.plural.as_str().into()
-    }
-
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
+    push_str_json(out, key);
+    out.push(':');
+    out.push_str(raw.get());
 }
 
 impl Serialize for Object {
@@ -134,34 +310,141 @@ impl<'de> Visitor<'de> for ObjectVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Object, A::Error> {
-        let mut metadata: Option<ObjectMeta> = None;
-        let mut types = (None::<String>, None::<String>);
+        let mut object = Object::default();
         let mut rest = String::new();
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             match key.as_ref() {
-                "metadata" => {
-                    let mut m: ObjectMeta = map.next_value()?;
-                    m.managed_fields = None;
-                    metadata = Some(m);
+                "metadata" => map.next_value_seed(MetadataSeed(&mut object))?,
+                // A list item of a built-in kind has neither; the cache knows its kind.
+                "apiVersion" | "kind" => {
+                    map.next_value::<IgnoredAny>()?;
                 }
-                "apiVersion" => types.0 = Some(map.next_value()?),
-                "kind" => types.1 = Some(map.next_value()?),
                 _ => {
                     // The value's text as it arrived (kube reads watch and list
                     // responses with `serde_json`, which hands it over as is).
                     let raw: Box<RawValue> = map.next_value()?;
-                    if !rest.is_empty() {
-                        rest.push(',');
-                    }
-                    push_str_json(&mut rest, &key);
-                    rest.push(':');
-                    rest.push_str(raw.get());
+                    push_field(&mut rest, &key, &raw);
                 }
             }
         }
-        // A list item of a built-in kind has neither; the cache knows its kind.
-        let _ = types;
-        Ok(Object { types: None, metadata: metadata.unwrap_or_default(), rest: rest.into_boxed_str() })
+        object.rest = rest.into_boxed_str();
+        Ok(object)
+    }
+}
+
+/// Reads `metadata` into an [`Object`]'s indexed fields and `meta_rest`.
+struct MetadataSeed<'a>(&'a mut Object);
+
+impl<'de> DeserializeSeed<'de> for MetadataSeed<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MetadataSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object's metadata")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let o = self.0;
+        let boxed = |s: Option<String>| s.map(String::into_boxed_str);
+        let mut rest = String::new();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match key.as_ref() {
+                "name" => o.name = map.next_value::<Option<String>>()?.unwrap_or_default().into_boxed_str(),
+                "namespace" => o.namespace = boxed(map.next_value()?),
+                "uid" => o.uid = boxed(map.next_value()?),
+                "resourceVersion" => o.resource_version = boxed(map.next_value()?),
+                "generation" => o.generation = map.next_value()?,
+                "labels" => o.labels = Pairs::from_map(map.next_value::<Option<_>>()?.unwrap_or_default()),
+                "annotations" => {
+                    o.annotations = Pairs::from_map(map.next_value::<Option<_>>()?.unwrap_or_default());
+                }
+                "ownerReferences" => {
+                    o.owner_references = map.next_value::<Option<Vec<_>>>()?.unwrap_or_default().into();
+                }
+                "finalizers" => o.finalizers = map.next_value::<Option<Vec<_>>>()?.unwrap_or_default().into(),
+                "managedFields" => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                _ => {
+                    let raw: Box<RawValue> = map.next_value()?;
+                    if key == "deletionTimestamp" {
+                        o.deleting = raw.get() != "null";
+                    }
+                    push_field(&mut rest, &key, &raw);
+                }
+            }
+        }
+        o.meta_rest = rest.into_boxed_str();
+        Ok(())
+    }
+}
+
+/// An [`Object`] as kube's watcher reads it: with the `ObjectMeta` a `kube::Resource` must
+/// lend (name, namespace, uid and resourceVersion only; the watcher reads the version).
+/// The informer unwraps it before anything keeps it.
+#[derive(Clone, Debug)]
+pub(crate) struct Wire {
+    pub(crate) object: Object,
+    meta: ObjectMeta,
+}
+
+impl Wire {
+    fn new(object: Object) -> Self {
+        let owned = |s: &Option<Box<str>>| s.as_deref().map(str::to_owned);
+        let meta = ObjectMeta {
+            name: Some(object.name.to_string()),
+            namespace: owned(&object.namespace),
+            uid: owned(&object.uid),
+            resource_version: owned(&object.resource_version),
+            ..ObjectMeta::default()
+        };
+        Self { object, meta }
+    }
+}
+
+impl<'de> Deserialize<'de> for Wire {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Object::deserialize(deserializer).map(Self::new)
+    }
+}
+
+impl kube::Resource for Wire {
+    type DynamicType = ApiResource;
+    type Scope = DynamicResourceScope;
+
+    fn group(dt: &ApiResource) -> Cow<'_, str> {
+        dt.group.as_str().into()
+    }
+
+    fn version(dt: &ApiResource) -> Cow<'_, str> {
+        dt.version.as_str().into()
+    }
+
+    fn kind(dt: &ApiResource) -> Cow<'_, str> {
+        dt.kind.as_str().into()
+    }
+
+    fn api_version(dt: &ApiResource) -> Cow<'_, str> {
+        dt.api_version.as_str().into()
+    }
+
+    fn plural(dt: &ApiResource) -> Cow<'_, str> {
+        dt.plural.as_str().into()
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.meta
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.meta
     }
 }
 
@@ -185,15 +468,15 @@ mod tests {
             "status": {"readyReplicas": 1, "ratio": 0.5, "text": "a \"quoted\" é"}
         });
         let o: Object = serde_json::from_str(&sent.to_string()).expect("object");
-        assert_eq!(o.metadata.name.as_deref(), Some("web"));
-        assert!(o.metadata.managed_fields.is_none());
+        assert_eq!((o.name(), o.namespace(), o.resource_version()), ("web", Some("prod"), Some("7")));
+        assert_eq!(o.labels().get("app"), Some("web"));
         let back: Value = serde_json::from_str(&o.to_json(&ar())).expect("json");
         let mut want = sent.clone();
         want["metadata"].as_object_mut().map(|m| m.remove("managedFields"));
         assert_eq!(back, want);
         // Through `Serialize` (what the applier and the status writer use), typed.
         let typed = Object {
-            types: Some(TypeMeta { api_version: "apps/v1".into(), kind: "Deployment".into() }),
+            types: Some(Box::new(TypeMeta { api_version: "apps/v1".into(), kind: "Deployment".into() })),
             ..o.clone()
         };
         assert_eq!(serde_json::to_value(&typed).expect("value"), want);
@@ -212,5 +495,38 @@ mod tests {
             serde_json::from_value(json!({"metadata": {"name": "x"}, "data": {"k": "v"}})).expect("object");
         let back: Value = serde_json::from_str(&o.to_json_as("v1", "ConfigMap")).expect("json");
         assert_eq!(back["data"], json!({"k": "v"}));
+    }
+
+    #[test]
+    fn indexed_metadata_is_read_once_and_written_back() {
+        let sent = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {
+                "name": "web", "namespace": "prod", "uid": "u-1", "resourceVersion": "12", "generation": 3,
+                "creationTimestamp": "2026-11-22T04:29:26Z", "deletionTimestamp": "2026-11-22T05:00:00Z",
+                "labels": {"b": "2", "a": "1"}, "annotations": {"note": "x \"y\""},
+                "ownerReferences": [{"apiVersion": "apps.example.com/v1", "kind": "WebApp", "name": "web",
+                                     "uid": "o-1", "controller": true, "blockOwnerDeletion": true}],
+                "finalizers": ["example.com/cleanup"], "generateName": "web-", "futureField": {"k": [1, 2]}
+            },
+            "spec": {"replicas": 2}
+        });
+        let o: Object = serde_json::from_str(&sent.to_string()).expect("object");
+        assert_eq!(o.generation(), Some(3));
+        assert_eq!(o.labels().iter().collect::<Vec<_>>(), [("a", "1"), ("b", "2")]);
+        assert_eq!(o.annotations().get("note"), Some("x \"y\""));
+        assert_eq!(o.owner_references()[0].uid, "o-1");
+        assert_eq!(o.finalizers(), ["example.com/cleanup"]);
+        assert!(o.is_deleting());
+        let back: Value = serde_json::from_str(&o.to_json(&ar())).expect("json");
+        assert_eq!(back, sent);
+        // Nulls read as absent, and are not written back.
+        let o: Object = serde_json::from_value(
+            json!({"metadata": {"name": "x", "labels": null, "finalizers": null, "deletionTimestamp": null}}),
+        )
+        .expect("object");
+        assert!(!o.is_deleting() && o.labels().is_empty() && o.finalizers().is_empty());
+        let back: Value = serde_json::from_str(&o.to_json_as("v1", "ConfigMap")).expect("json");
+        assert_eq!(back["metadata"], json!({"name": "x", "deletionTimestamp": null}));
     }
 }

@@ -4,8 +4,6 @@
 use std::sync::Arc;
 
 use ctop_applier::{CachedMeta, ChildCache, ChildRef};
-use kube::ResourceExt as _;
-use kube::runtime::reflector::ObjectRef;
 use parking_lot::Mutex;
 
 use crate::context::Ctx;
@@ -25,7 +23,7 @@ pub(crate) struct CacheView {
 
 impl CacheView {
     pub(crate) fn new(ctx: &Ctx, object: Option<&Object>) -> Self {
-        let namespace = object.and_then(kube::ResourceExt::namespace).filter(|_| ctx.namespaced);
+        let namespace = object.and_then(Object::namespace).map(str::to_owned).filter(|_| ctx.namespaced);
         Self { caches: ctx.caches.clone(), namespace, recording: Mutex::default() }
     }
 
@@ -45,11 +43,11 @@ impl ctop_core::Observer for CacheView {
         let i = self.caches.iter().position(|c| c.key == kind)?;
         let c = &self.caches[i];
         let mut digest = Digest::default();
+        let namespace = self.namespace.as_deref().filter(|_| c.namespaced);
         let items: Vec<String> = c
             .store
-            .state()
+            .in_namespace(namespace)
             .iter()
-            .filter(|o| !c.namespaced || self.namespace.is_none() || o.namespace() == self.namespace)
             .map(|o| {
                 digest.add(o);
                 Self::json(c, o)
@@ -62,20 +60,20 @@ impl ctop_core::Observer for CacheView {
     fn get(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<Option<String>> {
         let i = self.caches.iter().position(|c| c.key == kind)?;
         let c = &self.caches[i];
-        let key = ObjectRef::new_with(name, c.ar.clone());
-        let key = match (c.namespaced, namespace) {
+        let namespace = match (c.namespaced, namespace) {
             (true, Some(ns)) => {
                 if self.namespace.as_deref().is_some_and(|own| own != ns) {
                     return Some(None);
                 }
-                key.within(ns)
+                Some(ns)
             }
             (true, None) => return Some(None),
-            (false, _) => key,
+            (false, _) => None,
         };
-        let found = c.store.get(&key);
-        let version = found.as_ref().and_then(|o| o.metadata.resource_version.clone());
-        self.recording.lock().reads.push(Read::Get { cache: i, object: key, version });
+        let found = c.store.get(namespace, name);
+        let version = found.as_ref().and_then(|o| o.resource_version().map(str::to_owned));
+        let (namespace, name) = (namespace.map(str::to_owned), name.to_owned());
+        self.recording.lock().reads.push(Read::Get { cache: i, namespace, name, version });
         Some(found.map(|o| Self::json(c, &o)))
     }
 
@@ -92,12 +90,8 @@ pub(crate) struct Children<'a>(pub(crate) &'a [Cached]);
 impl ChildCache for Children<'_> {
     fn get(&self, c: &ChildRef) -> Option<Arc<dyn CachedMeta>> {
         let cache = self.find(&c.api_version, &c.kind)?;
-        let r = ObjectRef::new_with(&c.name, cache.ar.clone());
-        let r = match &c.namespace {
-            Some(ns) if cache.namespaced => r.within(ns),
-            _ => r,
-        };
-        Some(cache.store.get(&r)?)
+        let ns = c.namespace.as_deref().filter(|_| cache.namespaced);
+        Some(cache.store.get(ns, &c.name)?)
     }
 
     fn members(
@@ -109,7 +103,7 @@ impl ChildCache for Children<'_> {
     ) -> Option<Vec<Arc<dyn CachedMeta>>> {
         let cache = self.find(api_version, kind)?;
         let label = ctop_applier::applyset::PART_OF_LABEL;
-        let labelled = |o: &Object| o.labels().get(label).map(String::as_str) == Some(set_id);
+        let labelled = |o: &Object| o.labels().get(label) == Some(set_id);
         if let Some(index) = &cache.sets {
             return Some(
                 index
@@ -117,8 +111,7 @@ impl ChildCache for Children<'_> {
                     .into_iter()
                     .filter(|(ns, _)| !cache.namespaced || Some(ns.as_str()) == namespace)
                     .filter_map(|(ns, name)| {
-                        let r = ObjectRef::new_with(&name, cache.ar.clone());
-                        cache.store.get(&if cache.namespaced { r.within(&ns) } else { r })
+                        cache.store.get(Some(ns.as_str()).filter(|_| cache.namespaced), &name)
                     })
                     .filter(|o| labelled(o))
                     .map(|o| o as Arc<dyn CachedMeta>)
@@ -128,9 +121,9 @@ impl ChildCache for Children<'_> {
         Some(
             cache
                 .store
-                .state()
+                .in_namespace(namespace.filter(|_| cache.namespaced))
                 .into_iter()
-                .filter(|o| !cache.namespaced || o.metadata.namespace.as_deref() == namespace)
+                .filter(|o| !cache.namespaced || o.namespace() == namespace)
                 .filter(|o| labelled(o))
                 .map(|o| o as Arc<dyn CachedMeta>)
                 .collect(),

@@ -19,10 +19,7 @@ use std::collections::HashSet;
 
 use ctop_applier::{ChildCache as _, ChildRef, StatusPatch, StatusWrite};
 use ctop_core::{Condition, ConditionStatus, HandlerCall, HandlerResult, PruneMode, ReconcileOutcome};
-use kube::api::TypeMeta;
 use kube::runtime::events::{Event, EventType};
-use kube::runtime::reflector::ObjectRef;
-use kube::{Resource as _, ResourceExt as _};
 use serde_json::Value;
 use tracing::Instrument as _;
 
@@ -55,7 +52,7 @@ pub(crate) async fn reconcile(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Next, 
         "reconcile",
         controller = %ctx.spec.name,
         object = %object_key(&obj),
-        generation = obj.meta().generation.unwrap_or_default(),
+        generation = obj.generation().unwrap_or_default(),
         otel.status_code = tracing::field::Empty,
         error = tracing::field::Empty,
     );
@@ -64,7 +61,7 @@ pub(crate) async fn reconcile(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Next, 
     // In progress until finished (or dropped, if this future is cancelled).
     let work = ctx.metrics.work_started(&ctx.spec.name);
     let started = Instant::now();
-    let reference = obj.object_ref(&ctx.primary);
+    let reference = obj.reference(&ctx.primary);
     // Until this reconcile ends, the watch events of its writes wait to be recognised.
     let running = ctx.own_writes.begin(key.clone(), Some((&ctx.primary_kind, &obj)));
     let done = reconcile_object(obj, ctx).instrument(span.clone()).await;
@@ -165,15 +162,10 @@ impl From<Next> for Done {
 async fn reconcile_object(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Done, ReconcileError> {
     let finalizer = ctx.spec.finalizer.clone().filter(|_| ctx.spec.handlers.iter().any(|h| h == "finalize"));
     let has_finalizer = |o: &Object, f: &str| o.finalizers().iter().any(|x| x == f);
-    let typed = || {
-        let mut owner = (*obj).clone();
-        owner.types =
-            Some(TypeMeta { api_version: ctx.primary.api_version.clone(), kind: ctx.primary.kind.clone() });
-        owner
-    };
+    let typed = || obj.typed(&ctx.primary);
     let key = object_key(&obj);
 
-    if obj.meta().deletion_timestamp.is_some() {
+    if obj.is_deleting() {
         ctx.fingerprints.set(&key, None);
         let owner = typed();
         let finalizer = finalizer.filter(|f| has_finalizer(&owner, f));
@@ -223,9 +215,8 @@ async fn reconcile_object(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Done, Reco
     // applying it could adopt again children an orphaning deletion has just released (the
     // garbage collector would then delete them with the object). The deletion's own
     // reconcile (queued by its watch event) follows instead.
-    let latest =
-        ctx.caches.first().and_then(|c| c.store.get(&ObjectRef::from_obj_with(&*obj, ctx.primary.clone())));
-    if latest.is_some_and(|o| o.metadata.deletion_timestamp.is_some()) {
+    let latest = ctx.caches.first().and_then(|c| c.store.get(obj.namespace(), obj.name()));
+    if latest.is_some_and(|o| o.is_deleting()) {
         tracing::debug!(
             controller = ctx.spec.name,
             object = key,
@@ -261,7 +252,10 @@ fn child_ref(o: &Value, owner: &Object) -> Option<ChildRef> {
     Some(ChildRef {
         api_version: o["apiVersion"].as_str()?.to_owned(),
         kind: o["kind"].as_str()?.to_owned(),
-        namespace: o["metadata"]["namespace"].as_str().map(str::to_owned).or_else(|| owner.namespace()),
+        namespace: o["metadata"]["namespace"]
+            .as_str()
+            .map(str::to_owned)
+            .or_else(|| owner.namespace().map(str::to_owned)),
         name: o["metadata"]["name"].as_str()?.to_owned(),
     })
 }
@@ -352,7 +346,7 @@ pub(crate) async fn apply_children(
     let primary = format!("{}/{}", ctx.primary.api_version, ctx.primary.kind);
     let me = object_key(owner);
     for version in &report.owner_versions {
-        ctx.own_writes.wrote(&primary, owner.namespace().as_deref(), &owner.name_any(), version.clone(), &me);
+        ctx.own_writes.wrote(&primary, owner.namespace(), owner.name(), version.clone(), &me);
     }
     for (child, version) in report.versions.iter().filter(|(c, _)| existing.contains(c)) {
         let kind = format!("{}/{}", child.api_version, child.kind);
@@ -400,7 +394,7 @@ pub(crate) async fn write_status(
             patch.conditions.push(condition_json(&own));
         }
         if result.is_ok() {
-            patch.observed_generation = owner.meta().generation;
+            patch.observed_generation = owner.generation();
         }
     } else if patch.fields.is_empty() && patch.conditions.is_empty() {
         return None;
@@ -410,13 +404,7 @@ pub(crate) async fn write_status(
     match written {
         Ok(StatusWrite::Written { resource_version: Some(v) }) => {
             let kind = format!("{}/{}", ctx.primary.api_version, ctx.primary.kind);
-            ctx.own_writes.wrote(
-                &kind,
-                owner.namespace().as_deref(),
-                &owner.name_any(),
-                v,
-                &object_key(owner),
-            );
+            ctx.own_writes.wrote(&kind, owner.namespace(), owner.name(), v, &object_key(owner));
             None
         }
         Ok(_) => None,

@@ -11,7 +11,6 @@ use ctop_core::{ControllerSpec, Handlers, OperatorSpec};
 use futures::{FutureExt as _, StreamExt as _};
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use parking_lot::Mutex;
 use tokio::sync::watch;
@@ -458,7 +457,7 @@ async fn start_controller(
     // Every primary object again: with a replaced script (a change), or when this replica
     // wins the Lease (instead of waiting for the requeue each object got while it was
     // standing by).
-    let everything = |store: Store<Object>, queue: Arc<WorkQueue>, priority: Priority| {
+    let everything = |store: crate::store::Store, queue: Arc<WorkQueue>, priority: Priority| {
         move |()| {
             for o in store.state() {
                 queue.add(object_key(&o), priority);

@@ -6,10 +6,8 @@ use std::sync::Arc;
 
 use ctop_core::{NamedPredicate, Predicate, WatchSpec};
 use futures::StreamExt as _;
-use kube::api::{ApiResource, TypeMeta};
-use kube::runtime::reflector::ObjectRef;
+use kube::api::ApiResource;
 use kube::runtime::watcher;
-use kube::{Resource as _, ResourceExt as _};
 
 use ctop_core::HandlerCall;
 use tracing::Instrument as _;
@@ -28,7 +26,7 @@ pub(crate) fn owner_keys(child: &Object, primary: &ApiResource, namespaced: bool
             r.controller == Some(true) && r.kind == primary.kind && r.api_version == primary.api_version
         })
         .map(|r| {
-            let ns = if namespaced { child.namespace().unwrap_or_default() } else { String::new() };
+            let ns = if namespaced { child.namespace().unwrap_or_default() } else { "" };
             format!("{ns}/{}", r.name)
         })
         .collect()
@@ -53,9 +51,9 @@ pub(crate) fn reloads(
 /// Whether a change from `old` to `new` passes `p`.
 pub(crate) fn predicate_passes(p: &Predicate, old: &Object, new: &Object) -> bool {
     match p {
-        Predicate::Named(NamedPredicate::GenerationChanged) => old.meta().generation != new.meta().generation,
+        Predicate::Named(NamedPredicate::GenerationChanged) => old.generation() != new.generation(),
         Predicate::Named(NamedPredicate::ResourceVersionChanged) => {
-            old.meta().resource_version != new.meta().resource_version
+            old.resource_version() != new.resource_version()
         }
         Predicate::Named(NamedPredicate::LabelChanged) => old.labels() != new.labels(),
         Predicate::Named(NamedPredicate::AnnotationChanged) => old.annotations() != new.annotations(),
@@ -112,25 +110,16 @@ where
 
 /// The primary objects a `.watches()` event maps to: through the script's `map:<index>`
 /// handler, or by the object's owner references to the primary kind.
-pub(crate) async fn map_watched(
-    ctx: &Arc<Ctx>,
-    index: usize,
-    w: &WatchSpec,
-    obj: Object,
-) -> Vec<ObjectRef<Object>> {
-    let ns = obj.namespace();
+pub(crate) async fn map_watched(ctx: &Arc<Ctx>, index: usize, w: &WatchSpec, obj: Object) -> Vec<String> {
+    let key = |namespace: Option<&str>, name: &str| {
+        format!("{}/{name}", namespace.filter(|_| ctx.namespaced).unwrap_or_default())
+    };
     if !w.mapper {
         return obj
             .owner_references()
             .iter()
             .filter(|r| r.api_version == ctx.primary.api_version && r.kind == ctx.primary.kind)
-            .map(|r| {
-                let o = ObjectRef::new_with(&r.name, ctx.primary.clone());
-                match (&ns, ctx.namespaced) {
-                    (Some(ns), true) => o.within(ns),
-                    _ => o,
-                }
-            })
+            .map(|r| key(obj.namespace(), &r.name))
             .collect();
     }
     let handlers = ctx.handlers.borrow().clone();
@@ -150,16 +139,7 @@ pub(crate) async fn map_watched(
             return Vec::new();
         }
     };
-    out.requests
-        .into_iter()
-        .map(|r| {
-            let o = ObjectRef::new_with(&r.name, ctx.primary.clone());
-            match r.namespace {
-                Some(ns) if ctx.namespaced => o.within(&ns),
-                _ => o,
-            }
-        })
-        .collect()
+    out.requests.into_iter().map(|r| key(r.namespace.as_deref(), &r.name)).collect()
 }
 
 /// The reconcile triggers of the `index`th `.watches()`: keys of primary objects.
@@ -175,15 +155,13 @@ where
 {
     let w = Arc::new(w);
     filter_events(events, w.predicate.clone())
-        .then(move |(mut obj, priority)| {
+        .then(move |(obj, priority)| {
             let ctx = ctx.clone();
             let w = w.clone();
-            obj.types = Some(TypeMeta { api_version: ar.api_version.clone(), kind: ar.kind.clone() });
+            let obj = obj.typed(&ar);
             async move {
-                let refs = map_watched(&ctx, index, &w, obj).await;
-                futures::stream::iter(refs.into_iter().map(move |r| {
-                    (format!("{}/{}", r.namespace.as_deref().unwrap_or_default(), r.name), priority)
-                }))
+                let keys = map_watched(&ctx, index, &w, obj).await;
+                futures::stream::iter(keys.into_iter().map(move |k| (k, priority)))
             }
         })
         .flatten()
@@ -191,7 +169,7 @@ where
 
 /// `namespace/name` of an object (empty namespace for cluster-scoped ones).
 pub(crate) fn object_key(obj: &Object) -> String {
-    format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any())
+    format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name())
 }
 
 #[cfg(test)]

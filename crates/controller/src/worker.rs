@@ -4,20 +4,19 @@
 
 use std::sync::Arc;
 
-use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::time::Instant;
 
 use crate::context::Ctx;
-use crate::object::Object;
 use crate::queue::{Next, WorkQueue};
 use crate::reconcile::{error_policy, reconcile};
+use crate::store::Store;
 
 /// Run `n` workers until the queue shuts down, once the caches hold their first lists
 /// (`synced`); returns once every one has finished the object it was working on.
 pub(crate) async fn run_workers(
     n: usize,
     queue: Arc<WorkQueue>,
-    store: Store<Object>,
+    store: Store,
     mut synced: tokio::sync::watch::Receiver<bool>,
     ctx: Arc<Ctx>,
 ) {
@@ -36,9 +35,11 @@ pub(crate) async fn run_workers(
     }
 }
 
-async fn work(queue: Arc<WorkQueue>, store: Store<Object>, ctx: Arc<Ctx>) {
+async fn work(queue: Arc<WorkQueue>, store: Store, ctx: Arc<Ctx>) {
     while let Some(key) = queue.get().await {
-        if let Some(obj) = store.get(&object_ref(&ctx, &key)) {
+        let (ns, name) = key.split_once('/').unwrap_or(("", &key));
+        let ns = Some(ns).filter(|ns| ctx.namespaced && !ns.is_empty());
+        if let Some(obj) = store.get(ns, name) {
             let next = match reconcile(obj.clone(), &ctx).await {
                 Ok(next) => next,
                 Err(e) => error_policy(&obj, &e, &ctx),
@@ -57,11 +58,4 @@ async fn work(queue: Arc<WorkQueue>, store: Store<Object>, ctx: Arc<Ctx>) {
         }
         queue.done(&key);
     }
-}
-
-/// The cache key of the primary object `key` (`namespace/name`).
-fn object_ref(ctx: &Ctx, key: &str) -> ObjectRef<Object> {
-    let (ns, name) = key.split_once('/').unwrap_or(("", key));
-    let r = ObjectRef::new_with(name, ctx.primary.clone());
-    if ctx.namespaced && !ns.is_empty() { r.within(ns) } else { r }
 }
