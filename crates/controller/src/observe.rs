@@ -77,11 +77,6 @@ impl ctop_core::Observer for CacheView {
         Some(found.map(|o| Self::json(c, &o)))
     }
 
-    /// Lookups read the in-memory caches.
-    fn may_block(&self) -> bool {
-        false
-    }
-
     fn nondeterministic(&self, what: &'static str) {
         let mut r = self.recording.lock();
         if r.nondeterministic.is_none() {

@@ -31,13 +31,6 @@ pub trait Observer: Send + Sync {
     fn nondeterministic(&self, what: &'static str) {
         let _ = what;
     }
-    /// Whether a lookup can wait on anything but memory (I/O, a remote call, a lock held
-    /// for long). A call whose lookups cannot, of a script that cannot `fetch`, runs on the
-    /// caller's thread rather than being handed to a blocking thread with a watchdog (see
-    /// `ctop-runtime`'s `Script::dispatch_async`). The default: they can.
-    fn may_block(&self) -> bool {
-        true
-    }
 }
 
 /// One handler call's input.

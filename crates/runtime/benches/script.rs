@@ -120,22 +120,6 @@ impl Observer for OneSecret {
     }
 }
 
-/// [`OneSecret`] declared as memory-only (as the controller's cache view is), so that
-/// `dispatch_async` runs the call in place.
-struct InMemory(OneSecret);
-
-impl Observer for InMemory {
-    fn list(&self, kind: &str) -> Option<String> {
-        self.0.list(kind)
-    }
-    fn get(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<Option<String>> {
-        self.0.get(kind, namespace, name)
-    }
-    fn may_block(&self) -> bool {
-        false
-    }
-}
-
 struct Stats {
     n: usize,
     median: Duration,
@@ -293,26 +277,6 @@ fn main() {
     let lean_out =
         script.dispatch_observed("reconcile", 0, &lean_input.to_string(), observer.clone()).unwrap();
     assert_eq!(lean_out["applies"], ctop_out["applies"], "both paths read the same token");
-    // From async code: `dispatch_async` hands a call that may block to the blocking pool,
-    // and runs one that cannot in place; an inline call (blocking the worker) is the floor.
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let script = Arc::new(script);
-    let in_memory: Arc<dyn Observer> = Arc::new(InMemory(OneSecret(token_secret())));
-    let from_async = |how: u8| {
-        let script = Arc::clone(&script);
-        let observer = if how == 0 { observer.clone() } else { in_memory.clone() };
-        let input = serde_json::to_string(&lean_input).unwrap();
-        rt.block_on(rt.spawn(async move {
-            match how {
-                0 => script.dispatch_async("reconcile", 0, input, Some(observer)).await,
-                1 => script.dispatch_async("reconcile", 0, input, Some(observer)).await,
-                _ => script.dispatch_observed("reconcile", 0, &input, observer),
-            }
-        }))
-        .unwrap()
-        .unwrap()
-    };
-    let mut hops: [Vec<Duration>; 3] = Default::default();
     let mut samples: [Vec<Duration>; 5] = Default::default();
     for i in 0..warmup + calls {
         let (b, out) = time(|| bare_reconcile(&bare, &cr_json));
@@ -331,17 +295,8 @@ fn main() {
             script.dispatch_observed("reconcile", 0, &input, observer.clone()).unwrap()
         });
         black_box(out);
-        let (a, out) = time(|| from_async(0));
-        black_box(out);
-        let (p, out) = time(|| from_async(1));
-        black_box(out);
-        let (n, out) = time(|| from_async(2));
-        black_box(out);
         if i >= warmup {
             for (list, took) in samples.iter_mut().zip([b, s, v, f, o]) {
-                list.push(took);
-            }
-            for (list, took) in hops.iter_mut().zip([a, p, n]) {
                 list.push(took);
             }
         }
@@ -392,24 +347,6 @@ fn main() {
         us(floor_call.p99),
         "input parse, spec defaults, output copied to Rust".to_owned(),
     );
-
-    let [via_pool, in_place, inline] = hops.map(Stats::of);
-    for (what, st) in [
-        ("dispatch_async, an Observer that may block: via the blocking pool", &via_pool),
-        ("dispatch_async, a memory-only Observer (the controller's): in place", &in_place),
-        ("inline on the worker (blocks it)", &inline),
-    ] {
-        row(
-            &format!("reconcile from a tokio task, {what}"),
-            st.n,
-            us(st.median),
-            us(st.p99),
-            format!(
-                "{:+.1} µs against inline",
-                (st.median.as_secs_f64() - inline.median.as_secs_f64()) * 1e6
-            ),
-        );
-    }
 
     // 4. Memory.
     let (bare_rt, _bare_ctx) = bare_engine();

@@ -120,13 +120,6 @@ impl Script {
     /// blocking the async runtime, and answers [`VmError::Timeout`] at the deadline plus
     /// [`OVERRUN_GRACE`] even when the script is stuck in a host call (its runtime is then
     /// abandoned and replaced; see [`Pool::run`]).
-    ///
-    /// A call no host call of which can block (the script may not `fetch`, its lookups read
-    /// memory: [`Observer::may_block`]) runs in place on a multi-threaded runtime instead
-    /// (`block_in_place`: the worker's other tasks move to another thread meanwhile). Its
-    /// script still stops at the deadline (the runtime's interrupt handler); what it skips
-    /// is the hand-off to the blocking pool and the watchdog, which cost ~10 µs and a
-    /// p99 in milliseconds per call (`cargo bench -p ctop-runtime --bench script`).
     pub async fn dispatch_async(
         &self,
         handler: &str,
@@ -134,18 +127,6 @@ impl Script {
         input: String,
         observer: Option<Arc<dyn Observer>>,
     ) -> Result<serde_json::Value, VmError> {
-        let in_place = observer.as_ref().is_none_or(|o| !o.may_block())
-            && self.egress.read().rules.is_empty()
-            && tokio::runtime::Handle::try_current()
-                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        if in_place {
-            return tokio::task::block_in_place(|| {
-                self.pool.with(|vm| match observer {
-                    Some(observer) => vm.dispatch_observed(handler, index, &input, observer),
-                    None => vm.dispatch(handler, index, &input),
-                })
-            });
-        }
         let handler = handler.to_owned();
         self.pool
             .run(OVERRUN_GRACE, move |vm| match observer {

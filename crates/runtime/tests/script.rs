@@ -137,59 +137,6 @@ fn failures_are_precise_and_the_pool_stays_usable() {
     assert_eq!(ok["result"], json!({"type": "ok"}));
 }
 
-/// An observer that reads memory only (as the controller's cache view does).
-struct InMemory;
-
-impl ctop_runtime::Observer for InMemory {
-    fn list(&self, _kind: &str) -> Option<String> {
-        None
-    }
-    fn get(&self, _kind: &str, _namespace: Option<&str>, _name: &str) -> Option<Option<String>> {
-        None
-    }
-    fn may_block(&self) -> bool {
-        false
-    }
-}
-
-/// A call that cannot block runs in place (no hand-off to the blocking pool), and keeps the
-/// limits of one that is handed off: its script stops at the deadline, the pool serves on,
-/// and the runtime's other tasks run meanwhile.
-#[test]
-fn a_call_that_cannot_block_runs_in_place_within_its_limits() {
-    let limits = Limits { timeout: Duration::from_millis(300), ..Limits::default() };
-    let s = std::sync::Arc::new(script(&[("operator.ct", THROWER)], limits).expect("loads"));
-    let rt =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-    rt.block_on(async {
-        let ticks = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
-        let ticker = tokio::spawn({
-            let ticks = ticks.clone();
-            async move {
-                loop {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                }
-            }
-        });
-        let call = |n: u32| {
-            let s = s.clone();
-            tokio::spawn(async move {
-                s.dispatch_async("reconcile", 0, thing(n), Some(std::sync::Arc::new(InMemory))).await
-            })
-        };
-        let looped = call(2).await.expect("joined");
-        assert!(matches!(looped, Err(VmError::Timeout { .. })), "{looped:?}");
-        assert!(
-            ticks.load(std::sync::atomic::Ordering::Relaxed) >= 5,
-            "other tasks ran while the script looped for 300 ms"
-        );
-        let ok = call(5).await.expect("joined").expect("the pool still serves");
-        assert_eq!(ok["result"], json!({"type": "ok"}));
-        ticker.abort();
-    });
-}
-
 #[test]
 fn an_exception_while_loading_names_the_typescript_position() {
     let src = "import { z } from \"ctop\";\ninterface A { x: number }\nconst a: A = { x: 1 };\nif (a.x === 1) {\n  throw new Error(\"boom at load\");\n}\n";
