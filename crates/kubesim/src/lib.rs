@@ -248,6 +248,12 @@ impl KubeSim {
         self.api.store.history_usage()
     }
 
+    /// The resourceVersion of the latest change to any object: it moves on every write,
+    /// so a test can tell a quiet cluster from a busy one without a request.
+    pub fn resource_version(&self) -> u64 {
+        self.api.store.latest_rv()
+    }
+
     /// Route admission webhooks that name a Service to a local address:
     /// `"namespace/name"` → `"host:port"` (there is no cluster network here).
     pub fn set_webhook_services(&self, hosts: std::collections::HashMap<String, String>) {

@@ -1,0 +1,211 @@
+//! Letting the operator run until it is quiet: [`settle`] and [`advance`].
+//!
+//! The world runs on a paused Tokio clock (`start_paused`): time moves only when every task
+//! is waiting, and then jumps to the next timer, so a `Result.requeue("1h")` or a 5-minute
+//! backoff passes in the time it takes to run what is due. A script call runs on the
+//! blocking pool, which holds the clock still until it returns (Tokio does not advance a
+//! paused clock while a `spawn_blocking` task runs), and kubesim answers over loopback in
+//! the same process, so a request in flight keeps its task busy rather than idle.
+//!
+//! Quiet means: for [`Quiet::quiet`] of virtual time, no object changed (kubesim's
+//! resourceVersion stood still) and no handler call started or was running. Timers due
+//! later (a resync, a requeue, a backoff) are left for an `advance`. A world that is not
+//! quiet within [`Quiet::timeout`] of virtual time (or a minute of real time) yields
+//! [`NotQuiet`], which names what kept going.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use crate::record::Call;
+use crate::state::{describe, identity};
+use crate::world::World;
+
+/// How long a step waits.
+#[derive(Clone, Copy, Debug)]
+pub struct Quiet {
+    /// How long nothing may happen for the world to count as quiet.
+    pub quiet: Duration,
+    /// Virtual time to give up after.
+    pub timeout: Duration,
+}
+
+/// Real time a settle may take, whatever the virtual time.
+const WALL_LIMIT: Duration = Duration::from_secs(60);
+
+/// What a settle saw.
+#[derive(Clone, Debug, Default)]
+pub struct Settled {
+    /// Virtual time it took (the quiet period included).
+    pub took: Duration,
+}
+
+/// The world did not become quiet.
+#[derive(Clone, Debug)]
+pub struct NotQuiet {
+    /// Virtual time waited.
+    pub waited: Duration,
+    /// Whether the real-time limit ended it.
+    pub wall: bool,
+    /// Handler calls per object over the second half of the wait, with the last result.
+    pub calls: Vec<(String, usize, String)>,
+    /// Objects that changed over one more quiet period, with how.
+    pub changing: Vec<String>,
+}
+
+impl fmt::Display for NotQuiet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let limit = if self.wall { "a minute of real time" } else { "its timeout" };
+        write!(f, "the operator was not quiet after {} of virtual time ({limit})", human(self.waited))?;
+        if self.calls.is_empty() && self.changing.is_empty() {
+            return write!(f, "; nothing it did was seen (a call that never returns?)");
+        }
+        for (what, n, last) in &self.calls {
+            write!(
+                f,
+                "\n  {what}: {n} handler calls in the last {}, the last one {last}",
+                human(self.waited / 2)
+            )?;
+        }
+        for c in &self.changing {
+            write!(f, "\n  kept changing: {c}")?;
+        }
+        Ok(())
+    }
+}
+
+/// `90s` as `1m30s`, `1.5s` as `1.5s`.
+pub fn human(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let secs = d.as_secs();
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let frac = (ms % 1000) / 100;
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if s > 0 || frac > 0 {
+        if frac > 0 && h == 0 && m == 0 {
+            out.push_str(&format!("{s}.{frac}s"));
+        } else {
+            out.push_str(&format!("{s}s"));
+        }
+    }
+    out
+}
+
+/// What moves while the operator is busy.
+fn activity(world: &World) -> (u64, usize, usize) {
+    let r = world.recording();
+    (world.sim().resource_version(), r.started(), r.in_flight())
+}
+
+/// Let the world run until it is quiet (see the module docs).
+pub async fn settle(world: &World, q: Quiet) -> Result<Settled, NotQuiet> {
+    let tick = (q.quiet / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
+    let start = tokio::time::Instant::now();
+    let wall = std::time::Instant::now();
+    let first_call = world.recording().started();
+    let mut last = activity(world);
+    let mut still = Duration::ZERO;
+    loop {
+        tokio::time::sleep(tick).await;
+        let now = activity(world);
+        if now == last && now.2 == 0 {
+            still += tick;
+            if still >= q.quiet {
+                return Ok(Settled { took: start.elapsed() });
+            }
+        } else {
+            still = Duration::ZERO;
+            last = now;
+        }
+        let waited = start.elapsed();
+        let out_of_wall = wall.elapsed() > WALL_LIMIT;
+        if waited >= q.timeout || out_of_wall {
+            return Err(not_quiet(world, q, waited, out_of_wall, first_call).await);
+        }
+    }
+}
+
+/// Let `d` of virtual time pass (every timer due meanwhile fires, in order), then settle.
+pub async fn advance(world: &World, d: Duration, q: Quiet) -> Result<Settled, NotQuiet> {
+    let start = tokio::time::Instant::now();
+    tokio::time::sleep(d).await;
+    let settled = settle(world, q).await?;
+    Ok(Settled { took: start.elapsed().max(settled.took) })
+}
+
+/// What kept the world busy: the handler calls of the second half of the wait, and the
+/// objects that change over one more quiet period.
+async fn not_quiet(world: &World, q: Quiet, waited: Duration, wall: bool, first_call: usize) -> NotQuiet {
+    let since = world.recording().now().saturating_sub(waited / 2);
+    let calls: Vec<Call> =
+        world.recording().since(first_call).into_iter().filter(|c| c.at >= since).collect();
+    let mut by_object: BTreeMap<String, (usize, String)> = BTreeMap::new();
+    for c in &calls {
+        let what = match &c.object {
+            Some(o) => format!("{} ({})", o, c.handler),
+            None => c.handler.to_owned(),
+        };
+        let entry = by_object.entry(what).or_default();
+        entry.0 += 1;
+        entry.1 = c.ended.to_string();
+    }
+    let mut changing = Vec::new();
+    if !wall && let Ok(before) = world.snapshot().await {
+        tokio::time::sleep(q.quiet).await;
+        if let Ok(after) = world.snapshot().await {
+            let rv = |o: &serde_json::Value| {
+                o["metadata"]["resourceVersion"].as_str().unwrap_or_default().to_owned()
+            };
+            let index = |objects: &[serde_json::Value]| {
+                objects
+                    .iter()
+                    .map(|o| {
+                        (identity(o).0.to_owned() + identity(o).1 + identity(o).2 + identity(o).3, o.clone())
+                    })
+                    .collect::<BTreeMap<_, _>>()
+            };
+            let (b, a) = (index(&before.objects), index(&after.objects));
+            for (k, o) in &a {
+                match b.get(k) {
+                    None => changing.push(format!("{} (created)", describe(o))),
+                    Some(old) if rv(old) != rv(o) => changing.push(format!("{} (updated)", describe(o))),
+                    _ => {}
+                }
+            }
+            for (k, o) in &b {
+                if !a.contains_key(k) {
+                    changing.push(format!("{} (deleted)", describe(o)));
+                }
+            }
+        }
+    }
+    NotQuiet {
+        waited,
+        wall,
+        calls: by_object.into_iter().map(|(k, (n, last))| (k, n, last)).collect(),
+        changing,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_read_like_the_format() {
+        assert_eq!(human(Duration::from_millis(250)), "250ms");
+        assert_eq!(human(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(human(Duration::from_secs(90)), "1m30s");
+        assert_eq!(human(Duration::from_secs(3600)), "1h");
+    }
+}
