@@ -63,7 +63,7 @@ mod workloads;
 
 pub use admission::{Attributes as AdmissionAttributes, Caller as WebhookCaller, Operation};
 pub use error::ApiError;
-pub use faults::{FaultRule, Faults};
+pub use faults::{EXEMPT_HEADER as FAULT_EXEMPT_HEADER, FaultRule, Faults};
 pub use tls::{ClosingTls, ServingCert, TlsError, TlsListener};
 pub use workloads::{PodStage, StageOutcome, WorkloadConfig};
 

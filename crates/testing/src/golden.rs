@@ -7,8 +7,8 @@
 //! ApplySet label) in full, and the other objects the test applied as their identity and
 //! metadata only. What changes from run to run without meaning anything is replaced: the
 //! server's bookkeeping (`uid`, `resourceVersion`, `creationTimestamp`, `managedFields`,
-//! owner references' `uid`) is dropped, any RFC 3339 time becomes `<time>` and any UUID
-//! `<uid>`, a Service's allocated addresses and node ports become `<allocated>`, and a
+//! owner references' `uid`) is dropped, any RFC 3339 time becomes `<time>`, any UUID
+//! `<uid>` and a container id (`kubesim://…`) `<container-id>`, a Service's allocated addresses and node ports become `<allocated>`, and a
 //! Secret's values become `<redacted: N bytes>` (a golden file is committed; a secret has
 //! no place in it, and generated ones differ on every run).
 
@@ -216,6 +216,8 @@ fn mask_volatile(v: &mut Value) {
                 *s = "<time>".into();
             } else if is_uuid(s) {
                 *s = "<uid>".into();
+            } else if is_container_id(s) {
+                *s = "<container-id>".into();
             }
         }
         Value::Array(items) => items.iter_mut().for_each(mask_volatile),
@@ -231,6 +233,16 @@ fn is_time(s: &str) -> bool {
         && s.len() <= 35
         && s.as_bytes().get(10) == Some(&b'T')
         && s.parse::<jiff::Timestamp>().is_ok()
+}
+
+/// A container's id as a kubelet reports it: `runtime://` and 32 or more hex digits.
+fn is_container_id(s: &str) -> bool {
+    s.split_once("://").is_some_and(|(runtime, id)| {
+        !runtime.is_empty()
+            && runtime.bytes().all(|c| c.is_ascii_lowercase())
+            && id.len() >= 32
+            && id.bytes().all(|c| c.is_ascii_hexdigit())
+    })
 }
 
 /// A UUID in its 8-4-4-4-12 hex form.
@@ -298,6 +310,11 @@ mod tests {
         let n = normalize(&secret, Detail::Full);
         assert_eq!(n["data"]["token"], "<redacted: 5 bytes>");
         assert_eq!(n["stringData"]["x"], "<redacted: 3 bytes>");
+        let pod = json!({"kind": "Pod", "status": {"containerStatuses": [{"containerID": "kubesim://561c631bd46a4917a86759a3f3e029fa"}]}});
+        assert_eq!(
+            normalize(&pod, Detail::Full)["status"]["containerStatuses"][0]["containerID"],
+            "<container-id>"
+        );
         let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
             "spec": {"clusterIP": "10.96.0.12", "clusterIPs": ["10.96.0.12"], "ports": [{"port": 80, "nodePort": 30001}]}});
         let n = normalize(&svc, Detail::Full);

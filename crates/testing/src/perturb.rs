@@ -23,6 +23,8 @@ pub struct Found {
     pub violations: Vec<Violation>,
     /// What could not be exercised, and why.
     pub notes: Vec<String>,
+    /// The world did not become quiet (a violation says so): later oracles would only wait.
+    pub busy: bool,
 }
 
 fn violation(oracle: Oracle, message: String) -> Violation {
@@ -83,6 +85,7 @@ pub async fn idempotence(world: &World, q: Quiet) -> Result<Found, String> {
     }
     if let Err(e) = settle(world, q).await {
         found.violations.push(violation(Oracle::Idempotence, format!("after a change of nothing, {e}")));
+        found.busy = true;
         return Ok(found);
     }
     let after = world.snapshot().await?;
@@ -216,8 +219,12 @@ pub async fn failed_apply(world: &World, q: Quiet) -> Result<Found, String> {
         }
     };
     let busy = settle(world, q).await.err();
+    found.busy = busy.is_some();
     let during = world.snapshot().await?;
     let failing = format!("while every apply of {plural} failed (after {} was deleted)", describe(&child));
+    if let Some(e) = &busy {
+        found.violations.push(violation(Oracle::FailedApplyPrunesNothing, format!("{failing}, {e}")));
+    }
     if let Some(s) = &stale
         && !during.objects.iter().any(|o| uid(o) == uid(s))
     {
@@ -243,11 +250,12 @@ pub async fn failed_apply(world: &World, q: Quiet) -> Result<Found, String> {
         poke(world, p, 2).await?;
     }
     let recovered = settle(world, q).await;
+    found.busy |= recovered.is_err();
     let after = world.snapshot().await?;
     if after.find(&reference(&child)).is_none() {
-        let why = match (&busy, &recovered) {
-            (_, Err(e)) => format!(": {e}"),
-            _ => String::new(),
+        let why = match &recovered {
+            Err(e) => format!(": {e}"),
+            Ok(_) => String::new(),
         };
         found.violations.push(violation(
             Oracle::FailedApplyPrunesNothing,

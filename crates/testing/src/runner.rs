@@ -124,9 +124,9 @@ async fn run(op: &Operator, test: &TestFile, mode: GoldenMode, report: &mut Test
         Err(message) => return report.failures.push(Failure { step: None, line: None, message }),
     };
     let mut golden = Golden::default();
-    // The last step after which the operator had objects to handle: the oracles that act
-    // on the world run on its state.
-    let mut last_alive = None;
+    // The last step after which the operator had objects to handle (with children, if any
+    // step had some): the oracles that act on the world run on its state.
+    let (mut last_alive, mut last_parent) = (None, None);
     for (i, step) in test.steps.iter().enumerate() {
         let n = i + 1;
         let busy = run_step(&world, step, q, &mut report.failures, n).await;
@@ -148,6 +148,9 @@ async fn run(op: &Operator, test: &TestFile, mode: GoldenMode, report: &mut Test
                 if after.primaries > 0 {
                     last_alive = Some(n);
                 }
+                if after.children > 0 {
+                    last_parent = Some(n);
+                }
             }
             Err(e) => report.failures.push(at(format!("cannot read the cluster: {e}"), step.line)),
         }
@@ -162,7 +165,7 @@ async fn run(op: &Operator, test: &TestFile, mode: GoldenMode, report: &mut Test
     let acting = [Oracle::Idempotence, Oracle::FailedApplyPrunesNothing, Oracle::DeletionCleansUp];
     let wanted = acting.iter().any(|o| !test.oracles_off.contains_key(o));
     if report.failures.is_empty() && wanted {
-        match last_alive {
+        match last_parent.or(last_alive) {
             None => report.notes.push(
                 "idempotence, failed-apply-prunes-nothing, deletion-cleans-up: no step left an object for the \
                  operator to handle"
@@ -297,6 +300,8 @@ struct After {
     violations: Vec<crate::oracles::Violation>,
     /// How many objects the operator handles.
     primaries: usize,
+    /// How many children they have.
+    children: usize,
 }
 
 /// The snapshot after step `n`, its golden state and the per-step oracles' violations.
@@ -313,7 +318,8 @@ async fn state_after(world: &World, test: &TestFile, n: usize, step: &Step) -> R
         .filter(|v| !test.oracles_off.contains_key(&v.oracle))
         .collect();
     let count = primaries.len();
-    Ok(After { snapshot, golden, violations, primaries: count })
+    let children = primaries.iter().map(|p| snapshot.children_of(p).len()).sum();
+    Ok(After { snapshot, golden, violations, primaries: count, children })
 }
 
 async fn check_expectations(
@@ -497,6 +503,10 @@ async fn end_oracles(world: &World, test: &TestFile, q: Quiet, report: &mut Test
                     line: None,
                     message: format!("after the last step: {v}"),
                 }));
+                if found.busy {
+                    // The next oracles would only wait for it again.
+                    break;
+                }
             }
             Err(e) => report.failures.push(Failure {
                 step: None,

@@ -17,6 +17,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::Notify;
+
 use crate::record::Call;
 use crate::state::{describe, identity};
 use crate::world::World;
@@ -33,6 +38,17 @@ pub struct Quiet {
 /// Real time a settle may take, whatever the virtual time.
 const WALL_LIMIT: Duration = Duration::from_secs(60);
 
+/// Handler calls a settle may see before it gives up: an operator that keeps itself busy
+/// (a reconcile that triggers the next at once) never lets virtual time move.
+pub const MAX_CALLS: usize = 5000;
+
+/// Handler calls without virtual time moving at all that make a world busy for good: it
+/// never once waited for anything.
+const SPIN_CALLS: usize = 200;
+
+/// How often the watchdog looks, in real time.
+const WATCH: Duration = Duration::from_millis(100);
+
 /// What a settle saw.
 #[derive(Clone, Debug, Default)]
 pub struct Settled {
@@ -40,13 +56,26 @@ pub struct Settled {
     pub took: Duration,
 }
 
+/// Which limit a wait reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Budget {
+    /// The virtual time given (`timeout:`).
+    Timeout,
+    /// A minute of real time.
+    Wall,
+    /// [`MAX_CALLS`] handler calls.
+    Calls,
+}
+
 /// The world did not become quiet.
 #[derive(Clone, Debug)]
 pub struct NotQuiet {
     /// Virtual time waited.
     pub waited: Duration,
-    /// Whether the real-time limit ended it.
-    pub wall: bool,
+    /// What ended it.
+    pub budget: Budget,
+    /// Handler calls during the wait.
+    pub total_calls: usize,
     /// Handler calls per object over the second half of the wait, with the last result.
     pub calls: Vec<(String, usize, String)>,
     /// Objects that changed over one more quiet period, with how.
@@ -55,17 +84,27 @@ pub struct NotQuiet {
 
 impl fmt::Display for NotQuiet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let limit = if self.wall { "a minute of real time" } else { "its timeout" };
-        write!(f, "the operator was not quiet after {} of virtual time ({limit})", human(self.waited))?;
+        match self.budget {
+            Budget::Timeout => {
+                write!(f, "the operator was not quiet after {} of virtual time", human(self.waited))?
+            }
+            Budget::Wall => write!(
+                f,
+                "the operator was not quiet after a minute of real time ({} virtual)",
+                human(self.waited)
+            )?,
+            Budget::Calls => write!(
+                f,
+                "the operator keeps itself busy: {} handler calls in {} of virtual time",
+                self.total_calls,
+                human(self.waited)
+            )?,
+        }
         if self.calls.is_empty() && self.changing.is_empty() {
             return write!(f, "; nothing it did was seen (a call that never returns?)");
         }
         for (what, n, last) in &self.calls {
-            write!(
-                f,
-                "\n  {what}: {n} handler calls in the last {}, the last one {last}",
-                human(self.waited / 2)
-            )?;
+            write!(f, "\n  {what}: {n} handler calls in the last half of the wait, the last one {last}")?;
         }
         for c in &self.changing {
             write!(f, "\n  kept changing: {c}")?;
@@ -106,30 +145,84 @@ fn activity(world: &World) -> (u64, usize, usize) {
     (world.sim().resource_version(), r.started(), r.in_flight())
 }
 
+/// Wakes a settle every [`WATCH`] of real time, so that a world too busy to let virtual
+/// time move is still noticed; stops when dropped.
+struct Watchdog {
+    notify: Arc<Notify>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Watchdog {
+    fn start() -> Self {
+        let notify = Arc::new(Notify::new());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (n, s) = (notify.clone(), stop.clone());
+        // A thread, not a task: the runtime's timers are virtual.
+        std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                std::thread::sleep(WATCH);
+                n.notify_one();
+            }
+        });
+        Self { notify, stop }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Why a wait must end early, if it must: the real-time limit, or too many calls.
+fn over_budget(
+    world: &World,
+    wall: std::time::Instant,
+    first_call: usize,
+    waited: Duration,
+) -> Option<Budget> {
+    let calls = world.recording().started().saturating_sub(first_call);
+    if wall.elapsed() > WALL_LIMIT {
+        Some(Budget::Wall)
+    } else if calls > MAX_CALLS || (calls > SPIN_CALLS && waited < Duration::from_millis(10)) {
+        Some(Budget::Calls)
+    } else {
+        None
+    }
+}
+
 /// Let the world run until it is quiet (see the module docs).
 pub async fn settle(world: &World, q: Quiet) -> Result<Settled, NotQuiet> {
     let tick = (q.quiet / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
     let start = tokio::time::Instant::now();
     let wall = std::time::Instant::now();
     let first_call = world.recording().started();
+    let watchdog = Watchdog::start();
     let mut last = activity(world);
     let mut still = Duration::ZERO;
+    let mut next = start + tick;
     loop {
-        tokio::time::sleep(tick).await;
-        let now = activity(world);
-        if now == last && now.2 == 0 {
-            still += tick;
-            if still >= q.quiet {
-                return Ok(Settled { took: start.elapsed() });
+        tokio::select! {
+            () = tokio::time::sleep_until(next) => {
+                next += tick;
+                let now = activity(world);
+                if now == last && now.2 == 0 {
+                    still += tick;
+                    if still >= q.quiet {
+                        return Ok(Settled { took: start.elapsed() });
+                    }
+                } else {
+                    still = Duration::ZERO;
+                    last = now;
+                }
             }
-        } else {
-            still = Duration::ZERO;
-            last = now;
+            () = watchdog.notify.notified() => {}
         }
-        let waited = start.elapsed();
-        let out_of_wall = wall.elapsed() > WALL_LIMIT;
-        if waited >= q.timeout || out_of_wall {
-            return Err(not_quiet(world, q, waited, out_of_wall, first_call).await);
+        let budget = over_budget(world, wall, first_call, start.elapsed())
+            .or_else(|| (start.elapsed() >= q.timeout).then_some(Budget::Timeout));
+        if let Some(budget) = budget {
+            drop(watchdog);
+            return Err(not_quiet(world, q, start.elapsed(), budget, first_call).await);
         }
     }
 }
@@ -137,19 +230,33 @@ pub async fn settle(world: &World, q: Quiet) -> Result<Settled, NotQuiet> {
 /// Let `d` of virtual time pass (every timer due meanwhile fires, in order), then settle.
 pub async fn advance(world: &World, d: Duration, q: Quiet) -> Result<Settled, NotQuiet> {
     let start = tokio::time::Instant::now();
-    tokio::time::sleep(d).await;
+    let wall = std::time::Instant::now();
+    let first_call = world.recording().started();
+    let watchdog = Watchdog::start();
+    let until = start + d;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep_until(until) => break,
+            () = watchdog.notify.notified() => {}
+        }
+        // Calls are counted per settle; over an advance, each period may run every object.
+        if wall.elapsed() > WALL_LIMIT {
+            drop(watchdog);
+            return Err(not_quiet(world, q, start.elapsed(), Budget::Wall, first_call).await);
+        }
+    }
+    drop(watchdog);
     let settled = settle(world, q).await?;
     Ok(Settled { took: start.elapsed().max(settled.took) })
 }
 
 /// What kept the world busy: the handler calls of the second half of the wait, and the
 /// objects that change over one more quiet period.
-async fn not_quiet(world: &World, q: Quiet, waited: Duration, wall: bool, first_call: usize) -> NotQuiet {
-    let since = world.recording().now().saturating_sub(waited / 2);
-    let calls: Vec<Call> =
-        world.recording().since(first_call).into_iter().filter(|c| c.at >= since).collect();
+async fn not_quiet(world: &World, q: Quiet, waited: Duration, budget: Budget, first_call: usize) -> NotQuiet {
+    let all = world.recording().since(first_call);
+    let calls: &[Call] = all.get(all.len() / 2..).unwrap_or_default();
     let mut by_object: BTreeMap<String, (usize, String)> = BTreeMap::new();
-    for c in &calls {
+    for c in calls {
         let what = match &c.object {
             Some(o) => format!("{} ({})", o, c.handler),
             None => c.handler.to_owned(),
@@ -159,7 +266,9 @@ async fn not_quiet(world: &World, q: Quiet, waited: Duration, wall: bool, first_
         entry.1 = c.ended.to_string();
     }
     let mut changing = Vec::new();
-    if !wall && let Ok(before) = world.snapshot().await {
+    if budget == Budget::Timeout
+        && let Ok(before) = world.snapshot().await
+    {
         tokio::time::sleep(q.quiet).await;
         if let Ok(after) = world.snapshot().await {
             let rv = |o: &serde_json::Value| {
@@ -190,7 +299,8 @@ async fn not_quiet(world: &World, q: Quiet, waited: Duration, wall: bool, first_
     }
     NotQuiet {
         waited,
-        wall,
+        budget,
+        total_calls: all.len(),
         calls: by_object.into_iter().map(|(k, (n, last))| (k, n, last)).collect(),
         changing,
     }

@@ -46,10 +46,6 @@ pub fn is(o: &Value, r: &ObjectRef) -> bool {
         && (ns.is_empty() || ns == r.namespace.as_deref().unwrap_or("default"))
 }
 
-fn uid(o: &Value) -> &str {
-    o["metadata"]["uid"].as_str().unwrap_or_default()
-}
-
 /// The controller owner reference of `o`, if it has one.
 pub fn controller_owner(o: &Value) -> Option<&Value> {
     o["metadata"]["ownerReferences"].as_array()?.iter().find(|r| r["controller"] == true)
@@ -62,7 +58,8 @@ impl Snapshot {
     }
 
     /// The objects the operator handles: those of a controller's primary kind that it
-    /// reconciled (`handled`) or that the test applied.
+    /// reconciled (`handled`), and those of a kind the script defines that the test applied
+    /// (a built-in object the test applied may be outside what the operator selects).
     pub fn primaries<'a>(
         &'a self,
         spec: &OperatorSpec,
@@ -75,28 +72,21 @@ impl Snapshot {
                 let (api_version, kind, ns, name) = identity(o);
                 let primary_kind =
                     spec.controllers.iter().any(|c| c.for_.api_version == api_version && c.for_.kind == kind);
+                let own_kind = spec.resources.iter().any(|r| r.api_version == api_version && r.kind == kind);
                 primary_kind
                     && (handled.iter().any(|h| {
                         h.api_version == api_version && h.kind == kind && h.namespace == ns && h.name == name
-                    }) || applied.iter().any(|r| is(o, r)))
+                    }) || (own_kind && applied.iter().any(|r| is(o, r))))
             })
             .collect()
     }
 
-    /// The children of `parent`: objects that carry its ApplySet label or name it as their
-    /// controller owner.
+    /// The children of `parent`: the objects the operator applied for it, which carry its
+    /// ApplySet label (ctop labels every child it applies). Objects a built-in controller
+    /// made for it (a StatefulSet's Pods) are not.
     pub fn children_of<'a>(&'a self, parent: &Value) -> Vec<&'a Value> {
-        let id = parent["metadata"]["labels"][ID_LABEL].as_str();
-        let parent_uid = uid(parent);
-        self.objects
-            .iter()
-            .filter(|o| {
-                let labelled = id.is_some() && o["metadata"]["labels"][PART_OF_LABEL].as_str() == id;
-                let owned =
-                    !parent_uid.is_empty() && controller_owner(o).is_some_and(|r| r["uid"] == parent_uid);
-                labelled || owned
-            })
-            .collect()
+        let Some(id) = parent["metadata"]["labels"][ID_LABEL].as_str() else { return Vec::new() };
+        self.objects.iter().filter(|o| o["metadata"]["labels"][PART_OF_LABEL].as_str() == Some(id)).collect()
     }
 
     /// Objects carrying an ApplySet part-of label that no object in `parents` has as its id.
@@ -174,18 +164,19 @@ mod tests {
     }
 
     #[test]
-    fn children_are_found_by_label_or_controller_owner() {
+    fn children_are_found_by_their_applyset_label() {
         let parent = json!({"apiVersion": "apps.example.com/v1", "kind": "WebApp",
             "metadata": {"name": "shop", "namespace": "default", "uid": "u1", "labels": {ID_LABEL: "applyset-x-v1"}}});
         let by_label = json!({"apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": "t", "namespace": "default", "labels": {PART_OF_LABEL: "applyset-x-v1"}}});
-        let by_owner = json!({"apiVersion": "v1", "kind": "Service",
+        // Owned, but not applied by the operator (a built-in controller made it).
+        let by_owner = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "s", "namespace": "default", "ownerReferences": [{"uid": "u1", "controller": true}]}});
         let stray = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "c", "namespace": "default", "labels": {PART_OF_LABEL: "applyset-gone-v1"}}});
         let snap = Snapshot { objects: vec![parent.clone(), by_label, by_owner, stray], events: vec![] };
         let names: Vec<String> = snap.children_of(&parent).iter().map(|o| describe(o)).collect();
-        assert_eq!(names, ["Secret default/t", "Service default/s"]);
+        assert_eq!(names, ["Secret default/t"]);
         let left: Vec<String> =
             snap.labelled_without_parent(&[&parent]).iter().map(|o| describe(o)).collect();
         assert_eq!(left, ["ConfigMap default/c"]);

@@ -435,12 +435,19 @@ fn kube_error(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> 
     WorldError::Kube { what: what.to_owned(), source: Box::new(e) }
 }
 
+/// The test's client: exempt from the faults it injects for the operator, and without
+/// retries of its own.
 async fn client_of(sim: &KubeSim) -> Result<Client, WorldError> {
     let kc =
         kube::config::Kubeconfig::from_yaml(&sim.kubeconfig()).map_err(|e| kube_error("kubeconfig", e))?;
-    let config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
         .await
         .map_err(|e| kube_error("kubeconfig", e))?;
+    config.headers.push((
+        http::HeaderName::from_static(ctop_kubesim::FAULT_EXEMPT_HEADER),
+        http::HeaderValue::from_static("ctop-test"),
+    ));
+    config.default_retry = false;
     Client::try_from(config).map_err(|e| kube_error("client", e))
 }
 
