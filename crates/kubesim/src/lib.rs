@@ -254,6 +254,12 @@ impl KubeSim {
         self.api.store.latest_rv()
     }
 
+    /// A receiver that wakes on every change to any object (several changes at once may
+    /// wake it once): a test can note when the cluster was last written.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.api.store.subscribe_latest()
+    }
+
     /// Route admission webhooks that name a Service to a local address:
     /// `"namespace/name"` → `"host:port"` (there is no cluster network here).
     pub fn set_webhook_services(&self, hosts: std::collections::HashMap<String, String>) {

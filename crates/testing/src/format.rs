@@ -292,8 +292,9 @@ struct RawWorkloads {
     stages: Vec<String>,
 }
 
-/// The default of `quiet:`.
-pub const DEFAULT_QUIET: Duration = Duration::from_secs(1);
+/// The default of `quiet:`: not a round number, so that a `Result.requeue("1s")` or a
+/// backoff of 1s or 2s never ends just as the quiet period does.
+pub const DEFAULT_QUIET: Duration = Duration::from_millis(1500);
 /// The default of `timeout:`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 

@@ -88,11 +88,29 @@ impl Call {
     }
 }
 
+/// When things happened, on the virtual clock since the recording started; each list is
+/// in time order (it is appended to as time moves).
+#[derive(Debug, Default)]
+struct Timeline {
+    /// When each handler call started.
+    starts: Vec<Duration>,
+    /// When each handler call ended.
+    ends: Vec<Duration>,
+    /// When the cluster was written (one entry per wake, which may cover several writes).
+    writes: Vec<Duration>,
+}
+
+/// How many entries of the time-ordered `times` are at or before `t`.
+fn count_until(times: &[Duration], t: Duration) -> usize {
+    times.partition_point(|x| *x <= t)
+}
+
 /// The calls so far, shared by the wrapper and the runner.
 #[derive(Debug)]
 pub struct Recording {
     calls: Mutex<Vec<Call>>,
     in_flight: AtomicUsize,
+    timeline: Mutex<Timeline>,
     origin: tokio::time::Instant,
 }
 
@@ -101,8 +119,36 @@ impl Recording {
         Self {
             calls: Mutex::new(Vec::new()),
             in_flight: AtomicUsize::new(0),
+            timeline: Mutex::new(Timeline::default()),
             origin: tokio::time::Instant::now(),
         }
+    }
+
+    /// The instant the recording's times count from.
+    pub fn origin(&self) -> tokio::time::Instant {
+        self.origin
+    }
+
+    /// Note that the cluster was written now.
+    pub fn note_write(&self) {
+        let now = self.origin.elapsed();
+        self.timeline.lock().writes.push(now);
+    }
+
+    /// The last time, at or before `t`, that a handler call started or ended or the
+    /// cluster was written.
+    pub fn last_activity(&self, t: Duration) -> Option<Duration> {
+        let tl = self.timeline.lock();
+        [&tl.starts, &tl.ends, &tl.writes]
+            .into_iter()
+            .filter_map(|times| count_until(times, t).checked_sub(1).map(|i| times[i]))
+            .max()
+    }
+
+    /// Handler calls running at `t` (started at or before it, not ended by then).
+    pub fn running_at(&self, t: Duration) -> usize {
+        let tl = self.timeline.lock();
+        count_until(&tl.starts, t).saturating_sub(count_until(&tl.ends, t))
     }
 
     /// Calls started so far.
@@ -146,12 +192,14 @@ impl Recording {
     fn begin(&self, handler: &'static str, call: &HandlerCall) -> usize {
         let object = call.object.as_deref().and_then(object_of);
         self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let at = self.origin.elapsed();
+        self.timeline.lock().starts.push(at);
         let mut calls = self.calls.lock();
         calls.push(Call {
             handler,
             controller: call.controller,
             object,
-            at: self.origin.elapsed(),
+            at,
             ended: Ended::Running,
             finalizers_added: Vec::new(),
         });
@@ -159,6 +207,8 @@ impl Recording {
     }
 
     fn end(&self, index: usize, ended: Ended, finalizers_added: Vec<String>) {
+        let now = self.origin.elapsed();
+        self.timeline.lock().ends.push(now);
         if let Some(c) = self.calls.lock().get_mut(index) {
             c.ended = ended;
             c.finalizers_added = finalizers_added;
@@ -197,15 +247,21 @@ fn object_of(json: &str) -> Option<CallObject> {
 }
 
 /// [`Handlers`] that record every call of the handlers they wrap.
+///
+/// Calls run one at a time, in the order the controller makes them (a fair lock): two
+/// calls running at once on the blocking pool would finish in an order the OS decides, and
+/// their writes with them, so a test would not run the same way twice. The virtual clock
+/// does not move while a call runs, so this costs real time only.
 pub struct Recorder {
     inner: Arc<dyn Handlers>,
     recording: Arc<Recording>,
+    one_at_a_time: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Recorder {
     /// Wrap `inner`; the recording starts now (on the virtual clock).
     pub fn new(inner: Arc<dyn Handlers>) -> Self {
-        Self { inner, recording: Arc::new(Recording::new()) }
+        Self { inner, recording: Arc::new(Recording::new()), one_at_a_time: Arc::default() }
     }
 
     /// The calls, shared.
@@ -221,10 +277,12 @@ impl Recorder {
     ) -> HandlerFuture<ReconcileOutcome> {
         let index = self.recording.begin(handler, &call);
         let recording = self.recording.clone();
+        let gate = self.one_at_a_time.clone();
         let fut = run(call);
         Box::pin(async move {
             // Ended even if the controller drops the call (a dropped reconcile).
             let mut guard = EndGuard { recording: recording.clone(), index, done: false };
+            let _turn = gate.lock().await;
             let out = fut.await;
             let (ended, added) = match &out {
                 Ok(o) => (Ended::Returned(o.result.clone()), o.finalizers.add.clone()),
@@ -271,9 +329,11 @@ impl Handlers for Recorder {
     fn map(&self, watch: usize, call: HandlerCall) -> HandlerFuture<MapOutcome> {
         let index = self.recording.begin("map", &call);
         let recording = self.recording.clone();
+        let gate = self.one_at_a_time.clone();
         let fut = self.inner.map(watch, call);
         Box::pin(async move {
             let mut guard = EndGuard { recording: recording.clone(), index, done: false };
+            let _turn = gate.lock().await;
             let out = fut.await;
             let ended = match &out {
                 Ok(_) => Ended::Returned(HandlerResult::Ok),

@@ -46,6 +46,9 @@ pub const MAX_CALLS: usize = 5000;
 /// never once waited for anything.
 const SPIN_CALLS: usize = 200;
 
+/// How long after an instant a settle looks at it (the clock's resolution).
+const SETTLED: Duration = Duration::from_millis(1);
+
 /// How often the watchdog looks, in real time.
 const WATCH: Duration = Duration::from_millis(100);
 
@@ -139,12 +142,6 @@ pub fn human(d: Duration) -> String {
     out
 }
 
-/// What moves while the operator is busy.
-fn activity(world: &World) -> (u64, usize, usize) {
-    let r = world.recording();
-    (world.sim().resource_version(), r.started(), r.in_flight())
-}
-
 /// Wakes a settle every [`WATCH`] of real time, so that a world too busy to let virtual
 /// time move is still noticed; stops when dropped.
 struct Watchdog {
@@ -192,37 +189,39 @@ fn over_budget(
 }
 
 /// Let the world run until it is quiet (see the module docs).
+///
+/// The world is looked at every `tick` (a tenth of the quiet period, at most 100 ms), and
+/// each look at instant `s` is taken at `s + 1ms`: the clock moves past `s` only once
+/// everything due at `s` has run, so the look sees all of it whatever order same-instant
+/// timers fire in, and it counts only what happened up to `s` (the recording has the time
+/// of every write and call). The same world thus settles at the same instant every run.
 pub async fn settle(world: &World, q: Quiet) -> Result<Settled, NotQuiet> {
     let tick = (q.quiet / 10).clamp(Duration::from_millis(1), Duration::from_millis(100));
-    let start = tokio::time::Instant::now();
+    let recording = world.recording();
+    let origin = recording.origin();
+    let start = recording.now();
     let wall = std::time::Instant::now();
-    let first_call = world.recording().started();
+    let first_call = recording.started();
     let watchdog = Watchdog::start();
-    let mut last = activity(world);
-    let mut still = Duration::ZERO;
-    let mut next = start + tick;
+    let mut look = start;
     loop {
+        let at = look + tick;
         tokio::select! {
-            () = tokio::time::sleep_until(next) => {
-                next += tick;
-                let now = activity(world);
-                if now == last && now.2 == 0 {
-                    still += tick;
-                    if still >= q.quiet {
-                        return Ok(Settled { took: start.elapsed() });
-                    }
-                } else {
-                    still = Duration::ZERO;
-                    last = now;
+            () = tokio::time::sleep_until(origin + at + SETTLED) => {
+                look = at;
+                let last = recording.last_activity(look).map_or(start, |t| t.max(start));
+                if recording.running_at(look) == 0 && look.saturating_sub(last) >= q.quiet {
+                    return Ok(Settled { took: recording.now() - start });
                 }
             }
             () = watchdog.notify.notified() => {}
         }
-        let budget = over_budget(world, wall, first_call, start.elapsed())
-            .or_else(|| (start.elapsed() >= q.timeout).then_some(Budget::Timeout));
+        let waited = look - start;
+        let budget = over_budget(world, wall, first_call, waited)
+            .or_else(|| (waited >= q.timeout).then_some(Budget::Timeout));
         if let Some(budget) = budget {
             drop(watchdog);
-            return Err(not_quiet(world, q, start.elapsed(), budget, first_call).await);
+            return Err(not_quiet(world, q, recording.now() - start, budget, first_call).await);
         }
     }
 }

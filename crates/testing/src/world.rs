@@ -81,6 +81,7 @@ pub struct World {
     applied: Mutex<Vec<ObjectRef>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<Result<(), ctop_controller::RunError>>>,
+    writes: tokio::task::JoinHandle<()>,
     _dir: tempfile::TempDir,
 }
 
@@ -134,6 +135,15 @@ impl World {
             Arc::new(ScriptHandlers::new(script, &ctop_runtime::script_env(), &config.values));
         let recorder = Recorder::new(handlers);
         let recording = recorder.recording();
+        // Every write is noted at the virtual instant it happened (the task runs before the
+        // clock can move on), so a settle can tell exactly when the cluster last changed.
+        let mut changes = sim.changes();
+        let noted = recording.clone();
+        let writes = tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                noted.note_write();
+            }
+        });
         let options = ctop_controller::RunOptions {
             kubeconfig: Some(kubeconfig),
             context: None,
@@ -161,6 +171,7 @@ impl World {
             applied: Mutex::new(Vec::new()),
             stop: Some(stop),
             task: Some(task),
+            writes,
             _dir: tmp,
         };
         world.discover().await?;
@@ -415,6 +426,7 @@ impl World {
 
 impl Drop for World {
     fn drop(&mut self) {
+        self.writes.abort();
         if let Some(task) = self.task.take() {
             task.abort();
         }
