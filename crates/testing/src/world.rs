@@ -6,7 +6,8 @@
 //!
 //! Everything a test does goes through the API server over HTTP, as `kubectl` would (field
 //! manager `ctop-test`); the operator runs exactly as `ctop run` runs it, with its handler
-//! calls recorded ([`crate::record`]).
+//! calls recorded ([`crate::record`]), and its `validate`/`mutate` handlers are served as
+//! `ctop dev` serves them (kubesim calls them over HTTPS on every write they cover).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -82,7 +83,23 @@ pub struct World {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<Result<(), ctop_controller::RunError>>>,
     writes: tokio::task::JoinHandle<()>,
+    _webhook: Option<ctop_webhook::dev::DevWebhook>,
     _dir: tempfile::TempDir,
+}
+
+/// The script's admission handlers behind the webhook server's trait.
+struct ScriptAdmission(Arc<ScriptHandlers>);
+
+impl ctop_webhook::AdmissionScript for ScriptAdmission {
+    fn call(
+        &self,
+        call: &ctop_webhook::HandlerCall<'_>,
+    ) -> Result<ctop_core::AdmissionOutcome, ctop_webhook::HandlerError> {
+        let h = call.handler.as_str();
+        self.0
+            .admit(h, call.controller, call.object, call.old_object, call.request)
+            .map_err(ctop_webhook::HandlerError::Failed)
+    }
 }
 
 /// A kind the API server serves.
@@ -131,8 +148,21 @@ impl World {
         ctop_controller::install_crds(&client, &crds, MANAGER)
             .await
             .map_err(|e| kube_error("cannot install the CRDs", e))?;
-        let handlers: Arc<dyn Handlers> =
+        let script_handlers =
             Arc::new(ScriptHandlers::new(script, &ctop_runtime::script_env(), &config.values));
+        // The script's validate/mutate handlers, served as `ctop dev` serves them: kubesim
+        // calls them over HTTPS on every write of the kinds they cover.
+        let webhook = if ctop_webhook::routes(&spec).is_empty() {
+            None
+        } else {
+            let admission = Arc::new(ScriptAdmission(script_handlers.clone()));
+            Some(
+                ctop_webhook::dev::DevWebhook::start(&client, admission, &spec)
+                    .await
+                    .map_err(|e| kube_error("cannot serve the admission handlers", e))?,
+            )
+        };
+        let handlers: Arc<dyn Handlers> = script_handlers;
         let recorder = Recorder::new(handlers);
         let recording = recorder.recording();
         // Every write is noted at the virtual instant it happened (the task runs before the
@@ -172,6 +202,7 @@ impl World {
             stop: Some(stop),
             task: Some(task),
             writes,
+            _webhook: webhook,
             _dir: tmp,
         };
         world.discover().await?;
