@@ -10,7 +10,7 @@
 //! [`TestFile`] (from [`TestFile::read`]) and it returns a [`TestReport`]. The modules, one
 //! concern each:
 //!
-//! - [`format`]: the test file format and its parser (errors name the file and line);
+//! - [`mod@format`]: the test file format and its parser (errors name the file and line);
 //! - [`world`]: the in-process kubesim and operator a test acts on ([`World`]);
 //! - [`record`]: every handler call, recorded by a wrapper of the script's handlers;
 //! - [`settle`]: running until quiet on the virtual clock, and naming what never converged;
@@ -20,8 +20,9 @@
 //! - [`oracles`] (checked after every step) and [`perturb`] (acting after the last step);
 //! - [`runner`]: one test file, start to end; [`report`]: text, summary line, JUnit XML.
 //!
-//! A fuzzer reuses [`World`], [`settle`], [`state`] and the oracles: random steps through
-//! the same calls, the same checks after each.
+//! A fuzzer reuses the same parts: [`World::start`], then for each (random) step
+//! [`World::act`] and [`settle::settle`], then [`World::snapshot`] and the oracles
+//! ([`oracles::after_step`] on the snapshot, the [`perturb`] ones on the world).
 
 pub mod format;
 pub mod golden;

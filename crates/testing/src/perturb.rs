@@ -141,14 +141,6 @@ pub async fn idempotence(world: &World, q: Quiet) -> Result<Found, String> {
     Ok(found)
 }
 
-/// Remove the injected API faults, keeping the Pod stages.
-pub fn clear_faults(world: &World) {
-    let faults = world.sim().faults();
-    let stages = faults.pod_stages();
-    faults.clear();
-    faults.set_pod_stages(stages);
-}
-
 /// A copy of `child` under another name, as the applier would have left it from an
 /// earlier reconcile: the same labels and owner, no server-set fields.
 fn stale_copy(child: &Value) -> Value {
@@ -241,7 +233,7 @@ pub async fn failed_apply(world: &World, q: Quiet) -> Result<Found, String> {
             ));
         }
     }
-    clear_faults(world);
+    world.clear_faults();
     if let Some(s) = &stale {
         // Gone already if the operator pruned it; that was reported above.
         let _ = world.delete(&reference(s)).await;

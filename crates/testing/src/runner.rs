@@ -14,7 +14,7 @@ use crate::matching::partial_match;
 use crate::oracles::{Oracle, after_step};
 use crate::perturb;
 use crate::settle::{Quiet, advance, settle};
-use crate::state::{Snapshot, describe};
+use crate::state::Snapshot;
 use crate::world::{Operator, World, WorldConfig, values_for};
 
 /// How a run treats golden files.
@@ -219,42 +219,7 @@ async fn run_step(world: &World, step: &Step, q: Quiet, failures: &mut Vec<Failu
         line: Some(line),
         message,
     };
-    let refused = match &step.action {
-        Action::Check => None,
-        Action::Apply(objects) => {
-            let mut refused = None;
-            for o in objects {
-                if let Err(e) = world.apply(o).await {
-                    refused = Some(format!("applying {}: {e}", describe(o)));
-                    break;
-                }
-            }
-            refused
-        }
-        Action::Delete(refs) => {
-            let mut refused = None;
-            for r in refs {
-                if let Err(e) = world.delete(r).await {
-                    refused = Some(format!("deleting {r}: {e}"));
-                    break;
-                }
-            }
-            refused
-        }
-        Action::Patch { target, body, status } => {
-            world.patch(target, body, *status).await.err().map(|e| format!("patching {target}: {e}"))
-        }
-        Action::Advance(_) => None,
-        Action::Pods(stages) => world.stage_pods(stages.clone()).await.err(),
-        Action::Fault(rule) => {
-            world.sim().faults().add(rule.clone());
-            None
-        }
-        Action::ClearFaults => {
-            perturb::clear_faults(world);
-            None
-        }
-    };
+    let refused = world.act(&step.action).await.err();
     let wanted: Vec<(&String, u64)> = step
         .expect
         .iter()

@@ -23,7 +23,7 @@ use kube::discovery::{Discovery, Scope};
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::format::ObjectRef;
+use crate::format::{Action, ObjectRef};
 use crate::record::{Recorder, Recording};
 
 /// The field manager of everything a test writes.
@@ -332,6 +332,51 @@ impl World {
             Api::all_with(self.client.clone(), &kind.ar)
         };
         Ok((api, kind))
+    }
+
+    /// Carry out a step's action (all but the waiting: an [`Action::Advance`] does nothing
+    /// here, see [`crate::settle::advance`]); the refusal's text, naming the object, when
+    /// the API server refused a write.
+    pub async fn act(&self, action: &Action) -> Result<(), String> {
+        match action {
+            Action::Check | Action::Advance(_) => Ok(()),
+            Action::Apply(objects) => {
+                for o in objects {
+                    self.apply(o)
+                        .await
+                        .map_err(|e| format!("applying {}: {e}", crate::state::describe(o)))?;
+                }
+                Ok(())
+            }
+            Action::Delete(refs) => {
+                for r in refs {
+                    self.delete(r).await.map_err(|e| format!("deleting {r}: {e}"))?;
+                }
+                Ok(())
+            }
+            Action::Patch { target, body, status } => self
+                .patch(target, body, *status)
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("patching {target}: {e}")),
+            Action::Pods(stages) => self.stage_pods(stages.clone()).await,
+            Action::Fault(rule) => {
+                self.sim.faults().add(rule.clone());
+                Ok(())
+            }
+            Action::ClearFaults => {
+                self.clear_faults();
+                Ok(())
+            }
+        }
+    }
+
+    /// Remove the injected API faults, keeping the Pod stages.
+    pub fn clear_faults(&self) {
+        let faults = self.sim.faults();
+        let stages = faults.pod_stages();
+        faults.clear();
+        faults.set_pod_stages(stages);
     }
 
     /// Server-side apply `obj` (forced, as `ctop-test`); the refusal's text on failure.
