@@ -82,6 +82,14 @@ for op_dir in "$tmp/op" examples/*/ crates/runtime/tests/golden/*/; do
   fi
 done
 
+step "ctop test: every example's tests (expectations, golden files, oracles), and a scaffold's first test"
+# Each test runs on an in-process kubesim with a virtual clock: the whole step takes seconds.
+# The scaffold has no golden file yet: --update records it (as its author would), and a
+# second run compares with it.
+"$ctop" test --update "$tmp/op"
+"$ctop" test "$tmp/op"
+"$ctop" test examples/*/ --junit "${CARGO_TARGET_DIR:-target}/ctop-test.junit.xml"
+
 step "manifests: validated by kubernetes-validate against the Kubernetes 1.33 schemas"
 # An independent validator, in a venv inside the repository (.venv is git-ignored). It
 # ships the JSON schemas of the built-in kinds. The manifests hold only built-in kinds and

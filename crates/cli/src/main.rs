@@ -49,6 +49,8 @@ enum Command {
     Run(Box<cmd::run::RunArgs>),
     /// Run kubesim, the embedded Kubernetes API server, until interrupted.
     Sim(cmd::sim::SimArgs),
+    /// Run an operator's tests (DIR/tests/*.yaml) on an in-process kubesim with a virtual clock.
+    Test(cmd::test::TestArgs),
     /// (Re)write the typings of an operator: ctop.d.ts and its own resources' interfaces.
     Types(cmd::init::TypesArgs),
     /// Admission webhooks: serve the script's validate/mutate handlers over HTTPS.
@@ -62,7 +64,19 @@ fn main() -> ExitCode {
         Command::Run(args) if args.dev => "text",
         _ => cli.log_format.as_str(),
     };
-    let _telemetry = telemetry::init(format, cli.otlp_endpoint.as_deref());
+    // A test run logs only errors unless CTOP_LOG says otherwise: failure paths are what
+    // its tests exercise, and their warnings (and the client's log of each 500 an injected
+    // fault answers) are expected.
+    let default_filter = if matches!(cli.command, Command::Test(_)) {
+        "error,kube_client::client::builder=off"
+    } else {
+        "info"
+    };
+    let _telemetry = telemetry::init(format, cli.otlp_endpoint.as_deref(), default_filter);
+    // Each test runs on a runtime of its own (a paused clock), so not inside this one.
+    if let Command::Test(args) = &cli.command {
+        return cmd::test::run(args);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -79,6 +93,7 @@ fn main() -> ExitCode {
             Command::Manifests(args) => cmd::manifests::run(&args),
             Command::Run(args) => cmd::run::run(*args).await,
             Command::Sim(args) => cmd::sim::run(args).await,
+            Command::Test(_) => Ok(()),
             Command::Types(args) => cmd::init::types(&args),
             Command::Webhook(args) => cmd::webhook::run(args).await,
         }

@@ -30,10 +30,10 @@ fn traces_url(endpoint: &str) -> String {
     if has_path { trimmed.to_owned() } else { format!("{trimmed}/v1/traces") }
 }
 
-/// Install the global subscriber: `CTOP_LOG` filters (default `info`); `format` is `text`
-/// or `json`; `otlp` is the collector endpoint, if any.
-pub fn init(format: &str, otlp: Option<&str>) -> Telemetry {
-    let filter = || EnvFilter::try_from_env("CTOP_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+/// Install the global subscriber: `CTOP_LOG` filters (default `default_filter`); `format`
+/// is `text` or `json`; `otlp` is the collector endpoint, if any.
+pub fn init(format: &str, otlp: Option<&str>, default_filter: &str) -> Telemetry {
+    let filter = || EnvFilter::try_from_env("CTOP_LOG").unwrap_or_else(|_| EnvFilter::new(default_filter));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(ansi);
     let fmt = if format == "json" { fmt.json().boxed() } else { fmt.boxed() };

@@ -11,6 +11,11 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+/// A request carrying this header (any value) is exempt from every injected fault: a test
+/// harness marks its own requests with it (`ctop test` does), so that a fault injected
+/// for the operator under test does not refuse the test's own writes.
+pub const EXEMPT_HEADER: &str = "x-kubesim-fault-exempt";
+
 /// One injected fault.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

@@ -63,7 +63,7 @@ mod workloads;
 
 pub use admission::{Attributes as AdmissionAttributes, Caller as WebhookCaller, Operation};
 pub use error::ApiError;
-pub use faults::{FaultRule, Faults};
+pub use faults::{EXEMPT_HEADER as FAULT_EXEMPT_HEADER, FaultRule, Faults};
 pub use tls::{ClosingTls, ServingCert, TlsError, TlsListener};
 pub use workloads::{PodStage, StageOutcome, WorkloadConfig};
 
@@ -246,6 +246,18 @@ impl KubeSim {
     /// [`Config::watch_history_bytes`]).
     pub fn history_usage(&self) -> (usize, usize) {
         self.api.store.history_usage()
+    }
+
+    /// The resourceVersion of the latest change to any object: it moves on every write,
+    /// so a test can tell a quiet cluster from a busy one without a request.
+    pub fn resource_version(&self) -> u64 {
+        self.api.store.latest_rv()
+    }
+
+    /// A receiver that wakes on every change to any object (several changes at once may
+    /// wake it once): a test can note when the cluster was last written.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.api.store.subscribe_latest()
     }
 
     /// Route admission webhooks that name a Service to a local address:

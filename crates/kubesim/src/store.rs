@@ -231,6 +231,16 @@ impl Store {
         change
     }
 
+    /// The resourceVersion of the latest change.
+    pub fn latest_rv(&self) -> u64 {
+        self.state.lock().rv
+    }
+
+    /// A receiver of the resourceVersion of every later change.
+    pub fn subscribe_latest(&self) -> watch::Receiver<u64> {
+        self.latest.subscribe()
+    }
+
     /// The number of changes the history keeps and the bytes they are charged for.
     pub fn history_usage(&self) -> (usize, usize) {
         let st = self.state.lock();

@@ -1,5 +1,7 @@
 //! A [`Script`] as the controller's [`Handlers`]: each call is dispatched to the script's
 //! handler with the run's `Env` and `Values`, and its output read as a typed outcome.
+//! [`ScriptHandlers::admit`] does the same for the admission handlers (`validate`,
+//! `mutate`), which a webhook server calls.
 //!
 //! Script failures map to [`FailureKind`]s the controller's error policy and metrics tell
 //! apart: a throw is an [`FailureKind::Exception`], a deadline a [`FailureKind::Timeout`],
@@ -9,8 +11,8 @@
 use std::sync::Arc;
 
 use ctop_core::{
-    FailureKind, FinalizeOutcome, HandlerCall, HandlerError, HandlerFuture, Handlers, MapOutcome,
-    OperatorSpec, ReconcileOutcome, StartOutcome,
+    AdmissionOutcome, FailureKind, FinalizeOutcome, HandlerCall, HandlerError, HandlerFuture, Handlers,
+    MapOutcome, OperatorSpec, ReconcileOutcome, StartOutcome,
 };
 use serde_json::Value;
 
@@ -83,6 +85,29 @@ impl ScriptHandlers {
     #[must_use]
     pub fn script(&self) -> &Arc<Script> {
         &self.script
+    }
+
+    /// Call the admission handler `handler` (`validate` or `mutate`) of the `controller`th
+    /// controller on the thread it is called from (a webhook server's blocking pool): the
+    /// input is what the SDK's `__ct_dispatch` expects (`object`, `oldObject`, the review's
+    /// `request`, `env`, `values`), the output is read with [`AdmissionOutcome::from_output`].
+    ///
+    /// # Errors
+    /// The script's failure, or an output that is not an admission outcome, as the message
+    /// the webhook answers with.
+    pub fn admit(
+        &self,
+        handler: &'static str,
+        controller: u32,
+        object: &Value,
+        old_object: Option<&Value>,
+        request: &Value,
+    ) -> Result<AdmissionOutcome, String> {
+        let old = old_object.unwrap_or(&Value::Null);
+        let input =
+            format!(r#"{{"object":{object},"oldObject":{old},"request":{request},{}}}"#, self.context);
+        let output = self.script.dispatch(handler, controller, &input).map_err(|e| e.to_string())?;
+        AdmissionOutcome::from_output(handler, output).map_err(|e| e.to_string())
     }
 
     fn call(&self, handler: String, call: HandlerCall) -> HandlerFuture<Value> {

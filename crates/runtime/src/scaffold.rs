@@ -1,5 +1,6 @@
-//! The files `ctop init` writes: a working operator, a sample, values, typings, a
-//! `package.json` (TypeScript as a dev dependency, `npm run check`), a `.gitignore` for
+//! The files `ctop init` writes: a working operator, a sample, a first test of it
+//! (`ctop test`), values, typings, a `package.json` (TypeScript as a dev dependency,
+//! `npm run check`, `npm test`), a `.gitignore` for
 //! `node_modules/` and `ctop dev`'s `.ctop/dev/`, and editor settings.
 //! Templates live in `crates/runtime/scaffold/`; start at [`files`].
 //!
@@ -13,6 +14,8 @@ use crate::sdk::SDK_DTS;
 
 const OPERATOR: &str = include_str!("../scaffold/operator.ct");
 const SAMPLE: &str = include_str!("../scaffold/sample.yaml");
+/// A first test (`ctop test`), of the sample.
+const TEST: &str = include_str!("../scaffold/test.yaml");
 const VALUES: &str = include_str!("../scaffold/values.yaml");
 const PACKAGE: &str = include_str!("../scaffold/package.json");
 const VSCODE: &str = include_str!("../scaffold/.vscode/settings.json");
@@ -45,9 +48,13 @@ pub fn files(kind: &str, group: &str) -> Vec<(String, String)> {
     let package = PACKAGE
         .replace("__NAME__", &format!("{}-operator", kind.to_lowercase()))
         .replace("__TYPESCRIPT__", &typescript_version());
+    let lower = kind.to_lowercase();
+    let sample = format!("samples/{lower}.yaml");
+    let test = fill(TEST).replace("__SAMPLE__", &sample).replace("__TEST__", &lower);
     vec![
         ("operator.ct".into(), fill(OPERATOR)),
-        (format!("samples/{}.yaml", kind.to_lowercase()), fill(SAMPLE)),
+        (sample, fill(SAMPLE)),
+        (format!("tests/{lower}.yaml"), test),
         ("values.yaml".into(), VALUES.to_owned()),
         ("package.json".into(), package),
         (".gitignore".into(), GITIGNORE.to_owned()),
@@ -91,6 +98,17 @@ mod tests {
         assert_eq!(package["private"], true);
         assert_eq!(package["type"], "module");
         assert_eq!(package["scripts"]["check"], "ctop check .");
+        assert_eq!(package["scripts"]["test"], "ctop test .");
+        let test = files
+            .iter()
+            .find(|(rel, _)| rel == "tests/demo.yaml")
+            .map(|(_, t)| t.as_str())
+            .unwrap_or_default();
+        assert!(
+            test.contains("    apply: samples/demo.yaml\n") && test.contains("patch: Demo/hello"),
+            "{test}"
+        );
+        assert!(!test.contains("__"), "every placeholder is filled: {test}");
         assert!(typescript_version().starts_with('^'), "{}", typescript_version());
         assert_eq!(package["devDependencies"]["typescript"], typescript_version());
         assert_eq!(package["devDependencies"]["@types/ctop"], "file:.ctop/types");

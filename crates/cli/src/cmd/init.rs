@@ -66,7 +66,7 @@ pub fn init(args: &InitArgs) -> anyhow::Result<()> {
     tracing::info!(
         dir = %dir,
         kind = args.kind,
-        "operator created: `cd {dir} && npm install` installs TypeScript (for `ctop check` and editors), then `ctop check {dir}` and `ctop dev {dir}`"
+        "operator created: `cd {dir} && npm install` installs TypeScript (for `ctop check` and editors), then `ctop check {dir}`, `ctop dev {dir}`, and `ctop test {dir} --update` to record its first test's golden file"
     );
     Ok(())
 }

@@ -7,6 +7,7 @@ pub mod init;
 pub mod manifests;
 pub mod run;
 pub mod sim;
+pub mod test;
 pub mod webhook;
 
 /// The limits of the script runtimes that every serving command takes.

@@ -10,13 +10,13 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use ctop_core::AdmissionOutcome;
-use ctop_runtime::Script;
+use ctop_runtime::{Script, ScriptHandlers};
 use ctop_runtime::{script_env, values_from_yaml};
 use ctop_webhook::{
     Admission, AdmissionScript, Bound, FailurePolicy, HandlerCall, HandlerError, SelfIssued, ServerConfig,
     TlsSource,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Arguments of `ctop webhook`.
 #[derive(Debug, clap::Args)]
@@ -178,38 +178,24 @@ impl WebhookFlags {
     }
 }
 
-/// The script's handlers behind `ctop_webhook`'s trait: the input is what the SDK's
-/// `__ct_dispatch` expects for `validate`/`mutate` (`object`, `oldObject`, `env`, `values`),
-/// the output is read with [`AdmissionOutcome::from_output`] (one it cannot read fails the
-/// call, answered per the failure policy).
-pub struct ScriptAdmission {
-    script: Arc<Script>,
-    env: Value,
-    values: Value,
-}
+/// The script's handlers behind `ctop_webhook`'s trait ([`ScriptHandlers::admit`]: the
+/// input the SDK expects, the output read as an [`AdmissionOutcome`]; one it cannot read
+/// fails the call, answered per the failure policy).
+pub struct ScriptAdmission(ScriptHandlers);
 
 impl ScriptAdmission {
     /// Call `script`'s handlers with these `env` and `values`.
     pub fn new(script: Arc<Script>, env: Value, values: Value) -> Self {
-        Self { script, env, values }
+        Self(ScriptHandlers::new(script, &env, &values))
     }
 }
 
 impl AdmissionScript for ScriptAdmission {
     fn call(&self, call: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> {
-        let input = json!({
-            "object": call.object,
-            "oldObject": call.old_object,
-            "env": self.env,
-            "values": self.values,
-            "request": call.request,
-        });
-        let handler = call.handler.as_str();
-        let output = self
-            .script
-            .dispatch(handler, call.controller, &input.to_string())
-            .map_err(|e| HandlerError::Failed(e.to_string()))?;
-        AdmissionOutcome::from_output(handler, output).map_err(|e| HandlerError::Failed(e.to_string()))
+        let h = call.handler.as_str();
+        self.0
+            .admit(h, call.controller, call.object, call.old_object, call.request)
+            .map_err(HandlerError::Failed)
     }
 }
 

@@ -25,6 +25,10 @@ pub(super) async fn post(target: &Target, path: &str, body: String) -> Result<(u
         io::ErrorKind::ConnectionRefused => format!("dial tcp {addr}: connect: connection refused"),
         _ => format!("dial tcp {addr}: {e}"),
     })?;
+    // Go's net.Dial sets TCP_NODELAY on every TCP connection (net/tcpsock.go,
+    // newTCPConn), as the API server's webhook client does: a small TLS Finished must not
+    // wait for the delayed ACK of the previous flight.
+    let _ = tcp.set_nodelay(true);
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()

@@ -4,7 +4,8 @@
 //! Ready, with an IP from its node's Pod CIDR and a running status per container, as a
 //! kubelet reports it.
 
-use std::time::Instant;
+// Tokio's clock, not the OS's: on a paused runtime (`ctop test`) Pods start on virtual time.
+use tokio::time::Instant;
 
 use serde_json::{Value, json};
 

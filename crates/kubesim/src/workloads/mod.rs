@@ -30,7 +30,9 @@ pub use stages::{Outcome as StageOutcome, PodStage};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use parking_lot::Mutex;
 

@@ -1,0 +1,126 @@
+//! `ctop test`: run an operator's own tests (`DIR/tests/*.yaml`) against an in-process
+//! kubesim and the operator's controllers on a virtual clock. The format, the runner, the
+//! golden files and the oracles are `ctop_testing`'s; this module finds the files, prints
+//! the results and sets the exit code: 0 when every test passed, 1 when one failed, 2 when
+//! a test file is invalid or there is nothing to run.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use ctop_testing::report::{Totals, junit, render, summary};
+use ctop_testing::{GoldenMode, Operator, TestFile, TestReport, run_test, test_files};
+
+/// Arguments of `ctop test`.
+#[derive(Debug, clap::Args)]
+pub struct TestArgs {
+    /// Operator directories, each with its tests in tests/*.yaml.
+    #[arg(default_value = ".")]
+    dirs: Vec<PathBuf>,
+    /// The entry script, relative to each DIR.
+    #[arg(long, default_value = "operator.ct")]
+    entry: String,
+    /// Write each test's golden file (tests/NAME.golden.yaml) from this run instead of
+    /// comparing with it; review the diff before committing it.
+    #[arg(long)]
+    update: bool,
+    /// Run only the tests whose name or file name contains this text.
+    #[arg(long, value_name = "TEXT")]
+    filter: Option<String>,
+    /// Also write the results as JUnit XML to this file.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Print the notes of passing tests too (oracles turned off or not exercised).
+    #[arg(long, short)]
+    verbose: bool,
+}
+
+/// Exit code for an invalid test file or nothing to run.
+const USAGE: u8 = 2;
+
+/// How a test file is shown: relative to the current directory when it is under it.
+fn shown(path: &Path) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    path.strip_prefix(&cwd).unwrap_or(path).display().to_string()
+}
+
+/// Run the tests and print the results; the exit code says how it went.
+pub fn run(args: &TestArgs) -> ExitCode {
+    let started = std::time::Instant::now();
+    let mut errors = Vec::new();
+    let mut suites: Vec<(Operator, Vec<TestFile>)> = Vec::new();
+    for dir in &args.dirs {
+        if !dir.join(&args.entry).is_file() {
+            errors.push(format!(
+                "{}: no {} here; ctop test runs the tests of an operator directory",
+                dir.display(),
+                args.entry
+            ));
+            continue;
+        }
+        let files = match test_files(dir) {
+            Ok(f) => f,
+            Err(e) => {
+                errors.push(format!("{}: cannot list the tests: {e}", dir.join("tests").display()));
+                continue;
+            }
+        };
+        let mut tests = Vec::new();
+        for f in files {
+            match TestFile::read(&f, dir) {
+                Ok(t) => tests.push(t),
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        if let Some(filter) = &args.filter {
+            tests.retain(|t| {
+                t.name.contains(filter.as_str()) || t.path.to_string_lossy().contains(filter.as_str())
+            });
+        }
+        suites.push((Operator { dir: dir.clone(), entry: args.entry.clone() }, tests));
+    }
+    let mut out = std::io::stdout().lock();
+    if !errors.is_empty() {
+        for e in &errors {
+            let _ = writeln!(out, "error: {e}");
+        }
+        let _ = writeln!(
+            out,
+            "ctop test: {} invalid test file(s) or director(ies); nothing was run",
+            errors.len()
+        );
+        return ExitCode::from(USAGE);
+    }
+    if suites.iter().all(|(_, t)| t.is_empty()) {
+        let why = match &args.filter {
+            Some(f) => format!("no test matches --filter {f:?}"),
+            None => "no tests found: write one in DIR/tests/NAME.yaml (ctop init scaffolds one)".into(),
+        };
+        let _ = writeln!(out, "ctop test: {why}");
+        return ExitCode::from(USAGE);
+    }
+    let mode = if args.update { GoldenMode::Update } else { GoldenMode::Compare };
+    let mut reports: Vec<(String, TestReport)> = Vec::new();
+    for (op, tests) in &suites {
+        for t in tests {
+            let report = run_test(op, t, mode);
+            let _ = out.write_all(render(&report, &shown(&t.path), args.verbose).as_bytes());
+            let _ = out.flush();
+            reports.push((shown(&op.dir), report));
+        }
+    }
+    let all: Vec<TestReport> = reports.iter().map(|(_, r)| r.clone()).collect();
+    let totals = Totals::of(&all);
+    let _ = writeln!(out, "{}", summary(totals, started.elapsed()));
+    if let Some(path) = &args.junit {
+        let pairs: Vec<(String, &TestReport)> = reports.iter().map(|(s, r)| (s.clone(), r)).collect();
+        let written = junit(&pairs).map_err(|e| e.to_string()).and_then(|xml| {
+            std::fs::write(path, xml).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        });
+        if let Err(e) = written {
+            let _ = writeln!(out, "error: the JUnit report: {e}");
+            return ExitCode::from(USAGE);
+        }
+    }
+    if totals.failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}

@@ -1,0 +1,552 @@
+//! The world a test runs in: an in-process kubesim and the operator's controllers on it,
+//! on the runtime's (paused) clock. Start with [`World::start`]; then act on it
+//! ([`World::apply`], [`World::delete`], [`World::patch`], the faults), let it run
+//! ([`crate::settle`]), and read it ([`World::snapshot`], [`World::get`]). The runner drives
+//! a test file through it; a fuzzer can drive random steps through the same calls.
+//!
+//! Everything a test does goes through the API server over HTTP, as `kubectl` would (field
+//! manager `ctop-test`); the operator runs exactly as `ctop run` runs it, with its handler
+//! calls recorded ([`crate::record`]), and its `validate`/`mutate` handlers are served as
+//! `ctop dev` serves them (kubesim calls them over HTTPS on every write they cover).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ctop_core::{Handlers, OperatorSpec};
+use ctop_kubesim::{Config, KubeSim, WorkloadConfig};
+use ctop_runtime::{Limits, Script, ScriptHandlers};
+use kube::Client;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::discovery::{Discovery, Scope};
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use crate::format::{Action, ObjectRef};
+use crate::record::{Recorder, Recording};
+
+/// The field manager of everything a test writes.
+pub const MANAGER: &str = "ctop-test";
+
+/// Why a world could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum WorldError {
+    /// The script did not load.
+    #[error("the script could not be loaded: {0}")]
+    Script(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The values are not usable.
+    #[error("the values are not usable: {0}")]
+    Values(String),
+    /// kubesim did not start.
+    #[error("kubesim could not start: {0}")]
+    Sim(#[from] ctop_kubesim::StartError),
+    /// The CRDs could not be generated.
+    #[error("the CRDs could not be generated: {0}")]
+    Crds(#[from] ctop_manifests::Error),
+    /// Talking to kubesim failed.
+    #[error("{what}: {source}")]
+    Kube {
+        /// What was being done.
+        what: String,
+        /// The client's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// An operator directory to test.
+#[derive(Clone, Debug)]
+pub struct Operator {
+    /// The directory.
+    pub dir: PathBuf,
+    /// The entry script, relative to it.
+    pub entry: String,
+}
+
+/// How a world is set up.
+#[derive(Clone, Debug)]
+pub struct WorldConfig {
+    /// How kubesim runs workloads (`None`: a bare API server).
+    pub workloads: Option<WorkloadConfig>,
+    /// The script's `Values`.
+    pub values: Value,
+}
+
+/// The running world. Dropping it stops the operator and kubesim.
+pub struct World {
+    sim: Arc<KubeSim>,
+    client: Client,
+    recording: Arc<Recording>,
+    spec: OperatorSpec,
+    kinds: Mutex<Kinds>,
+    applied: Mutex<Vec<ObjectRef>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<Result<(), ctop_controller::RunError>>>,
+    writes: tokio::task::JoinHandle<()>,
+    _webhook: Option<ctop_webhook::dev::DevWebhook>,
+    _dir: tempfile::TempDir,
+}
+
+/// The script's admission handlers behind the webhook server's trait.
+struct ScriptAdmission(Arc<ScriptHandlers>);
+
+impl ctop_webhook::AdmissionScript for ScriptAdmission {
+    fn call(
+        &self,
+        call: &ctop_webhook::HandlerCall<'_>,
+    ) -> Result<ctop_core::AdmissionOutcome, ctop_webhook::HandlerError> {
+        let h = call.handler.as_str();
+        self.0
+            .admit(h, call.controller, call.object, call.old_object, call.request)
+            .map_err(ctop_webhook::HandlerError::Failed)
+    }
+}
+
+/// A kind the API server serves.
+#[derive(Clone, Debug)]
+pub struct Kind {
+    /// How to reach it.
+    pub ar: ApiResource,
+    /// Whether its objects live in namespaces.
+    pub namespaced: bool,
+}
+
+#[derive(Default)]
+struct Kinds {
+    /// By kind; several when groups share a kind name.
+    by_kind: BTreeMap<String, Vec<Kind>>,
+}
+
+impl World {
+    /// Load the script, start kubesim, install the script's CRDs and start the operator.
+    /// Its first lists are not awaited here: settle the world before the first step.
+    pub async fn start(op: &Operator, config: &WorldConfig) -> Result<Self, WorldError> {
+        let (dir, entry) = (op.dir.clone(), op.entry.clone());
+        let script =
+            tokio::task::spawn_blocking(move || Script::from_dir(&dir, &entry, 2, Limits::default()))
+                .await
+                .map_err(|e| WorldError::Script(Box::new(e)))?
+                .map_err(|e| WorldError::Script(Box::new(e)))?;
+        script.configure_egress(&[], &[]);
+        let script = Arc::new(script);
+        let spec = script.spec().clone();
+        let crds = ctop_manifests::operator_crds(&spec)?;
+        let sim = Arc::new(
+            KubeSim::start(Config {
+                tls: false,
+                workloads: config.workloads.clone(),
+                // Bookmarks only wake watches up; a test does not need them.
+                bookmark_interval: Duration::from_secs(3600),
+                ..Config::default()
+            })
+            .await?,
+        );
+        let tmp = tempfile::tempdir().map_err(|e| kube_error("cannot make a temporary directory", e))?;
+        let kubeconfig = tmp.path().join("kubeconfig");
+        sim.write_kubeconfig(&kubeconfig).map_err(|e| kube_error("cannot write the kubeconfig", e))?;
+        let client = client_of(&sim).await?;
+        ctop_controller::install_crds(&client, &crds, MANAGER)
+            .await
+            .map_err(|e| kube_error("cannot install the CRDs", e))?;
+        let script_handlers =
+            Arc::new(ScriptHandlers::new(script, &ctop_runtime::script_env(), &config.values));
+        // The script's validate/mutate handlers, served as `ctop dev` serves them: kubesim
+        // calls them over HTTPS on every write of the kinds they cover.
+        let webhook = if ctop_webhook::routes(&spec).is_empty() {
+            None
+        } else {
+            let admission = Arc::new(ScriptAdmission(script_handlers.clone()));
+            Some(
+                ctop_webhook::dev::DevWebhook::start(&client, admission, &spec)
+                    .await
+                    .map_err(|e| kube_error("cannot serve the admission handlers", e))?,
+            )
+        };
+        let handlers: Arc<dyn Handlers> = script_handlers;
+        let recorder = Recorder::new(handlers);
+        let recording = recorder.recording();
+        // Every write is noted at the virtual instant it happened (the task runs before the
+        // clock can move on), so a settle can tell exactly when the cluster last changed.
+        let mut changes = sim.changes();
+        let noted = recording.clone();
+        let writes = tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                noted.note_write();
+            }
+        });
+        let options = ctop_controller::RunOptions {
+            kubeconfig: Some(kubeconfig),
+            context: None,
+            namespace: None,
+            concurrency: 2,
+            health_addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            metrics_addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            leader_elect: false,
+            lease_namespace: "default".into(),
+            name: "ctop".into(),
+            identity: Some("ctop-test".into()),
+            install_crds: Vec::new(),
+            retry_limit: ctop_controller::RetryLimit::default(),
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(ctop_controller::run(Arc::new(recorder), options, async move {
+            let _ = stopped.await;
+        }));
+        let world = Self {
+            sim,
+            client,
+            recording,
+            spec,
+            kinds: Mutex::new(Kinds::default()),
+            applied: Mutex::new(Vec::new()),
+            stop: Some(stop),
+            task: Some(task),
+            writes,
+            _webhook: webhook,
+            _dir: tmp,
+        };
+        world.discover().await?;
+        Ok(world)
+    }
+
+    /// What the script declares.
+    pub fn spec(&self) -> &OperatorSpec {
+        &self.spec
+    }
+
+    /// The handler calls so far.
+    pub fn recording(&self) -> &Arc<Recording> {
+        &self.recording
+    }
+
+    /// kubesim.
+    pub fn sim(&self) -> &KubeSim {
+        &self.sim
+    }
+
+    /// A client of kubesim.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The objects the test applied so far (as it named them).
+    pub fn applied(&self) -> Vec<ObjectRef> {
+        self.applied.lock().clone()
+    }
+
+    /// Whether the operator stopped by itself (it failed), and why.
+    pub fn failed(&mut self) -> Option<String> {
+        let task = self.task.as_mut()?;
+        if !task.is_finished() {
+            return None;
+        }
+        let task = self.task.take()?;
+        let result = futures::FutureExt::now_or_never(task)?;
+        Some(match result {
+            Ok(Ok(())) => "the operator stopped".into(),
+            Ok(Err(e)) => format!("the operator stopped: {e}"),
+            Err(e) => format!("the operator crashed: {e}"),
+        })
+    }
+
+    /// Stop the operator and wait for it.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+        self.sim.shutdown();
+    }
+
+    async fn discover(&self) -> Result<(), WorldError> {
+        let discovery = Discovery::new(self.client.clone())
+            .run()
+            .await
+            .map_err(|e| kube_error("API discovery failed", e))?;
+        let mut kinds = Kinds::default();
+        for group in discovery.groups() {
+            for (ar, caps) in group.recommended_resources() {
+                kinds
+                    .by_kind
+                    .entry(ar.kind.clone())
+                    .or_default()
+                    .push(Kind { ar, namespaced: caps.scope == Scope::Namespaced });
+            }
+        }
+        *self.kinds.lock() = kinds;
+        Ok(())
+    }
+
+    /// The kind `api_version`/`kind` names (the only one of that name when `api_version` is
+    /// `None`). Discovery runs again once on a miss (a CRD the test applied).
+    pub async fn kind(&self, api_version: Option<&str>, kind: &str) -> Result<Kind, String> {
+        for attempt in 0..2 {
+            if let Some(k) = self.lookup(api_version, kind)? {
+                return Ok(k);
+            }
+            if attempt == 0 {
+                self.discover().await.map_err(|e| e.to_string())?;
+            }
+        }
+        Err(match api_version {
+            Some(v) => format!("the API server serves no kind {kind} in {v}"),
+            None => format!("the API server serves no kind {kind}"),
+        })
+    }
+
+    fn lookup(&self, api_version: Option<&str>, kind: &str) -> Result<Option<Kind>, String> {
+        let kinds = self.kinds.lock();
+        let Some(all) = kinds.by_kind.get(kind) else { return Ok(None) };
+        let found: Vec<&Kind> =
+            all.iter().filter(|k| api_version.is_none_or(|v| k.ar.api_version == v)).collect();
+        match found.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some((*one).clone())),
+            many => {
+                // A kind the script defines wins over a built-in of the same name.
+                let own = many.iter().find(|k| {
+                    self.spec
+                        .resources
+                        .iter()
+                        .any(|r| r.api_version == k.ar.api_version && r.kind == k.ar.kind)
+                });
+                match own {
+                    Some(k) => Ok(Some((*k).clone())),
+                    None => Err(format!(
+                        "the kind {kind} is served by several groups ({}): name its apiVersion",
+                        many.iter().map(|k| k.ar.api_version.as_str()).collect::<Vec<_>>().join(", ")
+                    )),
+                }
+            }
+        }
+    }
+
+    /// The API of `r`'s kind in its namespace, and the name.
+    async fn api_of(&self, r: &ObjectRef) -> Result<(Api<DynamicObject>, Kind), String> {
+        let kind = self.kind(r.api_version.as_deref(), &r.kind).await?;
+        let api = if kind.namespaced {
+            Api::namespaced_with(self.client.clone(), r.namespace.as_deref().unwrap_or("default"), &kind.ar)
+        } else {
+            Api::all_with(self.client.clone(), &kind.ar)
+        };
+        Ok((api, kind))
+    }
+
+    /// Carry out a step's action (all but the waiting: an [`Action::Advance`] does nothing
+    /// here, see [`crate::settle::advance`]); the refusal's text, naming the object, when
+    /// the API server refused a write.
+    pub async fn act(&self, action: &Action) -> Result<(), String> {
+        match action {
+            Action::Check | Action::Advance(_) => Ok(()),
+            Action::Apply(objects) => {
+                for o in objects {
+                    self.apply(o)
+                        .await
+                        .map_err(|e| format!("applying {}: {e}", crate::state::describe(o)))?;
+                }
+                Ok(())
+            }
+            Action::Delete(refs) => {
+                for r in refs {
+                    self.delete(r).await.map_err(|e| format!("deleting {r}: {e}"))?;
+                }
+                Ok(())
+            }
+            Action::Patch { target, body, status } => self
+                .patch(target, body, *status)
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("patching {target}: {e}")),
+            Action::Pods(stages) => self.stage_pods(stages.clone()).await,
+            Action::Fault(rule) => {
+                self.sim.faults().add(rule.clone());
+                Ok(())
+            }
+            Action::ClearFaults => {
+                self.clear_faults();
+                Ok(())
+            }
+        }
+    }
+
+    /// Remove the injected API faults, keeping the Pod stages.
+    pub fn clear_faults(&self) {
+        let faults = self.sim.faults();
+        let stages = faults.pod_stages();
+        faults.clear();
+        faults.set_pod_stages(stages);
+    }
+
+    /// Server-side apply `obj` (forced, as `ctop-test`); the refusal's text on failure.
+    pub async fn apply(&self, obj: &Value) -> Result<(), String> {
+        let r = ObjectRef::of(obj)?;
+        let (api, _) = self.api_of(&r).await?;
+        api.patch(&r.name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(obj))
+            .await
+            .map_err(|e| ctop_controller::api_error_text(&e))?;
+        let mut applied = self.applied.lock();
+        if !applied.contains(&r) {
+            applied.push(r);
+        }
+        Ok(())
+    }
+
+    /// Delete `r` (background propagation); the refusal's text on failure.
+    pub async fn delete(&self, r: &ObjectRef) -> Result<(), String> {
+        let (api, _) = self.api_of(r).await?;
+        api.delete(&r.name, &DeleteParams::background())
+            .await
+            .map_err(|e| ctop_controller::api_error_text(&e))?;
+        Ok(())
+    }
+
+    /// A JSON merge patch of `r` (of its status subresource with `status`); the object as
+    /// the server wrote it.
+    pub async fn patch(&self, r: &ObjectRef, body: &Value, status: bool) -> Result<Value, String> {
+        let (api, kind) = self.api_of(r).await?;
+        let params = PatchParams { field_manager: Some(MANAGER.into()), ..PatchParams::default() };
+        let result = if status {
+            api.patch_status(&r.name, &params, &Patch::Merge(body)).await
+        } else {
+            api.patch(&r.name, &params, &Patch::Merge(body)).await
+        };
+        result.map(|o| with_type(o, &kind.ar)).map_err(|e| ctop_controller::api_error_text(&e))
+    }
+
+    /// Create `obj` (it must not exist).
+    pub async fn create(&self, obj: &Value) -> Result<Value, String> {
+        let r = ObjectRef::of(obj)?;
+        let (api, kind) = self.api_of(&r).await?;
+        let typed: DynamicObject = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
+        let params = kube::api::PostParams { field_manager: Some(MANAGER.into()), ..Default::default() };
+        api.create(&params, &typed)
+            .await
+            .map(|o| with_type(o, &kind.ar))
+            .map_err(|e| ctop_controller::api_error_text(&e))
+    }
+
+    /// The object `r` names, if it exists.
+    pub async fn get(&self, r: &ObjectRef) -> Result<Option<Value>, String> {
+        let (api, kind) = self.api_of(r).await?;
+        let found = api.get_opt(&r.name).await.map_err(|e| ctop_controller::api_error_text(&e))?;
+        Ok(found.map(|o| with_type(o, &kind.ar)))
+    }
+
+    /// Every object of `kind`, in every namespace.
+    pub async fn list(&self, kind: &Kind) -> Result<Vec<Value>, String> {
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &kind.ar);
+        let list = api.list(&ListParams::default()).await.map_err(|e| ctop_controller::api_error_text(&e))?;
+        Ok(list.items.into_iter().map(|o| with_type(o, &kind.ar)).collect())
+    }
+
+    /// Every `events.k8s.io/v1` Event.
+    pub async fn events(&self) -> Result<Vec<Value>, String> {
+        let kind = self.kind(Some("events.k8s.io/v1"), "Event").await?;
+        self.list(&kind).await
+    }
+
+    /// Pod stages from now on; the running Pods they pick are deleted so that they start
+    /// again under them.
+    pub async fn stage_pods(&self, stages: Vec<ctop_kubesim::PodStage>) -> Result<(), String> {
+        self.sim.faults().set_pod_stages(stages.clone());
+        let pods = self.kind(Some("v1"), "Pod").await?;
+        for pod in self.list(&pods).await? {
+            if stages.iter().any(|s| s.picks(&pod)) && pod["metadata"]["deletionTimestamp"].is_null() {
+                let r = ObjectRef {
+                    api_version: Some("v1".into()),
+                    kind: "Pod".into(),
+                    namespace: pod["metadata"]["namespace"].as_str().map(str::to_owned),
+                    name: pod["metadata"]["name"].as_str().unwrap_or_default().to_owned(),
+                };
+                self.delete(&r).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A snapshot of the kinds a test looks at: those the script defines, its
+    /// controllers' primary, managed and read kinds, and those of the objects the test
+    /// applied.
+    pub async fn snapshot(&self) -> Result<crate::state::Snapshot, String> {
+        let mut wanted: Vec<(Option<String>, String)> = Vec::new();
+        let mut add = |v: Option<&str>, k: &str| {
+            let key = (v.map(str::to_owned), k.to_owned());
+            if !wanted.contains(&key) {
+                wanted.push(key);
+            }
+        };
+        for r in &self.spec.resources {
+            add(Some(&r.api_version), &r.kind);
+        }
+        for c in &self.spec.controllers {
+            for k in std::iter::once(&c.for_).chain(&c.manages).chain(&c.reads) {
+                add(Some(&k.api_version), &k.kind);
+            }
+        }
+        for r in self.applied.lock().iter() {
+            add(r.api_version.as_deref(), &r.kind);
+        }
+        let mut objects = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (v, k) in wanted {
+            let kind = self.kind(v.as_deref(), &k).await?;
+            if seen.insert(kind.ar.api_version.clone() + "/" + &kind.ar.kind) {
+                objects.extend(self.list(&kind).await?);
+            }
+        }
+        Ok(crate::state::Snapshot { objects, events: self.events().await? })
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        self.writes.abort();
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// `o` as JSON with its `apiVersion` and `kind` (a list's items may lack them).
+fn with_type(o: DynamicObject, ar: &ApiResource) -> Value {
+    let mut v = serde_json::to_value(o).unwrap_or_default();
+    if let Some(m) = v.as_object_mut() {
+        m.insert("apiVersion".into(), Value::from(ar.api_version.clone()));
+        m.insert("kind".into(), Value::from(ar.kind.clone()));
+    }
+    v
+}
+
+fn kube_error(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> WorldError {
+    WorldError::Kube { what: what.to_owned(), source: Box::new(e) }
+}
+
+/// The test's client: exempt from the faults it injects for the operator, and without
+/// retries of its own.
+async fn client_of(sim: &KubeSim) -> Result<Client, WorldError> {
+    let kc =
+        kube::config::Kubeconfig::from_yaml(&sim.kubeconfig()).map_err(|e| kube_error("kubeconfig", e))?;
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        .await
+        .map_err(|e| kube_error("kubeconfig", e))?;
+    config.headers.push((
+        http::HeaderName::from_static(ctop_kubesim::FAULT_EXEMPT_HEADER),
+        http::HeaderValue::from_static("ctop-test"),
+    ));
+    config.default_retry = false;
+    Client::try_from(config).map_err(|e| kube_error("client", e))
+}
+
+/// The operator's values: `values` from the test, else `DIR/values.yaml`, else empty.
+pub fn values_for(dir: &Path, from_test: Option<&Value>) -> Result<Value, WorldError> {
+    if let Some(v) = from_test {
+        return Ok(v.clone());
+    }
+    match std::fs::read_to_string(dir.join("values.yaml")) {
+        Ok(text) => ctop_runtime::values_from_yaml(&text).map_err(|e| WorldError::Values(e.to_string())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Value::Object(serde_json::Map::new())),
+        Err(e) => Err(WorldError::Values(format!("cannot read values.yaml: {e}"))),
+    }
+}
