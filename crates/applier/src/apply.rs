@@ -3,9 +3,9 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Client;
 use kube::api::{DynamicObject, Patch, PatchParams};
-use kube::{Client, Resource};
 use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -14,6 +14,7 @@ use crate::applyset::{
     ADDITIONAL_NAMESPACES_ANNOTATION, CONTAINS_GROUP_KINDS_ANNOTATION, DEFAULT_TOOLING, GroupKind, ID_LABEL,
     PART_OF_LABEL, TOOLING_ANNOTATION, applyset_id, join, parse_group_kinds, parse_list, tool_name,
 };
+use crate::cache::{CachedMeta, ChildCache, Meta};
 use crate::discovery::{Discovery, Resolved, code, is_missing};
 use crate::error::{ApplyError, ChildFailure, api_error_text};
 use crate::fingerprint::{Fingerprint, fingerprint};
@@ -81,137 +82,6 @@ impl ApplyReport {
     pub fn is_noop(&self) -> bool {
         self.applied.is_empty() && self.pruned.is_empty()
     }
-}
-
-/// The metadata of an object a cache holds, read in place: `Arc<DynamicObject>` from a
-/// kube-runtime reflector store (or the `Arc` of any typed store) coerces to
-/// `Arc<dyn CachedMeta>`, so a [`ChildCache`] hands out its objects without copying them.
-/// A cache with its own object type implements the accessors over what it keeps.
-pub trait CachedMeta: Send + Sync {
-    /// `metadata.name`.
-    fn name(&self) -> Option<&str>;
-    /// `metadata.namespace`.
-    fn namespace(&self) -> Option<&str>;
-    /// `metadata.uid`.
-    fn uid(&self) -> Option<&str>;
-    /// `metadata.resourceVersion`.
-    fn resource_version(&self) -> Option<&str>;
-    /// `metadata.generation`.
-    fn generation(&self) -> Option<i64>;
-    /// Whether `metadata.deletionTimestamp` is set.
-    fn is_deleting(&self) -> bool;
-    /// The value of the label `key`.
-    fn label(&self, key: &str) -> Option<&str>;
-    /// The value of the annotation `key`.
-    fn annotation(&self, key: &str) -> Option<&str>;
-    /// `metadata.ownerReferences`.
-    fn owner_references(&self) -> &[OwnerReference];
-}
-
-impl<K: Resource + Send + Sync> CachedMeta for K {
-    fn name(&self) -> Option<&str> {
-        Meta(self.meta()).name()
-    }
-    fn namespace(&self) -> Option<&str> {
-        Meta(self.meta()).namespace()
-    }
-    fn uid(&self) -> Option<&str> {
-        Meta(self.meta()).uid()
-    }
-    fn resource_version(&self) -> Option<&str> {
-        Meta(self.meta()).resource_version()
-    }
-    fn generation(&self) -> Option<i64> {
-        self.meta().generation
-    }
-    fn is_deleting(&self) -> bool {
-        self.meta().deletion_timestamp.is_some()
-    }
-    fn label(&self, key: &str) -> Option<&str> {
-        Meta(self.meta()).label(key)
-    }
-    fn annotation(&self, key: &str) -> Option<&str> {
-        Meta(self.meta()).annotation(key)
-    }
-    fn owner_references(&self) -> &[OwnerReference] {
-        self.meta().owner_references.as_deref().unwrap_or_default()
-    }
-}
-
-/// [`CachedMeta`] over a bare `ObjectMeta` (what [`Applier::apply_observed`]'s closure and a
-/// metadata `GET` return).
-#[derive(Clone, Copy)]
-struct Meta<'a>(&'a ObjectMeta);
-
-impl<'a> Meta<'a> {
-    fn name(self) -> Option<&'a str> {
-        self.0.name.as_deref()
-    }
-    fn namespace(self) -> Option<&'a str> {
-        self.0.namespace.as_deref()
-    }
-    fn uid(self) -> Option<&'a str> {
-        self.0.uid.as_deref()
-    }
-    fn resource_version(self) -> Option<&'a str> {
-        self.0.resource_version.as_deref()
-    }
-    fn label(self, key: &str) -> Option<&'a str> {
-        self.0.labels.as_ref()?.get(key).map(String::as_str)
-    }
-    fn annotation(self, key: &str) -> Option<&'a str> {
-        self.0.annotations.as_ref()?.get(key).map(String::as_str)
-    }
-}
-
-impl CachedMeta for Meta<'_> {
-    fn name(&self) -> Option<&str> {
-        Meta::name(*self)
-    }
-    fn namespace(&self) -> Option<&str> {
-        Meta::namespace(*self)
-    }
-    fn uid(&self) -> Option<&str> {
-        Meta::uid(*self)
-    }
-    fn resource_version(&self) -> Option<&str> {
-        Meta::resource_version(*self)
-    }
-    fn generation(&self) -> Option<i64> {
-        self.0.generation
-    }
-    fn is_deleting(&self) -> bool {
-        self.0.deletion_timestamp.is_some()
-    }
-    fn label(&self, key: &str) -> Option<&str> {
-        Meta::label(*self, key)
-    }
-    fn annotation(&self, key: &str) -> Option<&str> {
-        Meta::annotation(*self, key)
-    }
-    fn owner_references(&self) -> &[OwnerReference] {
-        self.0.owner_references.as_deref().unwrap_or_default()
-    }
-}
-
-/// A controller's caches of the kinds it applies (e.g. kube-runtime reflector stores), for
-/// [`Applier::apply_cached`]: the unchanged-skip and the search for former children then
-/// read memory instead of the API server.
-pub trait ChildCache: Send + Sync {
-    /// The cached `child`, or `None` when the cache does not have it (the child is then
-    /// applied).
-    fn get(&self, child: &ChildRef) -> Option<Arc<dyn CachedMeta>>;
-    /// The cached objects of `api_version`/`kind` in `namespace` (`None`: cluster-scoped)
-    /// labelled `applyset.kubernetes.io/part-of=<set_id>`, or `None` when this kind is not
-    /// cached (it is then listed from the API server). A cache that lags can only delay a
-    /// prune to a later pass: deletes carry a uid precondition.
-    fn members(
-        &self,
-        api_version: &str,
-        kind: &str,
-        namespace: Option<&str>,
-        set_id: &str,
-    ) -> Option<Vec<Arc<dyn CachedMeta>>>;
 }
 
 /// How the live state of children is read for the unchanged-skip (and prune candidates).

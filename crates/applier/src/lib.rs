@@ -92,6 +92,7 @@
 
 mod apply;
 pub mod applyset;
+mod cache;
 mod discovery;
 mod error;
 mod fingerprint;
@@ -99,7 +100,8 @@ mod object;
 mod prune;
 mod status;
 
-pub use apply::{Applier, ApplierConfig, ApplyReport, CachedMeta, ChildCache};
+pub use apply::{Applier, ApplierConfig, ApplyReport};
+pub use cache::{CachedMeta, ChildCache};
 pub use error::{ApplyError, ChildFailure, StatusError, api_error_text};
 pub use object::ChildRef;
 pub use status::{StatusPatch, StatusWrite, StatusWriter};

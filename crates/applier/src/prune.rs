@@ -19,8 +19,8 @@ use kube::Client;
 use kube::api::{DeleteParams, ListParams, Preconditions, PropagationPolicy};
 
 use crate::ApplyReport;
-use crate::apply::CachedMeta;
 use crate::applyset::{GroupKind, PART_OF_LABEL, PRUNE_ANNOTATION};
+use crate::cache::CachedMeta;
 use crate::discovery::{Discovery, Resolved, code};
 use crate::object::{ChildRef, Key, ObjectInfo};
 
@@ -37,7 +37,7 @@ pub(crate) struct Scope<'a> {
     /// Kinds already resolved while applying.
     pub(crate) known: &'a HashMap<GroupKind, Resolved>,
     /// The caller's caches, asked before listing.
-    pub(crate) cache: Option<&'a dyn crate::apply::ChildCache>,
+    pub(crate) cache: Option<&'a dyn crate::cache::ChildCache>,
 }
 
 /// Delete the former children in `scope`, adding them to `report.pruned` (and opted-out
