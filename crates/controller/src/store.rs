@@ -82,7 +82,7 @@ impl Store {
     /// Every object, in no particular order.
     #[must_use]
     pub fn state(&self) -> Vec<Arc<Object>> {
-        self.inner.read().objects.values().flat_map(HashMap::values).cloned().collect()
+        self.in_namespace(None)
     }
 
     /// Every object in `namespace` (all of them for `None`), in no particular order.
