@@ -80,6 +80,11 @@ pub struct World {
     spec: OperatorSpec,
     kinds: Mutex<Kinds>,
     applied: Mutex<Vec<ObjectRef>>,
+    /// The script's handlers (also called directly: admission, invariants).
+    script: Arc<ScriptHandlers>,
+    /// The recording wrapper the controllers call, and how they run: what a restart needs.
+    recorder: Arc<Recorder>,
+    options: ctop_controller::RunOptions,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<Result<(), ctop_controller::RunError>>>,
     writes: tokio::task::JoinHandle<()>,
@@ -162,8 +167,8 @@ impl World {
                     .map_err(|e| kube_error("cannot serve the admission handlers", e))?,
             )
         };
-        let handlers: Arc<dyn Handlers> = script_handlers;
-        let recorder = Recorder::new(handlers);
+        let handlers: Arc<dyn Handlers> = script_handlers.clone();
+        let recorder = Arc::new(Recorder::new(handlers));
         let recording = recorder.recording();
         // Every write is noted at the virtual instant it happened (the task runs before the
         // clock can move on), so a settle can tell exactly when the cluster last changed.
@@ -188,25 +193,52 @@ impl World {
             install_crds: Vec::new(),
             retry_limit: ctop_controller::RetryLimit::default(),
         };
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(ctop_controller::run(Arc::new(recorder), options, async move {
-            let _ = stopped.await;
-        }));
-        let world = Self {
+        let mut world = Self {
             sim,
             client,
             recording,
             spec,
             kinds: Mutex::new(Kinds::default()),
             applied: Mutex::new(Vec::new()),
-            stop: Some(stop),
-            task: Some(task),
+            script: script_handlers,
+            recorder,
+            options,
+            stop: None,
+            task: None,
             writes,
             _webhook: webhook,
             _dir: tmp,
         };
+        world.start_operator();
         world.discover().await?;
         Ok(world)
+    }
+
+    /// Start the operator's controllers (a fresh process, as far as they can tell: new
+    /// caches, new queues, new watches).
+    fn start_operator(&mut self) {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let handlers: Arc<dyn Handlers> = self.recorder.clone();
+        self.task = Some(tokio::spawn(ctop_controller::run(handlers, self.options.clone(), async move {
+            let _ = stopped.await;
+        })));
+        self.stop = Some(stop);
+    }
+
+    /// Crash the operator (its task is dropped wherever it was, mid-reconcile or not) and
+    /// start it again, as a `kill -9` and a new Pod would.
+    pub async fn restart(&mut self) {
+        self.stop = None;
+        if let Some(task) = self.task.take() {
+            task.abort();
+            let _ = task.await;
+        }
+        self.start_operator();
+    }
+
+    /// The script's handlers, to call directly (admission, invariants).
+    pub fn script(&self) -> &Arc<ScriptHandlers> {
+        &self.script
     }
 
     /// What the script declares.

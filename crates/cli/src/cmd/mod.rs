@@ -3,6 +3,7 @@
 pub mod bundle;
 pub mod check;
 pub mod dev;
+pub mod fuzz;
 pub mod init;
 pub mod manifests;
 pub mod run;

@@ -16,23 +16,43 @@ use ctop_testing::{GoldenMode, Operator, TestFile, TestReport, run_test, test_fi
 pub struct TestArgs {
     /// Operator directories, each with its tests in tests/*.yaml.
     #[arg(default_value = ".")]
-    dirs: Vec<PathBuf>,
+    pub(super) dirs: Vec<PathBuf>,
     /// The entry script, relative to each DIR.
     #[arg(long, default_value = "operator.ct")]
-    entry: String,
+    pub(super) entry: String,
     /// Write each test's golden file (tests/NAME.golden.yaml) from this run instead of
     /// comparing with it; review the diff before committing it.
     #[arg(long)]
-    update: bool,
+    pub(super) update: bool,
     /// Run only the tests whose name or file name contains this text.
     #[arg(long, value_name = "TEXT")]
-    filter: Option<String>,
+    pub(super) filter: Option<String>,
     /// Also write the results as JUnit XML to this file.
     #[arg(long, value_name = "FILE")]
-    junit: Option<PathBuf>,
+    pub(super) junit: Option<PathBuf>,
     /// Print the notes of passing tests too (oracles turned off or not exercised).
     #[arg(long, short)]
-    verbose: bool,
+    pub(super) verbose: bool,
+    /// Fuzz the operator instead of running its tests: random writes of its objects, with
+    /// the oracles and the script's invariants checked whenever it is quiet.
+    #[arg(long)]
+    pub(super) fuzz: bool,
+    /// The fuzzer's seed (default: drawn from the clock, and printed); the same seed
+    /// replays the same steps.
+    #[arg(long, requires = "fuzz")]
+    pub(super) seed: Option<u64>,
+    /// How many steps the fuzzer takes.
+    #[arg(long, default_value_t = 200, requires = "fuzz")]
+    pub(super) steps: u64,
+    /// Inject API faults (errors, latency, dropped watches) and crash the operator once.
+    #[arg(long, requires = "fuzz")]
+    pub(super) faults: bool,
+    /// Write the fuzzer's full trace (one line per step) to this file.
+    #[arg(long, value_name = "FILE", requires = "fuzz")]
+    pub(super) trace: Option<PathBuf>,
+    /// Report a failing fuzz run as found, without shrinking it.
+    #[arg(long, requires = "fuzz")]
+    pub(super) no_shrink: bool,
 }
 
 /// Exit code for an invalid test file or nothing to run.
@@ -46,6 +66,9 @@ fn shown(path: &Path) -> String {
 
 /// Run the tests and print the results; the exit code says how it went.
 pub fn run(args: &TestArgs) -> ExitCode {
+    if args.fuzz {
+        return super::fuzz::run(args);
+    }
     let started = std::time::Instant::now();
     let mut errors = Vec::new();
     let mut suites: Vec<(Operator, Vec<TestFile>)> = Vec::new();

@@ -1,0 +1,292 @@
+//! Running steps on a world: [`Runner::step`] carries one out and lets the world run;
+//! after every step that settles, [`Runner::checkpoint`] checks the oracles, the script's
+//! invariants and that nothing the fuzzer wrote was deleted behind its back; [`Runner::end`]
+//! runs the oracles that act on the world. The first violation ends the run as a
+//! [`Failure`], keyed by what failed so that a shrunk run can be told to fail the same way.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::step::{Action, Step, Then};
+use crate::format::ObjectRef;
+use crate::oracles::{Oracle, after_step};
+use crate::perturb;
+use crate::settle::{Quiet, advance, settle};
+use crate::state::{controller_owner, describe, identity};
+use crate::world::World;
+
+/// After API faults, how long the operator is given to recover before the checks: longer
+/// than the longest backoff (5 minutes), so that every failed reconcile was retried.
+const RECOVERY: Duration = Duration::from_secs(330);
+
+/// Why a run failed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Failure {
+    /// The step after which it was found (1-based); `0` before the first, one past the
+    /// last for the oracles run at the end.
+    pub step: usize,
+    /// What failed, without the details: an oracle's name, `invariant NAME`, `not quiet`,
+    /// `invalid object accepted`, `object lost`, `operator stopped`.
+    pub key: String,
+    /// What failed, in full.
+    pub message: String,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.key, self.message)
+    }
+}
+
+/// What the runs of a fuzz session counted.
+#[derive(Clone, Debug, Default)]
+pub struct Counts {
+    /// Writes the API server accepted.
+    pub accepted: u64,
+    /// Writes it refused that were meant to be valid (CEL rules, the script's `validate`).
+    pub refused: u64,
+    /// Invalid objects, refused as they must be.
+    pub invalid_refused: u64,
+    /// Deletes of objects that were already gone.
+    pub absent: u64,
+    /// Faults injected (errors, latency, dropped watches).
+    pub faults: u64,
+    /// Operator restarts.
+    pub restarts: u64,
+    /// Checkpoints: the oracles and invariants checked on a quiet world.
+    pub checkpoints: u64,
+    /// Invariant evaluations (one per invariant per object per checkpoint).
+    pub invariant_checks: u64,
+}
+
+/// One world and what the run did to it.
+pub struct Runner {
+    world: World,
+    q: Quiet,
+    /// Faults were injected (or the operator restarted) since the last checkpoint.
+    faulted: bool,
+    /// What the fuzzer wrote and did not delete: it must still exist.
+    alive: BTreeSet<ObjectRef>,
+    /// Counts so far.
+    pub counts: Counts,
+}
+
+fn is_not_found(e: &str) -> bool {
+    e.contains("NotFound") || e.contains("not found")
+}
+
+fn first_line(e: &str) -> &str {
+    e.lines().next().unwrap_or_default()
+}
+
+impl Runner {
+    /// A runner on a started, settled world.
+    pub fn new(world: World, q: Quiet) -> Self {
+        Self { world, q, faulted: false, alive: BTreeSet::new(), counts: Counts::default() }
+    }
+
+    /// The world.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// Stop the world.
+    pub async fn stop(self) {
+        self.world.stop().await;
+    }
+
+    /// Carry out step `n` and let the world run as it says; the trace line's outcome, or
+    /// the failure (checkpoints included).
+    pub async fn step(&mut self, n: usize, step: &Step) -> Result<String, Failure> {
+        let outcome = self.act(n, &step.action).await?;
+        match step.then {
+            Then::Pause(d) => tokio::time::sleep(d).await,
+            Then::Settle => self.checkpoint(n).await?,
+        }
+        Ok(outcome)
+    }
+
+    async fn act(&mut self, n: usize, action: &Action) -> Result<String, Failure> {
+        let fail = |key: &str, message: String| Failure { step: n, key: key.to_owned(), message };
+        let w = &self.world;
+        let outcome = match action {
+            Action::Apply { target, object, .. } => match w.apply(object).await {
+                Ok(()) => {
+                    self.counts.accepted += 1;
+                    self.alive.insert(target.clone());
+                    "ok".to_owned()
+                }
+                Err(e) => {
+                    self.counts.refused += 1;
+                    format!("refused: {}", first_line(&e))
+                }
+            },
+            Action::Invalid { target, object, path, rule } => match w.apply(object).await {
+                Ok(()) => {
+                    return Err(fail(
+                        "invalid object accepted",
+                        format!(
+                            "the API server accepted {target} with {path} invalid ({rule}); its schema must refuse it"
+                        ),
+                    ));
+                }
+                Err(e) => {
+                    self.counts.invalid_refused += 1;
+                    format!("refused as it must be: {}", first_line(&e))
+                }
+            },
+            Action::Delete { target } | Action::DeleteChild { target } => {
+                self.alive.remove(target);
+                match w.delete(target).await {
+                    Ok(()) => "ok".to_owned(),
+                    Err(e) if is_not_found(&e) => {
+                        self.counts.absent += 1;
+                        "already gone".to_owned()
+                    }
+                    Err(e) => format!("refused: {}", first_line(&e)),
+                }
+            }
+            Action::Meta { target, field, key, value } => {
+                let body = json!({"metadata": {*field: {key.as_str(): value}}});
+                patch_outcome(w.patch(target, &body, false).await)
+            }
+            Action::DriftChild { target, key, value } => {
+                let body = json!({"metadata": {"labels": {key.as_str(): value}}});
+                patch_outcome(w.patch(target, &body, false).await)
+            }
+            Action::Fault(rule) => {
+                w.sim().faults().add(rule.clone());
+                self.counts.faults += 1;
+                self.faulted = true;
+                "injected".to_owned()
+            }
+            Action::DropWatches => {
+                w.sim().faults().drop_watches();
+                self.counts.faults += 1;
+                self.faulted = true;
+                "dropped".to_owned()
+            }
+            Action::Restart => {
+                self.world.restart().await;
+                self.counts.restarts += 1;
+                self.faulted = true;
+                "restarted".to_owned()
+            }
+        };
+        Ok(outcome)
+    }
+
+    /// Let the world settle and check it: the faults are cleared first (and the operator
+    /// given [`RECOVERY`] if a reconcile failed), then the per-step oracles, the script's
+    /// invariants, and that every object the fuzzer wrote and did not delete still exists.
+    pub async fn checkpoint(&mut self, n: usize) -> Result<(), Failure> {
+        let fail = |key: &str, message: String| Failure { step: n, key: key.to_owned(), message };
+        settle(&self.world, self.q).await.map_err(|e| fail("not quiet", e.to_string()))?;
+        if self.faulted {
+            self.faulted = false;
+            self.world.clear_faults();
+            // A failed write after the handler returned (a status, a finalizer) is retried
+            // on a backoff too, so the recovery cannot be told from the handler calls alone.
+            advance(&self.world, RECOVERY, self.q)
+                .await
+                .map_err(|e| fail("not quiet", format!("after the faults were cleared, {e}")))?;
+        }
+        if let Some(why) = self.world.failed() {
+            return Err(fail("operator stopped", why));
+        }
+        self.counts.checkpoints += 1;
+        let snapshot = self.world.snapshot().await.map_err(|e| fail("harness", e))?;
+        let last_calls = self.world.recording().last_by_object();
+        let handled = last_calls.keys().cloned().collect();
+        let applied = self.world.applied();
+        let primaries = snapshot.primaries(self.world.spec(), &handled, &applied);
+        if let Some(v) = after_step(self.world.spec(), &snapshot, &primaries, &last_calls).into_iter().next()
+        {
+            return Err(fail(&format!("oracle {}", v.oracle), v.message));
+        }
+        for r in &self.alive {
+            if snapshot.find(r).is_none() && self.world.get(r).await.ok().flatten().is_none() {
+                return Err(fail(
+                    "object lost",
+                    format!("{r} was written by the fuzzer and never deleted, but it is gone"),
+                ));
+            }
+        }
+        self.invariants(n, &snapshot.objects, &primaries).await
+    }
+
+    /// The script's invariants, on every primary object not being deleted.
+    async fn invariants(
+        &mut self,
+        _n: usize,
+        _objects: &[Value],
+        _primaries: &[&Value],
+    ) -> Result<(), Failure> {
+        Ok(()) // STUB until ScriptHandlers::invariants lands
+    }
+
+    /// After the last step: a checkpoint, then the oracles that act on the world
+    /// (idempotence, a failed apply prunes nothing, deletion cleans up).
+    pub async fn end(&mut self, n: usize) -> Result<(), Failure> {
+        self.checkpoint(n).await?;
+        let runs: [Oracle; 3] =
+            [Oracle::Idempotence, Oracle::FailedApplyPrunesNothing, Oracle::DeletionCleansUp];
+        for oracle in runs {
+            let found = match oracle {
+                Oracle::Idempotence => perturb::idempotence(&self.world, self.q).await,
+                Oracle::FailedApplyPrunesNothing => perturb::failed_apply(&self.world, self.q).await,
+                _ => perturb::deletion(&self.world, self.q).await,
+            };
+            let fail = |key: String, message: String| Failure { step: n + 1, key, message };
+            match found {
+                Ok(found) => {
+                    if let Some(v) = found.violations.into_iter().next() {
+                        return Err(fail(format!("oracle {}", v.oracle), v.message));
+                    }
+                }
+                Err(e) => {
+                    return Err(fail("harness".into(), format!("the {oracle} oracle could not run: {e}")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The operator's children now, sorted (what the planner may delete or change).
+    pub async fn children(&self) -> Vec<ObjectRef> {
+        let Ok(snapshot) = self.world.snapshot().await else { return Vec::new() };
+        let mut out: Vec<ObjectRef> = snapshot
+            .objects
+            .iter()
+            .filter(|o| controller_owner(o).is_some() && o["metadata"]["deletionTimestamp"].is_null())
+            .filter(|o| {
+                let (api_version, kind, ..) = identity(o);
+                self.world
+                    .spec()
+                    .controllers
+                    .iter()
+                    .any(|c| c.manages.iter().any(|m| m.api_version == api_version && m.kind == kind))
+            })
+            .map(super::step::reference)
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+fn patch_outcome(r: Result<Value, String>) -> String {
+    match r {
+        Ok(_) => "ok".to_owned(),
+        Err(e) if is_not_found(&e) => "absent".to_owned(),
+        Err(e) => format!("refused: {}", first_line(&e)),
+    }
+}
+
+/// The SDK's key of a kind in `input.observed` (`apiVersion/kind`, `v1/Pod` for the core
+/// group), as `kindKey` in `ctop.js` builds it.
+fn kind_key(api_version: &str, kind: &str) -> String {
+    format!("{api_version}/{kind}")
+}
