@@ -119,3 +119,19 @@ for op_dir in "$tmp/op" examples/*/ crates/runtime/tests/golden/*/; do
   echo "valid: manifests of ${op_dir%/} ($(grep -c '^kind: ' "$out") documents)"
 done
 step "bench: 100 CRs through ctop, native kube-rs and kopf (fails only if one does not converge)"; bench/ci.sh
+
+step "ctop test --fuzz: 2,000 steps with faults on every example; webapp twice, byte-identical traces"
+# The release binary bench/ci.sh just built: the fuzzer is the same code as in the debug
+# build, several times faster. A failure prints the seed and the shrunk trace.
+release="${CARGO_TARGET_DIR:-target}/release/ctop"
+for op_dir in examples/*/; do
+  name="$(basename "$op_dir")"
+  "$release" test "${op_dir%/}" --fuzz --seed 20261126 --steps 2000 --faults --trace "$tmp/fuzz-$name.trace"
+done
+"$release" test examples/webapp --fuzz --seed 20261126 --steps 2000 --faults --trace "$tmp/fuzz-webapp-again.trace"
+if ! cmp "$tmp/fuzz-webapp.trace" "$tmp/fuzz-webapp-again.trace"; then
+  diff "$tmp/fuzz-webapp.trace" "$tmp/fuzz-webapp-again.trace" | head -20 >&2
+  echo "error: the same seed gave two different fuzz traces of examples/webapp" >&2
+  exit 1
+fi
+echo "examples/webapp: the same seed gave the same trace ($(wc -l <"$tmp/fuzz-webapp.trace") lines)"

@@ -83,3 +83,45 @@ fn failures_exit_1_and_invalid_files_exit_2() {
     assert!(text.contains("typo.yaml:3: unknown field `expct`"), "{text}");
     assert!(text.contains("nothing was run"), "{text}");
 }
+
+#[test]
+fn the_fuzzer_passes_a_scaffold_and_reports_a_broken_copy_with_its_seed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let op = scaffold(dir.path());
+    let trace = dir.path().join("trace.txt");
+    let args = ["test", &op, "--fuzz", "--seed", "7", "--steps", "40", "--faults", "--trace"];
+    let ok = ctop(&[&args[..], &[trace.to_str().expect("utf-8")]].concat());
+    assert_eq!(ok.status.code(), Some(0), "{}", stdout(&ok));
+    assert!(
+        stdout(&ok).starts_with(&format!("ok     fuzz {op} (seed 7, faults on): 40 steps: ")),
+        "{}",
+        stdout(&ok)
+    );
+    let lines = std::fs::read_to_string(&trace).expect("trace written");
+    assert_eq!(lines.lines().count(), 40, "{lines}");
+    assert!(lines.starts_with("#1 "), "{lines}");
+
+    // A finalizer that is never released: deleting the Demo leaves it behind.
+    let script = Path::new(&op).join("operator.ct");
+    let text = std::fs::read_to_string(&script).expect("script");
+    let broken = text.replacen(
+        "\n  .reconcile(",
+        "\n  .finalize(() => ({ type: \"error\", message: \"not yet\" }))\n  .reconcile(",
+        1,
+    );
+    assert_ne!(broken, text, "the scaffold has a reconcile");
+    std::fs::write(&script, broken).expect("write");
+    let failed = ctop(&["test", &op, "--fuzz", "--seed", "7", "--steps", "40"]);
+    let out = stdout(&failed);
+    assert_eq!(failed.status.code(), Some(1), "{out}");
+    assert!(out.starts_with(&format!("FAILED fuzz {op} (seed 7) after step ")), "{out}");
+    assert!(
+        out.contains("oracle deletion-cleans-up") || out.contains("oracle failed-apply-prunes-nothing"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  shrunk to ")
+            && out.contains(&format!("repeat with: ctop test {op} --fuzz --seed 7 --steps ")),
+        "{out}"
+    );
+}

@@ -118,7 +118,7 @@ async fn start_world(op: &Operator, test: &TestFile, q: Quiet) -> Result<World, 
 
 async fn run(op: &Operator, test: &TestFile, mode: GoldenMode, report: &mut TestReport) {
     let started = tokio::time::Instant::now();
-    let q = Quiet { quiet: test.quiet, timeout: test.timeout };
+    let q = Quiet { quiet: test.quiet, timeout: test.timeout, max_calls: crate::settle::MAX_CALLS };
     let mut world = match start_world(op, test, q).await {
         Ok(w) => w,
         Err(message) => return report.failures.push(Failure { step: None, line: None, message }),

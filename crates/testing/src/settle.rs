@@ -1,4 +1,5 @@
-//! Letting the operator run until it is quiet: [`settle`] and [`advance`].
+//! Letting the operator run until it is quiet: [`settle`] and [`advance`]; or only for a
+//! while: [`pause`].
 //!
 //! The world runs on a paused Tokio clock (`start_paused`): time moves only when every task
 //! is waiting, and then jumps to the next timer, so a `Result.requeue("1h")` or a 5-minute
@@ -33,6 +34,8 @@ pub struct Quiet {
     pub quiet: Duration,
     /// Virtual time to give up after.
     pub timeout: Duration,
+    /// Handler calls a settle may see before it gives up ([`MAX_CALLS`] for a test).
+    pub max_calls: usize,
 }
 
 /// Real time a settle may take, whatever the virtual time.
@@ -177,11 +180,12 @@ fn over_budget(
     wall: std::time::Instant,
     first_call: usize,
     waited: Duration,
+    max_calls: usize,
 ) -> Option<Budget> {
     let calls = world.recording().started().saturating_sub(first_call);
     if wall.elapsed() > WALL_LIMIT {
         Some(Budget::Wall)
-    } else if calls > MAX_CALLS || (calls > SPIN_CALLS && waited < Duration::from_millis(10)) {
+    } else if calls > max_calls || (calls > SPIN_CALLS && waited < Duration::from_millis(10)) {
         Some(Budget::Calls)
     } else {
         None
@@ -217,7 +221,7 @@ pub async fn settle(world: &World, q: Quiet) -> Result<Settled, NotQuiet> {
             () = watchdog.notify.notified() => {}
         }
         let waited = look - start;
-        let budget = over_budget(world, wall, first_call, waited)
+        let budget = over_budget(world, wall, first_call, waited, q.max_calls)
             .or_else(|| (waited >= q.timeout).then_some(Budget::Timeout));
         if let Some(budget) = budget {
             drop(watchdog);
@@ -229,24 +233,41 @@ pub async fn settle(world: &World, q: Quiet) -> Result<Settled, NotQuiet> {
 /// Let `d` of virtual time pass (every timer due meanwhile fires, in order), then settle.
 pub async fn advance(world: &World, d: Duration, q: Quiet) -> Result<Settled, NotQuiet> {
     let start = tokio::time::Instant::now();
+    // Calls are counted per settle; over an advance, each period may run every object.
+    pass(world, d, q, false).await?;
+    let settled = settle(world, q).await?;
+    Ok(Settled { took: start.elapsed().max(settled.took) })
+}
+
+/// Let only `d` of virtual time pass, without waiting for quiet: the next action lands
+/// while the operator is working. A world so busy that the time never passes (more than
+/// [`Quiet::max_calls`] handler calls meanwhile, or a minute of real time) is [`NotQuiet`].
+pub async fn pause(world: &World, d: Duration, q: Quiet) -> Result<(), NotQuiet> {
+    pass(world, d, q, true).await
+}
+
+async fn pass(world: &World, d: Duration, q: Quiet, count_calls: bool) -> Result<(), NotQuiet> {
+    let start = tokio::time::Instant::now();
     let wall = std::time::Instant::now();
     let first_call = world.recording().started();
     let watchdog = Watchdog::start();
     let until = start + d;
     loop {
         tokio::select! {
-            () = tokio::time::sleep_until(until) => break,
+            () = tokio::time::sleep_until(until) => return Ok(()),
             () = watchdog.notify.notified() => {}
         }
-        // Calls are counted per settle; over an advance, each period may run every object.
-        if wall.elapsed() > WALL_LIMIT {
+        let waited = start.elapsed();
+        let budget = if count_calls {
+            over_budget(world, wall, first_call, waited, q.max_calls)
+        } else {
+            (wall.elapsed() > WALL_LIMIT).then_some(Budget::Wall)
+        };
+        if let Some(budget) = budget {
             drop(watchdog);
-            return Err(not_quiet(world, q, start.elapsed(), Budget::Wall, first_call).await);
+            return Err(not_quiet(world, q, waited, budget, first_call).await);
         }
     }
-    drop(watchdog);
-    let settled = settle(world, q).await?;
-    Ok(Settled { took: start.elapsed().max(settled.took) })
 }
 
 /// What kept the world busy: the handler calls of the second half of the wait, and the

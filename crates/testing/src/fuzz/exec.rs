@@ -14,7 +14,7 @@ use super::step::{Action, Step, Then};
 use crate::format::ObjectRef;
 use crate::oracles::{Oracle, after_step};
 use crate::perturb;
-use crate::settle::{Quiet, advance, settle};
+use crate::settle::{Quiet, advance, pause, settle};
 use crate::state::{controller_owner, describe, identity};
 use crate::world::World;
 
@@ -103,7 +103,13 @@ impl Runner {
     pub async fn step(&mut self, n: usize, step: &Step) -> Result<String, Failure> {
         let outcome = self.act(n, &step.action).await?;
         match step.then {
-            Then::Pause(d) => tokio::time::sleep(d).await,
+            Then::Pause(d) => {
+                pause(&self.world, d, self.q).await.map_err(|e| Failure {
+                    step: n,
+                    key: "not quiet".into(),
+                    message: e.to_string(),
+                })?;
+            }
             Then::Settle => self.checkpoint(n).await?,
         }
         Ok(outcome)

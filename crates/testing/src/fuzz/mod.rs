@@ -110,8 +110,12 @@ pub enum FuzzError {
     NothingToWrite,
 }
 
+/// Handler calls one settle of a fuzz run may see: a run has a few objects, and a world
+/// that keeps itself busy is found (and shrunk, replay after replay) sooner.
+const MAX_CALLS: usize = 500;
+
 fn quiet() -> Quiet {
-    Quiet { quiet: DEFAULT_QUIET, timeout: DEFAULT_TIMEOUT }
+    Quiet { quiet: DEFAULT_QUIET, timeout: DEFAULT_TIMEOUT, max_calls: MAX_CALLS }
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, FuzzError> {

@@ -1,0 +1,161 @@
+//! The fuzzer on the examples: a seed replays byte for byte, the examples pass a run with
+//! faults, and broken copies of the examples (a status that flips, a child that
+//! disappears on every other reconcile, a finalizer never released) are caught, with a
+//! shrunk trace of at most 20 steps.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ctop_testing::Operator;
+use ctop_testing::fuzz::{FuzzConfig, FuzzReport, fuzz, shrink};
+
+const SEED: u64 = 20_261_126;
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+fn config(steps: u64, faults: bool) -> FuzzConfig {
+    FuzzConfig {
+        seed: SEED,
+        steps,
+        faults,
+        shrink: Some(shrink::Budget { runs: 80, wall: Duration::from_secs(60) }),
+    }
+}
+
+fn run(dir: &Path, config: &FuzzConfig) -> FuzzReport {
+    let op = Operator { dir: dir.to_owned(), entry: "operator.ct".into() };
+    match fuzz(&op, config) {
+        Ok(r) => r,
+        Err(e) => panic!("{}: {e}", dir.display()),
+    }
+}
+
+/// A copy of `examples/NAME` without its tests, with `edit` applied to its script.
+fn copy(name: &str, edit: impl FnOnce(&str) -> String) -> tempfile::TempDir {
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).expect("mkdir");
+        for entry in std::fs::read_dir(from).expect("read_dir").flatten() {
+            let (path, name) = (entry.path(), entry.file_name());
+            if name == "tests" {
+                continue;
+            }
+            if name == "node_modules" {
+                std::os::unix::fs::symlink(&path, to.join(&name)).expect("symlink node_modules");
+                continue;
+            }
+            if path.is_dir() {
+                copy_dir(&path, &to.join(&name));
+            } else {
+                std::fs::copy(&path, to.join(&name)).expect("copy");
+            }
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_dir(&examples().join(name), dir.path());
+    let script = dir.path().join("operator.ct");
+    let text = std::fs::read_to_string(&script).expect("operator.ct");
+    let edited = edit(&text);
+    assert_ne!(edited, text, "{name}: the edit changed nothing");
+    std::fs::write(&script, edited).expect("write operator.ct");
+    dir
+}
+
+#[test]
+fn the_same_seed_replays_byte_for_byte() {
+    let dir = examples().join("webapp");
+    let c = config(120, true);
+    let (a, b) = (run(&dir, &c), run(&dir, &c));
+    assert!(a.failure.is_none(), "{:#?}", a.trace);
+    assert_eq!(a.trace.len(), 120);
+    assert_eq!(a.trace, b.trace);
+    assert!(a.counts.faults > 0 && a.counts.restarts == 1, "{:?}", a.counts);
+    let other = run(&dir, &FuzzConfig { seed: SEED + 1, ..c });
+    assert_ne!(a.trace, other.trace, "another seed draws other steps");
+}
+
+#[test]
+fn every_example_passes_a_run_with_faults() {
+    let mut failed = Vec::new();
+    for entry in std::fs::read_dir(examples()).expect("examples").flatten() {
+        let dir = entry.path();
+        if !dir.join("operator.ct").is_file() {
+            continue;
+        }
+        let report = run(&dir, &FuzzConfig { shrink: None, ..config(150, true) });
+        assert!(report.counts.accepted > 0, "{}: nothing was written: {:#?}", dir.display(), report.trace);
+        if let Some(f) = &report.failure {
+            failed.push(format!("{}: {f}\n{}", dir.display(), report.trace.join("\n")));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
+
+/// Fuzz the broken copy `dir` and check the failure is found, by `keys`, and shrunk to at
+/// most 20 steps.
+fn caught(name: &str, dir: &Path, keys: &[&str]) {
+    let report = run(dir, &config(80, false));
+    let Some(failure) = &report.failure else {
+        panic!("{name}: the fuzzer found nothing:\n{}", report.trace.join("\n"));
+    };
+    assert!(keys.contains(&failure.key.as_str()), "{name}: found {failure}");
+    let shrunk = report.shrunk.as_ref().expect("shrunk");
+    let steps = shrunk.trace.len().saturating_sub(1);
+    assert!(
+        (1..=20).contains(&steps) && shrunk.failure.key == failure.key,
+        "{name}: shrunk to {steps} steps:\n{}",
+        shrunk.trace.join("\n")
+    );
+}
+
+/// The examples whose controllers apply children, by the name their reconcile's argument has.
+const WITH_CHILDREN: [&str; 5] = ["webapp", "myapp", "myresource", "webpage", "cronjob"];
+
+#[test]
+fn a_child_that_disappears_every_other_reconcile_is_caught() {
+    for name in WITH_CHILDREN {
+        // Every child is applied by every second reconcile only: pruned, then applied again.
+        let dir = copy(name, |s| {
+            s.replace("  apply(", "  __flap(")
+                + "\nconst __applies = {};\nfunction __flap(o) {\n  const k = `${o.kind}/${o.metadata.name}`;\n  \
+                   __applies[k] = (__applies[k] ?? 0) + 1;\n  if (__applies[k] % 2 === 1) apply(o);\n}\n"
+        });
+        caught(name, dir.path(), &["not quiet"]);
+    }
+}
+
+#[test]
+fn a_finalizer_never_released_is_caught() {
+    for name in ["webapp", "myresource", "webpage", "cronjob", "greeting"] {
+        let dir = copy(name, |s| {
+            s.replacen(
+                "\n  .reconcile(",
+                "\n  .finalize(() => ({ type: \"error\", message: \"not yet\" }))\n  .reconcile(",
+                1,
+            )
+        });
+        caught(name, dir.path(), &["oracle deletion-cleans-up", "oracle failed-apply-prunes-nothing"]);
+    }
+}
+
+#[test]
+fn a_status_that_flips_is_caught() {
+    for name in ["webapp", "myapp", "myresource", "webpage", "cronjob", "greeting"] {
+        // A condition whose status changes on every reconcile, with nothing else changed.
+        let dir = copy(name, |s| {
+            let at = s.find("\n  .reconcile((").expect("a reconcile");
+            let arg_start = at + "\n  .reconcile((".len();
+            let arg_end = arg_start + s[arg_start..].find(')').expect("an argument");
+            let arg = &s[arg_start..arg_end];
+            let body = arg_end + s[arg_end..].find('{').expect("a body") + 1;
+            format!(
+                "{}\n    __flip({arg});{}\nimport {{ setCondition as __setCondition }} from \"ctop\";\nlet __flips = 0;\n\
+                 function __flip(o) {{ __setCondition(o, {{ type: \"Flip\", status: __flips++ % 2 === 0, reason: \"Flip\", message: \"flips\" }}); }}\n",
+                &s[..body],
+                &s[body..]
+            )
+        });
+        caught(name, dir.path(), &["oracle idempotence", "not quiet"]);
+    }
+}
