@@ -25,6 +25,7 @@
 //! ([`oracles::after_step`] on the snapshot, the [`perturb`] ones on the world).
 
 pub mod format;
+pub mod fuzz;
 pub mod golden;
 pub mod matching;
 pub mod oracles;
