@@ -1,12 +1,14 @@
 //! How long a 10-step test of `examples/webapp` takes, start-up included (kubesim, the
 //! script, the CRDs, the controllers), with and without the oracles that act on the world
-//! after the last step. `cargo bench -p ctop-testing --bench webapp` (add `--profile dev`
-//! to skip an optimized build); prints the median and fastest of 15 runs of each.
+//! after the last step; and the fuzzer's steps per second on it, with and without faults.
+//! `cargo bench -p ctop-testing --bench webapp` (add `--profile dev` to skip an optimized
+//! build); prints the median and fastest of 15 runs of each test, and of 3 fuzz runs.
 #![allow(clippy::print_stdout, missing_docs)]
 
 use std::path::Path;
 use std::time::Duration;
 
+use ctop_testing::fuzz::{FuzzConfig, fuzz};
 use ctop_testing::{GoldenMode, Operator, TestFile, run_test};
 
 const STEPS: &str = r#"
@@ -70,4 +72,17 @@ fn main() {
     println!("10-step webapp test, steps only:   median {median:?}, fastest {fastest:?}");
     let (median, fastest) = measure(&with, &op);
     println!("10-step webapp test, with oracles: median {median:?}, fastest {fastest:?}");
+    for faults in [false, true] {
+        let mut rates: Vec<f64> = (0..3)
+            .map(|seed| {
+                let config = FuzzConfig { seed, steps: 500, faults, shrink: None };
+                let r = fuzz(&op, &config).expect("the fuzzer runs");
+                assert!(r.failure.is_none(), "{:#?}", r.trace);
+                r.steps_run as f64 / r.wall.as_secs_f64()
+            })
+            .collect();
+        rates.sort_by(f64::total_cmp);
+        let what = if faults { "with faults" } else { "no faults  " };
+        println!("fuzzer, 500 steps, {what}:      median {:.0} steps/s, fastest {:.0}", rates[1], rates[2]);
+    }
 }

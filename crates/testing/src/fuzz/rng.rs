@@ -1,5 +1,12 @@
 //! A small seeded random generator (SplitMix64): the same seed gives the same sequence on
-//! every platform and every version, which is what a reproducible fuzz run needs.
+//! every platform and every version, which is what a reproducible fuzz run needs. Start at
+//! [`Rng::new`]; [`Rng::fork`] derives independent generators for sub-tasks.
+//!
+//! The same generator as `e2e/src/rng.rs` (that crate keeps its own copy), plus
+//! [`Rng::shuffle`] and a `rand` adapter so crates that sample through `rand`'s traits
+//! (`rand_regex`) draw from it too.
+
+use std::convert::Infallible;
 
 /// A SplitMix64 generator.
 #[derive(Debug, Clone)]
@@ -47,6 +54,46 @@ impl Rng {
         r.next_u64();
         r
     }
+
+    /// Shuffles `items` in place (Fisher–Yates).
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = usize::try_from(self.below(i as u64 + 1)).unwrap_or(0);
+            items.swap(i, j.min(i));
+        }
+    }
+
+    /// A number in `lo..=hi` for signed bounds (`lo` ≤ `hi`; else `lo`).
+    pub fn range_i64(&mut self, lo: i64, hi: i64) -> i64 {
+        if hi <= lo {
+            return lo;
+        }
+        let span = hi.abs_diff(lo);
+        let off = if span == u64::MAX { self.next_u64() } else { self.below(span + 1) };
+        lo.wrapping_add_unsigned(off)
+    }
+}
+
+/// `rand`'s source trait, so `rand` distributions (e.g. a `rand_regex::Regex`) sample from
+/// this generator and stay reproducible.
+impl rand::TryRng for Rng {
+    type Error = Infallible;
+
+    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
+        Ok((Rng::next_u64(self) >> 32) as u32)
+    }
+
+    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
+        Ok(Rng::next_u64(self))
+    }
+
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {
+        for chunk in dst.chunks_mut(8) {
+            let bytes = Rng::next_u64(self).to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -61,5 +108,19 @@ mod tests {
         assert_eq!(xs, ys);
         assert_ne!(xs[0], Rng::new(8).next_u64());
         assert!((0..1000).all(|_| a.range(3, 5) >= 3 && a.range(3, 5) <= 5));
+    }
+
+    #[test]
+    fn shuffle_and_signed_ranges() {
+        let mut r = Rng::new(1);
+        let mut v: Vec<u32> = (0..20).collect();
+        r.shuffle(&mut v);
+        let mut sorted = v.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..20).collect::<Vec<_>>());
+        assert_ne!(v, sorted);
+        assert!((0..1000).all(|_| (-3..=2).contains(&r.range_i64(-3, 2))));
+        assert_eq!(r.range_i64(5, 5), 5);
+        let _ = r.range_i64(i64::MIN, i64::MAX);
     }
 }
