@@ -221,9 +221,15 @@ pub struct ControllerSpec {
     /// The finalizer name, when `.finalize(fn)` was declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finalizer: Option<String>,
-    /// The handlers declared: `reconcile`, `finalize`, `onStart`, `validate`, `mutate`.
+    /// The handlers declared: `reconcile`, `finalize`, `onStart`, `validate`, `mutate`, and
+    /// `invariant` when the script declares invariants.
     #[serde(default)]
     pub handlers: Vec<String>,
+    /// The names of the controller's invariants (`.invariant(name, fn)`), in order: rules
+    /// each primary object satisfies once the operator is quiet, which `ctop test --fuzz`
+    /// checks through the `invariant` handler. The running operator never calls them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invariants: Vec<String>,
 }
 
 #[cfg(test)]

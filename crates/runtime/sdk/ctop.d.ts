@@ -507,6 +507,18 @@ export interface OperatorBuilder<CR extends KubeObject> {
   mutate(fn: (cr: CR, oldCr: CR | undefined) => Awaitable<CR | void | undefined>, options?: MutateOptions): this;
   /** Bring the world in line with `cr`: `apply` children, `setStatus`, return a Result. */
   reconcile(fn: (cr: CR) => HandlerReturn): this;
+  /**
+   * A rule every CR satisfies once the operator is quiet, whatever was written before it:
+   * `ctop test --fuzz` checks it after random writes (the running operator never calls it).
+   * `fn` gets the CR (spec defaults applied, as `reconcile` sees it) and the objects observed
+   * of the controller's kinds, and returns `true` or nothing when the rule holds, else
+   * `false` (reported as "does not hold"), a message, or several. A throw is a violation
+   * with the error's message; the other invariants still run. Invariants only read: `apply`,
+   * `patch`, `remove`, `setStatus`, `setCondition`, `event` and the finalizer calls throw
+   * a TypeError in them. Several are kept in order; `name` defaults to `invariant N`.
+   */
+  invariant(name: string, fn: Invariant<CR>): this;
+  invariant(fn: Invariant<CR>): this;
 }
 
 /** Options of `operator(kind, options)`: its name, and the scope of the primary watch. */
@@ -557,6 +569,23 @@ export type ListFilter<T> =
 /** Cached objects of a kind (all namespaces unless filtered). */
 export declare function listObserved<T extends KubeObject>(kind: Kind<T, any>, filter?: ListFilter<Stored<T>>): Stored<T>[];
 export declare function listObserved(kind: KindRef | string, filter?: ListFilter<Stored<GenericObject>>): Stored<GenericObject>[];
+
+/** What an invariant returns: it holds (`true`, nothing) or not (`false`, a message, messages). */
+export type InvariantReturn = boolean | string | readonly string[] | null | undefined | void;
+/** A rule of `.invariant(name, fn)`: synchronous, read-only. */
+export type Invariant<CR> = (cr: CR, observed: Observed) => InvariantReturn;
+
+/** What an invariant reads: the objects the check observed of the controller's kinds. */
+export interface Observed {
+  /** As `getObserved`: the object, or undefined; namespace defaults to the CR's. */
+  get<T extends KubeObject>(kind: Kind<T, any>, name: string, namespace?: string): Stored<T> | undefined;
+  get(kind: KindRef | string, name: string, namespace?: string): Stored<GenericObject> | undefined;
+  /** As `listObserved`: the objects of a kind (all namespaces unless filtered). */
+  list<T extends KubeObject>(kind: Kind<T, any>, filter?: ListFilter<Stored<T>>): Stored<T>[];
+  list(kind: KindRef | string, filter?: ListFilter<Stored<GenericObject>>): Stored<GenericObject>[];
+  /** The objects of every observed kind whose controller owner reference is the CR (by uid). */
+  readonly children: Stored<GenericObject>[];
+}
 
 type DeepPartial<T> = T extends readonly unknown[]
   ? T

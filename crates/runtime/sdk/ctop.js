@@ -16,7 +16,7 @@
  * `configMap`, ...), so the plan's `getObserved(secret, ...)` works without an import.
  *
  * Reading order: helpers → `z` (schemas) → kind handles → `resource` → `operator` →
- * functions used inside handlers → `__ct_dispatch` → globals.
+ * functions used inside handlers → invariants → `__ct_dispatch` → globals.
  */
 
 // ───────────────────────────── helpers ─────────────────────────────
@@ -762,14 +762,36 @@ class OperatorBuilder {
     return this.#handler("mutate", fn);
   }
   reconcile(fn) { return this.#handler("reconcile", fn); }
+  /**
+   * A rule that holds for every CR once the operator is quiet, checked by `ctop test --fuzz`
+   * (never by the running operator): `fn(cr, observed)` returns true or nothing when it
+   * holds, else false, a message or a list of messages. `name` defaults to `invariant N`.
+   * Several are kept in order.
+   */
+  invariant(name, fn) {
+    if (typeof name === "function" && fn === undefined) [name, fn] = [undefined, name];
+    if (typeof fn !== "function") throw new TypeError("invariant: expected a function (and a name before it, optionally)");
+    const list = this.#fns.invariants;
+    const n = name ?? `invariant ${list.length + 1}`;
+    if (typeof n !== "string" || !n) throw new TypeError("invariant: the name must be a non-empty string");
+    if (list.some((x) => x.name === n)) throw new Error(`${this.#entry.name}: invariant "${n}" is declared twice`);
+    list.push({ name: n, fn });
+    (this.#entry.invariants ??= []).push(n);
+    this.#entry.handlers = handlerNames(this.#fns);
+    return this;
+  }
   #handler(name, fn) {
     if (typeof fn !== "function") throw new TypeError(`${name}: expected a function`);
     if (this.#fns.handlers[name]) throw new Error(`${this.#entry.name}: ${name} is already set`);
     this.#fns.handlers[name] = fn;
-    this.#entry.handlers = HANDLERS.filter((h) => this.#fns.handlers[h]);
+    this.#entry.handlers = handlerNames(this.#fns);
     return this;
   }
 }
+
+/** The `handlers` of a controller's entry: those declared, then `invariant` when it has any. */
+const handlerNames = (fns) =>
+  [...HANDLERS.filter((h) => fns.handlers[h]), ...(fns.invariants.length ? ["invariant"] : [])];
 
 /** Start a controller for `res` (a `resource(...)` handle or any kind handle). */
 export function operator(res, { name, namespace, labelSelector: selector, predicate } = {}) {
@@ -785,7 +807,7 @@ export function operator(res, { name, namespace, labelSelector: selector, predic
   if (namespace !== undefined) entry.namespace = String(namespace);
   if (selector !== undefined) entry.labelSelector = labelSelector(selector);
   if (predicate !== undefined) entry.predicate = checkPredicate(predicate);
-  const fns = { entry, handlers: {}, mappers: [], kind: info, schema: specSchemas.get(kindKey(ref)) };
+  const fns = { entry, handlers: {}, mappers: [], invariants: [], kind: info, schema: specSchemas.get(kindKey(ref)) };
   registry.controllers.push(entry);
   controllerFns.push(fns);
   return new OperatorBuilder(entry, fns);
@@ -802,9 +824,16 @@ let ctx = null;
 const newOutput = () => ({ applies: [], patches: [], status: null, conditions: [], events: [],
   finalizers: { add: [], remove: [] }, result: { type: "ok" } });
 
-/** The running dispatch, for functions that write output: they make no sense at top level. */
+/**
+ * The running dispatch, for functions that write output: they make no sense at top level,
+ * nor in an invariant, which only reads.
+ */
 function active(what) {
   if (!ctx) throw new Error(`${what} can only be called inside a handler`);
+  if (ctx.readOnly) {
+    throw new TypeError(`${what} cannot be called in an invariant: invariants only read `
+      + "(observed.get/list/children, getObserved, listObserved) and return what does not hold");
+  }
   return ctx;
 }
 
@@ -1067,6 +1096,7 @@ function finalizerName(name, what) {
  * being handled it is also sent to the runtime. Returns whether anything changed.
  */
 export function addFinalizer(obj, name) {
+  if (ctx?.readOnly) active("addFinalizer"); // throws: an invariant only reads
   const n = finalizerName(name, "addFinalizer");
   obj.metadata ??= {};
   const list = (obj.metadata.finalizers ??= []);
@@ -1082,6 +1112,7 @@ export function addFinalizer(obj, name) {
 
 /** The reverse of `addFinalizer`. */
 export function removeFinalizer(obj, name) {
+  if (ctx?.readOnly) active("removeFinalizer");
   const n = finalizerName(name, "removeFinalizer");
   const list = obj.metadata?.finalizers ?? [];
   const changed = list.includes(n);
@@ -1230,6 +1261,74 @@ export const Result = Object.freeze({
   error: (message) => ({ type: "error", message: message instanceof Error ? message.message : String(message ?? "error") }),
 });
 
+// ───────────────────────────── invariants ─────────────────────────────
+
+/** What an invariant returned, as the messages of its violations (none: it holds). */
+function violationsOf(r) {
+  if (r === undefined || r === null || r === true) return [];
+  if (r === false || r === "") return ["does not hold"];
+  if (typeof r === "string") return [r];
+  if (Array.isArray(r) && r.every((m) => typeof m === "string")) return r.map((m) => m || "does not hold");
+  if (typeof r?.then === "function") {
+    r.then(undefined, () => {}); // its rejection is not the call's failure
+    return ["returned a Promise: an invariant is synchronous (no async, no await)"];
+  }
+  const what = Array.isArray(r) ? "a list that holds a non-string" : isPlainObject(r) ? "an object" : `${typeOf(r)} ${String(r)}`;
+  return [`returned ${what}: an invariant returns true or nothing (holds), false, a message or a list of messages`];
+}
+
+/**
+ * An invariant's second argument: `get` and `list` are `getObserved` and `listObserved`;
+ * `children` the objects of every observed kind whose controller owner reference is `cr`
+ * (by uid), computed on first use.
+ */
+function observedView(cr) {
+  let children;
+  const uid = cr.metadata?.uid;
+  return Object.freeze({
+    get: (kind, name, namespace) => getObserved(kind, name, namespace),
+    list: (kind, filter) => listObserved(kind, filter),
+    get children() {
+      children ??= !uid ? [] : Object.values(ctx?.observed ?? {}).flatMap((list) => (Array.isArray(list) ? list : [])
+        .filter((o) => (o?.metadata?.ownerReferences ?? []).some((r) => r.controller === true && r.uid === uid)));
+      return children;
+    },
+  });
+}
+
+/**
+ * The `invariant` dispatch: every invariant of the controller, in order, on a copy of
+ * `input.object` (spec defaults applied, as reconcile sees it) with lookups served from
+ * `input.observed`. A throw is that invariant's violation; the others still run. Writes
+ * throw (see `active`). Output: `{violations: [{invariant, message}]}`, an object inside
+ * ctop, JSON text elsewhere (as `output`).
+ */
+function checkInvariants(fns, input) {
+  const object = input.object;
+  if (!isPlainObject(object)) throw new TypeError("__ct_dispatch invariant: the input carries no object (the CR to check)");
+  const cr = withDefaults(fns, object);
+  const violations = [];
+  ctx = { cr: null, namespace: cr.metadata?.namespace, observed: input.observed ?? null,
+    observedInput: input.observed != null, out: newOutput(), fns,
+    index: { applies: new Map(), patches: new Map() }, removed: new Set(), readOnly: true };
+  try {
+    for (const { name, fn } of fns.invariants) {
+      ctx.cr = clone(cr);
+      let messages;
+      try {
+        messages = violationsOf(fn(ctx.cr, observedView(ctx.cr)));
+      } catch (e) {
+        messages = [(e instanceof Error && e.message) || String(e)];
+      }
+      for (const message of messages) violations.push({ invariant: name, message });
+    }
+  } finally {
+    ctx = null;
+  }
+  const out = { violations };
+  return typeof globalThis.__ct_host?.snap === "function" ? out : JSON.stringify(out);
+}
+
 // ───────────────────────────── dispatch ─────────────────────────────
 
 function normalizeResult(r, handler) {
@@ -1276,6 +1375,14 @@ function withDefaults(fns, obj) {
   return obj;
 }
 
+/** The input of a dispatch, parsed; `Env` and `Values` refilled from it. */
+function readInput(inputJson) {
+  const input = (typeof inputJson === "string" ? JSON.parse(inputJson) : inputJson) ?? {};
+  refill(Env, input.env);
+  refill(Values, input.values);
+  return input;
+}
+
 /**
  * The one entry point from Rust (see crates/runtime/RUNTIME.md). Returns the output (see
  * `output`), or a Promise of it when the handler is async: the vm must then run pending jobs
@@ -1284,14 +1391,13 @@ function withDefaults(fns, obj) {
 function dispatch(handler, controllerIndex, inputJson) {
   const fns = controllerFns[controllerIndex];
   if (!fns) throw new Error(`__ct_dispatch: no controller with index ${controllerIndex}`);
+  if (handler === "invariant") return checkInvariants(fns, readInput(inputJson));
   const isMap = handler.startsWith("map:");
   const fn = isMap ? fns.mappers[Number(handler.slice(4))] : HANDLERS.includes(handler) && fns.handlers[handler];
   if (typeof fn !== "function") {
     throw new Error(`__ct_dispatch: controller ${controllerIndex} has no ${isMap ? `mapper for ${handler}` : `${handler} handler`}`);
   }
-  const input = (typeof inputJson === "string" ? JSON.parse(inputJson) : inputJson) ?? {};
-  refill(Env, input.env);
-  refill(Values, input.values);
+  const input = readInput(inputJson);
   const object = input.object ?? null;
   const old = input.oldObject ?? undefined;
   const out = newOutput();

@@ -1,7 +1,8 @@
 //! A [`Script`] as the controller's [`Handlers`]: each call is dispatched to the script's
 //! handler with the run's `Env` and `Values`, and its output read as a typed outcome.
 //! [`ScriptHandlers::admit`] does the same for the admission handlers (`validate`,
-//! `mutate`), which a webhook server calls.
+//! `mutate`), which a webhook server calls, and [`ScriptHandlers::invariants`] for the
+//! script's `.invariant(...)` rules, which `ctop test --fuzz` checks.
 //!
 //! Script failures map to [`FailureKind`]s the controller's error policy and metrics tell
 //! apart: a throw is an [`FailureKind::Exception`], a deadline a [`FailureKind::Timeout`],
@@ -110,6 +111,33 @@ impl ScriptHandlers {
         AdmissionOutcome::from_output(handler, output).map_err(|e| e.to_string())
     }
 
+    /// Check the invariants of the `controller`th controller on `object` (a primary object,
+    /// as stored) on the thread it is called from (the fuzzer's blocking pool), the SDK's
+    /// `invariant` dispatch: every `.invariant(name, fn)` runs, in order, with `observed` (a
+    /// map from `"<apiVersion>/<Kind>"` to that kind's objects) serving its lookups. A
+    /// controller without invariants has none to violate.
+    ///
+    /// # Errors
+    /// The script's failure (an invariant that throws is a violation, not a failure; a
+    /// deadline or the memory limit is one), or an output that is not
+    /// `{violations: [{invariant, message}]}`, as a message.
+    pub fn invariants(
+        &self,
+        controller: u32,
+        object: &Value,
+        observed: &Value,
+    ) -> Result<Vec<InvariantViolation>, String> {
+        let input = format!(r#"{{"object":{object},"observed":{observed},{}}}"#, self.context);
+        let output = self
+            .script
+            .dispatch("invariant", controller, &input)
+            .map_err(|e| format!("invariant failed: {e}"))?;
+        let out: InvariantOutput = serde_json::from_value(output).map_err(|e| {
+            format!("invariant: the output is not {{violations: [{{invariant, message}}]}}: {e}")
+        })?;
+        Ok(out.violations)
+    }
+
     fn call(&self, handler: String, call: HandlerCall) -> HandlerFuture<Value> {
         let script = self.script.clone();
         let input = match &call.object {
@@ -123,6 +151,24 @@ impl ScriptHandlers {
                 .map_err(|e| failure(&handler, e))
         })
     }
+}
+
+/// One rule of a script's `.invariant(name, fn)` that does not hold for an object: the
+/// invariant's name and why (its message, "does not hold" for `false`, or what it threw).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InvariantViolation {
+    /// The invariant's name (`invariant N` when the script gave none).
+    pub invariant: String,
+    /// What does not hold.
+    pub message: String,
+}
+
+/// The output of the SDK's `invariant` dispatch.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InvariantOutput {
+    violations: Vec<InvariantViolation>,
 }
 
 /// A script failure as the controller reads it.

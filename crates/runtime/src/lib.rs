@@ -32,7 +32,7 @@ pub mod vm;
 
 pub use bundle::{Bundle, BundleError, Module, SizeReport};
 pub use diagnostic::CodeFrame;
-pub use handlers::{ScriptHandlers, ValuesError, script_env, values_from_yaml};
+pub use handlers::{InvariantViolation, ScriptHandlers, ValuesError, script_env, values_from_yaml};
 pub use load::{LoadError, load_dir};
 pub use pool::Pool;
 pub use script::{Script, ScriptError};

@@ -135,6 +135,24 @@ operator(database, { name: "database" })
     event(null, { type: "Warning", reason: "Slow", message: "took long" });
     if (cr.spec.replicas > 3) return Result.requeue("30s");
     return Result.ok();
+  })
+  .invariant("the StatefulSet follows the spec", (cr, observed) => {
+    expectType<number>(cr.spec.replicas);
+    const sts = observed.get(StatefulSet, cr.metadata.name);
+    expectType<StatefulSet | undefined>(sts);
+    if (!sts) return `no StatefulSet ${cr.metadata.name}`;
+    return sts.spec?.replicas === cr.spec.replicas || `replicas ${sts.spec?.replicas} != ${cr.spec.replicas}`;
+  })
+  .invariant((cr, observed) => {
+    const kinds: string[] = observed.children.map((c) => c.kind);
+    const secrets = observed.list(Secret, { ownedBy: cr });
+    const problems: string[] = [];
+    if (!kinds.includes("Service")) problems.push("no Service");
+    if (secrets.length !== 1) problems.push(`${secrets.length} Secrets`);
+    return problems;
+  })
+  .invariant("status is set", (cr) => {
+    if (!cr.status?.phase) return false;
   });
 
 // A second controller for a built-in kind, with async handlers.
@@ -163,4 +181,8 @@ operator(database).reconcile((cr) => {
   z.number().default("one");
   // @ts-expect-error the condition status is True/False/Unknown or boolean
   setCondition(cr, { type: "Ready", status: "Yes" });
+  // @ts-expect-error an invariant is synchronous
+  operator(database).invariant("async", async () => true);
+  // @ts-expect-error an invariant returns messages, not numbers
+  operator(database).invariant(() => 1);
 });
