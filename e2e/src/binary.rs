@@ -3,8 +3,8 @@
 //! Cargo tells only the `ctop` package's own integration tests where its binary is
 //! (`CARGO_BIN_EXE_ctop`), so this crate finds it the way Cargo lays out a target
 //! directory: `$CTOP_BIN` when set, otherwise `ctop` in the profile directory of the
-//! running executable. A test runs from `target/<profile>/deps/<test>-<hash>` and
-//! `ctop-mutate` from `target/<profile>/ctop-mutate`; both look for `target/<profile>/ctop`.
+//! running executable. A test runs from `target/<profile>/deps/<test>-<hash>`, and a tool
+//! built beside `ctop` from `target/<profile>/<tool>`; both look for `target/<profile>/ctop`.
 //!
 //! Cargo builds that binary for `cargo nextest run --workspace` (and for `-p ctop`), not for
 //! `-p ctop-e2e` alone: a missing binary is an error that says how to build it, and a
@@ -94,10 +94,10 @@ mod tests {
     }
 
     #[test]
-    fn ctop_mutate_finds_ctop_beside_it() {
+    fn a_tool_beside_ctop_finds_it() {
         let suffix = std::env::consts::EXE_SUFFIX;
         assert_eq!(
-            beside(Path::new("/w/target/release/ctop-mutate")),
+            beside(Path::new("/w/target/release/ctop-bench")),
             PathBuf::from(format!("/w/target/release/ctop{suffix}"))
         );
     }

@@ -225,13 +225,59 @@ impl Runner {
     }
 
     /// The script's invariants, on every primary object not being deleted.
-    async fn invariants(
-        &mut self,
-        _n: usize,
-        _objects: &[Value],
-        _primaries: &[&Value],
-    ) -> Result<(), Failure> {
-        Ok(()) // STUB until ScriptHandlers::invariants lands
+    async fn invariants(&mut self, n: usize, objects: &[Value], primaries: &[&Value]) -> Result<(), Failure> {
+        let spec = self.world.spec().clone();
+        for c in spec.controllers.iter().filter(|c| !c.invariants.is_empty()) {
+            let kinds: Vec<&ctop_core::KindRef> = std::iter::once(&c.for_)
+                .chain(&c.manages)
+                .chain(&c.reads)
+                .chain(c.watches.iter().map(|w| &w.kind))
+                .collect();
+            let mut observed: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
+            for k in &kinds {
+                observed.entry(kind_key(&k.api_version, &k.kind)).or_default();
+            }
+            for o in objects {
+                let (api_version, kind, ..) = identity(o);
+                if let Some(list) = observed.get_mut(&kind_key(api_version, kind)) {
+                    list.push(o);
+                }
+            }
+            let observed = json!(observed);
+            for p in primaries.iter().filter(|p| {
+                let (api_version, kind, ..) = identity(p);
+                api_version == c.for_.api_version
+                    && kind == c.for_.kind
+                    && p["metadata"]["deletionTimestamp"].is_null()
+            }) {
+                let script = self.world.script().clone();
+                let (object, obs, index) = ((*p).clone(), observed.clone(), c.index);
+                let found = tokio::task::spawn_blocking(move || script.invariants(index, &object, &obs))
+                    .await
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r);
+                self.counts.invariant_checks += c.invariants.len() as u64;
+                match found {
+                    Ok(violations) => {
+                        if let Some(v) = violations.into_iter().next() {
+                            return Err(Failure {
+                                step: n,
+                                key: format!("invariant {:?}", v.invariant),
+                                message: format!("{}: {}", describe(p), v.message),
+                            });
+                        }
+                    }
+                    Err(e) => {
+                        return Err(Failure {
+                            step: n,
+                            key: "invariant".into(),
+                            message: format!("the invariants of {} could not run: {e}", describe(p)),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// After the last step: a checkpoint, then the oracles that act on the world
