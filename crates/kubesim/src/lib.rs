@@ -40,6 +40,7 @@ mod api;
 mod authz;
 mod builtin;
 mod cleanup;
+pub mod clock;
 mod convert;
 mod crd_shape;
 mod error;

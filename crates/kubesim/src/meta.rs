@@ -7,7 +7,7 @@ use crate::error::StatusCause;
 
 /// The current time as the API server writes `creationTimestamp` (RFC 3339, seconds, UTC).
 pub fn now() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    crate::clock::timestamp().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// A `generateName` suffix: five characters from the API server's alphabet.

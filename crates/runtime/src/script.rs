@@ -39,6 +39,7 @@ pub struct Script {
     pool: Arc<Pool>,
     limits: Limits,
     egress: Arc<RwLock<EgressPolicy>>,
+    clock: Arc<crate::vm::Clock>,
 }
 
 impl std::fmt::Debug for Script {
@@ -65,16 +66,17 @@ impl Script {
     pub fn from_bundle(bundle: Bundle, workers: usize, limits: Limits) -> Result<Self, ScriptError> {
         let bundle = Arc::new(bundle);
         let egress = Arc::new(RwLock::new(EgressPolicy::default()));
+        let clock = Arc::new(crate::vm::Clock::default());
         let factory = {
             let bundle = bundle.clone();
-            let egress = egress.clone();
-            move || Vm::with_options(bundle.clone(), SDK_JS, vm_options(&bundle, limits, &egress))
+            let (egress, clock) = (egress.clone(), clock.clone());
+            move || Vm::with_options(bundle.clone(), SDK_JS, vm_options(&bundle, limits, &egress, &clock))
         };
         let pool = Pool::new(workers.max(1), factory)?;
         let registry = pool.with(|vm| vm.registry())?;
         let spec: OperatorSpec = serde_json::from_value(registry).map_err(ScriptError::Registry)?;
         egress.write().rules = declared_egress(&spec);
-        Ok(Self { bundle, spec, pool: Arc::new(pool), limits, egress })
+        Ok(Self { bundle, spec, pool: Arc::new(pool), limits, egress, clock })
     }
 
     /// Lets `fetch` also reach `rules` (the deployer's `--egress`), and keeps `own_ports` on
@@ -89,6 +91,12 @@ impl Script {
             }
         }
         policy.own_ports = own_ports.to_vec();
+    }
+
+    /// Read the time of `now()` from `clock` from now on, in every runtime of the script
+    /// (`ctop test` sets its virtual clock; `Date` keeps reading the system's).
+    pub fn set_clock(&self, clock: crate::vm::ClockFn) {
+        self.clock.set(clock);
     }
 
     /// Where `fetch` may go now.
@@ -167,11 +175,17 @@ pub const OVERRUN_GRACE: std::time::Duration = std::time::Duration::from_secs(2)
 
 /// Runtime options whose position mapper translates generated-JS positions back to the
 /// TypeScript sources of `bundle`.
-fn vm_options(bundle: &Arc<Bundle>, limits: Limits, egress: &Arc<RwLock<EgressPolicy>>) -> VmOptions {
+fn vm_options(
+    bundle: &Arc<Bundle>,
+    limits: Limits,
+    egress: &Arc<RwLock<EgressPolicy>>,
+    clock: &Arc<crate::vm::Clock>,
+) -> VmOptions {
     let maps = bundle.clone();
     VmOptions {
         limits,
         egress: Arc::clone(egress),
+        clock: Arc::clone(clock),
         position_mapper: Some(Arc::new(move |module: &str, line: u32, column: u32| {
             maps.original_position(module, line, column)
         })),

@@ -482,7 +482,8 @@ async fn end_oracles(world: &World, test: &TestFile, q: Quiet, report: &mut Test
     }
 }
 
-/// The test files of an operator: `DIR/tests/*.yaml` but the golden files, by name.
+/// The test files of an operator: `DIR/tests/*.yaml` but the golden files and the fuzz
+/// settings (`fuzz.yaml`), by name.
 pub fn test_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let tests = dir.join("tests");
     let mut out = Vec::new();
@@ -494,7 +495,8 @@ pub fn test_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     for entry in entries {
         let path = entry?.path();
         let yaml = path.extension().is_some_and(|x| x == "yaml" || x == "yml");
-        if yaml && path.is_file() && !golden::is_golden(&path) {
+        let settings = path.file_name().is_some_and(|n| n == crate::fuzz::settings::FILE);
+        if yaml && path.is_file() && !golden::is_golden(&path) && !settings {
             out.push(path);
         }
     }

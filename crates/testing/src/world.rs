@@ -26,6 +26,10 @@ use serde_json::Value;
 use crate::format::{Action, ObjectRef};
 use crate::record::{Recorder, Recording};
 
+/// The wall-clock time a world starts at, on the script's `now()` and in kubesim's
+/// timestamps, in seconds since the Unix epoch: 2026-01-01T00:00:00Z.
+pub const EPOCH_SECS: u64 = 1_767_225_600;
+
 /// The field manager of everything a test writes.
 pub const MANAGER: &str = "ctop-test";
 
@@ -133,6 +137,15 @@ impl World {
                 .map_err(|e| WorldError::Script(Box::new(e)))?
                 .map_err(|e| WorldError::Script(Box::new(e)))?;
         script.configure_egress(&[], &[]);
+        // The script's `now()` and kubesim's timestamps read the virtual clock: a fixed
+        // epoch plus the virtual time since the world started, so a schedule comes due
+        // after an `advance`, and names or times derived from the clock are the same every
+        // run. (A script call runs on the blocking pool, inside the runtime's context, so
+        // Tokio's clock there is the paused one.)
+        let epoch = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(EPOCH_SECS);
+        let virtual_start = tokio::time::Instant::now();
+        ctop_kubesim::clock::set_virtual(epoch);
+        script.set_clock(Arc::new(move || epoch + virtual_start.elapsed()));
         let script = Arc::new(script);
         let spec = script.spec().clone();
         let crds = ctop_manifests::operator_crds(&spec)?;

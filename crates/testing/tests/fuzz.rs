@@ -109,8 +109,10 @@ fn caught(name: &str, dir: &Path, keys: &[&str]) {
     );
 }
 
-/// The examples whose controllers apply children, by the name their reconcile's argument has.
-const WITH_CHILDREN: [&str; 5] = ["webapp", "myapp", "myresource", "webpage", "cronjob"];
+/// The examples whose controllers apply children whatever the time. The cronjob example
+/// applies a Job when its schedule is due by the script's clock, which is real time, not
+/// the virtual clock: within a fuzz run no schedule comes due.
+const WITH_CHILDREN: [&str; 4] = ["webapp", "myapp", "myresource", "webpage"];
 
 #[test]
 fn a_child_that_disappears_every_other_reconcile_is_caught() {

@@ -144,10 +144,10 @@ fn a_child_that_disappears_every_other_reconcile_is_caught() {
 #[test]
 fn a_finalizer_never_released_is_caught_by_deletion() {
     let dir = webapp_copy(|s| {
-        s.replace(
-            "    return Result.ok();\n  });",
-            "    return Result.ok();\n  })\n  .finalize(() => Result.error(\"not yet\"));",
-        )
+        let edited =
+            s.replacen("\n  .reconcile(", "\n  .finalize(() => Result.error(\"not yet\"))\n  .reconcile(", 1);
+        assert_ne!(edited, s, "the script has a reconcile");
+        edited
     });
     let report = run(dir.path(), "stuck", APPLY, GoldenMode::Compare);
     let m = messages(&report);

@@ -37,7 +37,7 @@ fn cell(c: &Value, o: &Value) -> Value {
     match json_path(o, path).as_ref().and_then(|v| column_cell(column_type, v)) {
         None => Value::Null,
         Some(Value::String(ts)) if column_type == "date" => match ts.parse::<jiff::Timestamp>() {
-            Ok(t) => json!(human_duration(seconds_between(t, jiff::Timestamp::now()))),
+            Ok(t) => json!(human_duration(seconds_between(t, crate::clock::timestamp()))),
             Err(_) => json!("<invalid>"),
         },
         Some(cell) => cell,

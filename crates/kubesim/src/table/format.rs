@@ -42,7 +42,7 @@ pub(super) fn time(o: &Value, pointer: &str) -> Option<jiff::Timestamp> {
 /// `translateTimestampSince`: how long ago `t` was, `<unknown>` for a zero time.
 pub(super) fn since(t: Option<jiff::Timestamp>) -> String {
     match t {
-        Some(t) => human_duration(seconds_between(t, jiff::Timestamp::now())),
+        Some(t) => human_duration(seconds_between(t, crate::clock::timestamp())),
         None => "<unknown>".into(),
     }
 }

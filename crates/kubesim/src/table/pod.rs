@@ -259,7 +259,7 @@ mod tests {
 
     #[test]
     fn a_crashing_container_shows_its_waiting_reason_and_when_it_last_restarted() {
-        let finished = (jiff::Timestamp::now() - jiff::SignedDuration::from_secs(5)).to_string();
+        let finished = (crate::clock::timestamp() - jiff::SignedDuration::from_secs(5)).to_string();
         let p = one(
             json!({"phase": "Running", "containerStatuses": [{"name": "c", "ready": false, "restartCount": 2,
             "state": {"waiting": {"reason": "CrashLoopBackOff"}},

@@ -45,7 +45,7 @@ pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, Ap
         }
     }
 
-    let now = Utc::now();
+    let now = chrono::DateTime::<Utc>::from(crate::clock::now());
     let mut next = Next::Done;
     let mut last_schedule = cj["status"]["lastScheduleTime"].as_str().map(str::to_owned);
     let schedule = cj["spec"]["schedule"].as_str().unwrap_or_default();

@@ -120,7 +120,7 @@ pub(crate) fn available(pod: &Value, min_ready: i64) -> Result<(), Option<std::t
     if min_ready <= 0 {
         return Ok(());
     }
-    let elapsed = Timestamp::now().duration_since(since).as_secs();
+    let elapsed = crate::clock::timestamp().duration_since(since).as_secs();
     if elapsed >= min_ready {
         Ok(())
     } else {

@@ -3,7 +3,6 @@
 //! runtime; each function bounds what it takes from the script.
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use rand::TryRng;
 use rand::rngs::SysRng;
@@ -11,9 +10,7 @@ use rquickjs::function::Opt;
 use rquickjs::{Coerced, Ctx, Exception, Function, Object, Value};
 
 use super::nondet::{Nondet, report};
-use super::{
-    Deadline, HOST_GLOBAL, Limits, MAX_LOG_TEXT, MAX_RANDOM_STRING, ObserverSlot, SnapshotSlot, describe,
-};
+use super::{Deadline, HOST_GLOBAL, MAX_LOG_TEXT, MAX_RANDOM_STRING, ObserverSlot, SnapshotSlot, describe};
 use crate::fetch::Fetcher;
 
 pub(super) fn install_host<'js>(
@@ -21,8 +18,9 @@ pub(super) fn install_host<'js>(
     fetch: HostFetch,
     observer: ObserverSlot,
     snapshots: SnapshotSlot,
-    limits: &Limits,
+    options: &super::VmOptions,
 ) -> rquickjs::Result<()> {
+    let limits = &options.limits;
     let host = Object::new(ctx.clone())?;
     // The SDK's apply()/patch() stop a runaway loop at the limit: `tooManyChildren` marks the
     // call failed (so catching the error changes nothing) and throws. The vm also counts the
@@ -69,9 +67,10 @@ pub(super) fn install_host<'js>(
     };
     host.set("randomString", Function::new(ctx.clone(), random)?.with_name("randomString")?)?;
     let slot = Arc::clone(&observer);
+    let source = Arc::clone(&options.clock);
     let clock = move || {
         report(&slot, Nondet::Now);
-        now()
+        source.now_ms()
     };
     host.set("now", Function::new(ctx.clone(), clock)?.with_name("now")?)?;
     let slot = Arc::clone(&observer);
@@ -199,11 +198,6 @@ fn decode_base64(ctx: Ctx<'_>, text: Coerced<String>) -> rquickjs::Result<String
             "the decoded bytes are not UTF-8 text; read the base64 `data` field instead",
         )
     })
-}
-
-/// `__ct_host.now()`: milliseconds since the Unix epoch.
-pub(super) fn now() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_millis() as f64)
 }
 
 /// `__ct_host.fetch(url, initJson)`: what the host function needs.

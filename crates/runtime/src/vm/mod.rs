@@ -135,6 +135,28 @@ impl Default for Limits {
 /// when it has no mapping. The load part builds one from the bundle's source maps.
 pub type PositionMapper = Arc<dyn Fn(&str, u32, u32) -> Option<(u32, u32)> + Send + Sync>;
 
+/// A source of the wall-clock time, in place of the system's.
+pub type ClockFn = Arc<dyn Fn() -> std::time::SystemTime + Send + Sync>;
+
+/// The clock the SDK's `now()` reads: the system's, unless a test set another
+/// ([`crate::Script::set_clock`]: `ctop test` runs scripts on its virtual clock).
+/// `Date.now()` and `new Date()` read the system's clock whatever is set here.
+#[derive(Default)]
+pub struct Clock(parking_lot::RwLock<Option<ClockFn>>);
+
+impl Clock {
+    /// Read `f` from now on.
+    pub fn set(&self, f: ClockFn) {
+        *self.0.write() = Some(f);
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub fn now_ms(&self) -> f64 {
+        let now = self.0.read().as_ref().map_or_else(std::time::SystemTime::now, |f| f());
+        now.duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_millis() as f64)
+    }
+}
+
 /// Everything [`Vm::with_options`] takes besides the bundle and the sdk.
 #[derive(Clone, Default)]
 pub struct VmOptions {
@@ -144,6 +166,8 @@ pub struct VmOptions {
     pub position_mapper: Option<PositionMapper>,
     /// Where `fetch` may go, shared by every runtime of a script (empty: nowhere).
     pub egress: Arc<parking_lot::RwLock<EgressPolicy>>,
+    /// The clock `now()` reads, shared by every runtime of a script.
+    pub clock: Arc<Clock>,
 }
 
 impl fmt::Debug for VmOptions {
@@ -332,8 +356,7 @@ impl Vm {
             "the entry module",
             |ctx, env| {
                 nondet::hook_builtins(ctx, &slot).map_err(|e| env.error(ctx, e))?;
-                install_host(ctx, fetch, slot, snapshot_slot, &env.options.limits)
-                    .map_err(|e| env.error(ctx, e))?;
+                install_host(ctx, fetch, slot, snapshot_slot, env.options).map_err(|e| env.error(ctx, e))?;
                 let js = bundle.modules.get(&bundle.entry).map_or("", |m| m.js.as_str());
                 let (_, promise) = rquickjs::Module::declare(ctx.clone(), bundle.entry.as_str(), js)
                     .and_then(|module| module.eval())

@@ -381,9 +381,20 @@ fn now_and_fetch() {
     );
     let out = vm.dispatch("reconcile", 0, "{}").unwrap();
     assert!(out["err"].as_str().unwrap().contains("only http and https"), "{out}");
-    let rust_now = host::now();
+    let rust_now = Clock::default().now_ms();
     let js_now = out["now"].as_f64().unwrap();
     assert!((rust_now - js_now).abs() < 5_000.0, "{rust_now} vs {js_now}");
+}
+
+#[test]
+fn now_reads_the_clock_it_is_given() {
+    let clock = Arc::new(Clock::default());
+    let options = VmOptions { clock: Arc::clone(&clock), ..VmOptions::default() };
+    let mut vm = Vm::with_options(reconciler("", "return { now: host.now() };"), SDK, options).unwrap();
+    let epoch = std::time::UNIX_EPOCH + Duration::from_secs(1_767_225_600);
+    clock.set(Arc::new(move || epoch));
+    let out = vm.dispatch("reconcile", 0, "{}").unwrap();
+    assert_eq!(out["now"].as_f64(), Some(1_767_225_600_000.0), "{out}");
 }
 
 const FETCH: &str = "const init = { method: input.method, headers: { \"x-a\": \"1\" }, body: input.body };
@@ -394,7 +405,12 @@ const FETCH: &str = "const init = { method: input.method, headers: { \"x-a\": \"
 fn loopback_vm(body: &str, limits: Limits) -> Vm {
     let rules = vec!["http://127.0.0.1:*".parse().unwrap()];
     let egress = Arc::new(parking_lot::RwLock::new(EgressPolicy { rules, own_ports: vec![] }));
-    Vm::with_options(reconciler("", body), SDK, VmOptions { limits, egress, position_mapper: None }).unwrap()
+    Vm::with_options(
+        reconciler("", body),
+        SDK,
+        VmOptions { limits, egress, position_mapper: None, clock: Arc::default() },
+    )
+    .unwrap()
 }
 
 #[test]

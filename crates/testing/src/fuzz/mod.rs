@@ -25,6 +25,7 @@ pub mod exec;
 pub mod generate;
 pub mod plan;
 pub mod rng;
+pub mod settings;
 pub mod shrink;
 pub mod step;
 
@@ -103,6 +104,9 @@ pub enum FuzzError {
     /// The world did not start or settle.
     #[error("{0}")]
     World(String),
+    /// `tests/fuzz.yaml` is invalid.
+    #[error("{0}")]
+    Settings(String),
     /// There is nothing the fuzzer can write.
     #[error(
         "the script defines no kind and its controllers are for no kind the fuzzer can write (its samples/*.yaml have none either)"
@@ -264,9 +268,13 @@ fn failure_line(f: &Failure) -> String {
 /// The seeded run: draw, carry out, check.
 async fn live(op: &Operator, config: &FuzzConfig) -> Result<(FuzzReport, Vec<Step>), FuzzError> {
     let started = tokio::time::Instant::now();
-    let (world, kinds, fault_resources, notes) = setup(op).await?;
+    let settings = settings::Settings::read(&op.dir).map_err(FuzzError::Settings)?;
+    let (world, kinds, fault_resources, mut notes) = setup(op).await?;
+    for (oracle, why) in &settings.oracles_off {
+        notes.push(format!("oracle {oracle} is off (tests/fuzz.yaml): {why}"));
+    }
     let mut planner = Planner::new(config.seed, kinds, fault_resources, config.faults, config.steps);
-    let mut runner = Runner::new(world, quiet());
+    let mut runner = Runner::new(world, quiet(), settings.oracles_off);
     let mut trace = Vec::new();
     let mut steps = Vec::new();
     let mut seen = Seen::default();
@@ -314,8 +322,9 @@ async fn live(op: &Operator, config: &FuzzConfig) -> Result<(FuzzReport, Vec<Ste
 /// Replay `steps` (no random draw) on a fresh world; the trace and the failure.
 pub fn replay(op: &Operator, steps: &[Step]) -> Result<(Vec<String>, Option<Failure>), FuzzError> {
     runtime()?.block_on(async {
+        let settings = settings::Settings::read(&op.dir).map_err(FuzzError::Settings)?;
         let (world, ..) = setup(op).await?;
-        let mut runner = Runner::new(world, quiet());
+        let mut runner = Runner::new(world, quiet(), settings.oracles_off);
         let mut trace = Vec::new();
         let mut failure = runner.checkpoint(0).await.err();
         if failure.is_none() {
