@@ -22,14 +22,14 @@ fn clock_seed() -> u64 {
     u64::try_from(nanos % u128::from(u64::MAX)).unwrap_or(0)
 }
 
-/// The command that repeats `report`'s run (its steps, up to the failure).
+/// The command that repeats `report`'s run. The same `--steps`: the number of steps decides
+/// when the crash comes, so fewer steps would be another run.
 fn repeat(args: &TestArgs, dir: &str, report: &FuzzReport) -> String {
     let c = &report.config;
-    let steps =
-        report.failure.as_ref().map_or(c.steps, |f| u64::try_from(f.step).unwrap_or(c.steps).min(c.steps));
     format!(
-        "ctop test {dir} --fuzz --seed {} --steps {steps}{}{}",
+        "ctop test {dir} --fuzz --seed {} --steps {}{}{}",
         c.seed,
+        c.steps,
         if c.faults { " --faults" } else { "" },
         if args.entry == "operator.ct" { String::new() } else { format!(" --entry {}", args.entry) }
     )

@@ -66,7 +66,7 @@ pub fn init(args: &InitArgs) -> anyhow::Result<()> {
     tracing::info!(
         dir = %dir,
         kind = args.kind,
-        "operator created: `cd {dir} && npm install` installs TypeScript (for `ctop check` and editors), then `ctop check {dir}`, `ctop dev {dir}`, and `ctop test {dir} --update` to record its first test's golden file"
+        "operator created: `cd {dir} && npm install` installs TypeScript (for `ctop check` and editors), then `ctop check {dir}`, `ctop dev {dir}`, `ctop test {dir} --update` to record its first test's golden file, and `ctop test {dir} --fuzz` to fuzz it"
     );
     Ok(())
 }
