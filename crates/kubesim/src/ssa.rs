@@ -1055,6 +1055,11 @@ impl Walk<'_> {
                 for (k, child) in m {
                     path.push(Pe::Field(k.clone()));
                     self.to_set(path, child, set, errors, strict);
+                    // An empty map is owned as a leaf (null is, as a scalar): that is how
+                    // an applier keeps `field: {}` (typed/tofieldset.go, visitMapItems).
+                    if child.as_object().is_some_and(Map::is_empty) {
+                        set.insert(path);
+                    }
                     path.pop();
                 }
             }
@@ -1094,11 +1099,14 @@ impl Walk<'_> {
         set
     }
 
-    /// Merges `r` (applied) over `l` (live).
+    /// Merges `r` (applied) over `l` (live). A map or list empty or null on both sides is
+    /// a leaf that takes `r`; an applied null over a live map or list with content merges
+    /// nothing into it, so the live content stays until pruned (typed/merge.go, doMap and
+    /// doList with emptyPromoteToLeaf).
     fn merge(&self, path: &mut Vec<Pe>, l: Option<&Value>, r: Option<&Value>) -> Option<Value> {
         let Some(r) = r else { return l.cloned() };
         match kind_of(l, Some(r)) {
-            Kind::Map if !r.is_null() && !self.atomic_map(path) => {
+            Kind::Map if !self.atomic_map(path) => {
                 let (lm, rm) = (l.and_then(Value::as_object), r.as_object());
                 let empty = |m: Option<&Map<String, Value>>| m.is_none_or(Map::is_empty);
                 if empty(lm) && empty(rm) {
@@ -1116,7 +1124,7 @@ impl Walk<'_> {
                 }
                 Some(Value::Object(out))
             }
-            Kind::List if !r.is_null() => {
+            Kind::List => {
                 let list = self.list_type(path);
                 let la = l.and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
                 let ra = r.as_array().map_or(&[][..], Vec::as_slice);
@@ -1321,43 +1329,43 @@ impl Walk<'_> {
         }
     }
 
-    /// `v` without the members of `set` (RemoveItems); `None` when a container was
-    /// emptied (the real walk leaves a null there, which the API drops).
-    fn remove(&self, path: &mut Vec<Pe>, v: &Value, set: &Set) -> Option<Value> {
+    /// `v` without the members of `set` (RemoveItems). A map or list left with nothing
+    /// (or empty or atomic to begin with) becomes null, and its parent keeps the key or
+    /// the item with that null: kube-apiserver v1.32 and v1.33 (structured-merge-diff
+    /// v4) and v1.36 patch releases since the revert of structured-merge-diff#306
+    /// (v6.3.3, v6.4.2) do so (typed/remove.go, doMap and doList). The null then reaches
+    /// validation: a non-nullable object field fails with `must be of type object: "null"`.
+    fn remove(&self, path: &mut Vec<Pe>, v: &Value, set: &Set) -> Value {
         match v {
             Value::Object(m) => {
                 if m.is_empty() || self.atomic_map(path) {
-                    return None;
+                    return Value::Null;
                 }
                 let mut out = Map::new();
-                let mut emptied = false;
                 for (k, child) in m {
                     let pe = Pe::Field(k.clone());
                     if set.members.contains(&pe) {
                         continue;
                     }
-                    let Some(below) = set.children.get(&pe) else {
-                        out.insert(k.clone(), child.clone());
-                        continue;
-                    };
-                    path.push(pe);
-                    match self.remove(path, child, below) {
-                        Some(kept) => {
-                            out.insert(k.clone(), kept);
+                    let kept = match set.children.get(&pe) {
+                        Some(below) => {
+                            path.push(pe);
+                            let kept = self.remove(path, child, below);
+                            path.pop();
+                            kept
                         }
-                        None => emptied = true,
-                    }
-                    path.pop();
+                        None => child.clone(),
+                    };
+                    out.insert(k.clone(), kept);
                 }
-                (emptied || !out.is_empty()).then_some(Value::Object(out))
+                if out.is_empty() { Value::Null } else { Value::Object(out) }
             }
             Value::Array(items) => {
                 let list = self.list_type(path);
                 if items.is_empty() || list == ListType::Atomic {
-                    return None;
+                    return Value::Null;
                 }
                 let mut out = Vec::new();
-                let mut emptied = false;
                 for item in items {
                     let Ok(pe) = Self::item_pe(&list, item) else {
                         out.push(item.clone());
@@ -1366,25 +1374,26 @@ impl Walk<'_> {
                     if set.members.contains(&pe) {
                         continue;
                     }
-                    let Some(below) = set.children.get(&pe) else {
-                        out.push(item.clone());
-                        continue;
-                    };
-                    path.push(pe);
-                    match self.remove(path, item, below) {
-                        Some(kept) => out.push(kept),
-                        None => emptied = true,
+                    match set.children.get(&pe) {
+                        Some(below) => {
+                            path.push(pe);
+                            out.push(self.remove(path, item, below));
+                            path.pop();
+                        }
+                        None => out.push(item.clone()),
                     }
-                    path.pop();
                 }
-                (emptied || !out.is_empty()).then_some(Value::Array(out))
+                if out.is_empty() { Value::Null } else { Value::Array(out) }
             }
-            other => Some(other.clone()),
+            other => other.clone(),
         }
     }
 
     fn remove_root(&self, v: &Value, set: &Set) -> Value {
-        self.remove(&mut Vec::new(), v, set).unwrap_or_else(|| json!({}))
+        match self.remove(&mut Vec::new(), v, set) {
+            Value::Null => json!({}),
+            kept => kept,
+        }
     }
 
     /// Removes what the applier owned last time (`last`), owns no longer and nobody else
@@ -1991,6 +2000,64 @@ mod tests {
         let gone = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}});
         let out = apply(Some(&live), &gone, &apps("one", T2), false, &shape, Scope::NoStatus).unwrap();
         assert_eq!(out["metadata"]["finalizers"], json!(["b.io/y"]));
+    }
+
+    #[test]
+    fn an_applied_empty_map_is_owned_and_a_map_emptied_by_pruning_becomes_null() {
+        // The CronJob case: the applier keeps `jobTemplate: {}` but no longer applies
+        // what was inside. The real server owns `f:jobTemplate` as a leaf and leaves a
+        // null where the emptied map was (tofieldset.go, remove.go).
+        let full = widget(json!({"schedule": "a", "jobTemplate": {"spec": {"template": {"x": 1}}}}));
+        let live = ok_apply(None, &full, &mgr("a", T0), false);
+        let out =
+            ok_apply(Some(&live), &widget(json!({"schedule": "b", "jobTemplate": {}})), &mgr("a", T1), true);
+        assert_eq!(out["spec"], json!({"schedule": "b", "jobTemplate": null}));
+        assert_eq!(fields(&out, "a", "Apply"), json!({"f:spec": {"f:jobTemplate": {}, "f:schedule": {}}}));
+
+        // A map the object did not have is created as `{}`, and owned.
+        let out = ok_apply(None, &widget(json!({"jobTemplate": {}})), &mgr("a", T0), false);
+        assert_eq!(out["spec"], json!({"jobTemplate": {}}));
+        assert_eq!(fields(&out, "a", "Apply"), json!({"f:spec": {"f:jobTemplate": {}}}));
+        let again = ok_apply(Some(&out), &widget(json!({"jobTemplate": {}})), &mgr("a", T1), false);
+        assert_eq!(again, out, "re-applying {{}} changes nothing");
+
+        // metadata.labels: {} the same way.
+        let cfg = json!({"apiVersion": CR, "kind": "Widget", "metadata": {"name": "w", "labels": {}}});
+        let out = ok_apply(None, &cfg, &mgr("a", T0), false);
+        assert_eq!(out["metadata"]["labels"], json!({}));
+        assert_eq!(fields(&out, "a", "Apply"), json!({"f:metadata": {"f:labels": {}}}));
+        let labelled =
+            json!({"apiVersion": CR, "kind": "Widget", "metadata": {"name": "w", "labels": {"k": "v"}}});
+        let live = ok_apply(None, &labelled, &mgr("a", T0), false);
+        let out = ok_apply(Some(&live), &cfg, &mgr("a", T1), false);
+        assert_eq!(out["metadata"]["labels"], Value::Null, "emptied by pruning: null");
+    }
+
+    #[test]
+    fn an_applied_empty_list_is_owned_only_when_atomic() {
+        // An empty set or map list names no item, so nothing is owned (tofieldset.go,
+        // doList); created, it stays as applied.
+        let out = ok_apply(None, &widget(json!({"size": 1, "tags": [], "args": []})), &mgr("a", T0), false);
+        assert_eq!(out["spec"], json!({"size": 1, "tags": [], "args": []}));
+        assert_eq!(fields(&out, "a", "Apply"), json!({"f:spec": {"f:args": {}, "f:size": {}}}));
+        // Over items the applier no longer applies, the unowned list goes whole (the
+        // field is a member of the merged set and of nobody's).
+        let cfg = widget(json!({"size": 1, "tags": ["x"], "items": [{"name": "i"}]}));
+        let live = ok_apply(None, &cfg, &mgr("a", T0), false);
+        let out =
+            ok_apply(Some(&live), &widget(json!({"size": 1, "tags": [], "items": []})), &mgr("a", T1), false);
+        assert_eq!(out["spec"], json!({"size": 1}));
+    }
+
+    #[test]
+    fn an_applied_null_over_a_live_map_merges_nothing_into_it() {
+        // typed/merge.go: a null over a map with content is not a leaf; what goes is what
+        // pruning takes, and what another manager owns stays.
+        let live = ok_apply(None, &widget(json!({"extra": {"a": 1}})), &mgr("a", T0), false);
+        let live = ok_apply(Some(&live), &widget(json!({"extra": {"b": 2}})), &mgr("b", T1), false);
+        let out = ok_apply(Some(&live), &widget(json!({"extra": null})), &mgr("a", T2), false);
+        assert_eq!(out["spec"], json!({"extra": {"b": 2}}));
+        assert_eq!(fields(&out, "a", "Apply"), json!({"f:spec": {"f:extra": {}}}));
     }
 
     #[test]

@@ -437,6 +437,33 @@ async fn crd_validation_422_with_causes_and_pruning() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn server_side_apply_of_an_empty_map_keeps_it_and_a_pruned_one_is_an_invalid_null() {
+    let (_sim, client) = start().await;
+    let widgets = install_widgets(&client).await;
+    let ssa = PatchParams::apply("m").force();
+    let cfg = |name: &str, labels: serde_json::Value, extra: serde_json::Value| {
+        json!({"apiVersion": "example.com/v1", "kind": "Widget",
+               "metadata": {"name": name, "labels": labels}, "spec": {"color": "red", "extra": extra}})
+    };
+    // Created as `{}` and owned as a leaf, labels too.
+    let w = widgets.patch("e", &ssa, &Patch::Apply(cfg("e", json!({}), json!({})))).await.expect("apply");
+    assert_eq!((&w.data["spec"]["extra"], &w.metadata.labels), (&json!({}), &Some(BTreeMap::new())));
+    let owned = w.metadata.managed_fields.as_deref().and_then(|m| m[0].fields_v1.clone()).expect("fields");
+    assert_eq!(owned.0["f:spec"]["f:extra"], json!({}));
+    assert_eq!(owned.0["f:metadata"]["f:labels"], json!({}));
+
+    // Applying `extra: {}` over what the manager applied inside it empties the map, and
+    // the real server validates the null its pruning leaves (a non-nullable object).
+    widgets.patch("f", &ssa, &Patch::Apply(cfg("f", json!({}), json!({"free": "x"})))).await.expect("apply");
+    let err = api_err(widgets.patch("f", &ssa, &Patch::Apply(cfg("f", json!({}), json!({})))).await);
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        err.message,
+        r#"Widget.example.com "f" is invalid: spec.extra: Invalid value: "null": spec.extra in body must be of type object: "null""#
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn status_subresource_and_generation_rules() {
     let (_sim, client) = start().await;
     let widgets = install_widgets(&client).await;

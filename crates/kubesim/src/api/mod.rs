@@ -71,6 +71,14 @@ pub struct WriteOpts {
     /// Who asks, for RBAC checks made while writing (OwnerReferencesPermissionEnforcement);
     /// `None` when the server does not authorize (no `--authz`).
     pub authz_user: Option<crate::authz::User>,
+    /// Set by server-side apply itself: the merged object never goes through the decoder,
+    /// so a custom resource's non-nullable nulls (those pruning leaves) are validated, not
+    /// dropped. The real server's apply patcher unmarshals the configuration straight
+    /// into an unstructured object and hands the field manager's result to validation;
+    /// only decoding prunes such nulls (apiextensions-apiserver
+    /// pkg/apiserver/customresource_handler.go, schemaCoercingDecoder; handlers/patch.go,
+    /// applyPatcher).
+    pub(crate) from_apply: bool,
 }
 
 impl WriteOpts {

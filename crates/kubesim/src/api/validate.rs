@@ -125,7 +125,9 @@ impl Api {
                     FieldValidation::Ignore => {}
                 }
             }
-            schema::drop_nulls(obj, schema);
+            if !opts.from_apply {
+                schema::drop_nulls(obj, schema);
+            }
             schema::apply_defaults(obj, schema);
             let found = match old {
                 Some(old) => schema::validate_update(obj, old, schema),

@@ -394,6 +394,7 @@ impl Api {
     ) -> Result<Written, ApiError> {
         let config = self.apply_config(rt, ns, name, body)?;
         self.check_namespace(rt, ns, name)?;
+        let opts = &WriteOpts { from_apply: true, ..opts.clone() };
         let mgr = opts.manager();
         let now = meta::now();
         let scope = if rt.status { ssa::Scope::NoStatus } else { ssa::Scope::All };
@@ -428,6 +429,7 @@ impl Api {
         opts: &WriteOpts,
     ) -> Result<Written, ApiError> {
         let config = self.apply_config(rt, ns, name, body)?;
+        let opts = &WriteOpts { from_apply: true, ..opts.clone() };
         let mgr = opts.manager();
         let now = meta::now();
         let new = ssa::apply(

@@ -53,6 +53,7 @@ pub(super) fn write_opts(
         force: truthy(query, "force"),
         user: user_info(user),
         authz_user: user.cloned(),
+        from_apply: false,
     })
 }
 
