@@ -14,6 +14,7 @@ use super::step::{Action, Step, Then};
 use crate::format::ObjectRef;
 use crate::oracles::{Oracle, after_step};
 use crate::perturb;
+use crate::record::CallObject;
 use crate::settle::{Quiet, advance, pause, settle};
 use crate::state::{controller_owner, describe, identity};
 use crate::world::World;
@@ -223,10 +224,16 @@ impl Runner {
                 ));
             }
         }
-        self.invariants(n, &snapshot.objects, &primaries).await
+        let failed: BTreeSet<CallObject> =
+            last_calls.iter().filter(|(_, c)| c.failed().is_some()).map(|(o, _)| o.clone()).collect();
+        let checked: Vec<&Value> =
+            primaries.into_iter().filter(|p| !failed.contains(&call_object(p))).collect();
+        self.invariants(n, &snapshot.objects, &checked).await
     }
 
-    /// The script's invariants, on every primary object not being deleted.
+    /// The script's invariants, on every primary object not being deleted whose last
+    /// reconcile succeeded: an invariant says what a reconcile promises, and a failed one
+    /// (reported on the object, which the errors-reported oracle checks) promised nothing.
     async fn invariants(&mut self, n: usize, objects: &[Value], primaries: &[&Value]) -> Result<(), Failure> {
         let spec = self.world.spec().clone();
         for c in spec.controllers.iter().filter(|c| !c.invariants.is_empty()) {
@@ -328,6 +335,17 @@ impl Runner {
             .collect();
         out.sort();
         out
+    }
+}
+
+/// How the recording names `o`.
+fn call_object(o: &Value) -> CallObject {
+    let (api_version, kind, namespace, name) = identity(o);
+    CallObject {
+        api_version: api_version.to_owned(),
+        kind: kind.to_owned(),
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
     }
 }
 

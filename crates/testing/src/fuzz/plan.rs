@@ -223,10 +223,17 @@ impl Planner {
             let before = current["spec"].clone();
             current["spec"] = generate::mutate(schema, &before, &mut self.rng);
             let changed = crate::oracles::changed_paths(&before, &current["spec"], 3);
-            let what = if changed.is_empty() {
+            let shown: Vec<String> = changed
+                .iter()
+                .map(|path| match path.split('.').try_fold(&current["spec"], |v, k| v.get(k)) {
+                    Some(v) => format!("{path}={}", short(v)),
+                    None => format!("{path} removed"),
+                })
+                .collect();
+            let what = if shown.is_empty() {
                 "unchanged spec".to_owned()
             } else {
-                format!("spec changed at {}", changed.join(", "))
+                format!("spec changed: {}", shown.join(", "))
             };
             return (current, what);
         }
@@ -321,6 +328,15 @@ impl Planner {
             }
         };
         Some(Action::Fault(rule))
+    }
+}
+
+/// `v` as compact JSON, cut at 40 characters (a trace line stays a line).
+fn short(v: &Value) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(40) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
     }
 }
 
