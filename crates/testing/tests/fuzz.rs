@@ -32,13 +32,15 @@ fn run(dir: &Path, config: &FuzzConfig) -> FuzzReport {
     }
 }
 
-/// A copy of `examples/NAME` without its tests, with `edit` applied to its script.
+/// A copy of `examples/NAME` without its tests (but with its fuzz settings), with `edit`
+/// applied to its script.
 fn copy(name: &str, edit: impl FnOnce(&str) -> String) -> tempfile::TempDir {
     fn copy_dir(from: &Path, to: &Path) {
         std::fs::create_dir_all(to).expect("mkdir");
         for entry in std::fs::read_dir(from).expect("read_dir").flatten() {
             let (path, name) = (entry.path(), entry.file_name());
-            if name == "tests" {
+            let in_tests = from.file_name().is_some_and(|d| d == "tests");
+            if in_tests && name != "fuzz.yaml" {
                 continue;
             }
             if name == "node_modules" {
