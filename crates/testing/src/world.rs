@@ -131,8 +131,11 @@ impl World {
     /// Its first lists are not awaited here: settle the world before the first step.
     pub async fn start(op: &Operator, config: &WorldConfig) -> Result<Self, WorldError> {
         let (dir, entry) = (op.dir.clone(), op.entry.clone());
+        // One runtime: calls run one at a time anyway (the recorder's gate), and a script that
+        // keeps state between calls (a counter at module level) then sees every call in order,
+        // as it would in a `ctop run` with one worker, instead of whichever runtime was free.
         let script =
-            tokio::task::spawn_blocking(move || Script::from_dir(&dir, &entry, 2, Limits::default()))
+            tokio::task::spawn_blocking(move || Script::from_dir(&dir, &entry, 1, Limits::default()))
                 .await
                 .map_err(|e| WorldError::Script(Box::new(e)))?
                 .map_err(|e| WorldError::Script(Box::new(e)))?;
