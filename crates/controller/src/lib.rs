@@ -28,7 +28,9 @@
 //!   `metrics`, re-exported there) and [`leader`] (Lease election);
 //! - `cluster`: the client, discovery, CRD installation;
 //! - `publish`: each controller's health as a `ControllerStatus` object
-//!   (`kubectl get controllerstatuses`), written by the leader.
+//!   (`kubectl get controllerstatuses`), written by the leader;
+//! - [`ring`]: the consistent-hash ring that will assign objects to the members of a
+//!   sharded operator (issue 21; not wired into `run` yet).
 //!
 //! Effects go through `ctop-applier`; the contract of each (status merge patch,
 //! `observedGeneration` only after full success, the `Reconciled` condition, pruning, keep)
@@ -53,6 +55,7 @@ mod publish;
 mod queue;
 pub mod reconcile;
 mod retry;
+pub mod ring;
 mod run;
 mod store;
 mod triggers;
