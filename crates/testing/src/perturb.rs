@@ -31,7 +31,8 @@ fn violation(oracle: Oracle, message: String) -> Violation {
     Violation { oracle, message }
 }
 
-fn reference(o: &Value) -> ObjectRef {
+/// How a test names the object `o`.
+pub fn reference(o: &Value) -> ObjectRef {
     let (api_version, kind, ns, name) = identity(o);
     ObjectRef {
         api_version: Some(api_version.to_owned()),

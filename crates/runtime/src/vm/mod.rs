@@ -72,6 +72,7 @@ use rquickjs::loader::{ImportAttributes, Loader, Resolver};
 use rquickjs::module::Declared;
 use rquickjs::{Coerced, Context, Ctx, Exception, Function, Persistent, Runtime, Type, Value};
 
+mod clock;
 mod error;
 mod host;
 mod nondet;
@@ -82,6 +83,7 @@ pub use crate::egress::EgressPolicy;
 pub use crate::fetch::FetchLimits;
 use crate::fetch::Fetcher;
 use crate::snapshot::Snapshots;
+pub use clock::{Clock, ClockFn};
 use host::{HostFetch, install_host};
 
 pub use error::VmError;
@@ -134,28 +136,6 @@ impl Default for Limits {
 /// 1-based column) to the TypeScript source position (1-based line and column), or `None`
 /// when it has no mapping. The load part builds one from the bundle's source maps.
 pub type PositionMapper = Arc<dyn Fn(&str, u32, u32) -> Option<(u32, u32)> + Send + Sync>;
-
-/// A source of the wall-clock time, in place of the system's.
-pub type ClockFn = Arc<dyn Fn() -> std::time::SystemTime + Send + Sync>;
-
-/// The clock the SDK's `now()` reads: the system's, unless a test set another
-/// ([`crate::Script::set_clock`]: `ctop test` runs scripts on its virtual clock).
-/// `Date.now()` and `new Date()` read the system's clock whatever is set here.
-#[derive(Default)]
-pub struct Clock(parking_lot::RwLock<Option<ClockFn>>);
-
-impl Clock {
-    /// Read `f` from now on.
-    pub fn set(&self, f: ClockFn) {
-        *self.0.write() = Some(f);
-    }
-
-    /// Milliseconds since the Unix epoch.
-    pub fn now_ms(&self) -> f64 {
-        let now = self.0.read().as_ref().map_or_else(std::time::SystemTime::now, |f| f());
-        now.duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_millis() as f64)
-    }
-}
 
 /// Everything [`Vm::with_options`] takes besides the bundle and the sdk.
 #[derive(Clone, Default)]

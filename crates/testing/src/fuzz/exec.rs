@@ -73,6 +73,8 @@ pub struct Runner {
     alive: BTreeSet<ObjectRef>,
     /// The oracles `tests/fuzz.yaml` leaves out.
     off: BTreeMap<Oracle, String>,
+    /// The operator's children at the last checkpoint, sorted.
+    children: Vec<ObjectRef>,
     /// Counts so far.
     pub counts: Counts,
 }
@@ -88,7 +90,15 @@ fn first_line(e: &str) -> &str {
 impl Runner {
     /// A runner on a started, settled world.
     pub fn new(world: World, q: Quiet, off: BTreeMap<Oracle, String>) -> Self {
-        Self { world, q, faulted: false, alive: BTreeSet::new(), off, counts: Counts::default() }
+        Self {
+            world,
+            q,
+            faulted: false,
+            alive: BTreeSet::new(),
+            off,
+            children: Vec::new(),
+            counts: Counts::default(),
+        }
     }
 
     /// The world.
@@ -208,6 +218,7 @@ impl Runner {
         }
         self.counts.checkpoints += 1;
         let snapshot = self.world.snapshot().await.map_err(|e| fail("harness", e))?;
+        self.children = children_in(self.world.spec(), &snapshot.objects);
         let last_calls = self.world.recording().last_by_object();
         let handled = last_calls.keys().cloned().collect();
         let applied = self.world.applied();
@@ -316,26 +327,30 @@ impl Runner {
         Ok(())
     }
 
-    /// The operator's children now, sorted (what the planner may delete or change).
-    pub async fn children(&self) -> Vec<ObjectRef> {
-        let Ok(snapshot) = self.world.snapshot().await else { return Vec::new() };
-        let mut out: Vec<ObjectRef> = snapshot
-            .objects
-            .iter()
-            .filter(|o| controller_owner(o).is_some() && o["metadata"]["deletionTimestamp"].is_null())
-            .filter(|o| {
-                let (api_version, kind, ..) = identity(o);
-                self.world
-                    .spec()
-                    .controllers
-                    .iter()
-                    .any(|c| c.manages.iter().any(|m| m.api_version == api_version && m.kind == kind))
-            })
-            .map(super::step::reference)
-            .collect();
-        out.sort();
-        out
+    /// The operator's children at the last checkpoint, sorted (what the planner may delete
+    /// or change).
+    pub fn children(&self) -> Vec<ObjectRef> {
+        self.children.clone()
     }
+}
+
+/// The live objects of a kind some controller manages that have a controller owner, sorted.
+fn children_in(spec: &ctop_core::OperatorSpec, objects: &[Value]) -> Vec<ObjectRef> {
+    let managed = |o: &Value| {
+        let (api_version, kind, ..) = identity(o);
+        spec.controllers
+            .iter()
+            .any(|c| c.manages.iter().any(|m| m.api_version == api_version && m.kind == kind))
+    };
+    let mut out: Vec<ObjectRef> = objects
+        .iter()
+        .filter(|o| {
+            controller_owner(o).is_some() && o["metadata"]["deletionTimestamp"].is_null() && managed(o)
+        })
+        .map(crate::perturb::reference)
+        .collect();
+    out.sort();
+    out
 }
 
 /// How the recording names `o`.

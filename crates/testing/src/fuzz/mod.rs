@@ -294,7 +294,7 @@ async fn live(op: &Operator, config: &FuzzConfig) -> Result<(FuzzReport, Vec<Ste
                 }
             }
             if step.then == step::Then::Settle {
-                seen.children = runner.children().await;
+                seen.children = runner.children();
             }
         }
     }

@@ -146,14 +146,3 @@ impl fmt::Display for Step {
         }
     }
 }
-
-/// The object `o` names, as the trace shows it.
-pub fn reference(o: &Value) -> ObjectRef {
-    let (api_version, kind, ns, name) = crate::state::identity(o);
-    ObjectRef {
-        api_version: Some(api_version.to_owned()),
-        kind: kind.to_owned(),
-        namespace: (!ns.is_empty()).then(|| ns.to_owned()),
-        name: name.to_owned(),
-    }
-}
