@@ -38,11 +38,19 @@ pub struct ApplierConfig {
     /// The `applyset.kubernetes.io/tooling` value written on owners (default
     /// `ctop/v<version>`). An owner whose tooling names another tool is refused.
     pub tooling: String,
+    /// Labels every child carries besides the ApplySet's, over the desired object's own
+    /// (a sharded operator's member label; default none).
+    pub child_labels: Vec<(String, String)>,
 }
 
 impl Default for ApplierConfig {
     fn default() -> Self {
-        Self { field_manager: "ctop".to_owned(), force: true, tooling: DEFAULT_TOOLING.to_owned() }
+        Self {
+            field_manager: "ctop".to_owned(),
+            force: true,
+            tooling: DEFAULT_TOOLING.to_owned(),
+            child_labels: Vec::new(),
+        }
     }
 }
 
@@ -571,6 +579,9 @@ impl Applier {
             return Err(invalid(child.to_string(), "metadata.labels is not an object"));
         };
         labels.insert(PART_OF_LABEL.into(), Value::String(set_id.to_owned()));
+        for (k, v) in &self.config.child_labels {
+            labels.insert(k.clone(), Value::String(v.clone()));
+        }
 
         let refs = meta.entry("ownerReferences").or_insert_with(|| Value::Array(Vec::new()));
         if refs.is_null() {

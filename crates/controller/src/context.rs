@@ -52,6 +52,8 @@ pub(crate) struct Ctx {
     /// The uids of primaries seen being deleted with `propagationPolicy: Orphan` (see
     /// `finalize::note_orphaning`).
     pub(crate) orphaning: Arc<Mutex<std::collections::HashSet<String>>>,
+    /// This replica's part in the ring of a sharded run (see `shard`).
+    pub(crate) shard: Option<Arc<crate::shard::Shard>>,
 }
 
 /// The resourceVersions the controller's own writes produced (status writes of primaries,

@@ -25,6 +25,12 @@ pub enum RunError {
     /// Start-up failed otherwise.
     #[error("{0}")]
     Start(String),
+    /// A sharded replica could not renew its member Lease within the renew deadline and
+    /// stopped, before the sharder could move its objects; restart it to rejoin.
+    #[error(
+        "lost the member Lease of operator {0:?}: stopped so that its objects can move; restart to rejoin the ring"
+    )]
+    LostMembership(String),
 }
 
 /// Why one reconcile (or finalize, or `onStart`) failed.

@@ -199,6 +199,7 @@ struct StatusJson {
 #[derive(Debug, Clone, Default)]
 pub struct Health {
     inner: Arc<Mutex<BTreeMap<String, ControllerStatus>>>,
+    sharding: Arc<Mutex<Option<crate::shard::ShardingStatus>>>,
 }
 
 impl Health {
@@ -260,6 +261,16 @@ impl Health {
         });
     }
 
+    /// The ring of a sharded run as this replica sees it (served on `/status`).
+    pub fn set_sharding(&self, status: crate::shard::ShardingStatus) {
+        *self.sharding.lock() = Some(status);
+    }
+
+    /// The ring of a sharded run, once known.
+    pub fn sharding(&self) -> Option<crate::shard::ShardingStatus> {
+        self.sharding.lock().clone()
+    }
+
     /// A snapshot of one controller.
     pub fn status(&self, controller: &str) -> Option<ControllerStatus> {
         self.inner.lock().get(controller).cloned()
@@ -278,11 +289,16 @@ impl Health {
     }
 
     /// The `/status` document: `{"controllers": [{name, ready, cachesSynced, conditions,
-    /// lastErrors}]}`, controllers sorted by name, `lastErrors` oldest first.
+    /// lastErrors}]}`, controllers sorted by name, `lastErrors` oldest first; a sharded run
+    /// adds `"sharding": {ring, member, sharder, members: [{name, holder, objects,
+    /// renewTime, leaseDurationSeconds, live, fenced}]}`.
     pub fn status_json(&self) -> serde_json::Value {
-        let map = self.inner.lock();
-        let controllers: Vec<StatusJson> = map.values().map(ControllerStatus::to_json).collect();
-        serde_json::json!({ "controllers": controllers })
+        let controllers: Vec<StatusJson> =
+            self.inner.lock().values().map(ControllerStatus::to_json).collect();
+        match self.sharding() {
+            Some(s) => serde_json::json!({ "controllers": controllers, "sharding": s }),
+            None => serde_json::json!({ "controllers": controllers }),
+        }
     }
 }
 

@@ -13,6 +13,7 @@
 //! `holderIdentity`, `leaseDurationSeconds: 1`) so a standby takes over at once; dropping
 //! the [`Leadership`] (or [`Leadership::abort`]) stops without releasing, like a crash.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -40,6 +41,9 @@ pub struct LeaseConfig {
     pub renew_deadline: Duration,
     /// Time between acquire and renew attempts (default 2 s).
     pub retry_period: Duration,
+    /// Labels the Lease carries, set at creation and on every renewal (a sharded
+    /// operator's members are found by theirs; see `shard`).
+    pub labels: BTreeMap<String, String>,
 }
 
 impl LeaseConfig {
@@ -52,6 +56,7 @@ impl LeaseConfig {
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(2),
+            labels: BTreeMap::new(),
         }
     }
 }
@@ -92,6 +97,9 @@ pub struct LeaderElector {
     api: Api<Lease>,
     config: LeaseConfig,
     duration_secs: i32,
+    /// Annotations written with every renewal, read when it is written (a member's
+    /// object count).
+    annotations: Option<watch::Receiver<BTreeMap<String, String>>>,
 }
 
 impl std::fmt::Debug for LeaderElector {
@@ -124,7 +132,28 @@ impl LeaderElector {
         let duration_secs =
             i32::try_from(secs).map_err(|_| LeaderError::InvalidConfig("lease_duration too long".into()))?;
         let api = Api::namespaced(client, &config.namespace);
-        Ok(Self { api, config, duration_secs })
+        Ok(Self { api, config, duration_secs, annotations: None })
+    }
+
+    /// Write the current value of `annotations` on the Lease with every renewal.
+    #[must_use]
+    pub fn with_annotations(mut self, annotations: watch::Receiver<BTreeMap<String, String>>) -> Self {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// The labels and annotations this candidate keeps on the Lease, merged into `meta`.
+    fn stamp(&self, meta: &mut ObjectMeta) {
+        if !self.config.labels.is_empty() {
+            let labels = meta.labels.get_or_insert_with(BTreeMap::new);
+            labels.extend(self.config.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        if let Some(a) = &self.annotations {
+            let current = a.borrow().clone();
+            if !current.is_empty() {
+                meta.annotations.get_or_insert_with(BTreeMap::new).extend(current);
+            }
+        }
     }
 
     /// The config this candidate runs with.
@@ -146,12 +175,14 @@ impl LeaderElector {
         let id = &self.config.identity;
         let now = Timestamp::now();
         let Some(mut lease) = self.api.get_opt(&self.config.name).await? else {
+            let mut metadata = ObjectMeta {
+                name: Some(self.config.name.clone()),
+                namespace: Some(self.config.namespace.clone()),
+                ..ObjectMeta::default()
+            };
+            self.stamp(&mut metadata);
             let lease = Lease {
-                metadata: ObjectMeta {
-                    name: Some(self.config.name.clone()),
-                    namespace: Some(self.config.namespace.clone()),
-                    ..ObjectMeta::default()
-                },
+                metadata,
                 spec: Some(LeaseSpec {
                     holder_identity: Some(id.clone()),
                     lease_duration_seconds: Some(self.duration_secs),
@@ -189,6 +220,7 @@ impl LeaderElector {
             lease_transitions: Some(transitions),
             ..old
         });
+        self.stamp(&mut lease.metadata);
         // `lease.metadata.resourceVersion` is the one we read: a concurrent write gives 409.
         match self.api.replace(&self.config.name, &PostParams::default(), &lease).await {
             Ok(_) => Ok(Attempt::Held),

@@ -29,8 +29,9 @@
 //! - `cluster`: the client, discovery, CRD installation;
 //! - `publish`: each controller's health as a `ControllerStatus` object
 //!   (`kubectl get controllerstatuses`), written by the leader;
-//! - [`ring`]: the consistent-hash ring that will assign objects to the members of a
-//!   sharded operator (issue 21; not wired into `run` yet).
+//! - [`shard`]: a sharded run (`ctop run --sharding`): member Leases, the sharder that
+//!   labels each object with its member on the consistent-hash [`ring`], and the drain
+//!   handshake that moves objects between members.
 //!
 //! Effects go through `ctop-applier`; the contract of each (status merge patch,
 //! `observedGeneration` only after full success, the `Reconciled` condition, pruning, keep)
@@ -57,6 +58,7 @@ pub mod reconcile;
 mod retry;
 pub mod ring;
 mod run;
+pub mod shard;
 mod store;
 mod triggers;
 mod worker;

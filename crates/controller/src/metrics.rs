@@ -308,6 +308,7 @@ struct Inner {
     reconcile_skipped: Family<ControllerLabels, Counter>,
     prunes: Family<ControllerLabels, Counter>,
     leader: Family<NameLabels, Gauge>,
+    shard: crate::shard::ShardMetrics,
     in_flight: Arc<InFlight>,
 }
 
@@ -352,6 +353,7 @@ impl Metrics {
             reconcile_skipped: Family::default(),
             prunes: Family::default(),
             leader: Family::default(),
+            shard: crate::shard::ShardMetrics::default(),
             in_flight: Arc::default(),
         };
         let r = &mut inner.registry;
@@ -432,6 +434,7 @@ impl Metrics {
             "1 while this replica holds the leader Lease named by `name`, else 0",
             inner.leader.clone(),
         );
+        inner.shard.register(r);
         // Collectors are encoded after the registered families, so these come last.
         r.register_collector(Box::new(Arc::clone(&inner.in_flight)));
         Metrics { inner: Arc::new(inner) }
@@ -507,6 +510,11 @@ impl Metrics {
     /// `leader_election_master_status`).
     pub fn set_leader(&self, lease: &str, leading: bool) {
         self.inner.leader.get_or_create(&named(lease)).set(i64::from(leading));
+    }
+
+    /// The metrics of a sharded run (`ctop_shard_*`).
+    pub(crate) fn shard(&self) -> crate::shard::ShardMetrics {
+        self.inner.shard.clone()
     }
 
     /// A worker picked up an item (`+1`) or finished (`-1`).

@@ -37,6 +37,10 @@ pub struct RunOptions {
     pub install_crds: Vec<Value>,
     /// The global limit on retries of failed reconciles, shared by every controller.
     pub retry_limit: RetryLimit,
+    /// Spread the primary objects over the replicas instead of electing one to do all the
+    /// work (`ctop run --sharding`; see `shard`). Each replica holds a member Lease in
+    /// `lease_namespace`; the one elected on the leader Lease assigns the objects.
+    pub sharding: bool,
 }
 
 /// The global bucket that failed reconciles are retried through, on top of the per-object

@@ -54,6 +54,8 @@ pub(crate) struct WorkQueue {
     ready: Notify,
     /// Wakes the timer task when an earlier timer is set.
     timers: Notify,
+    /// Wakes those waiting for a worker to finish (see [`WorkQueue::wait_idle`]).
+    idle: Notify,
 }
 
 #[derive(Default)]
@@ -80,7 +82,14 @@ impl State {
 impl WorkQueue {
     /// An empty queue named `name` (the `name` label of its metrics, when given).
     pub(crate) fn new(name: String, metrics: Option<Metrics>) -> Arc<Self> {
-        Arc::new(Self { name, metrics, state: Mutex::default(), ready: Notify::new(), timers: Notify::new() })
+        Arc::new(Self {
+            name,
+            metrics,
+            state: Mutex::default(),
+            ready: Notify::new(),
+            timers: Notify::new(),
+            idle: Notify::new(),
+        })
     }
 
     /// Queue `key` now. A key already waiting stays where it is, except that a change moves
@@ -180,6 +189,7 @@ impl WorkQueue {
         let requeued = {
             let mut st = self.state.lock();
             st.processing.remove(key);
+            self.idle.notify_waiters();
             match st.dirty.get(key).map(|(_, p)| *p) {
                 Some(Priority::Change) => st.changes.push_back(key.to_owned()),
                 Some(Priority::Background) => st.background.push_back(key.to_owned()),
@@ -191,6 +201,20 @@ impl WorkQueue {
             m.set_queue_depth(&self.name, requeued);
         }
         self.ready.notify_one();
+    }
+
+    /// Wait until no worker is on `key` (a sharded member handing an object over waits for
+    /// the reconcile in flight; see `shard::drain`).
+    pub(crate) async fn wait_idle(&self, key: &str) {
+        loop {
+            let idle = self.idle.notified();
+            let mut idle = std::pin::pin!(idle);
+            idle.as_mut().enable();
+            if !self.state.lock().processing.contains_key(key) {
+                return;
+            }
+            idle.await;
+        }
     }
 
     /// Stop handing out keys: waiting and future [`get`](Self::get)s return `None`.

@@ -53,9 +53,13 @@ pub(crate) async fn reconcile(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Next, 
         controller = %ctx.spec.name,
         object = %object_key(&obj),
         generation = obj.generation().unwrap_or_default(),
+        member = tracing::field::Empty,
         otel.status_code = tracing::field::Empty,
         error = tracing::field::Empty,
     );
+    if let Some(shard) = &ctx.shard {
+        span.record("member", shard.me.as_str());
+    }
     let key = object_key(&obj);
     ctx.metrics.add_active_workers(&ctx.spec.name, 1);
     // In progress until finished (or dropped, if this future is cancelled).

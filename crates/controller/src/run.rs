@@ -28,6 +28,7 @@ use crate::options::{LeaseTiming, RunOptions};
 use crate::publish::Publisher;
 use crate::queue::{Priority, WorkQueue};
 use crate::retry::Bucket;
+use crate::shard::{self, Drainer, Ownership, Primary, Shard};
 use crate::triggers::{filter_events, object_key, owner_keys, reloads, watch_triggers};
 use crate::worker::run_workers;
 
@@ -95,14 +96,23 @@ pub async fn run_reloadable(
             .map_err(|e| RunError::Start(e.to_string()))?;
     tracing::info!(%health_addr, %metrics_addr, "serving health and metrics");
 
-    let leadership = if options.leader_elect {
-        // Unique per replica: the pod name, else host and process (two processes on one
-        // host must not share an identity).
-        let identity =
-            options.identity.clone().or_else(|| std::env::var("POD_NAME").ok()).unwrap_or_else(|| {
-                let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "ctop".into());
-                format!("{host}_{}", std::process::id())
-            });
+    let (stop_tx, stop_rx) = watch::channel(false);
+    // Unique per replica: the pod name, else host and process (two processes on one host
+    // must not share an identity). A sharded member's name is derived from it.
+    let identity = options.identity.clone().or_else(|| std::env::var("POD_NAME").ok()).unwrap_or_else(|| {
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "ctop".into());
+        format!("{host}_{}", std::process::id())
+    });
+    let member = if options.sharding {
+        let m = shard::join(&client, &options, timing, &identity, &metrics, stop_rx.clone())?;
+        tracing::info!(ring = options.name, member = m.shard.me, "joining the ring");
+        Some(m)
+    } else {
+        None
+    };
+    let identity = member.as_ref().map_or(identity, |m| m.shard.me.clone());
+    // With sharding, the leader only assigns objects (every member reconciles its own).
+    let leadership = if options.leader_elect || options.sharding {
         let mut config =
             LeaseConfig::new(options.lease_namespace.clone(), format!("{}-leader", options.name), identity);
         config.lease_duration = timing.lease_duration;
@@ -130,22 +140,26 @@ pub async fn run_reloadable(
         None
     };
 
-    let (stop_tx, stop_rx) = watch::channel(false);
     let retries = Arc::new(Bucket::new(options.retry_limit));
     let mut tasks = Vec::new();
     let resources = first.spec().resources.clone();
     let mut published = Vec::new();
+    let mut primaries = Vec::new();
     for spec in first.spec().controllers.clone() {
         if !spec.handlers.iter().any(|h| h == "reconcile") {
             tracing::warn!(controller = spec.name, "no reconcile handler: not started");
             continue;
         }
-        let leader = leadership.as_ref().map(Leadership::subscribe);
+        // Workers run while this replica leads, or, sharded, while it is a member.
+        let leader = match &member {
+            Some(m) => Some(m.lease.subscribe()),
+            None => leadership.as_ref().map(Leadership::subscribe),
+        };
         let owns_status = resources.iter().any(|r| {
             r.api_version == spec.for_.api_version && r.kind == spec.for_.kind && r.status_subresource
         });
         let name = spec.name.clone();
-        let fut = start_controller(
+        let (fut, primary) = start_controller(
             client.clone(),
             spec,
             owns_status,
@@ -155,11 +169,36 @@ pub async fn run_reloadable(
             health.clone(),
             metrics.clone(),
             leader,
+            member.as_ref().map(|m| m.shard.clone()),
             stop_rx.clone(),
         )
         .await?;
         tasks.push(tokio::spawn(fut));
         published.push(name);
+        primaries.push(primary);
+    }
+    if let (Some(m), Some(l)) = (&member, &leadership) {
+        let config = shard::SharderConfig {
+            operator: options.name.clone(),
+            lease_namespace: options.lease_namespace.clone(),
+        };
+        let sharder = shard::run_sharder(
+            client.clone(),
+            m.shard.clone(),
+            primaries,
+            config,
+            l.subscribe(),
+            stop_rx.clone(),
+        );
+        tasks.push(tokio::spawn(sharder));
+        let report = shard::report(
+            m.shard.clone(),
+            options.name.clone(),
+            health.clone(),
+            l.subscribe(),
+            stop_rx.clone(),
+        );
+        tasks.push(tokio::spawn(report));
     }
     let publisher = Publisher {
         client: client.clone(),
@@ -170,11 +209,32 @@ pub async fn run_reloadable(
         leading: leadership.as_ref().map(Leadership::subscribe),
     };
     tasks.push(tokio::spawn(publisher.run(stop_rx.clone())));
-    shutdown.await;
+    // A member that could not renew its Lease within the renew deadline stops before the
+    // sharder may move its objects (as controller-runtime exits on lost leadership).
+    let lost = async {
+        match member.as_ref().map(|m| m.lease.subscribe()) {
+            Some(mut held) => {
+                if held.wait_for(|h| *h).await.is_ok() {
+                    let _ = held.wait_for(|h| !*h).await;
+                }
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let lost = tokio::select! {
+        () = shutdown => false,
+        () = lost => true,
+    };
     tracing::info!("shutting down");
     stop_tx.send_replace(true);
     for t in tasks {
         let _ = t.await;
+    }
+    // Every reconcile has ended: the member Lease may go (the sharder moves its objects).
+    if let Some(m) = member
+        && let Err(e) = m.lease.shutdown().await
+    {
+        tracing::warn!(error = %e, "cannot release the member lease");
     }
     if let Some(l) = leadership
         && let Err(e) = l.shutdown().await
@@ -183,6 +243,9 @@ pub async fn run_reloadable(
     }
     health_task.abort();
     metrics_task.abort();
+    if lost {
+        return Err(RunError::LostMembership(options.name));
+    }
     Ok(())
 }
 
@@ -197,8 +260,9 @@ async fn start_controller(
     health: Health,
     metrics: Metrics,
     leader: Option<watch::Receiver<bool>>,
+    shard: Option<Arc<Shard>>,
     stop: watch::Receiver<bool>,
-) -> Result<impl Future<Output = ()> + Send + 'static, RunError> {
+) -> Result<(impl Future<Output = ()> + Send + 'static, Primary), RunError> {
     let name = spec.name.clone();
     let queue = WorkQueue::new(name.clone(), Some(metrics.clone()));
     let options_concurrency = options.concurrency;
@@ -209,12 +273,23 @@ async fn start_controller(
     // that kind (see `InformerPlan`): the primary kind's (the script may scope it by a
     // namespace and a label selector, both applied by the server), each managed or read
     // kind's, and one per `.watches()` that none of these covers.
+    let sharded = Primary {
+        ar: primary.clone(),
+        namespaced,
+        namespace: scope(namespaced, spec.namespace.as_deref().or(ns)),
+        selector: spec.label_selector.clone(),
+    };
+    // A sharded member's server sends it its own objects only.
+    let primary_labels = match &shard {
+        Some(s) => Some(s.narrow(spec.label_selector.as_deref())),
+        None => spec.label_selector.clone(),
+    };
     let mut plans = vec![InformerPlan::new(
         kind_key(&spec.for_),
         primary.clone(),
         namespaced,
-        scope(namespaced, spec.namespace.as_deref().or(ns)),
-        spec.label_selector.clone(),
+        sharded.namespace.clone(),
+        primary_labels,
         Role::Primary,
     )];
     for (k, owned) in spec.manages.iter().map(|k| (k, true)).chain(spec.reads.iter().map(|k| (k, false))) {
@@ -225,8 +300,12 @@ async fn start_controller(
         let role = if owned { Role::Owned } else { Role::Read };
         // `.manages(kind, { childrenOnly: true })`: the server sends children only (every
         // child carries the ApplySet part-of label), unless the kind is also read in full.
-        let selector = (owned && spec.children_only.contains(k) && !spec.reads.contains(k))
-            .then(|| ctop_applier::applyset::PART_OF_LABEL.to_owned());
+        // Sharded, a managed kind's watch holds this member's children only.
+        let selector = match &shard {
+            Some(s) if owned && !spec.reads.contains(k) => Some(s.selector()),
+            _ => (owned && spec.children_only.contains(k) && !spec.reads.contains(k))
+                .then(|| ctop_applier::applyset::PART_OF_LABEL.to_owned()),
+        };
         plans.push(InformerPlan::new(
             kind_key(k),
             ar,
@@ -281,9 +360,11 @@ async fn start_controller(
     // Events of the controller's own writes (status, children) come back like anyone's;
     // they are not triggers (see `OwnWrites`).
     let own_writes = Arc::new(OwnWrites::default());
+    let (drains, drain_keys) = tokio::sync::mpsc::unbounded_channel();
     let primary_triggers = {
         let queue = queue.clone();
         let own = own_writes.clone();
+        let shard = shard.clone();
         let kind = kind_key(&spec.for_);
         let objects: futures::stream::BoxStream<'static, (Object, Priority)> = match spec.predicate.clone() {
             // Creations always pass; updates when the predicate holds against the
@@ -304,6 +385,14 @@ async fn start_controller(
                 .boxed(),
         };
         objects
+            .filter(move |(o, _)| {
+                // An object being handed over goes to the drainer, not to a worker.
+                let draining = shard.as_ref().is_some_and(|s| matches!(s.ownership(o), Ownership::Draining(_)));
+                if draining {
+                    let _ = drains.send(object_key(o));
+                }
+                std::future::ready(!draining)
+            })
             .map(move |(o, priority)| {
                 let (own, kind) = (own.clone(), kind.clone());
                 async move { (!own.is_echo(&kind, &o, &object_key(&o)).await).then(|| (object_key(&o), priority)) }
@@ -391,7 +480,11 @@ async fn start_controller(
         controller: options.name.clone(),
         instance: options.identity.clone().or_else(|| std::env::var("POD_NAME").ok()),
     };
-    let applier = Applier::new(client.clone(), ApplierConfig::new(options.name.clone()));
+    let mut applier_config = ApplierConfig::new(options.name.clone());
+    if let Some(s) = &shard {
+        applier_config.child_labels.push((s.labels.shard.clone(), s.me.clone()));
+    }
+    let applier = Applier::new(client.clone(), applier_config);
     let primary_kind = kind_key(&spec.for_);
     let ctx = Arc::new(Ctx {
         kinds: Mutex::default(),
@@ -414,7 +507,23 @@ async fn start_controller(
         own_writes,
         fingerprints: Fingerprints::default(),
         orphaning,
+        shard: shard.clone(),
     });
+    if let Some(s) = &shard {
+        triggers.push(Drainer::run(ctx.clone(), queue.clone(), drain_keys).boxed());
+        // The member's object count, for its Lease and the metrics.
+        let (s, store, name) = (s.clone(), primary_store.clone(), name.clone());
+        triggers.push(
+            async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(1));
+                loop {
+                    tick.tick().await;
+                    s.set_count(&name, store.len());
+                }
+            }
+            .boxed(),
+        );
+    }
     // Workers start once every cache holds its first list, as controller-runtime's wait
     // for cache sync.
     let (all_synced, caches_synced) = watch::channel(false);
@@ -480,19 +589,22 @@ async fn start_controller(
     }
     health.set_ready(&name, true);
     let concurrency = usize::from(options_concurrency);
-    Ok(async move {
-        let triggers: Vec<_> = triggers.into_iter().map(tokio::spawn).collect();
-        let timers = tokio::spawn(queue.clone().run_timers());
-        let workers =
-            tokio::spawn(run_workers(concurrency, queue.clone(), primary_store, caches_synced, ctx));
-        let mut stop = stop;
-        let _ = stop.wait_for(|s| *s).await;
-        queue.shut_down();
-        for t in triggers {
-            t.abort();
-        }
-        timers.abort();
-        // In-flight reconciles finish; no new one starts.
-        let _ = workers.await;
-    })
+    Ok((
+        async move {
+            let triggers: Vec<_> = triggers.into_iter().map(tokio::spawn).collect();
+            let timers = tokio::spawn(queue.clone().run_timers());
+            let workers =
+                tokio::spawn(run_workers(concurrency, queue.clone(), primary_store, caches_synced, ctx));
+            let mut stop = stop;
+            let _ = stop.wait_for(|s| *s).await;
+            queue.shut_down();
+            for t in triggers {
+                t.abort();
+            }
+            timers.abort();
+            // In-flight reconciles finish; no new one starts.
+            let _ = workers.await;
+        },
+        sharded,
+    ))
 }

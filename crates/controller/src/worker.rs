@@ -39,7 +39,11 @@ async fn work(queue: Arc<WorkQueue>, store: Store, ctx: Arc<Ctx>) {
     while let Some(key) = queue.get().await {
         let (ns, name) = key.split_once('/').unwrap_or(("", &key));
         let ns = Some(ns).filter(|ns| ctx.namespaced && !ns.is_empty());
-        if let Some(obj) = store.get(ns, name) {
+        // A sharded member skips objects that are not its own or that it is handing over.
+        let mine = |o: &Arc<crate::object::Object>| {
+            ctx.shard.as_ref().is_none_or(|s| s.ownership(o) == crate::shard::Ownership::Mine)
+        };
+        if let Some(obj) = store.get(ns, name).filter(mine) {
             let next = match reconcile(obj.clone(), &ctx).await {
                 Ok(next) => next,
                 Err(e) => error_policy(&obj, &e, &ctx),

@@ -208,6 +208,7 @@ impl World {
             identity: Some("ctop-test".into()),
             install_crds: Vec::new(),
             retry_limit: ctop_controller::RetryLimit::default(),
+            sharding: false,
         };
         let mut world = Self {
             sim,

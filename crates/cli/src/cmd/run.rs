@@ -64,6 +64,15 @@ pub struct RunArgs {
     /// Time between attempts to acquire or renew the Lease.
     #[arg(long, default_value = "2s")]
     retry_period: ctop_core::Duration,
+    /// Spread the objects over the replicas: each holds a member Lease, the one elected on
+    /// the leader Lease labels every object with its member, and each replica watches and
+    /// reconciles its own (docs/sharding.md).
+    #[arg(long)]
+    sharding: bool,
+    /// This replica's name in its Leases and events [default: $POD_NAME, else host and
+    /// process].
+    #[arg(long)]
+    identity: Option<String>,
     /// The operator's name (field manager, Lease, event reporter) [default: ctop].
     #[arg(long, default_value = "ctop")]
     name: String,
@@ -128,6 +137,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         .context("the values file is not a YAML mapping")?;
     let install_crds =
         if args.install_crds { ctop_manifests::operator_crds(script.spec())? } else { Vec::new() };
+    if args.sharding && args.dev {
+        anyhow::bail!("--sharding needs Leases and --dev turns them off; drop one of the two flags");
+    }
     if args.retry_qps.is_nan() || args.retry_qps < 0.0 {
         anyhow::bail!("--retry-qps must be 0 (no global limit) or more");
     }
@@ -144,9 +156,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             .or_else(|| std::env::var("POD_NAMESPACE").ok())
             .unwrap_or_else(|| "default".into()),
         name: args.name,
-        identity: None,
+        identity: args.identity,
         install_crds,
         retry_limit: RetryLimit { qps: args.retry_qps, burst: args.retry_burst },
+        sharding: args.sharding,
     };
     let timing = LeaseTiming {
         lease_duration: args.lease_duration.into(),

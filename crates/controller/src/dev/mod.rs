@@ -93,6 +93,7 @@ impl DevOptions {
             identity: None,
             install_crds: Vec::new(),
             retry_limit: RetryLimit::default(),
+            sharding: false,
         };
         Self { run, poll: Duration::from_millis(500) }
     }

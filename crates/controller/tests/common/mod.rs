@@ -312,6 +312,7 @@ async fn launch(
         identity: Some(format!("replica-{}", REPLICAS.fetch_add(1, Ordering::SeqCst))),
         install_crds: crds,
         retry_limit: RetryLimit::default(),
+        sharding: false,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
