@@ -54,6 +54,8 @@ pub(crate) struct Ctx {
     pub(crate) orphaning: Arc<Mutex<std::collections::HashSet<String>>>,
     /// This replica's part in the ring of a sharded run (see `shard`).
     pub(crate) shard: Option<Arc<crate::shard::Shard>>,
+    /// The objects a sharded member has seen arrive (see `shard::Arrivals`).
+    pub(crate) arrivals: Option<Arc<crate::shard::Arrivals>>,
 }
 
 /// The resourceVersions the controller's own writes produced (status writes of primaries,

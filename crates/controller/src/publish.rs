@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::shard::ShardingStatus;
 use ctop_core::controller_status::{GROUP, KIND, OPERATOR_LABEL, PLURAL, VERSION};
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
@@ -49,16 +50,23 @@ impl Publisher {
         // Without the CRD, a document counts as sent (no request per tick); everything is
         // tried again now and then, in case the CRD was installed since.
         let mut missing_since: Option<tokio::time::Instant> = None;
+        let mut leading = self.leading.clone();
         loop {
             if missing_since.is_some_and(|t| t.elapsed() >= RETRY_MISSING) {
                 missing_since = None;
                 sent.clear();
             }
-            let leading = self.leading.as_ref().is_none_or(|l| *l.borrow());
-            for controller in self.controllers.iter().filter(|_| leading) {
+            let leads = leading.as_mut().is_none_or(|l| *l.borrow_and_update());
+            for controller in self.controllers.iter().filter(|_| leads) {
                 let Some(status) = self.health.status(controller) else { continue };
                 let name = object_name(&self.operator, controller);
-                let doc = document(&self.operator, &self.namespace, &name, &status);
+                let doc = document(
+                    &self.operator,
+                    &self.namespace,
+                    &name,
+                    &status,
+                    self.health.sharding().as_ref(),
+                );
                 if sent.get(&name) == Some(&doc) {
                     continue;
                 }
@@ -83,8 +91,9 @@ impl Publisher {
                     }
                 }
             }
-            // A replica that wins the Lease publishes at once.
-            let mut leading = self.leading.clone();
+            // A replica that wins the Lease publishes at once. One receiver for the whole
+            // run, marked seen here: a fresh clone of it would report the same change again
+            // on every turn, and the loop would spin.
             let won = async {
                 match leading.as_mut() {
                     Some(l) => {
@@ -113,8 +122,14 @@ fn object_name(operator: &str, controller: &str) -> String {
 }
 
 /// The server-side apply body of one controller's object.
-fn document(operator: &str, namespace: &str, name: &str, status: &ControllerStatus) -> Value {
-    json!({
+fn document(
+    operator: &str,
+    namespace: &str,
+    name: &str,
+    status: &ControllerStatus,
+    sharding: Option<&ShardingStatus>,
+) -> Value {
+    let mut doc = json!({
         "apiVersion": format!("{GROUP}/{VERSION}"),
         "kind": KIND,
         "metadata": {"name": name, "namespace": namespace, "labels": {OPERATOR_LABEL: operator}},
@@ -124,7 +139,26 @@ fn document(operator: &str, namespace: &str, name: &str, status: &ControllerStat
             "lastErrors": status.last_errors.iter().rev().map(|e| e.display()).collect::<Vec<_>>(),
             "cachesSynced": status.caches_synced,
         }
-    })
+    });
+    if let Some(s) = sharding {
+        // Without the renewal times, which change every few seconds: the Lease has them.
+        let members: Vec<Value> = s
+            .members
+            .iter()
+            .map(|m| {
+                let mut v = json!({
+                    "name": m.name, "lease": m.name, "holder": m.holder,
+                    "leaseDurationSeconds": m.lease_duration_seconds, "live": m.live, "fenced": m.fenced,
+                });
+                if let Some(n) = m.objects {
+                    v["objects"] = json!(n);
+                }
+                v
+            })
+            .collect();
+        doc["status"]["sharding"] = json!({"ring": s.ring, "sharder": s.member, "members": members});
+    }
+    doc
 }
 
 #[cfg(test)]

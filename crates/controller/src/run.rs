@@ -273,11 +273,12 @@ async fn start_controller(
     // that kind (see `InformerPlan`): the primary kind's (the script may scope it by a
     // namespace and a label selector, both applied by the server), each managed or read
     // kind's, and one per `.watches()` that none of these covers.
-    let sharded = Primary {
+    let mut sharded = Primary {
         ar: primary.clone(),
         namespaced,
         namespace: scope(namespaced, spec.namespace.as_deref().or(ns)),
         selector: spec.label_selector.clone(),
+        children: Vec::new(),
     };
     // A sharded member's server sends it its own objects only.
     let primary_labels = match &shard {
@@ -298,6 +299,13 @@ async fn start_controller(
         }
         let (ar, child_namespaced) = resolve(&client, k).await?;
         let role = if owned { Role::Owned } else { Role::Read };
+        if owned {
+            sharded.children.push(shard::Child {
+                ar: ar.clone(),
+                namespaced: child_namespaced,
+                namespace: scope(child_namespaced, ns),
+            });
+        }
         // `.manages(kind, { childrenOnly: true })`: the server sends children only (every
         // child carries the ApplySet part-of label), unless the kind is also read in full.
         // Sharded, a managed kind's watch holds this member's children only.
@@ -361,7 +369,9 @@ async fn start_controller(
     // they are not triggers (see `OwnWrites`).
     let own_writes = Arc::new(OwnWrites::default());
     let (drains, drain_keys) = tokio::sync::mpsc::unbounded_channel();
+    let arrivals = shard.as_ref().map(|_| Arc::new(shard::Arrivals::default()));
     let primary_triggers = {
+        let arrivals = arrivals.clone();
         let queue = queue.clone();
         let own = own_writes.clone();
         let shard = shard.clone();
@@ -387,15 +397,22 @@ async fn start_controller(
         objects
             .filter(move |(o, _)| {
                 // An object being handed over goes to the drainer, not to a worker.
-                let draining = shard.as_ref().is_some_and(|s| matches!(s.ownership(o), Ownership::Draining(_)));
+                let draining =
+                    shard.as_ref().is_some_and(|s| matches!(s.ownership(o), Ownership::Draining(_)));
                 if draining {
                     let _ = drains.send(object_key(o));
                 }
                 std::future::ready(!draining)
             })
             .map(move |(o, priority)| {
-                let (own, kind) = (own.clone(), kind.clone());
-                async move { (!own.is_echo(&kind, &o, &object_key(&o)).await).then(|| (object_key(&o), priority)) }
+                let (own, kind, arrivals) = (own.clone(), kind.clone(), arrivals.clone());
+                async move {
+                    // A moved object waits for its children (see `shard::Arrivals`).
+                    if let Some(a) = &arrivals {
+                        a.admit(&o, priority == Priority::Background).await;
+                    }
+                    (!own.is_echo(&kind, &o, &object_key(&o)).await).then(|| (object_key(&o), priority))
+                }
             })
             .buffer_unordered(ECHO_CHECKS)
             .filter_map(std::future::ready)
@@ -508,7 +525,11 @@ async fn start_controller(
         fingerprints: Fingerprints::default(),
         orphaning,
         shard: shard.clone(),
+        arrivals: arrivals.clone(),
     });
+    if let Some(a) = &arrivals {
+        a.set_ctx(ctx.clone());
+    }
     if let Some(s) = &shard {
         triggers.push(Drainer::run(ctx.clone(), queue.clone(), drain_keys).boxed());
         // The member's object count, for its Lease and the metrics.

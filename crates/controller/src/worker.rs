@@ -12,7 +12,8 @@ use crate::reconcile::{error_policy, reconcile};
 use crate::store::Store;
 
 /// Run `n` workers until the queue shuts down, once the caches hold their first lists
-/// (`synced`); returns once every one has finished the object it was working on.
+/// (`synced`); returns once every one has finished the object it was working on. Dropped,
+/// it aborts them.
 pub(crate) async fn run_workers(
     n: usize,
     queue: Arc<WorkQueue>,
@@ -24,10 +25,14 @@ pub(crate) async fn run_workers(
     if synced.wait_for(|s| *s).await.is_err() {
         return;
     }
-    let workers: Vec<_> =
-        (0..n.max(1)).map(|_| tokio::spawn(work(queue.clone(), store.clone(), ctx.clone()))).collect();
-    for w in workers {
-        if let Err(e) = w.await
+    // A set, so that dropping this future (a sharded member that lost its Lease) aborts
+    // every worker mid-reconcile.
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..n.max(1) {
+        workers.spawn(work(queue.clone(), store.clone(), ctx.clone()));
+    }
+    while let Some(done) = workers.join_next().await {
+        if let Err(e) = done
             && e.is_panic()
         {
             tracing::error!(controller = ctx.spec.name, error = %e, "a worker panicked");
@@ -59,6 +64,9 @@ async fn work(queue: Arc<WorkQueue>, store: Store, ctx: Arc<Ctx>) {
             // Gone: nothing to run on it, and nothing to remember.
             queue.schedule(&key, None);
             ctx.fingerprints.set(&key, None);
+            if let Some(a) = &ctx.arrivals {
+                a.forget(&key);
+            }
         }
         queue.done(&key);
     }

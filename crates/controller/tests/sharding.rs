@@ -36,17 +36,23 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 const OPERATOR: &str = "fleet";
 const SHARD_LABEL: &str = "shard.ctop.dev/fleet";
 
+/// Each widget owns a ConfigMap holding a token drawn once and read back from the cache
+/// (as the webapp example keeps its Secret): a member that took a widget over without its
+/// ConfigMap in its cache would draw a new one.
 const SCRIPT: &str = r#"
+import { randomString } from "ctop";
 operator(widget).manages(ConfigMap).reconcile((cr) => {
-  apply(ConfigMap({ metadata: { name: `${cr.metadata.name}-cm` }, data: { mode: cr.spec.mode } }));
+  const name = `${cr.metadata.name}-cm`;
+  const token = getObserved(ConfigMap, name)?.data?.token ?? randomString(12);
+  apply(ConfigMap({ metadata: { name }, data: { mode: cr.spec.mode, token } }));
   setStatus(cr, { phase: "Ready" });
 });
 "#;
 
 /// Short Leases, so that a dead member's objects move in seconds.
 const TIMING: LeaseTiming = LeaseTiming {
-    lease_duration: Duration::from_secs(4),
-    renew_deadline: Duration::from_secs(3),
+    lease_duration: Duration::from_secs(5),
+    renew_deadline: Duration::from_secs(4),
     retry_period: Duration::from_millis(500),
 };
 
@@ -198,10 +204,23 @@ impl Replica {
             .build()
             .expect("a runtime");
         let who = name.to_owned();
+        // A member that lost its Lease (starved under load) stops; restarted, as a pod
+        // would be, it rejoins.
         runtime.spawn(async move {
-            let run = ctop_controller::run_with_lease(handlers, options, TIMING, std::future::pending());
-            if let Err(e) = run.await {
-                eprintln!("replica {who} stopped: {e}");
+            loop {
+                let run = ctop_controller::run_with_lease(
+                    handlers.clone(),
+                    options.clone(),
+                    TIMING,
+                    std::future::pending(),
+                );
+                match run.await {
+                    Err(e @ ctop_controller::RunError::LostMembership(_)) => {
+                        eprintln!("replica {who}: {e}; restarting")
+                    }
+                    Err(e) => panic!("replica {who} failed: {e}"),
+                    Ok(()) => return,
+                }
             }
         });
         Self { name: name.into(), runtime: Some(runtime) }
@@ -237,13 +256,44 @@ async fn create_widgets(api: &Api<DynamicObject>, n: usize) {
             async move {
                 let mut w = DynamicObject::new(&format!("w-{i:05}"), &widget_resource()).within("default");
                 w.data = json!({"spec": {"mode": format!("m{}", i % 7)}});
-                let created = api.create(&PostParams::default(), &w).await;
-                created.expect("a widget is created");
+                // Injected faults fail some creates: try again (an earlier try may have
+                // landed).
+                for attempt in 0.. {
+                    match api.create(&PostParams::default(), &w).await {
+                        Ok(_) => break,
+                        Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => break,
+                        Err(e) if attempt < 50 => {
+                            let _ = e;
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                        Err(e) => panic!("cannot create a widget: {e}"),
+                    }
+                }
             }
         })
         .buffer_unordered(32)
         .collect::<()>()
         .await;
+}
+
+/// `call`'s answer, asked again while the injected faults refuse it.
+async fn retry<T, F, Fut>(mut call: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, kube::Error>>,
+{
+    let mut tries = 0;
+    loop {
+        match call().await {
+            Ok(v) => return v,
+            Err(e) if tries < 100 => {
+                let _ = e;
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) => panic!("the API keeps failing: {e}"),
+        }
+    }
 }
 
 /// Members by the objects labelled for them: widgets, and their ConfigMaps.
@@ -252,12 +302,14 @@ async fn spread(
     cms: &Api<ConfigMap>,
 ) -> (BTreeMap<String, usize>, BTreeMap<String, usize>) {
     let mut w = BTreeMap::new();
-    for o in widgets.list(&ListParams::default()).await.expect("list widgets").items {
+    let all = ListParams::default();
+    let labelled = ListParams::default().labels(SHARD_LABEL);
+    for o in retry(|| widgets.list(&all)).await.items {
         let m = o.metadata.labels.as_ref().and_then(|l| l.get(SHARD_LABEL)).cloned().unwrap_or_default();
         *w.entry(m).or_default() += 1;
     }
     let mut c = BTreeMap::new();
-    for o in cms.list(&ListParams::default().labels(SHARD_LABEL)).await.expect("list configmaps").items {
+    for o in retry(|| cms.list(&labelled)).await.items {
         let m = o.metadata.labels.as_ref().and_then(|l| l.get(SHARD_LABEL)).cloned().unwrap_or_default();
         *c.entry(m).or_default() += 1;
     }
@@ -276,6 +328,26 @@ async fn converged(widgets: &Api<DynamicObject>, cms: &Api<ConfigMap>, n: usize,
             Some((c.metadata.name.clone()?, c.metadata.labels.as_ref()?.get(SHARD_LABEL)?.clone()))
         })
         .collect();
+    if std::env::var("SHARDING_DEBUG").is_ok() {
+        let mut why: BTreeMap<&str, usize> = BTreeMap::new();
+        for w in &ws.items {
+            let member = w.metadata.labels.as_ref().and_then(|l| l.get(SHARD_LABEL));
+            let name = w.metadata.name.clone().unwrap_or_default();
+            let k = if member.is_none() {
+                "unassigned"
+            } else if w.metadata.labels.as_ref().is_some_and(|l| l.contains_key("drain.ctop.dev/fleet")) {
+                "draining"
+            } else if w.data["status"]["phase"] != "Ready" {
+                "not ready"
+            } else if child.get(&format!("{name}-cm")) != member {
+                "child elsewhere"
+            } else {
+                "ok"
+            };
+            *why.entry(k).or_default() += 1;
+        }
+        eprintln!("{} widgets: {why:?}", ws.items.len());
+    }
     ws.items.len() == n
         && ws.items.iter().all(|w| {
             let member = w.metadata.labels.as_ref().and_then(|l| l.get(SHARD_LABEL));
@@ -287,6 +359,22 @@ async fn converged(widgets: &Api<DynamicObject>, cms: &Api<ConfigMap>, n: usize,
                 && !drain
                 && ready
         })
+}
+
+/// The ConfigMaps whose token differs between `before` and `after` (at most ten named).
+fn changed_tokens(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> Vec<String> {
+    let mut changed: Vec<String> =
+        before.iter().filter(|(k, v)| after.get(*k) != Some(*v)).map(|(k, _)| k.clone()).collect();
+    changed.extend(after.keys().filter(|k| !before.contains_key(*k)).cloned());
+    changed.truncate(10);
+    changed
+}
+
+/// Each ConfigMap's token, by name.
+async fn tokens(cms: &Api<ConfigMap>) -> BTreeMap<String, String> {
+    let labelled = ListParams::default().labels(SHARD_LABEL);
+    let list = retry(|| cms.list(&labelled)).await;
+    list.items.into_iter().filter_map(|c| Some((c.metadata.name?, c.data?.get("token")?.clone()))).collect()
 }
 
 fn report(what: &str, (w, c): &(BTreeMap<String, usize>, BTreeMap<String, usize>), n: usize) {
@@ -327,17 +415,35 @@ async fn run_scenario(n: usize, faults: bool) {
     })
     .await;
 
-    if faults {
-        // Failed writes of the kinds the members and the sharder write, slow ConfigMaps.
-        sim.faults().fail("patch", "widgets", 500, 40);
-        sim.faults().fail("patch", "configmaps", 503, 40);
+    // The fuzzer's kinds of faults, drawn from a seed all through the run: failed requests
+    // (500, 503, 429, 409) on the verbs and kinds the members and the sharder use, latency,
+    // and dropped watches.
+    let chaos = faults.then(|| {
         sim.faults().delay("patch", "configmaps", Duration::from_millis(20));
-    }
+        let sim = sim.clone();
+        tokio::spawn(async move {
+            let mut seed: u64 = 20_261_126;
+            let mut next = move |n: u64| {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                (seed >> 33) % n
+            };
+            loop {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let verb = ["patch", "get", "list", "create", "update", "watch"][next(6) as usize];
+                let resource = ["widgets", "configmaps", "leases"][next(3) as usize];
+                let code = [500, 503, 429, 409][next(4) as usize];
+                // A Lease write fails a few times at most: a member that misses its renew
+                // deadline leaves the ring, which the kill below tests on its own.
+                let count = if resource == "leases" { 1 } else { 1 + next(15) as u32 };
+                sim.faults().fail(verb, resource, code, count);
+                if next(30) == 0 {
+                    sim.faults().drop_watches();
+                }
+            }
+        })
+    });
     let started = Instant::now();
     create_widgets(&widgets, n).await;
-    if faults {
-        sim.faults().drop_watches();
-    }
     let all = ["m-0", "m-1", "m-2"];
     eventually(600, "every widget converged on three members", || async {
         converged(&widgets, &cms, n, &all).await.then_some(())
@@ -349,14 +455,36 @@ async fn run_scenario(n: usize, faults: bool) {
     assert_balanced(&three.0, 3, n);
     assert_eq!(three.0, three.1, "each member holds the children of its own objects");
 
+    // The sharder publishes the ring on the ControllerStatus objects.
+    let statuses: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("ctop.dev", "v1alpha1", "ControllerStatus"),
+            "controllerstatuses",
+        ),
+    );
+    let ring = eventually(60, "the ring on the ControllerStatus", || async {
+        let list = statuses.list(&ListParams::default()).await.ok()?;
+        let ring = list.items.first()?.data["status"]["sharding"].clone();
+        if std::env::var("SHARDING_DEBUG").is_ok() {
+            eprintln!("ring: {ring}");
+        }
+        let members = ring["members"].as_array()?;
+        let held: u64 = members.iter().filter_map(|m| m["objects"].as_u64()).sum();
+        (members.len() == 3 && members.iter().all(|m| m["live"] == true) && held == n as u64).then_some(ring)
+    })
+    .await;
+    assert_eq!(ring["ring"], OPERATOR);
+
+    let drawn = tokens(&cms).await;
+    assert_eq!(drawn.len(), n, "every ConfigMap has its token");
+
     // Kill m-2: its objects move to the others once its Lease expires.
     let victim = replicas.pop().expect("three replicas");
     let gone = victim.name.clone();
     let killed = Instant::now();
     victim.kill();
-    if faults {
-        sim.faults().drop_watches();
-    }
     let moved = eventually(120, "m-2's objects moved", || async {
         let (w, _) = spread(&widgets, &cms).await;
         (!w.contains_key(&gone)).then(|| killed.elapsed())
@@ -374,12 +502,30 @@ async fn run_scenario(n: usize, faults: bool) {
     let two = spread(&widgets, &cms).await;
     report("2 members", &two, n);
     assert_balanced(&two.0, 2, n);
+    let changed = changed_tokens(&drawn, &tokens(&cms).await);
+    assert!(changed.is_empty(), "the members that took m-2's widgets over drew new tokens: {changed:?}");
 
     // Bring m-2 back: the sharder drains a share of the objects to it.
     let back = Instant::now();
     replicas.push(Replica::start(&sim, dir.path(), "m-2"));
     eventually(300, "every widget converged on three members again", || async {
         let (w, _) = spread(&widgets, &cms).await;
+        if std::env::var("SHARDING_DEBUG").is_ok() {
+            let everything = ListParams::default();
+            let l = retry(|| leases.list(&everything)).await;
+            let holders: Vec<String> = l
+                .items
+                .iter()
+                .map(|l| {
+                    format!(
+                        "{:?}={:?}",
+                        l.metadata.name,
+                        l.spec.as_ref().and_then(|s| s.holder_identity.clone())
+                    )
+                })
+                .collect();
+            eprintln!("spread {w:?}; leases {holders:?}");
+        }
         (w.len() == 3 && converged(&widgets, &cms, n, &all).await).then_some(())
     })
     .await;
@@ -388,7 +534,12 @@ async fn run_scenario(n: usize, faults: bool) {
     report("3 members again", &again, n);
     assert_balanced(&again.0, 3, n);
     assert_eq!(again.0, again.1, "children follow their owners");
+    let changed = changed_tokens(&drawn, &tokens(&cms).await);
+    assert!(changed.is_empty(), "handed back, widgets drew new tokens: {changed:?}");
 
+    if let Some(chaos) = chaos {
+        chaos.abort();
+    }
     let t = checker.0.lock();
     eprintln!("reconciles per member: {:?}", t.reconciles);
     assert!(

@@ -34,6 +34,29 @@ pub fn crd() -> Value {
             "lastTransitionTime": {"type": "string", "format": "date-time"}
         }
     });
+    // A sharded operator's ring, as its sharder sees it (`ctop run --sharding`).
+    let member = json!({
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            "name": {"type": "string"},
+            "holder": {"type": "string"},
+            "objects": {"type": "integer"},
+            "lease": {"type": "string"},
+            "leaseDurationSeconds": {"type": "integer"},
+            "live": {"type": "boolean"},
+            "fenced": {"type": "boolean"}
+        }
+    });
+    let sharding = json!({
+        "type": "object",
+        "properties": {
+            "ring": {"type": "string"},
+            "sharder": {"type": "string"},
+            "members": {"type": "array", "items": member,
+                "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
+        }
+    });
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -66,7 +89,8 @@ pub fn crd() -> Value {
                             "conditions": {"type": "array", "items": condition,
                                 "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
                             "lastErrors": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
-                            "cachesSynced": {"type": "boolean"}
+                            "cachesSynced": {"type": "boolean"},
+                            "sharding": sharding
                         }}
                     }
                 }}

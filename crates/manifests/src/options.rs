@@ -102,8 +102,11 @@ pub struct Options {
     /// The operator image.
     pub image: String,
     /// Pod replicas (more than one only makes sense with leader election, which `ctop run`
-    /// does by default).
+    /// does by default, or with `sharding`).
     pub replicas: u32,
+    /// Spread the objects over the replicas (`ctop run --sharding`): every replica
+    /// reconciles its share, and the RBAC lets each list and watch the ring's Leases.
+    pub sharding: bool,
     /// Which namespaces the operator watches.
     pub watch: WatchScope,
     /// The values file's text, carried as is (comments kept).
@@ -139,6 +142,7 @@ impl Options {
             namespace: None,
             image: DEFAULT_IMAGE.into(),
             replicas: 1,
+            sharding: false,
             watch: WatchScope::Cluster,
             values_yaml: "{}\n".into(),
             resources: ContainerResources::default(),

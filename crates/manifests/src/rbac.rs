@@ -6,7 +6,7 @@
 //! | `.manages(kind)` | get, list, watch, create, update, patch, delete | none |
 //! | `.reads(kind)`, `.watches(kind)` | get, list, watch | none |
 //! | `.permission(rule)` | the rule's verbs | only if the rule names it |
-//! | always | `events.k8s.io` events: create, patch; `coordination.k8s.io` leases: get, create, update; `ctop.dev` controllerstatuses: get, create, patch (own namespace) | |
+//! | always | `events.k8s.io` events: create, patch; `coordination.k8s.io` leases: get, create, update (sharded: also list, watch, delete); `ctop.dev` controllerstatuses: get, create, patch (own namespace) | |
 //!
 //! Only primary kinds get `/status`: the script's `setStatus` and `setCondition` write the
 //! object being reconciled, and applying a child never writes its status (that is the
@@ -38,6 +38,9 @@ const FULL: &[&str] = &["get", "list", "watch", "create", "update", "patch", "de
 const READ: &[&str] = &["get", "list", "watch"];
 const EVENTS: &[&str] = &["create", "patch"];
 const LEASES: &[&str] = &["get", "create", "update"];
+/// A sharded operator's Leases: every replica watches the ring's member Leases, and the
+/// sharder deletes those of members that left.
+const SHARDED_LEASES: &[&str] = &["get", "create", "update", "list", "watch", "delete"];
 /// Each controller's health object (server-side applied: creating one takes `create`).
 const CONTROLLER_STATUSES: &[&str] = &["get", "create", "patch"];
 
@@ -166,7 +169,8 @@ pub fn permissions(spec: &OperatorSpec, options: &Options) -> Permissions {
     // The runtime records events with kube's Recorder, which writes events.k8s.io/v1 only.
     let events = c.place_of(true);
     c.add(&events, "events.k8s.io", "events", &[], EVENTS);
-    c.add(&Place::Namespace(options.namespace()), "coordination.k8s.io", "leases", &[], LEASES);
+    let leases = if options.sharding { SHARDED_LEASES } else { LEASES };
+    c.add(&Place::Namespace(options.namespace()), "coordination.k8s.io", "leases", &[], leases);
     c.add(
         &Place::Namespace(options.namespace()),
         ctop_core::controller_status::GROUP,
@@ -325,6 +329,16 @@ mod tests {
             rule("coordination.k8s.io", &["leases"], &["create", "get", "update"]),
             rule("ctop.dev", &["controllerstatuses"], &["create", "get", "patch"]),
         ]
+    }
+
+    #[test]
+    fn a_sharded_operator_may_watch_and_delete_its_leases() {
+        let options = Options { sharding: true, ..Options::new("op") };
+        let p = permissions(&spec(ControllerSpec::default()), &options);
+        assert_eq!(
+            p.namespaces["op-system"][0],
+            rule("coordination.k8s.io", &["leases"], &["create", "delete", "get", "list", "update", "watch"])
+        );
     }
 
     #[test]

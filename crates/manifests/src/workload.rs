@@ -71,6 +71,9 @@ pub(crate) fn run_args(options: &Options) -> Vec<String> {
     if let WatchScope::Namespace(ns) = &options.watch {
         args.extend(["--namespace".to_owned(), ns.clone()]);
     }
+    if options.sharding {
+        args.push("--sharding".to_owned());
+    }
     if options.concurrency != DEFAULT_CONCURRENCY {
         args.extend(["--concurrency".to_owned(), options.concurrency.to_string()]);
     }

@@ -35,6 +35,10 @@ pub struct ManifestsArgs {
     /// Pod replicas (the operator elects a leader among them).
     #[arg(long, default_value_t = 1)]
     replicas: u32,
+    /// Spread the objects over the replicas instead of electing one to do all the work
+    /// (`ctop run --sharding`; docs/sharding.md).
+    #[arg(long)]
+    sharding: bool,
     /// Watch only the operator's own namespace: RBAC becomes a Role there (plus a
     /// ClusterRole only for cluster-scoped kinds).
     #[arg(long)]
@@ -150,6 +154,7 @@ pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
     options.namespace = args.namespace.clone();
     options.image = args.image.clone();
     options.replicas = args.replicas;
+    options.sharding = args.sharding;
     options.values_yaml = values_text(args)?;
     options.webhook_failure_policy = args.webhook_failure_policy;
     options.egress = args.egress.clone();

@@ -79,6 +79,9 @@ impl Drainer {
                 Ok(true) => {
                     self.queue.schedule(key, None);
                     ctx.fingerprints.set(key, None);
+                    if let Some(a) = &ctx.arrivals {
+                        a.forget(key);
+                    }
                     if let Some(uid) = obj.uid() {
                         ctx.applier.forget(uid);
                     }

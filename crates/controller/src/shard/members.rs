@@ -40,6 +40,10 @@ pub struct MemberInfo {
     pub live: bool,
     /// Whether the sharder holds its Lease (it left; its objects are being moved).
     pub fenced: bool,
+    /// The Lease's resourceVersion when last seen: the sharder fences a member only if its
+    /// Lease is still at that version (it did not renew since).
+    #[serde(skip)]
+    pub resource_version: Option<String>,
 }
 
 /// Every member Lease of a ring, and the live members (sorted).
@@ -125,6 +129,7 @@ fn evaluate(seen: &HashMap<String, Seen>, now: Instant) -> (MemberSet, Option<In
             holder,
             live,
             fenced,
+            resource_version: s.lease.metadata.resource_version.clone(),
         });
     }
     set.live.sort();

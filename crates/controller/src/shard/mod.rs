@@ -23,6 +23,7 @@
 //! - **Watching**: each member's primary and child watches select its own label on the
 //!   server; children are applied carrying it.
 
+mod arrive;
 mod drain;
 mod members;
 mod metrics;
@@ -35,10 +36,11 @@ use kube::Client;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
+pub(crate) use arrive::Arrivals;
 pub(crate) use drain::Drainer;
 pub use members::{MemberInfo, MemberSet};
 pub(crate) use metrics::ShardMetrics;
-pub(crate) use sharder::{Primary, SharderConfig, run_sharder};
+pub(crate) use sharder::{Child, Primary, SharderConfig, run_sharder};
 
 use crate::error::RunError;
 use crate::health::{Health, Metrics};

@@ -52,6 +52,16 @@ pub(crate) struct Primary {
     pub(crate) namespace: Option<String>,
     /// The script's own label selector of the kind, if any.
     pub(crate) selector: Option<String>,
+    /// The kinds its controller manages, whose objects carry their owner's member.
+    pub(crate) children: Vec<Child>,
+}
+
+/// A managed kind, in the scope its controller watches.
+#[derive(Clone, Debug)]
+pub(crate) struct Child {
+    pub(crate) ar: ApiResource,
+    pub(crate) namespaced: bool,
+    pub(crate) namespace: Option<String>,
 }
 
 /// What the sharder needs besides the members.
@@ -208,8 +218,9 @@ impl Sharder {
                         this.shard.metrics.assigned(&this.config.operator);
                         tracing::debug!(object = key, member = owner, "assigned");
                     }
-                    // Changed or gone meanwhile: its next event (if any) comes back here.
-                    Err(kube::Error::Api(s)) if s.is_conflict() || s.is_not_found() => {}
+                    Err(kube::Error::Api(s)) if s.is_not_found() => {}
+                    // Changed meanwhile (or refused for a reason that may pass): read again
+                    // and retry.
                     Err(e) => {
                         tracing::warn!(object = key, error = %api_error_text(&e), "cannot assign the object; trying again");
                         waiting.lock().insert(key, o);
@@ -242,7 +253,31 @@ impl Sharder {
             }
             let retry: Vec<DynamicObject> = waiting.lock().drain().map(|(_, o)| o).collect();
             if !retry.is_empty() {
+                let fresh = |o: DynamicObject| {
+                    let (this, p, shard_label) = (self.clone(), p.clone(), shard_label.clone());
+                    async move {
+                        let name = o.metadata.name.clone().unwrap_or_default();
+                        let api: Api<DynamicObject> =
+                            api_for(&this.client, &p.ar, p.namespaced, o.metadata.namespace.as_deref());
+                        match api.get_opt(&name).await {
+                            Ok(Some(now)) => {
+                                let labelled = now
+                                    .metadata
+                                    .labels
+                                    .as_ref()
+                                    .is_some_and(|l| l.contains_key(&shard_label));
+                                (!labelled).then_some(now)
+                            }
+                            Ok(None) => None,
+                            // Unreadable now: try with what was seen.
+                            Err(_) => Some(o),
+                        }
+                    }
+                };
                 futures::stream::iter(retry)
+                    .map(fresh)
+                    .buffer_unordered(CONCURRENT_WRITES)
+                    .filter_map(std::future::ready)
                     .map(assign)
                     .buffer_unordered(CONCURRENT_WRITES)
                     .collect::<()>()
@@ -258,10 +293,19 @@ impl Sharder {
         let shape = |set: &MemberSet| -> Vec<(String, String, bool, bool)> {
             set.all.iter().map(|m| (m.name.clone(), m.holder.clone(), m.live, m.fenced)).collect()
         };
+        let mut backoff = Duration::from_millis(500);
         loop {
             let before = shape(&members.borrow_and_update());
-            self.pass(&primaries).await;
-            let deadline = tokio::time::Instant::now() + RESYNC;
+            // A pass cut short (a failed list or write) is tried again soon, not at the
+            // next change: nothing else would move the objects it left.
+            let deadline = if self.pass(&primaries).await {
+                backoff = Duration::from_millis(500);
+                tokio::time::Instant::now() + RESYNC
+            } else {
+                let at = tokio::time::Instant::now() + backoff;
+                backoff = (backoff * 2).min(Duration::from_secs(30));
+                at
+            };
             loop {
                 tokio::select! {
                     () = tokio::time::sleep_until(deadline) => break,
@@ -287,8 +331,11 @@ impl Sharder {
     }
 
     /// Fence the members that left, forget the fenced ones whose hold ran out, then put
-    /// every assigned object on its member.
-    async fn pass(&self, primaries: &[Primary]) {
+    /// every assigned object on its member: first the children of the members that are
+    /// gone (so that the new member finds them in its cache), then the primary objects.
+    /// Whether every step succeeded.
+    async fn pass(&self, primaries: &[Primary]) -> bool {
+        let mut complete = true;
         let set = self.shard.members.borrow().clone();
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), &self.config.lease_namespace);
         let mut fenced: Vec<String> = set.all.iter().filter(|m| m.fenced).map(|m| m.name.clone()).collect();
@@ -319,25 +366,97 @@ impl Sharder {
                 fenced.push(m.name.clone());
                 continue;
             }
-            match fence(&leases, &m.name).await {
+            match fence(&leases, &m.name, m.resource_version.as_deref()).await {
                 Ok(true) => {
                     tracing::info!(member = m.name, "member left; moving its objects");
                     fenced.push(m.name.clone());
                 }
                 Ok(false) => {}
                 Err(e) => {
-                    tracing::warn!(member = m.name, error = %api_error_text(&e), "cannot fence a member that left")
+                    complete = false;
+                    tracing::warn!(member = m.name, error = %api_error_text(&e), "cannot fence a member that left");
                 }
             }
         }
         let ring = self.ring();
         if ring.members().is_empty() {
-            return;
+            return complete;
         }
         let movable = |m: &str| set.get(m).is_none() || fenced.iter().any(|f| f == m);
+        // Members whose objects stay where they are: live, or gone but not fenced yet.
+        let staying: Vec<&str> = set.all.iter().map(|m| m.name.as_str()).filter(|m| !movable(m)).collect();
+        let mut kinds: Vec<&Child> = Vec::new();
+        for c in primaries.iter().flat_map(|p| &p.children) {
+            if !kinds.iter().any(|k| k.ar.api_version == c.ar.api_version && k.ar.kind == c.ar.kind) {
+                kinds.push(c);
+            }
+        }
+        let mut children_moved = true;
+        for c in kinds {
+            if let Err(e) = self.move_children(c, &ring, &staying).await {
+                children_moved = false;
+                tracing::warn!(kind = c.ar.kind, error = %api_error_text(&e), "cannot move the children of members that left; trying again");
+            }
+        }
+        complete &= children_moved;
+        // An object moves only once its children did: its new member must find them.
+        let movable = |m: &str| children_moved && movable(m);
         for p in primaries {
             if let Err(e) = self.pass_kind(p, &ring, &set, &movable).await {
-                tracing::warn!(kind = p.ar.kind, error = %api_error_text(&e), "cannot list the assigned objects; trying again at the next change or resync");
+                complete = false;
+                tracing::warn!(kind = p.ar.kind, error = %api_error_text(&e), "cannot put the assigned objects on their members; trying again");
+            }
+        }
+        complete
+    }
+
+    /// Relabel the children of kind `c` whose member is not one of `staying` for the member
+    /// their controller owner goes to on `ring`.
+    async fn move_children(&self, c: &Child, ring: &Ring, staying: &[&str]) -> Result<(), kube::Error> {
+        let key = &self.shard.labels.shard;
+        let selector = if staying.is_empty() {
+            key.clone()
+        } else {
+            format!("{key},{key} notin ({})", staying.join(","))
+        };
+        let api: Api<DynamicObject> = api_for(&self.client, &c.ar, c.namespaced, c.namespace.as_deref());
+        let mut token: Option<String> = None;
+        loop {
+            let mut lp = ListParams::default().labels(&selector).limit(500);
+            if let Some(t) = token.take() {
+                lp = lp.continue_token(&t);
+            }
+            let page = api.list(&lp).await?;
+            let todo: Vec<(DynamicObject, String)> = page
+                .items
+                .into_iter()
+                .filter_map(|o| {
+                    let owner =
+                        o.metadata.owner_references.as_ref()?.iter().find(|r| r.controller == Some(true))?;
+                    let group = owner.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+                    let ns = o.metadata.namespace.as_deref().filter(|_| c.namespaced);
+                    let to = ring.owner(&object_key(group, &owner.kind, ns, &owner.name))?.to_owned();
+                    Some((o, to))
+                })
+                .collect();
+            futures::stream::iter(todo)
+                .map(|(o, to)| async move {
+                    let name = o.metadata.name.as_deref().unwrap_or_default();
+                    let api: Api<DynamicObject> =
+                        api_for(&self.client, &c.ar, c.namespaced, o.metadata.namespace.as_deref());
+                    let patch = json!({"metadata": {"labels": {key.clone(): to}}});
+                    match api.patch(name, &self.params(), &Patch::Merge(patch)).await {
+                        Ok(_) => Ok(()),
+                        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+                        Err(e) => Err(e),
+                    }
+                })
+                .buffer_unordered(CONCURRENT_WRITES)
+                .try_collect::<()>()
+                .await?;
+            match page.metadata.continue_.filter(|t| !t.is_empty()) {
+                Some(t) => token = Some(t),
+                None => return Ok(()),
             }
         }
     }
@@ -376,11 +495,7 @@ impl Sharder {
                 .map(|(o, a)| self.act(p, o, a))
                 .buffer_unordered(CONCURRENT_WRITES)
                 .try_collect::<()>()
-                .await
-                .or_else(|e: kube::Error| match &e {
-                    kube::Error::Api(s) if s.is_conflict() || s.is_not_found() => Ok(()),
-                    _ => Err(e),
-                })?;
+                .await?;
             match page.metadata.continue_.filter(|t| !t.is_empty()) {
                 Some(t) => token = Some(t),
                 None => return Ok(()),
@@ -413,19 +528,24 @@ impl Sharder {
                 }
                 Ok(())
             }
-            // Changed since the list: the next pass sees it as it is.
-            Err(kube::Error::Api(s)) if s.is_conflict() || s.is_not_found() => Ok(()),
+            Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+            // Changed since the list (a conflict) or refused: the pass is tried again.
             Err(e) => Err(e),
         }
     }
 }
 
-/// Take over the Lease of `member`, which this replica saw expire or be released, for
-/// twice its duration; `false` when it changed meanwhile (the member renewed: it is back).
-async fn fence(leases: &Api<Lease>, member: &str) -> Result<bool, kube::Error> {
+/// Take over the Lease of `member`, which this replica saw expire or be released at
+/// resourceVersion `seen`, for twice its duration; `false` when it is no longer at that
+/// version (the member renewed since, even if this replica's watch of the Leases has not
+/// shown it yet: it is alive).
+async fn fence(leases: &Api<Lease>, member: &str, seen: Option<&str>) -> Result<bool, kube::Error> {
     let Some(mut lease) = leases.get_opt(member).await? else {
         return Ok(true);
     };
+    if lease.metadata.resource_version.as_deref() != seen {
+        return Ok(false);
+    }
     let Some(spec) = lease.spec.as_mut() else {
         return Ok(false);
     };
@@ -458,6 +578,7 @@ mod tests {
             lease_duration_seconds: 15,
             live,
             fenced: false,
+            resource_version: None,
         };
         MemberSet {
             live: live.iter().map(|s| (*s).to_owned()).collect(),
