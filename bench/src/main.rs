@@ -9,36 +9,29 @@
 //! timestamps what it sees; the implementation's API requests come from kubesim's
 //! `/kubesim/stats` (the driver names itself with its own `User-Agent`), its reconcile
 //! count from its `/metrics`. [`report`] writes `results.md`, `results.json` and
-//! `chart.png`.
+//! `chart.png`. The kubesim, the watches and the process helpers are the crate's library
+//! (`src/lib.rs`), which `ctop-bench-sharding` shares.
 
 // A console tool: progress goes to stderr.
 #![allow(clippy::print_stderr)]
 
 mod report;
 
-use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
+use ctop_bench::procs::{Proc, free_port, proc_usage, reconciles, scrape, spawn};
+use ctop_bench::seen::{Seen, wait_for, watch_workload};
+use ctop_bench::sim::{self, IMAGE_1, IMAGE_2, example_copy, webapp};
 use futures::{StreamExt as _, TryStreamExt as _};
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Secret, Service};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-};
-use kube::runtime::watcher;
-use kube::{Client, ResourceExt as _};
+use kube::Client;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-
-const DRIVER_AGENT: &str = "ctop-bench-driver";
-const NAMESPACE: &str = "default";
-const IMAGE_1: &str = "nginx:1.27";
-const IMAGE_2: &str = "nginx:1.28";
 
 /// Command-line options.
 #[derive(Debug, Clone, clap::Parser)]
@@ -194,117 +187,13 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Kills the process when dropped.
-struct Proc {
-    child: Child,
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-fn spawn(cmd: &mut Command, log: &Path) -> anyhow::Result<Proc> {
-    let file = std::fs::File::create(log)?;
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(file.try_clone()?)
-        .stderr(file)
-        .spawn()
-        .with_context(|| format!("cannot start {cmd:?}"))?;
-    Ok(Proc { child })
-}
-
-/// (CPU seconds, VmRSS MiB, VmHWM MiB) of a process.
-fn proc_usage(pid: u32) -> (f64, f64, f64) {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    // Fields after the command: state is [0], utime is field 14 overall → [11], stime [12].
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    let cpu = (ticks(11) + ticks(12)) / 100.0;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kb = |key: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(key))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (cpu, kb("VmRSS:") / 1024.0, kb("VmHWM:") / 1024.0)
-}
-
-/// What the driver's watchers have seen.
-#[derive(Debug, Default)]
-struct Seen {
-    deployments: HashMap<String, (Instant, String)>,
-    deploy_image2: HashMap<String, Instant>,
-    services: HashMap<String, Instant>,
-    secrets: HashMap<String, Instant>,
-    status: HashMap<String, Instant>,
-    webapps: HashSet<String>,
-}
-
-impl Seen {
-    fn done_at(&self, name: &str) -> Option<Instant> {
-        let d = self.deployments.get(name)?.0;
-        let s = *self.services.get(name)?;
-        let t = *self.secrets.get(name)?;
-        let st = *self.status.get(name)?;
-        Some(d.max(s).max(t).max(st))
-    }
-}
-
-fn watch_into<K, F>(api: Api<K>, seen: Arc<Mutex<Seen>>, on: F) -> tokio::task::JoinHandle<()>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
-    F: Fn(&mut Seen, &K, bool) + Send + 'static,
-{
-    tokio::spawn(async move {
-        let stream = watcher(api, watcher::Config::default());
-        futures::pin_mut!(stream);
-        while let Some(event) = stream.next().await {
-            let Ok(event) = event else { continue };
-            let mut s = seen.lock();
-            match event {
-                watcher::Event::Apply(o) | watcher::Event::InitApply(o) => on(&mut s, &o, true),
-                watcher::Event::Delete(o) => on(&mut s, &o, false),
-                _ => {}
-            }
-        }
-    })
-}
-
-fn set_once(map: &mut HashMap<String, Instant>, key: &str, present: bool) {
-    if present {
-        map.entry(key.to_owned()).or_insert_with(Instant::now);
-    } else {
-        map.remove(key);
-    }
-}
-
-async fn client_for(kubeconfig: &Path) -> anyhow::Result<Client> {
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig)?;
-    let mut config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?;
-    config.headers.push((http::header::USER_AGENT, http::HeaderValue::from_static(DRIVER_AGENT)));
-    Ok(Client::try_from(config)?)
-}
-
 /// The implementation's requests (everything but the driver's), by `"verb resource"`.
 async fn impl_requests(client: &Client) -> anyhow::Result<HashMap<String, u64>> {
     let req = http::Request::get("/kubesim/stats").body(Vec::new())?;
     let stats: Value = client.request(req).await?;
     let mut out = HashMap::new();
     for (agent, c) in stats["clients"].as_object().into_iter().flatten() {
-        if agent == DRIVER_AGENT {
+        if agent == sim::DRIVER_AGENT {
             continue;
         }
         for (k, v) in c["requests"].as_object().into_iter().flatten() {
@@ -324,121 +213,17 @@ fn writes(requests: &HashMap<String, u64>) -> u64 {
         .sum()
 }
 
-async fn scrape(port: u16) -> Option<String> {
-    let mut sock = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    sock.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").await.ok()?;
-    let mut out = String::new();
-    sock.read_to_string(&mut out).await.ok()?;
-    Some(out)
-}
-
-fn metric(text: &str, prefix: &str) -> f64 {
-    text.lines()
-        .filter(|l| l.starts_with(prefix))
-        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
-        .sum()
-}
-
-async fn reconciles(port: u16) -> u64 {
-    scrape(port).await.map_or(0, |t| metric(&t, "controller_runtime_reconcile_total") as u64)
-}
-
-async fn wait_for<F: FnMut() -> bool>(timeout: Duration, mut done: F) -> bool {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if done() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    done()
-}
-
-fn webapp(name: &str, image: &str) -> DynamicObject {
-    let gvk = GroupVersionKind::gvk("apps.example.com", "v1", "WebApp");
-    let ar = ApiResource::from_gvk_with_plural(&gvk, "webapps");
-    let mut o = DynamicObject::new(name, &ar).within(NAMESPACE);
-    o.data = json!({"spec": {"image": image, "replicas": 2, "port": 80}});
-    o
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
-/// The bench copy of the example: identical but for the `every(...)` period.
-fn example_copy(opts: &Opts, dir: &Path, every: &str) -> anyhow::Result<PathBuf> {
-    let target = dir.join(format!("webapp-{every}"));
-    std::fs::create_dir_all(&target)?;
-    let script = std::fs::read_to_string(opts.example.join("operator.ct"))
-        .with_context(|| format!("cannot read {}", opts.example.display()))?;
-    if !script.contains(".every(\"5m\")") {
-        bail!("{} no longer has .every(\"5m\"); update the bench", opts.example.display());
-    }
-    std::fs::write(
-        target.join("operator.ct"),
-        script.replace(".every(\"5m\")", &format!(".every({every:?})")),
-    )?;
-    Ok(target)
-}
-
 /// Run one implementation at one size.
 async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     let tmp = std::env::temp_dir().join(format!("ctop-bench-{}-{imp}-{size}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
-    let kubeconfig = tmp.join("kubeconfig");
-    let history = (size * 20).max(10_000).to_string();
-    let _sim = spawn(
-        Command::new(&opts.ctop)
-            .args([
-                "sim",
-                "--plain-http",
-                "--no-workloads",
-                "--addr",
-                "127.0.0.1:0",
-                "--watch-history",
-                &history,
-            ])
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .env("CTOP_LOG", "warn"),
-        &tmp.join("sim.log"),
-    )?;
-    if !wait_for(Duration::from_secs(20), || kubeconfig.exists()).await {
-        bail!("kubesim did not write its kubeconfig (see {})", tmp.join("sim.log").display());
-    }
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let client = client_for(&kubeconfig).await?;
+    let kubesim = sim::start(&opts.ctop, &tmp, size).await?;
+    let (kubeconfig, client) = (kubesim.kubeconfig.clone(), kubesim.client.clone());
 
     // The CRD, from `ctop manifests` of the example.
-    let example = example_copy(opts, &tmp, "5m")?;
-    let out = Command::new(&opts.ctop).arg("manifests").arg(&example).env("CTOP_LOG", "error").output()?;
-    if !out.status.success() {
-        bail!("ctop manifests failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    let crd = serde_saphyr::from_slice_multiple::<Value>(&out.stdout)
-        .context("ctop manifests printed YAML that does not read back")?
-        .into_iter()
-        .find(|v| v["kind"] == "CustomResourceDefinition")
-        .context("ctop manifests printed no CRD")?;
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.create(&PostParams::default(), &serde_json::from_value(crd)?).await?;
-    let established = kube::runtime::wait::await_condition(
-        crds,
-        "webapps.apps.example.com",
-        kube::runtime::wait::conditions::is_crd_established(),
-    );
-    tokio::time::timeout(Duration::from_secs(20), established).await??;
-
-    let gvk = GroupVersionKind::gvk("apps.example.com", "v1", "WebApp");
-    let ar = ApiResource::from_gvk_with_plural(&gvk, "webapps");
-    let webapps: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &ar);
+    let example = example_copy(&opts.example, &tmp, "5m")?;
+    let webapps = sim::install_webapp_crd(&opts.ctop, &example, &client).await?;
     webapps.create(&PostParams::default(), &webapp("probe", IMAGE_1)).await?;
 
     let every_s = opts.every.parse::<ctop_duration::D>()?.0.as_secs_f64();
@@ -448,7 +233,10 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
         let mut cmd = match imp {
             "ctop" => {
                 let mut c = Command::new(&opts.ctop);
-                c.arg("run").arg(example_copy(opts, &tmp, every)?).arg("--kubeconfig").arg(&kubeconfig);
+                c.arg("run")
+                    .arg(example_copy(&opts.example, &tmp, every)?)
+                    .arg("--kubeconfig")
+                    .arg(&kubeconfig);
                 c.args(["--leader-elect=false", "--health-port", "0", "--metrics-port", &port.to_string()]);
                 c.env("CTOP_LOG", "warn");
                 c
@@ -495,53 +283,7 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     run.base_rss_mb = proc_usage(pid).1;
 
     let seen = Arc::new(Mutex::new(Seen::default()));
-    let watchers = [
-        watch_into(
-            Api::<Deployment>::namespaced(client.clone(), NAMESPACE),
-            seen.clone(),
-            |s, d: &Deployment, up| {
-                let name = d.name_any();
-                if up {
-                    let image = d
-                        .spec
-                        .as_ref()
-                        .and_then(|s| s.template.spec.as_ref()?.containers.first()?.image.clone())
-                        .unwrap_or_default();
-                    if image == IMAGE_2 {
-                        s.deploy_image2.entry(name.clone()).or_insert_with(Instant::now);
-                    }
-                    let e = s.deployments.entry(name).or_insert_with(|| (Instant::now(), String::new()));
-                    e.1 = image;
-                } else {
-                    s.deployments.remove(&name);
-                }
-            },
-        ),
-        watch_into(
-            Api::<Service>::namespaced(client.clone(), NAMESPACE),
-            seen.clone(),
-            |s, o: &Service, up| {
-                set_once(&mut s.services, &o.name_any(), up);
-            },
-        ),
-        watch_into(
-            Api::<Secret>::namespaced(client.clone(), NAMESPACE),
-            seen.clone(),
-            |s, o: &Secret, up| {
-                let name = o.name_any();
-                set_once(&mut s.secrets, name.strip_suffix("-token").unwrap_or(&name), up);
-            },
-        ),
-        watch_into(webapps.clone(), seen.clone(), |s, o: &DynamicObject, up| {
-            let name = o.name_any();
-            if up {
-                s.webapps.insert(name.clone());
-            } else {
-                s.webapps.remove(&name);
-            }
-            set_once(&mut s.status, &name, up && o.data["status"]["phase"].is_string());
-        }),
-    ];
+    let watchers = watch_workload(&client, &webapps, &seen);
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     // Create.
@@ -550,40 +292,15 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     let r0 = reconciles(port).await;
     let names: Vec<String> = (0..size).map(|i| format!("app-{i:05}")).collect();
     let t_create = Instant::now();
-    let created: Vec<(String, Instant)> = futures::stream::iter(names.iter().cloned())
-        .map(|name| {
-            let api = webapps.clone();
-            async move {
-                api.create(&PostParams::default(), &webapp(&name, IMAGE_1)).await?;
-                Ok::<_, kube::Error>((name, Instant::now()))
-            }
-        })
-        .buffer_unordered(32)
-        .try_collect()
-        .await?;
-    let all_done = || {
-        let s = seen.lock();
-        names.iter().all(|n| s.done_at(n).is_some())
-    };
-    let ok = wait_for(timeout, all_done).await;
+    let created = sim::create_all(&webapps, &names).await?;
+    let ok = wait_for(timeout, || seen.lock().all_done(&names)).await;
     let fail = |run: &mut Run, what: &str| {
         run.failure.get_or_insert_with(|| format!("{what} did not converge within {} s", opts.timeout_secs));
     };
-    {
-        let s = seen.lock();
-        let mut lat: Vec<f64> = created
-            .iter()
-            .filter_map(|(n, t)| Some(s.done_at(n)?.saturating_duration_since(*t).as_secs_f64() * 1000.0))
-            .collect();
-        lat.sort_by(f64::total_cmp);
-        run.latency_p50_ms = percentile(&lat, 0.5);
-        run.latency_p99_ms = percentile(&lat, 0.99);
-        run.create_converge_s = names
-            .iter()
-            .filter_map(|n| s.done_at(n))
-            .max()
-            .map_or(timeout.as_secs_f64(), |t| t.saturating_duration_since(t_create).as_secs_f64());
-    }
+    let c = seen.lock().convergence(&created, t_create, timeout.as_secs_f64());
+    run.latency_p50_ms = c.latency_p50_ms;
+    run.latency_p99_ms = c.latency_p99_ms;
+    run.create_converge_s = c.converge_s;
     if !ok {
         fail(&mut run, "create");
     }
