@@ -47,6 +47,10 @@ pub struct DevArgs {
     /// Do not apply DIR/samples/*.yaml.
     #[arg(long)]
     no_samples: bool,
+    /// Run this many sharded members of the operator (as `ctop run --sharding` replicas
+    /// would), each reconciling its share of the objects.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    replicas: u16,
     #[command(flatten)]
     script_limits: super::ScriptFlags,
     #[command(flatten)]
@@ -83,7 +87,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         kubeconfig.display(),
         if plurals.is_empty() { "all".to_owned() } else { plurals.join(",") }
     );
-    let options = DevOptions::new(kubeconfig.clone(), MANAGER);
+    let mut options = DevOptions::new(kubeconfig.clone(), MANAGER);
+    options.replicas = args.replicas;
     let source = ScriptSource {
         watch: SourceWatch::new(&args.dir),
         dir: args.dir,

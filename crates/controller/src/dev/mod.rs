@@ -71,6 +71,9 @@ pub struct DevOptions {
     pub run: RunOptions,
     /// How often the sources are checked and the summary printed.
     pub poll: Duration,
+    /// Members of a sharded operator to run, each with its own identity (`dev-0`,
+    /// `dev-1`, …); 1 runs one unsharded replica.
+    pub replicas: u16,
 }
 
 impl DevOptions {
@@ -95,7 +98,7 @@ impl DevOptions {
             retry_limit: RetryLimit::default(),
             sharding: false,
         };
-        Self { run, poll: Duration::from_millis(500) }
+        Self { run, poll: Duration::from_millis(500), replicas: 1 }
     }
 }
 
@@ -114,21 +117,23 @@ pub async fn run_dev<S: DevSource>(
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(shutdown);
     let (handlers_tx, handlers) = watch::channel(first);
+    if options.replicas > 1 {
+        tracing::info!(
+            replicas = options.replicas,
+            "sharded over {} members (dev-0 … dev-{}); kubectl get leases -l shard.ctop.dev/ring={} shows them",
+            options.replicas,
+            options.replicas - 1,
+            options.run.name
+        );
+    }
     'restart: loop {
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let mut controllers = tokio::spawn(run_reloadable(
-            handlers.clone(),
-            options.run.clone(),
-            LeaseTiming::default(),
-            async move {
-                let _ = stop_rx.await;
-            },
-        ));
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut controllers = tokio::spawn(run_replicas(handlers.clone(), &options, stop_rx));
         let mut running = true;
         loop {
             tokio::select! {
                 () = &mut shutdown => {
-                    let _ = stop_tx.send(());
+                    stop_tx.send_replace(true);
                     if running {
                         let _ = controllers.await;
                     }
@@ -167,7 +172,7 @@ pub async fn run_dev<S: DevSource>(
                         continue;
                     }
                     tracing::info!("the controllers restart with the new script");
-                    let _ = stop_tx.send(());
+                    stop_tx.send_replace(true);
                     if running {
                         let _ = controllers.await;
                     }
@@ -177,6 +182,38 @@ pub async fn run_dev<S: DevSource>(
                 }
             }
         }
+    }
+}
+
+/// Run the controllers until `stop`: once, or as `options.replicas` sharded members; the
+/// first error of any.
+fn run_replicas(
+    handlers: watch::Receiver<Arc<dyn Handlers>>,
+    options: &DevOptions,
+    stop: watch::Receiver<bool>,
+) -> impl Future<Output = Result<(), RunError>> + Send + 'static {
+    let runs: Vec<_> = (0..options.replicas.max(1))
+        .map(|i| {
+            let mut run = options.run.clone();
+            if options.replicas > 1 {
+                run.sharding = true;
+                run.identity = Some(format!("dev-{i}"));
+            }
+            let mut stop = stop.clone();
+            tokio::spawn(run_reloadable(handlers.clone(), run, LeaseTiming::default(), async move {
+                let _ = stop.wait_for(|s| *s).await;
+            }))
+        })
+        .collect();
+    async move {
+        let mut first = Ok(());
+        for done in futures::future::join_all(runs).await {
+            let result = done.unwrap_or_else(|e| Err(RunError::Start(format!("a replica crashed: {e}"))));
+            if first.is_ok() {
+                first = result;
+            }
+        }
+        first
     }
 }
 

@@ -420,15 +420,9 @@ impl Sharder {
             format!("{key},{key} notin ({})", staying.join(","))
         };
         let api: Api<DynamicObject> = api_for(&self.client, &c.ar, c.namespaced, c.namespace.as_deref());
-        let mut token: Option<String> = None;
-        loop {
-            let mut lp = ListParams::default().labels(&selector).limit(500);
-            if let Some(t) = token.take() {
-                lp = lp.continue_token(&t);
-            }
-            let page = api.list(&lp).await?;
-            let todo: Vec<(DynamicObject, String)> = page
-                .items
+        let mut pages = Pages::new(&api, &selector);
+        while let Some(items) = pages.next().await? {
+            let todo: Vec<(DynamicObject, String)> = items
                 .into_iter()
                 .filter_map(|o| {
                     let owner =
@@ -454,11 +448,8 @@ impl Sharder {
                 .buffer_unordered(CONCURRENT_WRITES)
                 .try_collect::<()>()
                 .await?;
-            match page.metadata.continue_.filter(|t| !t.is_empty()) {
-                Some(t) => token = Some(t),
-                None => return Ok(()),
-            }
         }
+        Ok(())
     }
 
     async fn pass_kind(
@@ -474,15 +465,9 @@ impl Sharder {
             None => labels.shard.clone(),
         };
         let api: Api<DynamicObject> = api_for(&self.client, &p.ar, p.namespaced, p.namespace.as_deref());
-        let mut token: Option<String> = None;
-        loop {
-            let mut lp = ListParams::default().labels(&selector).limit(500);
-            if let Some(t) = token.take() {
-                lp = lp.continue_token(&t);
-            }
-            let page = api.list(&lp).await?;
-            let todo: Vec<(DynamicObject, Action)> = page
-                .items
+        let mut pages = Pages::new(&api, &selector);
+        while let Some(items) = pages.next().await? {
+            let todo: Vec<(DynamicObject, Action)> = items
                 .into_iter()
                 .filter_map(|o| {
                     let current = o.metadata.labels.as_ref()?.get(&labels.shard)?.clone();
@@ -496,11 +481,8 @@ impl Sharder {
                 .buffer_unordered(CONCURRENT_WRITES)
                 .try_collect::<()>()
                 .await?;
-            match page.metadata.continue_.filter(|t| !t.is_empty()) {
-                Some(t) => token = Some(t),
-                None => return Ok(()),
-            }
         }
+        Ok(())
     }
 
     async fn act(&self, p: &Primary, o: DynamicObject, a: Action) -> Result<(), kube::Error> {
@@ -532,6 +514,31 @@ impl Sharder {
             // Changed since the list (a conflict) or refused: the pass is tried again.
             Err(e) => Err(e),
         }
+    }
+}
+
+/// A list by label selector, 500 objects a page.
+struct Pages<'a> {
+    api: &'a Api<DynamicObject>,
+    selector: &'a str,
+    /// `None` once the last page was read; `Some(None)` before the first.
+    next: Option<Option<String>>,
+}
+
+impl<'a> Pages<'a> {
+    fn new(api: &'a Api<DynamicObject>, selector: &'a str) -> Self {
+        Self { api, selector, next: Some(None) }
+    }
+
+    async fn next(&mut self) -> Result<Option<Vec<DynamicObject>>, kube::Error> {
+        let Some(token) = self.next.take() else { return Ok(None) };
+        let mut lp = ListParams::default().labels(self.selector).limit(500);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let page = self.api.list(&lp).await?;
+        self.next = page.metadata.continue_.filter(|t| !t.is_empty()).map(Some);
+        Ok(Some(page.items))
     }
 }
 
