@@ -103,8 +103,16 @@ pub async fn run_reloadable(
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "ctop".into());
         format!("{host}_{}", std::process::id())
     });
+    // Leases get a client of their own: a renewal must not wait in line behind thousands of
+    // the controllers' requests (a client queues what it sends), or a busy replica would
+    // miss its renew deadline and stop.
+    let lease_client = if options.sharding || options.leader_elect {
+        crate::cluster::client(options.kubeconfig.as_ref(), options.context.as_ref()).await?
+    } else {
+        client.clone()
+    };
     let member = if options.sharding {
-        let m = shard::join(&client, &options, timing, &identity, &metrics, stop_rx.clone())?;
+        let m = shard::join(&lease_client, &options, timing, &identity, &metrics, stop_rx.clone())?;
         tracing::info!(ring = options.name, member = m.shard.me, "joining the ring");
         Some(m)
     } else {
@@ -120,7 +128,7 @@ pub async fn run_reloadable(
         config.retry_period = timing.retry_period;
         let lease = config.name.clone();
         let elector =
-            LeaderElector::new(client.clone(), config).map_err(|e| RunError::Start(e.to_string()))?;
+            LeaderElector::new(lease_client.clone(), config).map_err(|e| RunError::Start(e.to_string()))?;
         let leadership = elector.run();
         let mut leading = leadership.subscribe();
         let metrics = metrics.clone();
@@ -182,8 +190,11 @@ pub async fn run_reloadable(
             operator: options.name.clone(),
             lease_namespace: options.lease_namespace.clone(),
         };
+        // The sharder's writes come in bursts (a rebalance): a client of their own too.
+        let sharder_client =
+            crate::cluster::client(options.kubeconfig.as_ref(), options.context.as_ref()).await?;
         let sharder = shard::run_sharder(
-            client.clone(),
+            sharder_client,
             m.shard.clone(),
             primaries,
             config,
