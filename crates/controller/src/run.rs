@@ -186,30 +186,7 @@ pub async fn run_reloadable(
         primaries.push(primary);
     }
     if let (Some(m), Some(l)) = (&member, &leadership) {
-        let config = shard::SharderConfig {
-            operator: options.name.clone(),
-            lease_namespace: options.lease_namespace.clone(),
-        };
-        // The sharder's writes come in bursts (a rebalance): a client of their own too.
-        let sharder_client =
-            crate::cluster::client(options.kubeconfig.as_ref(), options.context.as_ref()).await?;
-        let sharder = shard::run_sharder(
-            sharder_client,
-            m.shard.clone(),
-            primaries,
-            config,
-            l.subscribe(),
-            stop_rx.clone(),
-        );
-        tasks.push(tokio::spawn(sharder));
-        let report = shard::report(
-            m.shard.clone(),
-            options.name.clone(),
-            health.clone(),
-            l.subscribe(),
-            stop_rx.clone(),
-        );
-        tasks.push(tokio::spawn(report));
+        tasks.extend(m.lead(&options, primaries, &health, l.subscribe(), &stop_rx).await?);
     }
     let publisher = Publisher {
         client: client.clone(),
@@ -223,12 +200,8 @@ pub async fn run_reloadable(
     // A member that could not renew its Lease within the renew deadline stops before the
     // sharder may move its objects (as controller-runtime exits on lost leadership).
     let lost = async {
-        match member.as_ref().map(|m| m.lease.subscribe()) {
-            Some(mut held) => {
-                if held.wait_for(|h| *h).await.is_ok() {
-                    let _ = held.wait_for(|h| !*h).await;
-                }
-            }
+        match &member {
+            Some(m) => m.lost().await,
             None => std::future::pending().await,
         }
     };
@@ -543,18 +516,7 @@ async fn start_controller(
     }
     if let Some(s) = &shard {
         triggers.push(Drainer::run(ctx.clone(), queue.clone(), drain_keys).boxed());
-        // The member's object count, for its Lease and the metrics.
-        let (s, store, name) = (s.clone(), primary_store.clone(), name.clone());
-        triggers.push(
-            async move {
-                let mut tick = tokio::time::interval(Duration::from_secs(1));
-                loop {
-                    tick.tick().await;
-                    s.set_count(&name, store.len());
-                }
-            }
-            .boxed(),
-        );
+        triggers.push(s.clone().count(name.clone(), primary_store.clone()).boxed());
     }
     // Workers start once every cache holds its first list, as controller-runtime's wait
     // for cache sync.

@@ -229,6 +229,50 @@ pub(crate) fn join(
     Ok(Member { shard, lease: elector.with_annotations(annotations).run() })
 }
 
+impl Member {
+    /// Start this member's sharder (it assigns while `leading`) and its report, until
+    /// `stop`; the tasks to wait for.
+    pub(crate) async fn lead(
+        &self,
+        options: &RunOptions,
+        primaries: Vec<Primary>,
+        health: &Health,
+        leading: watch::Receiver<bool>,
+        stop: &watch::Receiver<bool>,
+    ) -> Result<Vec<tokio::task::JoinHandle<()>>, RunError> {
+        let config = SharderConfig {
+            operator: options.name.clone(),
+            lease_namespace: options.lease_namespace.clone(),
+        };
+        // The sharder's writes come in bursts (a rebalance): a client of their own.
+        let client = crate::cluster::client(options.kubeconfig.as_ref(), options.context.as_ref()).await?;
+        let sharder =
+            run_sharder(client, self.shard.clone(), primaries, config, leading.clone(), stop.clone());
+        let report = report(self.shard.clone(), options.name.clone(), health.clone(), leading, stop.clone());
+        Ok(vec![tokio::spawn(sharder), tokio::spawn(report)])
+    }
+
+    /// Complete once the member Lease, held once, is lost (not renewed within the renew
+    /// deadline).
+    pub(crate) async fn lost(&self) {
+        let mut held = self.lease.subscribe();
+        if held.wait_for(|h| *h).await.is_ok() {
+            let _ = held.wait_for(|h| !*h).await;
+        }
+    }
+}
+
+impl Shard {
+    /// Count `store`'s objects as `controller`'s, every second (see [`Shard::set_count`]).
+    pub(crate) async fn count(self: Arc<Self>, controller: String, store: crate::store::Store) {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            self.set_count(&controller, store.len());
+        }
+    }
+}
+
 /// Keep `/status` and the `ctop_shard_*` gauges up to date with the ring as `shard` sees
 /// it, until `stop`.
 pub(crate) async fn report(
