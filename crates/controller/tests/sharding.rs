@@ -262,9 +262,10 @@ async fn create_widgets(api: &Api<DynamicObject>, n: usize) {
                     match api.create(&PostParams::default(), &w).await {
                         Ok(_) => break,
                         Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => break,
+                        // The injected faults are counted: a retry at once uses them up.
                         Err(e) if attempt < 50 => {
                             let _ = e;
-                            tokio::time::sleep(Duration::from_millis(20)).await;
+                            tokio::task::yield_now().await;
                         }
                         Err(e) => panic!("cannot create a widget: {e}"),
                     }
@@ -286,10 +287,11 @@ where
     loop {
         match call().await {
             Ok(v) => return v,
+            // The injected faults are counted: a retry at once uses them up.
             Err(e) if tries < 100 => {
                 let _ = e;
                 tries += 1;
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                tokio::task::yield_now().await;
             }
             Err(e) => panic!("the API keeps failing: {e}"),
         }
@@ -415,20 +417,25 @@ async fn run_scenario(n: usize, faults: bool) {
     })
     .await;
 
-    // The fuzzer's kinds of faults, drawn from a seed all through the run: failed requests
-    // (500, 503, 429, 409) on the verbs and kinds the members and the sharder use, latency,
-    // and dropped watches.
+    // The fuzzer's kinds of faults, drawn from a seed all through the run, one every 40
+    // writes the API server commits: failed requests (500, 503, 429, 409) on the verbs and
+    // kinds the members and the sharder use, latency, and dropped watches.
     let chaos = faults.then(|| {
         sim.faults().delay("patch", "configmaps", Duration::from_millis(20));
+        let mut writes = sim.changes();
         let sim = sim.clone();
         tokio::spawn(async move {
             let mut seed: u64 = 20_261_126;
+            let mut last = *writes.borrow_and_update();
             let mut next = move |n: u64| {
                 seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
                 (seed >> 33) % n
             };
             loop {
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                if writes.wait_for(|rv| *rv >= last + 40).await.is_err() {
+                    return;
+                }
+                last = *writes.borrow_and_update();
                 let verb = ["patch", "get", "list", "create", "update", "watch"][next(6) as usize];
                 let resource = ["widgets", "configmaps", "leases"][next(3) as usize];
                 let code = [500, 503, 429, 409][next(4) as usize];
