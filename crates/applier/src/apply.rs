@@ -114,6 +114,7 @@ pub struct Applier {
     config: Arc<ApplierConfig>,
     discovery: Arc<Discovery>,
     memory: Arc<Mutex<HashMap<String, OwnerMemory>>>,
+    status: StatusWriter,
 }
 
 impl std::fmt::Debug for Applier {
@@ -168,7 +169,8 @@ impl Applier {
     #[must_use]
     pub fn new(client: Client, config: ApplierConfig) -> Self {
         let discovery = Arc::new(Discovery::new(client.clone()));
-        Self { client, config: Arc::new(config), discovery, memory: Arc::default() }
+        let status = StatusWriter::with_discovery(client.clone(), &config.field_manager, discovery.clone());
+        Self { client, config: Arc::new(config), discovery, memory: Arc::default(), status }
     }
 
     /// The configuration.
@@ -177,10 +179,11 @@ impl Applier {
         &self.config
     }
 
-    /// A [`StatusWriter`] with the same client, field manager and discovery cache.
+    /// The [`StatusWriter`] of this applier: the same client, field manager and discovery
+    /// cache; every call returns a clone sharing one memory of past writes.
     #[must_use]
     pub fn status_writer(&self) -> StatusWriter {
-        StatusWriter::with_discovery(self.client.clone(), &self.config.field_manager, self.discovery.clone())
+        self.status.clone()
     }
 
     /// Make `desired` the complete set of children of `owner`, in one pass:
@@ -267,6 +270,13 @@ impl Applier {
     /// its next pass.
     pub fn forget(&self, owner_uid: &str) {
         self.memory.lock().remove(owner_uid);
+    }
+
+    /// The owners this applier remembers something of (see [`Applier::forget`]); a caller
+    /// that forgets each owner it deletes sees this fall back as they go.
+    #[must_use]
+    pub fn remembered(&self) -> usize {
+        self.memory.lock().len()
     }
 
     /// Whether each of `children` is in `cache` exactly as this applier's last apply of it

@@ -280,6 +280,12 @@ impl StatusWriter {
     pub fn forget(&self, uid: &str) {
         self.memory.lock().remove(uid);
     }
+
+    /// The objects this writer remembers a write of (see [`StatusWriter::forget`]).
+    #[must_use]
+    pub fn remembered(&self) -> usize {
+        self.memory.lock().len()
+    }
 }
 
 /// What a [`StatusPatch`] makes of a status.

@@ -89,6 +89,41 @@ pub enum ReconcileError {
     /// A kind could not be resolved.
     #[error(transparent)]
     Run(#[from] RunError),
+    /// A `reconcile` of an object being deleted left a finalizer it claims (`addFinalizer`)
+    /// in place, removed nothing and pruned nothing: nothing will call it again, so the
+    /// object would stay `Terminating` for good. Not retried until the object, a child or
+    /// the script changes.
+    #[error(
+        "the deletion of {object} waits for {}, which the reconcile handler adds but did not remove, and nothing will call it again ({}); call removeFinalizer(cr, {:?}) once the cleanup is done",
+        names(.finalizers), left(.children), .finalizers.first().map_or("", String::as_str)
+    )]
+    DeletionStalled {
+        /// The object, `Kind namespace/name`.
+        object: String,
+        /// The finalizers it waits for.
+        finalizers: Vec<String>,
+        /// Its children still there (`Kind namespace/name`, a few).
+        children: Vec<String>,
+    },
+    /// The object was deleted (or replaced under its name) while it was being reconciled:
+    /// nothing is retried, reported or remembered.
+    #[error("{object} no longer exists")]
+    Gone {
+        /// The object, `Kind namespace/name`.
+        object: String,
+    },
+}
+
+impl From<ApplyError> for ReconcileError {
+    /// A failed apply; the owner's own write answered `404` means the owner is gone.
+    fn from(e: ApplyError) -> Self {
+        match e {
+            ApplyError::OwnerUpdate { owner, source: kube::Error::Api(s), .. } if s.code == 404 => {
+                Self::Gone { object: owner }
+            }
+            e => Self::Apply(e),
+        }
+    }
 }
 
 impl ReconcileError {
@@ -108,7 +143,7 @@ impl ReconcileError {
     pub fn is_terminal(&self) -> bool {
         match self {
             Self::Handler(e) => e.kind == FailureKind::Invalid,
-            Self::Undeclared { .. } | Self::BadObject { .. } => true,
+            Self::Undeclared { .. } | Self::BadObject { .. } | Self::DeletionStalled { .. } => true,
             Self::Apply(e) => e.is_invalid_input(),
             _ => false,
         }
@@ -118,6 +153,12 @@ impl ReconcileError {
     #[must_use]
     pub fn is_timeout(&self) -> bool {
         matches!(self, Self::Handler(e) if e.kind == FailureKind::Timeout)
+    }
+
+    /// Whether the object is gone ([`ReconcileError::Gone`]): not a failure.
+    #[must_use]
+    pub fn is_gone(&self) -> bool {
+        matches!(self, Self::Gone { .. })
     }
 
     /// Whether the handler's runtime broke (the analog of a panic in a Go reconciler).
@@ -142,7 +183,27 @@ impl ReconcileError {
             Self::Apply(_) => "ApplyFailed",
             Self::Status(_) => "StatusFailed",
             Self::Api { .. } | Self::Run(_) => "APIError",
+            Self::Gone { .. } => "Gone",
+            Self::DeletionStalled { .. } => "DeletionStalled",
         }
+    }
+}
+
+/// `finalizer "a"` or `finalizers "a", "b"`.
+fn names(finalizers: &[String]) -> String {
+    let quoted: Vec<String> = finalizers.iter().map(|f| format!("{f:?}")).collect();
+    match quoted.len() {
+        1 => format!("finalizer {}", quoted.join("")),
+        _ => format!("finalizers {}", quoted.join(", ")),
+    }
+}
+
+/// What is left of the object's children, for a message.
+fn left(children: &[String]) -> String {
+    if children.is_empty() {
+        "no child is left".to_owned()
+    } else {
+        format!("children left: {}", children.join(", "))
     }
 }
 

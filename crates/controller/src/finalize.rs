@@ -1,124 +1,134 @@
-//! Reconciles of an object being deleted.
+//! Calls on an object being deleted, under one rule.
 //!
-//! With the controller's own finalizer (`.finalize(fn)`), the `finalize` handler runs and
-//! its outcome is carried out like a reconcile's: its children are the desired set during
-//! deletion, so an empty set prunes every child (unless the deletion orphans them, or the
-//! handler returned `Result.keep()`), and `Result.requeue(d)` runs it again after `d` — to
-//! wait until the children are gone, say. The finalizer is removed only once `finalize`
-//! returned ok and every effect succeeded.
+//! The call is `finalize` when the operator declares `.finalize(fn)` and the object still
+//! carries the controller's finalizer; otherwise `reconcile` runs (the object carries
+//! finalizers of its own, added with `addFinalizer`, or someone else's). Either way the
+//! outcome is carried out as during the object's life, and what the call applies is the
+//! desired set *during deletion*: applying nothing prunes every child, which is how a
+//! teardown waits for its children to go (each child's deletion calls it again).
 //!
-//! With finalizers the script manages itself (`addFinalizer`) and no `.finalize()`, the
-//! reconcile handler sees the object on its way out and may remove them; its children are
-//! neither applied nor pruned (garbage collection removes them).
+//! Except:
+//! - a deletion with `propagationPolicy: Orphan` (`kubectl delete --cascade=orphan`) keeps
+//!   the children as they are: nothing is applied (it would adopt them again, and the
+//!   garbage collector would delete them with the object) and nothing is pruned;
+//! - a foreground deletion (`--cascade=foreground`): the garbage collector is deleting the
+//!   children already, so nothing is applied (it would re-create what it deletes) and
+//!   nothing is pruned;
+//! - `Result.keep()` applies and prunes nothing, `Result.requeue(d)` calls again after `d`.
+//!
+//! The controller's finalizer is removed (with a patch that cannot conflict with the
+//! deletion itself) once `finalize` returned ok and every effect succeeded; then everything
+//! remembered of the object is dropped. A `reconcile` that leaves a finalizer it claims
+//! (`addFinalizer`) in place while nothing will call it again (it returned ok, pruned
+//! nothing and removed nothing) waits forever: that is reported on the object as a
+//! `DeletionStalled` event and condition naming what the object waits for.
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use ctop_core::{HandlerResult, PruneMode};
-use tracing::Instrument as _;
+use ctop_applier::applyset::applyset_id;
+use ctop_core::{HandlerResult, PruneMode, ReconcileOutcome};
 
+use crate::call::Call;
 use crate::context::Ctx;
-use crate::effects;
+use crate::effects::{self, Change};
 use crate::error::ReconcileError;
-use crate::object::Object;
+use crate::memory::ORPHAN;
+use crate::object::{Object, object_key};
 use crate::queue::Next;
-use crate::reconcile::{call_for, carry_out};
-use crate::triggers::object_key;
 
-/// The finalizer the API server puts on an object deleted with `propagationPolicy: Orphan`:
-/// its children must outlive it.
-const ORPHAN: &str = "orphan";
+/// The finalizer the garbage collector puts on an object deleted with
+/// `propagationPolicy: Foreground`.
+const FOREGROUND: &str = "foregroundDeletion";
 
-/// Reconcile `owner`, which is being deleted; `finalizer` is the controller's own when the
-/// object still carries it.
+/// Children named in a `DeletionStalled` message.
+const NAMED: usize = 5;
+
+/// Run the call of `owner`, which is being deleted; `finalizer` is the controller's own
+/// when the object still carries it.
 pub(crate) async fn deleting(
     ctx: &Arc<Ctx>,
     owner: &Object,
-    finalizer: Option<String>,
+    finalizer: Option<&str>,
 ) -> Result<Next, ReconcileError> {
-    if let Some(f) = finalizer {
-        return finalize(ctx, owner, &f).await;
+    let key = object_key(owner);
+    if owner.finalizers().is_empty() {
+        // On its way out of the API server: nothing to run, nothing to remember.
+        ctx.memory.forget(&key);
+        return Ok(Next::AwaitChange);
     }
-    if !owner.finalizers().is_empty() {
-        return script_finalizers(ctx, owner).await;
-    }
-    forget(ctx, owner);
-    Ok(Next::AwaitChange)
-}
-
-/// Remember `o` as deleted with `propagationPolicy: Orphan` when it carries the `orphan`
-/// finalizer. The garbage collector removes that finalizer once it has released the
-/// children, and a reconcile that was running then may have adopted one again: `finalize`
-/// must still keep them, so it asks this memory as well as the object (every version of
-/// the object passes through the watch, the finalizer's too).
-pub(crate) fn note_orphaning(set: &parking_lot::Mutex<std::collections::HashSet<String>>, o: &Object) {
-    if o.is_deleting()
-        && o.finalizers().iter().any(|f| f == ORPHAN)
-        && let Some(uid) = o.uid()
-    {
-        set.lock().insert(uid.to_owned());
-    }
-}
-
-/// Drop what is remembered of an object on its way out.
-fn forget(ctx: &Ctx, owner: &Object) {
-    if let Some(uid) = owner.uid() {
-        ctx.orphaning.lock().remove(uid);
-        ctx.applier.forget(uid);
-        ctx.applier.status_writer().forget(uid);
-    }
-    ctx.own_writes.forget(&format!("{}/{}", ctx.primary.api_version, ctx.primary.kind), owner);
-    ctx.failures.lock().remove(&object_key(owner));
-}
-
-async fn finalize(ctx: &Arc<Ctx>, owner: &Object, finalizer: &str) -> Result<Next, ReconcileError> {
-    let handlers = ctx.handlers.borrow().clone();
-    let started = Instant::now();
-    let out = handlers
-        .finalize(call_for(ctx, Some(owner)))
-        .instrument(tracing::info_span!("script", handler = "finalize"))
-        .await;
-    ctx.metrics.observe_script(&ctx.spec.name, "finalize", started.elapsed());
-    let mut out = out?;
-    let orphaned = owner.uid().is_some_and(|uid| ctx.orphaning.lock().contains(uid));
-    if orphaned || owner.finalizers().iter().any(|f| f == ORPHAN) {
-        // `kubectl delete --cascade=orphan`: the user asked to keep the children.
-        out.children.prune = PruneMode::Keep;
-    }
-    let (result, failure) = carry_out(ctx, owner, out, "finalize").await;
-    if let Some(e) = failure {
+    let mut call = Call::new(ctx, Some(owner));
+    let (handler, out) = match finalizer {
+        Some(_) => ("finalize", call.run(ctx, "finalize", |h, c| h.finalize(c)).await?),
+        None => ("reconcile", call.run(ctx, "reconcile", |h, c| h.reconcile(c)).await?),
+    };
+    let out = during_deletion(ctx, owner, out);
+    let claimed = out.finalizers.add.clone();
+    let removes = !out.finalizers.remove.is_empty();
+    let carried = effects::carry_out(ctx, owner, out, handler).await;
+    if let Some(e) = carried.failure {
         return Err(e);
     }
-    if let HandlerResult::Requeue { after } = result {
+    if let HandlerResult::Requeue { after } = carried.result {
         return Ok(Next::After(after.into()));
     }
-    let remaining: Vec<String> = owner.finalizers().iter().filter(|f| *f != finalizer).cloned().collect();
-    effects::patch_finalizers(ctx, owner, remaining).await?;
-    forget(ctx, owner);
+    if let Some(f) = finalizer {
+        effects::change_finalizers(ctx, owner, Change { add: &[], remove: &[f.to_owned()] }).await?;
+        ctx.memory.forget(&key);
+        return Ok(Next::AwaitChange);
+    }
+    let waits_for: Vec<&String> = owner.finalizers().iter().filter(|f| claimed.contains(f)).collect();
+    if !waits_for.is_empty() && !removes && carried.pruned == 0 {
+        let e = ReconcileError::DeletionStalled {
+            object: effects::describe(ctx, owner),
+            finalizers: waits_for.iter().map(|f| (*f).clone()).collect(),
+            children: children_left(ctx, owner),
+        };
+        if let Some(status) = effects::write_status(ctx, owner, None, Err(&e)).await
+            && status.is_gone()
+        {
+            return Err(status);
+        }
+        return Err(e);
+    }
     Ok(Next::AwaitChange)
 }
 
-/// A reconcile of an object being deleted that carries finalizers other than the
-/// controller's own: its status, patches, events and finalizer changes are written, its
-/// children are not applied (nor pruned).
-async fn script_finalizers(ctx: &Arc<Ctx>, owner: &Object) -> Result<Next, ReconcileError> {
-    let handlers = ctx.handlers.borrow().clone();
-    let started = Instant::now();
-    let out = handlers
-        .reconcile(call_for(ctx, Some(owner)))
-        .instrument(tracing::info_span!("script", handler = "reconcile"))
-        .await;
-    ctx.metrics.observe_script(&ctx.spec.name, "reconcile", started.elapsed());
-    let mut out = out?;
-    // Children are not applied to an object on its way out.
-    out.children.objects.clear();
-    out.children.prune = PruneMode::Keep;
-    let (result, failure) = carry_out(ctx, owner, out, "reconcile").await;
-    if let Some(e) = failure {
-        return Err(e);
+/// The outcome of a call on `owner`, being deleted, as the deletion allows it (see the
+/// module docs).
+fn during_deletion(ctx: &Ctx, owner: &Object, mut out: ReconcileOutcome) -> ReconcileOutcome {
+    let key = object_key(owner);
+    let orphaning = ctx.memory.orphaning(&key) || owner.finalizers().iter().any(|f| f == ORPHAN);
+    let foreground = owner.finalizers().iter().any(|f| f == FOREGROUND);
+    if orphaning || foreground {
+        out.children.objects.clear();
+        out.children.prune = PruneMode::Keep;
+        out.children.deletes.clear();
     }
-    Ok(match result {
-        HandlerResult::Requeue { after } => Next::After(after.into()),
-        _ => Next::AwaitChange,
-    })
+    out
+}
+
+/// `Kind name` of the children of `owner` still cached (a few, then how many more).
+fn children_left(ctx: &Ctx, owner: &Object) -> Vec<String> {
+    let set =
+        applyset_id(owner.name(), owner.namespace().unwrap_or(""), &ctx.primary.kind, &ctx.primary.group);
+    let mut found = Vec::new();
+    for cache in ctx.caches.iter() {
+        let Some(sets) = &cache.sets else { continue };
+        for (ns, name) in sets.members(&set) {
+            let ns = Some(ns.as_str()).filter(|n| cache.namespaced && !n.is_empty());
+            if cache.store.get(ns, &name).is_some() {
+                found.push(match ns {
+                    Some(ns) => format!("{} {ns}/{name}", cache.ar.kind),
+                    None => format!("{} {name}", cache.ar.kind),
+                });
+            }
+        }
+    }
+    found.sort();
+    if found.len() > NAMED {
+        let more = found.len() - NAMED;
+        found.truncate(NAMED);
+        found.push(format!("{more} more"));
+    }
+    found
 }

@@ -13,9 +13,9 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use crate::cluster::api_for;
+use crate::object::object_key;
 use crate::object::{Object, Wire};
 use crate::store::Store;
-use crate::triggers::object_key;
 
 /// A kind resolved through discovery, with its cache.
 pub(crate) struct Cached {

@@ -37,6 +37,7 @@
 //! `observedGeneration` only after full success, the `Reconciled` condition, pruning, keep)
 //! is documented on [`reconcile::RECONCILED`] and in `crates/runtime/RUNTIME.md`.
 
+mod call;
 mod cluster;
 mod context;
 pub mod dev;
@@ -47,6 +48,7 @@ mod fingerprint;
 pub mod health;
 mod informer;
 pub mod leader;
+mod memory;
 mod metrics;
 mod object;
 mod observe;
@@ -64,9 +66,10 @@ mod triggers;
 mod worker;
 
 pub use cluster::install_crds;
+pub use context::HandlerSource;
 pub use error::{ReconcileError, RunError, api_error_text};
 pub use object::{Object, Pairs};
 pub use options::{LeaseTiming, RunOptions};
 pub use retry::RetryLimit;
-pub use run::{HandlerSource, hot_swappable, run, run_reloadable, run_with_lease};
+pub use run::{hot_swappable, run, run_reloadable, run_with_lease};
 pub use store::Store;

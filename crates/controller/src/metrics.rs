@@ -100,6 +100,7 @@ mod names {
     pub const APPLIES_SKIPPED: &str = "ctop_applies_skipped_total";
     pub const RECONCILE_SKIPPED: &str = "ctop_reconcile_skipped_total";
     pub const PRUNES: &str = "ctop_prunes_total";
+    pub const REMEMBERED: &str = "ctop_remembered_objects";
     pub const LEADER: &str = "leader_election_master_status";
     pub const WQ_UNFINISHED: &str = "workqueue_unfinished_work_seconds";
     pub const WQ_LONGEST: &str = "workqueue_longest_running_processor_seconds";
@@ -120,6 +121,13 @@ struct ResultLabels {
 struct ScriptLabels {
     controller: String,
     handler: String,
+}
+
+/// `controller` and `memory`: which of a controller's per-object memories.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MemoryLabels {
+    controller: String,
+    memory: &'static str,
 }
 
 /// `name`: a workqueue's name, or a leader Lease's.
@@ -307,6 +315,7 @@ struct Inner {
     applies_skipped: Family<ControllerLabels, Counter>,
     reconcile_skipped: Family<ControllerLabels, Counter>,
     prunes: Family<ControllerLabels, Counter>,
+    remembered: Family<MemoryLabels, Gauge>,
     leader: Family<NameLabels, Gauge>,
     shard: crate::shard::ShardMetrics,
     in_flight: Arc<InFlight>,
@@ -352,6 +361,7 @@ impl Metrics {
             applies_skipped: Family::default(),
             reconcile_skipped: Family::default(),
             prunes: Family::default(),
+            remembered: Family::default(),
             leader: Family::default(),
             shard: crate::shard::ShardMetrics::default(),
             in_flight: Arc::default(),
@@ -429,6 +439,11 @@ impl Metrics {
             &inner.reconcile_skipped,
         );
         register_counter(r, PRUNES, "Children pruned per controller", &inner.prunes);
+        r.register(
+            REMEMBERED,
+            "Objects a controller remembers something of, per memory: `objects` (its own per-object state), `applied` (the applier's last applies, by owner), `status` (the status writer's last writes); each falls back as objects are deleted",
+            inner.remembered.clone(),
+        );
         r.register(
             LEADER,
             "1 while this replica holds the leader Lease named by `name`, else 0",
@@ -510,6 +525,15 @@ impl Metrics {
     /// `leader_election_master_status`).
     pub fn set_leader(&self, lease: &str, leading: bool) {
         self.inner.leader.get_or_create(&named(lease)).set(i64::from(leading));
+    }
+
+    /// The gauge of `ctop_remembered_objects{controller, memory}`; `memory` is `objects`,
+    /// `applied` or `status`.
+    pub(crate) fn remembered(&self, controller_name: &str, memory: &'static str) -> Gauge {
+        self.inner
+            .remembered
+            .get_or_create(&MemoryLabels { controller: controller_name.to_owned(), memory })
+            .clone()
     }
 
     /// The metrics of a sharded run (`ctop_shard_*`).

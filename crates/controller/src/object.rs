@@ -448,6 +448,19 @@ impl kube::Resource for Wire {
     }
 }
 
+/// `namespace/name` of an object (empty namespace for cluster-scoped ones): the key of
+/// the work queue and of everything remembered about a primary object.
+pub(crate) fn object_key(obj: &Object) -> String {
+    format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name())
+}
+
+/// The namespace (`None` when empty, or for a kind that is not `namespaced`) and the name
+/// of an [`object_key`].
+pub(crate) fn split_key(key: &str, namespaced: bool) -> (Option<&str>, &str) {
+    let (ns, name) = key.split_once('/').unwrap_or(("", key));
+    (Some(ns).filter(|ns| namespaced && !ns.is_empty()), name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

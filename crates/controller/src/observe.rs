@@ -1,15 +1,75 @@
-//! The caches as handlers read them: [`CacheView`] serves `getObserved` / `listObserved`,
+//! The caches as handlers read them: [`CacheView`] serves `getObserved` / `listObserved`
+//! and records each lookup ([`Recording`], what a reconcile's fingerprint is made of);
 //! [`Children`] serves the applier's unchanged-skip and ApplySet membership.
 
+use std::hash::{Hash as _, Hasher as _};
 use std::sync::Arc;
 
 use ctop_applier::{CachedMeta, ChildCache, ChildRef};
 use parking_lot::Mutex;
 
-use crate::context::Ctx;
-use crate::fingerprint::{Digest, Read, Recording};
 use crate::informer::Cached;
 use crate::object::Object;
+
+/// One lookup a handler call made, with what it found.
+#[derive(Debug)]
+pub(crate) enum Read {
+    /// `getObserved` of one object: its resourceVersion, `None` when it was not there.
+    Get { cache: usize, namespace: Option<String>, name: String, version: Option<String> },
+    /// `listObserved` of a kind (in `namespace`, when the call is restricted to one).
+    List { cache: usize, namespace: Option<String>, digest: Digest },
+}
+
+/// What a list held: its size and an order-independent sum of its members' identities.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) struct Digest {
+    count: usize,
+    sum: u64,
+}
+
+impl Digest {
+    pub(crate) fn add(&mut self, o: &Object) {
+        let mut h = std::hash::DefaultHasher::new();
+        o.namespace().hash(&mut h);
+        o.name().hash(&mut h);
+        o.uid().hash(&mut h);
+        o.resource_version().hash(&mut h);
+        self.count += 1;
+        self.sum = self.sum.wrapping_add(h.finish());
+    }
+}
+
+/// What one handler call read, and whether it did anything nondeterministic; kept by the
+/// call's [`CacheView`].
+#[derive(Debug, Default)]
+pub(crate) struct Recording {
+    pub(crate) reads: Vec<Read>,
+    pub(crate) nondeterministic: Option<&'static str>,
+}
+
+impl Read {
+    /// Whether the caches still answer this lookup as they did.
+    pub(crate) fn holds(&self, caches: &[Cached]) -> bool {
+        match self {
+            Read::Get { cache, namespace, name, version } => caches.get(*cache).is_some_and(|c| {
+                let found = c.store.get(namespace.as_deref(), name);
+                found.as_ref().and_then(|o| o.resource_version()) == version.as_deref()
+            }),
+            Read::List { cache, namespace, digest } => {
+                caches.get(*cache).is_some_and(|c| list_digest(c, namespace.as_deref()) == *digest)
+            }
+        }
+    }
+}
+
+/// The digest of what `listObserved` of `c` returns to a call restricted to `namespace`.
+fn list_digest(c: &Cached, namespace: Option<&str>) -> Digest {
+    let mut d = Digest::default();
+    for o in c.store.in_namespace(namespace.filter(|_| c.namespaced)) {
+        d.add(&o);
+    }
+    d
+}
 
 /// Objects are looked up by key and serialized only when the script asks for them. Every
 /// lookup, and whether the call did anything nondeterministic, is recorded for the
@@ -22,9 +82,11 @@ pub(crate) struct CacheView {
 }
 
 impl CacheView {
-    pub(crate) fn new(ctx: &Ctx, object: Option<&Object>) -> Self {
-        let namespace = object.and_then(Object::namespace).map(str::to_owned).filter(|_| ctx.namespaced);
-        Self { caches: ctx.caches.clone(), namespace, recording: Mutex::default() }
+    /// A view of `caches` for a handler call about `object` (of a kind that is
+    /// `namespaced` or not): namespaced kinds are read in its namespace.
+    pub(crate) fn new(caches: Arc<Vec<Cached>>, namespaced: bool, object: Option<&Object>) -> Self {
+        let namespace = object.and_then(Object::namespace).map(str::to_owned).filter(|_| namespaced);
+        Self { caches, namespace, recording: Mutex::default() }
     }
 
     /// What the call read so far.

@@ -9,13 +9,12 @@ use std::time::{Duration, Instant};
 
 use ctop_core::HandlerResult;
 use tokio::sync::watch;
-use tracing::Instrument as _;
 
+use crate::call::Call;
 use crate::context::Ctx;
 use crate::effects::{self, Write, check_declared, target_of};
 use crate::error::ReconcileError;
 use crate::health::ReconcileResult;
-use crate::reconcile::call_for;
 use crate::retry::backoff;
 
 /// Run `onStart` until it returns ok or the controller stops.
@@ -62,14 +61,7 @@ pub(crate) async fn on_start(ctx: &Arc<Ctx>, mut stop: watch::Receiver<bool>) {
 
 /// One `onStart` call and its side effects: `Some(d)` when it asked to run again after `d`.
 async fn run_on_start(ctx: &Arc<Ctx>) -> Result<Option<Duration>, ReconcileError> {
-    let handlers = ctx.handlers.borrow().clone();
-    let started = Instant::now();
-    let out = handlers
-        .on_start(call_for(ctx, None))
-        .instrument(tracing::info_span!("script", handler = "onStart"))
-        .await;
-    ctx.metrics.observe_script(&ctx.spec.name, "onStart", started.elapsed());
-    let out = out?;
+    let out = Call::new(ctx, None).run(ctx, "onStart", |h, c| h.on_start(c)).await?;
     if let HandlerResult::Error { message } = &out.result {
         return Err(ReconcileError::Failed { handler: "onStart", message: message.clone() });
     }

@@ -11,33 +11,24 @@ use ctop_core::{ControllerSpec, Handlers, OperatorSpec};
 use futures::{FutureExt as _, StreamExt as _};
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::watcher;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use crate::cluster::{client, install_crds, kind_key, resolve};
-use crate::context::{Ctx, OwnWrites};
+use crate::context::{Ctx, HandlerSource};
 use crate::error::RunError;
-use crate::fingerprint::Fingerprints;
 use crate::health::{self, Health, Metrics};
-use crate::informer::{Cached, EventScope, InformerPlan, Role, WatchSource, hold_initial, without_errors};
+use crate::informer::{Cached, EventScope, InformerPlan, Role, WatchSource, hold_initial};
 use crate::leader::{LeaderElector, Leadership, LeaseConfig};
-use crate::object::Object;
+use crate::memory::{Gauges, Memory};
 use crate::on_start::on_start;
 use crate::options::{LeaseTiming, RunOptions};
 use crate::publish::Publisher;
 use crate::queue::{Priority, WorkQueue};
 use crate::retry::Bucket;
-use crate::shard::{self, Drainer, Ownership, Primary, Shard};
-use crate::triggers::{filter_events, object_key, owner_keys, reloads, watch_triggers};
+use crate::shard::{self, Drainer, Primary, Shard};
+use crate::triggers;
 use crate::worker::run_workers;
-
-/// Triggers whose echo check may wait at once (see `OwnWrites`).
-const ECHO_CHECKS: usize = 1024;
-
-/// The handlers a run calls; a new value replaces them between reconciles (see
-/// [`run_reloadable`]).
-pub type HandlerSource = watch::Receiver<Arc<dyn Handlers>>;
 
 /// Whether `new` can replace `old` in a running operator without restarting its
 /// controllers (and so without dropping their caches): it must declare the same
@@ -340,73 +331,9 @@ async fn start_controller(
     let primary_informer = primary_plan.start(&client);
     let primary_store = primary_informer.store.clone();
     // Objects of a (re)list reach the cache together, at its end: their triggers wait for it.
-    let orphaning = Arc::new(Mutex::new(std::collections::HashSet::new()));
-    let primary_stream = {
-        let orphaning = orphaning.clone();
-        hold_initial(primary_informer.stream).inspect(move |e| {
-            if let Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) = e {
-                crate::finalize::note_orphaning(&orphaning, o);
-            }
-        })
-    };
-    // Events of the controller's own writes (status, children) come back like anyone's;
-    // they are not triggers (see `OwnWrites`).
-    let own_writes = Arc::new(OwnWrites::default());
-    let (drains, drain_keys) = tokio::sync::mpsc::unbounded_channel();
-    let arrivals = shard.as_ref().map(|_| Arc::new(shard::Arrivals::default()));
-    let primary_triggers = {
-        let arrivals = arrivals.clone();
-        let queue = queue.clone();
-        let own = own_writes.clone();
-        let shard = shard.clone();
-        let kind = kind_key(&spec.for_);
-        let objects: futures::stream::BoxStream<'static, (Object, Priority)> = match spec.predicate.clone() {
-            // Creations always pass; updates when the predicate holds against the
-            // previous version; deletions are not triggers of the primary.
-            Some(p) => filter_events(
-                primary_stream.filter(|e| std::future::ready(!matches!(e, Ok(watcher::Event::Delete(_))))),
-                Some(p),
-            )
-            .boxed(),
-            None => without_errors(primary_stream, name.clone())
-                .filter_map(|e| {
-                    std::future::ready(match e {
-                        Ok(watcher::Event::Apply(o)) => Some((o, Priority::Change)),
-                        Ok(watcher::Event::InitApply(o)) => Some((o, Priority::Background)),
-                        _ => None,
-                    })
-                })
-                .boxed(),
-        };
-        objects
-            .filter(move |(o, _)| {
-                // An object being handed over goes to the drainer, not to a worker.
-                let draining =
-                    shard.as_ref().is_some_and(|s| matches!(s.ownership(o), Ownership::Draining(_)));
-                if draining {
-                    let _ = drains.send(object_key(o));
-                }
-                std::future::ready(!draining)
-            })
-            .map(move |(o, priority)| {
-                let (own, kind, arrivals) = (own.clone(), kind.clone(), arrivals.clone());
-                async move {
-                    // A moved object waits for its children (see `shard::Arrivals`).
-                    if let Some(a) = &arrivals {
-                        a.admit(&o, priority == Priority::Background).await;
-                    }
-                    (!own.is_echo(&kind, &o, &object_key(&o)).await).then(|| (object_key(&o), priority))
-                }
-            })
-            .buffer_unordered(ECHO_CHECKS)
-            .filter_map(std::future::ready)
-            .for_each(move |(key, priority)| {
-                queue.add(key, priority);
-                std::future::ready(())
-            })
-    };
-    let mut triggers: Vec<futures::future::BoxFuture<'static, ()>> = vec![primary_triggers.boxed()];
-    // The primary kind is observable too (`getObserved(myKind, ...)`), from the same cache.
+    let primary_stream = hold_initial(primary_informer.stream);
+    // The primary kind is observable too (`getObserved(myKind, ...)`), from the same cache
+    // (the first: see `Ctx::primaries`).
     let mut caches = vec![Cached {
         key: kind_key(&spec.for_),
         ar: primary.clone(),
@@ -415,7 +342,11 @@ async fn start_controller(
         sets: None,
     }];
     let mut synced = vec![primary_informer.synced];
+    // Streams still to consume, by what they trigger.
+    let mut owned_streams = Vec::new();
     let mut own_watch_streams = HashMap::new();
+    // Watches that only fill a cache; their tasks end with the controller.
+    let mut cache_only = Vec::new();
     for (j, plan) in plans.enumerate() {
         let (key, role) = (plan.key.clone(), plan.role);
         let (ar, plan_namespaced) = (plan.ar.clone(), plan.namespaced);
@@ -433,43 +364,11 @@ async fn start_controller(
             });
         }
         match role {
-            Role::Owned => {
-                let (queue, primary, namespaced) = (queue.clone(), primary.clone(), namespaced);
-                let own = own_writes.clone();
-                let kind = key.clone();
-                let owned = without_errors(informer.stream, name.clone())
-                    .filter_map(|e| {
-                        std::future::ready(match e {
-                            Ok(watcher::Event::Apply(o) | watcher::Event::Delete(o)) => {
-                                Some((o, Priority::Change))
-                            }
-                            Ok(watcher::Event::InitApply(o)) => Some((o, Priority::Background)),
-                            _ => None,
-                        })
-                    })
-                    .map(move |(o, priority)| {
-                        let (own, kind, primary) = (own.clone(), kind.clone(), primary.clone());
-                        async move {
-                            let owners = owner_keys(&o, &primary, namespaced);
-                            match owners.last() {
-                                Some(owner) if own.is_echo(&kind, &o, owner).await => Vec::new(),
-                                _ => owners.into_iter().map(|k| (k, priority)).collect(),
-                            }
-                        }
-                    })
-                    .buffer_unordered(ECHO_CHECKS)
-                    .for_each(move |keys| {
-                        keys.into_iter().for_each(|(k, p)| queue.add(k, p));
-                        std::future::ready(())
-                    });
-                triggers.push(owned.boxed());
-            }
+            Role::Owned => owned_streams.push((key, informer.stream)),
             Role::Watch => {
                 own_watch_streams.insert(j + 1, informer.stream);
             }
-            Role::Primary | Role::Read => {
-                tokio::spawn(informer.stream.for_each(|_| async {}));
-            }
+            Role::Primary | Role::Read => cache_only.push(informer.stream),
         }
     }
     if let Some(every) = spec.every {
@@ -486,17 +385,22 @@ async fn start_controller(
         applier_config.child_labels.push((s.labels.shard.clone(), s.me.clone()));
     }
     let applier = Applier::new(client.clone(), applier_config);
-    let primary_kind = kind_key(&spec.for_);
+    let gauges = Gauges {
+        objects: metrics.remembered(&name, "objects"),
+        applied: metrics.remembered(&name, "applied"),
+        status: metrics.remembered(&name, "status"),
+    };
     let ctx = Arc::new(Ctx {
         kinds: Mutex::default(),
+        primary_kind: kind_key(&spec.for_),
         spec,
         handlers: source,
         owns_status,
         retries,
-        primary_kind,
         primary,
         namespaced,
         caches: Arc::new(caches),
+        memory: Memory::new(applier.clone(), gauges),
         applier,
         recorder: Recorder::new(client.clone(), reporter),
         client,
@@ -504,15 +408,18 @@ async fn start_controller(
         health: health.clone(),
         metrics,
         leader,
-        failures: Mutex::default(),
-        own_writes,
-        fingerprints: Fingerprints::default(),
-        orphaning,
         shard: shard.clone(),
-        arrivals: arrivals.clone(),
     });
-    if let Some(a) = &arrivals {
-        a.set_ctx(ctx.clone());
+
+    let mut triggers: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
+    let (drains, drain_keys) = tokio::sync::mpsc::unbounded_channel();
+    let arrivals = shard.as_ref().map(|_| Arc::new(shard::Arrivals::default()));
+    triggers.push(triggers::primary(ctx.clone(), queue.clone(), primary_stream, arrivals, drains).boxed());
+    for (kind, stream) in owned_streams {
+        triggers.push(triggers::children(ctx.clone(), queue.clone(), kind, stream).boxed());
+    }
+    for stream in cache_only {
+        triggers.push(stream.for_each(|_| async {}).boxed());
     }
     if let Some(s) = &shard {
         triggers.push(Drainer::run(ctx.clone(), queue.clone(), drain_keys).boxed());
@@ -547,38 +454,23 @@ async fn start_controller(
                 None => continue,
             },
         };
-        let queue = queue.clone();
-        triggers.push(
-            watch_triggers(ctx.clone(), i, w, ar, events)
-                .for_each(move |(k, p)| {
-                    queue.add(k, p);
-                    std::future::ready(())
-                })
-                .boxed(),
-        );
+        triggers.push(triggers::watches(ctx.clone(), queue.clone(), i, w, ar, events).boxed());
     }
-    // Every primary object again: with a replaced script (a change), or when this replica
-    // wins the Lease (instead of waiting for the requeue each object got while it was
-    // standing by).
-    let everything = |store: crate::store::Store, queue: Arc<WorkQueue>, priority: Priority| {
-        move |()| {
-            for o in store.state() {
-                queue.add(object_key(&o), priority);
-            }
-            std::future::ready(())
-        }
-    };
     triggers.push(
-        reloads(ctx.handlers.clone(), name.clone())
-            .for_each(everything(primary_store.clone(), queue.clone(), Priority::Change))
-            .boxed(),
+        triggers::everything(
+            triggers::reloads(ctx.handlers.clone(), name.clone()),
+            primary_store.clone(),
+            queue.clone(),
+            Priority::Change,
+        )
+        .boxed(),
     );
     if let Some(leader) = ctx.leader.clone() {
         let won = tokio_stream::wrappers::WatchStream::new(leader)
             .filter(|leading| std::future::ready(*leading))
             .map(|_| ());
         triggers.push(
-            won.for_each(everything(primary_store.clone(), queue.clone(), Priority::Background)).boxed(),
+            triggers::everything(won, primary_store.clone(), queue.clone(), Priority::Background).boxed(),
         );
     }
     health.set_ready(&name, true);
@@ -592,12 +484,17 @@ async fn start_controller(
             let mut stop = stop;
             let _ = stop.wait_for(|s| *s).await;
             queue.shut_down();
-            for t in triggers {
+            for t in &triggers {
                 t.abort();
             }
             timers.abort();
             // In-flight reconciles finish; no new one starts.
             let _ = workers.await;
+            // Every task that held the controller (and its caches) has ended.
+            for t in triggers {
+                let _ = t.await;
+            }
+            let _ = timers.await;
         },
         sharded,
     ))

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use crate::context::Ctx;
+use crate::object::{Object, split_key};
 use crate::queue::{Next, WorkQueue};
 use crate::reconcile::{error_policy, reconcile};
+use crate::shard::Ownership;
 use crate::store::Store;
 
 /// Run `n` workers until the queue shuts down, once the caches hold their first lists
@@ -42,30 +44,38 @@ pub(crate) async fn run_workers(
 
 async fn work(queue: Arc<WorkQueue>, store: Store, ctx: Arc<Ctx>) {
     while let Some(key) = queue.get().await {
-        let (ns, name) = key.split_once('/').unwrap_or(("", &key));
-        let ns = Some(ns).filter(|ns| ctx.namespaced && !ns.is_empty());
-        // A sharded member skips objects that are not its own or that it is handing over.
-        let mine = |o: &Arc<crate::object::Object>| {
-            ctx.shard.as_ref().is_none_or(|s| s.ownership(o) == crate::shard::Ownership::Mine)
-        };
-        if let Some(obj) = store.get(ns, name).filter(mine) {
-            let next = match reconcile(obj.clone(), &ctx).await {
-                Ok(next) => next,
-                Err(e) => error_policy(&obj, &e, &ctx),
-            };
-            queue.schedule(
-                &key,
-                match next {
-                    Next::AwaitChange => None,
-                    Next::After(d) => Some(Instant::now() + d),
-                },
-            );
-        } else {
-            // Gone: nothing to run on it, and nothing to remember.
-            queue.schedule(&key, None);
-            ctx.fingerprints.set(&key, None);
-            if let Some(a) = &ctx.arrivals {
-                a.forget(&key);
+        let (ns, name) = split_key(&key, ctx.namespaced);
+        let mine = |o: &Object| ctx.shard.as_ref().is_none_or(|s| s.ownership(o) == Ownership::Mine);
+        let draining =
+            |o: &Object| ctx.shard.as_ref().is_some_and(|s| matches!(s.ownership(o), Ownership::Draining(_)));
+        match store.get(ns, name) {
+            Some(obj) if mine(&obj) => {
+                let next = match reconcile(obj.clone(), &ctx).await {
+                    Ok(next) => next,
+                    Err(e) => error_policy(&obj, &e, &ctx),
+                };
+                queue.schedule(
+                    &key,
+                    match next {
+                        Next::AwaitChange => None,
+                        Next::After(d) => Some(Instant::now() + d),
+                    },
+                );
+                // Deleted (or replaced under its name) while it was reconciled: what that
+                // reconcile remembered goes with it.
+                if store.get(ns, name).is_none_or(|o| o.uid() != obj.uid()) {
+                    ctx.memory.forget(&key);
+                    if let Some(uid) = obj.uid() {
+                        ctx.memory.forget_uid(uid);
+                    }
+                }
+            }
+            // A sharded member leaves an object it is handing over to the drainer.
+            Some(obj) if draining(&obj) => {}
+            // Gone, or no longer this member's: nothing to run, nothing to remember.
+            _ => {
+                queue.schedule(&key, None);
+                ctx.memory.forget(&key);
             }
         }
         queue.done(&key);

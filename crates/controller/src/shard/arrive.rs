@@ -14,20 +14,19 @@
 //! objects costs a few lists, not one per object (which, at 10,000 objects, kept the API
 //! server busy long enough for Lease renewals to time out).
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use ctop_applier::applyset::{ID_LABEL, PART_OF_LABEL, applyset_id};
 use kube::api::{Api, DynamicObject, ListParams};
-use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use crate::cluster::api_for;
 use crate::context::Ctx;
 use crate::error::api_error_text;
 use crate::object::Object;
-use crate::triggers::object_key;
+use crate::object::object_key;
 
 /// Longest wait for a moved object's children to reach the caches.
 const PRIME_LIMIT: Duration = Duration::from_secs(10);
@@ -39,38 +38,26 @@ struct Snapshot {
     children: HashMap<String, Vec<(usize, Option<String>, String)>>,
 }
 
-/// The objects one controller of a member has seen, and the wait for moved ones.
+/// The wait for moved objects of one controller of a member. Which objects the member has
+/// seen is remembered with the rest of each object (`Memory::arrive`), and forgotten with
+/// it.
 #[derive(Default)]
 pub(crate) struct Arrivals {
-    known: Mutex<HashSet<String>>,
-    ctx: OnceLock<Arc<Ctx>>,
     /// The last snapshot; the lock also makes one list at a time.
     snapshot: tokio::sync::Mutex<Option<Arc<Snapshot>>>,
 }
 
 impl Arrivals {
-    /// The controller's context, once built (its triggers start before).
-    pub(crate) fn set_ctx(&self, ctx: Arc<Ctx>) {
-        let _ = self.ctx.set(ctx);
-    }
-
     /// Note `o`, seen by this member's primary watch (`initial`: in a list), and return
     /// once it may be reconciled.
-    pub(crate) async fn admit(&self, o: &Object, initial: bool) {
+    pub(crate) async fn admit(&self, ctx: &Ctx, o: &Object, initial: bool) {
         let seen = Instant::now();
-        let key = object_key(o);
-        let new = self.known.lock().insert(key);
+        let new = ctx.memory.arrive(&object_key(o));
         if initial || !new || !o.labels().iter().any(|(k, _)| k == ID_LABEL) {
             return;
         }
-        let Some(ctx) = self.ctx.get() else { return };
         let Some(snapshot) = self.snapshot_after(ctx, seen).await else { return };
         wait_for_children(ctx, o, &snapshot).await;
-    }
-
-    /// `key` left this member (handed over, moved or deleted).
-    pub(crate) fn forget(&self, key: &str) {
-        self.known.lock().remove(key);
     }
 
     /// A snapshot whose lists started at or after `t`; `None` when the lists fail.

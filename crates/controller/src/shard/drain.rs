@@ -78,13 +78,7 @@ impl Drainer {
             match self.step(&obj, &to).await {
                 Ok(true) => {
                     self.queue.schedule(key, None);
-                    ctx.fingerprints.set(key, None);
-                    if let Some(a) = &ctx.arrivals {
-                        a.forget(key);
-                    }
-                    if let Some(uid) = obj.uid() {
-                        ctx.applier.forget(uid);
-                    }
+                    ctx.memory.forget(key);
                     shard.metrics.handed_over(&ctx.options.name);
                     tracing::debug!(controller = ctx.spec.name, object = key, to, "handed over");
                     return;

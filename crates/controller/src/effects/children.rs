@@ -1,0 +1,129 @@
+//! An outcome's children: applied under the owner through `ctop-applier` (pruning former
+//! ones per the outcome's [`PruneMode`]), and the ones `remove()` names deleted.
+
+use std::collections::HashSet;
+
+use ctop_applier::{ChildCache as _, ChildRef};
+use ctop_core::PruneMode;
+use kube::api::{Api, DeleteParams, DynamicObject, Preconditions, PropagationPolicy};
+use serde_json::{Value, json};
+use tracing::Instrument as _;
+
+use super::declared::target_of;
+use crate::cluster::api_for;
+use crate::context::Ctx;
+use crate::error::ReconcileError;
+use crate::object::{Object, object_key};
+use crate::observe::Children;
+
+/// The reference of a desired child of `owner` (`None` when it lacks its apiVersion, kind
+/// or name; the apply refuses it).
+pub(crate) fn child_ref(o: &Value, owner: &Object) -> Option<ChildRef> {
+    Some(ChildRef {
+        api_version: o["apiVersion"].as_str()?.to_owned(),
+        kind: o["kind"].as_str()?.to_owned(),
+        namespace: o["metadata"]["namespace"]
+            .as_str()
+            .map(str::to_owned)
+            .or_else(|| owner.namespace().map(str::to_owned)),
+        name: o["metadata"]["name"].as_str()?.to_owned(),
+    })
+}
+
+/// Apply `objects` as the children of `owner`; with [`PruneMode::Complete`] former
+/// children left out are pruned once every apply succeeded. Returns how many were pruned.
+pub(crate) async fn apply_children(
+    ctx: &Ctx,
+    owner: &Object,
+    objects: Vec<Value>,
+    prune: PruneMode,
+) -> Result<usize, ReconcileError> {
+    // A controller that manages no kinds has no children to apply or prune (another
+    // controller of the same kind may: the children of an object are one ApplySet).
+    if objects.is_empty() && (prune == PruneMode::Keep || ctx.spec.manages.is_empty()) {
+        return Ok(0);
+    }
+    let span = tracing::info_span!("apply", children = objects.len());
+    let children = Children(&ctx.caches);
+    // Children already cached: the echo of their update is not a trigger. A child created
+    // now is one: the next reconcile is the first to observe it (getObserved), as a script
+    // that reports on its children expects.
+    let existing: HashSet<ChildRef> =
+        objects.iter().filter_map(|o| child_ref(o, owner).filter(|c| children.get(c).is_some())).collect();
+    let report = match prune {
+        PruneMode::Complete => ctx.applier.apply_cached(owner, objects, &children).instrument(span).await,
+        PruneMode::Keep => ctx.applier.apply_cached_keeping(owner, objects, &children).instrument(span).await,
+    }
+    .map_err(ReconcileError::from)?;
+    let me = object_key(owner);
+    for version in &report.owner_versions {
+        ctx.memory.wrote(&me, &ctx.primary_kind, owner.namespace(), owner.name(), version.clone());
+    }
+    for (child, version) in report.versions.iter().filter(|(c, _)| existing.contains(c)) {
+        let kind = format!("{}/{}", child.api_version, child.kind);
+        ctx.memory.wrote(&me, &kind, child.namespace.as_deref(), &child.name, version.clone());
+    }
+    ctx.metrics.applies(&ctx.spec.name, report.applied.len() as u64);
+    ctx.metrics.applies_skipped(&ctx.spec.name, report.skipped.len() as u64);
+    ctx.metrics.prunes(&ctx.spec.name, report.pruned.len() as u64);
+    Ok(report.pruned.len())
+}
+
+/// Delete the children `deletes` names (`remove()`): each only when the cache holds it as a
+/// child controlled by `owner`, with uid and resourceVersion preconditions; anything else
+/// (not a child of this object, gone, changed meanwhile) is left alone. Returns how many
+/// were deleted.
+pub(crate) async fn delete_children(
+    ctx: &Ctx,
+    owner: &Object,
+    deletes: &[ctop_core::ObjectReference],
+) -> Result<usize, ReconcileError> {
+    let Some(owner_uid) = owner.uid() else { return Ok(0) };
+    let mut deleted = 0;
+    for r in deletes {
+        let obj = json!({
+            "apiVersion": r.api_version, "kind": r.kind,
+            "metadata": {"name": r.name, "namespace": r.namespace},
+        });
+        let t = target_of(ctx, "remove", &obj, Some(owner)).await?;
+        let key = format!("{}/{}", t.ar.api_version, t.ar.kind);
+        let cached = ctx
+            .caches
+            .iter()
+            .find(|c| c.key == key)
+            .and_then(|c| c.store.get(t.namespace.as_deref().filter(|_| c.namespaced), &t.name));
+        let Some(child) = cached else { continue };
+        let ours = child.owner_references().iter().any(|o| o.controller == Some(true) && o.uid == owner_uid);
+        if !ours {
+            tracing::info!(
+                controller = ctx.spec.name,
+                object = t.describe(),
+                "remove: not a child of this object; left alone"
+            );
+            continue;
+        }
+        if child.is_deleting() {
+            continue;
+        }
+        let params = DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Background),
+            preconditions: Some(Preconditions {
+                uid: child.uid().map(str::to_owned),
+                resource_version: child.resource_version().map(str::to_owned),
+            }),
+            ..DeleteParams::default()
+        };
+        let api: Api<DynamicObject> = api_for(&ctx.client, &t.ar, t.namespaced, t.namespace.as_deref());
+        match api.delete(&t.name, &params).await {
+            Ok(_) => {
+                ctx.metrics.prunes(&ctx.spec.name, 1);
+                deleted += 1;
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+            Err(source) => {
+                return Err(ReconcileError::Api { what: format!("delete {}", t.describe()), source });
+            }
+        }
+    }
+    Ok(deleted)
+}

@@ -1,0 +1,122 @@
+//! Carrying out a handler's outcome, shared by `reconcile`, `finalize` and `onStart`: the
+//! finalizer changes, the children, the deletions `remove()` asks for, the patches of
+//! unowned objects, then the status and the events (whatever failed before them).
+//!
+//! - `declared`: the check that every object written is of a kind the operator declares;
+//! - `children`: children applied (and former ones pruned) through `ctop-applier`;
+//! - `finalizers`: finalizer changes as JSON patches that cannot conflict;
+//! - `writes`: patches and applies of objects the operator does not own;
+//! - `status`: the status merge patch with the controller's `Reconciled` condition;
+//! - `events`: the outcome's events.
+
+mod children;
+mod declared;
+mod events;
+mod finalizers;
+mod status;
+mod writes;
+
+pub(crate) use children::{apply_children, child_ref};
+pub(crate) use declared::{Write, check_declared, target_of};
+pub(crate) use events::{describe, event_note, publish_events};
+pub(crate) use finalizers::{Change, change_finalizers};
+pub use status::RECONCILED;
+pub(crate) use status::write_status;
+pub(crate) use writes::{apply_patches, apply_unowned};
+
+use ctop_core::{HandlerResult, ReconcileOutcome};
+
+use crate::context::Ctx;
+use crate::error::ReconcileError;
+use crate::object::Object;
+
+/// What carrying out an outcome did.
+pub(crate) struct Carried {
+    /// The handler's result.
+    pub(crate) result: HandlerResult,
+    /// The first failure.
+    pub(crate) failure: Option<ReconcileError>,
+    /// Children pruned or deleted (`remove()`).
+    pub(crate) pruned: usize,
+}
+
+/// Carry out an outcome of `handler` (`reconcile` or `finalize`) on `owner`: finalizer
+/// changes, children, deletions, patches, then the status and the events, whatever failed
+/// before.
+pub(crate) async fn carry_out(
+    ctx: &Ctx,
+    owner: &Object,
+    mut out: ReconcileOutcome,
+    handler: &'static str,
+) -> Carried {
+    let mut failure = match &out.result {
+        HandlerResult::Error { message } => {
+            Some(ReconcileError::Failed { handler, message: message.clone() })
+        }
+        _ => None,
+    };
+    // Nothing is written if any object is of an undeclared kind.
+    if failure.is_none()
+        && let Err(e) = declared::check_outcome(
+            ctx,
+            Some(owner),
+            &out.children.objects,
+            &out.patches,
+            &out.children.deletes,
+        )
+        .await
+    {
+        failure = Some(e);
+    }
+    // The handler's finalizer changes go first: one it adds is in place before any child.
+    if failure.is_none()
+        && let Err(e) = finalizers::update_finalizers(ctx, owner, &out.finalizers).await
+    {
+        failure = Some(e);
+    }
+    let mut applied = true;
+    let mut pruned = 0;
+    if failure.is_none() {
+        // Moved out, not cloned: the children can be most of the call's output budget.
+        let objects = std::mem::take(&mut out.children.objects);
+        let prune = out.children.prune;
+        match apply_children(ctx, owner, objects, prune).await {
+            Err(e) => {
+                failure = Some(e);
+                applied = false;
+            }
+            Ok(n) => {
+                pruned += n;
+                match children::delete_children(ctx, owner, &out.children.deletes).await {
+                    Err(e) => failure = Some(e),
+                    Ok(n) => {
+                        pruned += n;
+                        if let Err(e) = apply_patches(ctx, Some(owner), &out.patches).await {
+                            failure = Some(e);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // An object that is gone has no status to write and nobody to tell.
+    if failure.as_ref().is_some_and(ReconcileError::is_gone) {
+        return Carried { result: out.result, failure, pruned };
+    }
+    // A status written for children that could not be applied would describe a world that
+    // is not there: after a failed apply only the controller's condition is written.
+    let status = if applied { Some(&out) } else { None };
+    let status_result = match &failure {
+        None => Ok(()),
+        Some(e) => Err(e),
+    };
+    if let Some(e) = write_status(ctx, owner, status, status_result).await
+        && failure.is_none()
+    {
+        failure = Some(e);
+    }
+    if !failure.as_ref().is_some_and(ReconcileError::is_gone) {
+        publish_events(ctx, Some(owner), &out.events).await;
+    }
+    Carried { result: out.result, failure, pruned }
+}
