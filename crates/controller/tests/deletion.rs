@@ -87,7 +87,7 @@ async fn a_deleted_object_is_never_reconciled_again() {
         op.create(&after, json!({})).await;
         config_map(&op, &after).await;
         let made: Vec<String> = created.lock().iter().filter(|n| **n == name).cloned().collect();
-        assert_eq!(made, [name.clone()], "{name}'s child was created once, never again");
+        assert_eq!(made, std::slice::from_ref(&name), "{name}'s child was created once, never again");
         let warned = warnings(&op, &name).await;
         assert!(warned.is_empty(), "nothing failed on {name}: {warned:?}");
     }
