@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::adopt::{ChildError, Desired, holder};
 use crate::applyset::{
     ADDITIONAL_NAMESPACES_ANNOTATION, CONTAINS_GROUP_KINDS_ANNOTATION, DEFAULT_TOOLING, GroupKind, ID_LABEL,
     PART_OF_LABEL, TOOLING_ANNOTATION, applyset_id, join, parse_group_kinds, parse_list, tool_name,
@@ -72,6 +73,8 @@ pub struct ApplyReport {
     pub skipped: Vec<ChildRef>,
     /// Former children deleted because they left the desired set.
     pub pruned: Vec<ChildRef>,
+    /// Existing objects taken over as children (they were marked [`Desired::adopt`]).
+    pub adopted: Vec<ChildRef>,
     /// Former children that left the desired set but opted out of pruning with
     /// `ctop.dev/prune: "false"`; they stay.
     pub kept: Vec<ChildRef>,
@@ -162,6 +165,16 @@ struct Prepared {
     kind: Resolved,
     body: Value,
     hash: Fingerprint,
+    /// An existing object that is not a child may be taken over.
+    adopt: bool,
+}
+
+/// What is known of a child's live object before it is applied.
+enum Found {
+    /// It exists; who holds it when the owner does not.
+    Object(Option<(String, bool)>),
+    /// It does not exist.
+    Nothing,
 }
 
 impl Applier {
@@ -207,62 +220,65 @@ impl Applier {
     ///
     /// The unchanged-skip reads each candidate's metadata with a `GET`; a controller that
     /// has the children in a cache should call [`Applier::apply_observed`] instead.
-    pub async fn apply<K: Serialize + Sync>(
+    pub async fn apply<K: Serialize + Sync, D: Into<Desired>>(
         &self,
         owner: &K,
-        desired: impl IntoIterator<Item = Value>,
+        desired: impl IntoIterator<Item = D>,
     ) -> Result<ApplyReport, ApplyError> {
         let owner = owner_info(owner)?;
-        self.run(owner, desired.into_iter().collect(), Live::Server).await
+        self.run(owner, desired.into_iter().map(Into::into).collect(), Live::Server).await
     }
 
     /// [`Applier::apply`], reading the live children for the unchanged-skip from the
     /// caller's cache (e.g. a kube-runtime reflector store) instead of the API server.
     /// `observed` returns the child's metadata, or `None` when the cache does not have it
     /// (the child is then applied). A stale cache costs at most one redundant apply.
-    pub async fn apply_observed<K, F>(
+    pub async fn apply_observed<K, D, F>(
         &self,
         owner: &K,
-        desired: impl IntoIterator<Item = Value>,
+        desired: impl IntoIterator<Item = D>,
         observed: F,
     ) -> Result<ApplyReport, ApplyError>
     where
         K: Serialize + Sync,
+        D: Into<Desired>,
         F: Fn(&ChildRef) -> Option<ObjectMeta> + Send + Sync,
     {
         let owner = owner_info(owner)?;
-        self.run(owner, desired.into_iter().collect(), Live::Cache(&observed)).await
+        self.run(owner, desired.into_iter().map(Into::into).collect(), Live::Cache(&observed)).await
     }
 
     /// [`Applier::apply`] reading both the unchanged-skip and the prune candidates from the
     /// caller's caches: a pass whose children are unchanged makes no API request at all.
-    pub async fn apply_cached<K>(
+    pub async fn apply_cached<K, D>(
         &self,
         owner: &K,
-        desired: impl IntoIterator<Item = Value>,
+        desired: impl IntoIterator<Item = D>,
         cache: &dyn ChildCache,
     ) -> Result<ApplyReport, ApplyError>
     where
         K: Serialize + Sync,
+        D: Into<Desired>,
     {
         let owner = owner_info(owner)?;
-        self.run(owner, desired.into_iter().collect(), Live::Cached(cache)).await
+        self.run(owner, desired.into_iter().map(Into::into).collect(), Live::Cached(cache)).await
     }
 
     /// [`Applier::apply_cached`] without the pruning: the children given are applied, former
     /// children left out stay as they are. For a pass that is not the complete desired set
     /// (an early return that must not delete what the last complete pass made).
-    pub async fn apply_cached_keeping<K>(
+    pub async fn apply_cached_keeping<K, D>(
         &self,
         owner: &K,
-        desired: impl IntoIterator<Item = Value>,
+        desired: impl IntoIterator<Item = D>,
         cache: &dyn ChildCache,
     ) -> Result<ApplyReport, ApplyError>
     where
         K: Serialize + Sync,
+        D: Into<Desired>,
     {
         let owner = owner_info(owner)?;
-        self.run_with(owner, desired.into_iter().collect(), Live::Cached(cache), false).await
+        self.run_with(owner, desired.into_iter().map(Into::into).collect(), Live::Cached(cache), false).await
     }
 
     /// Drop what is remembered of an owner (call it when the owner is deleted). Only the
@@ -298,7 +314,7 @@ impl Applier {
     async fn run(
         &self,
         owner: ObjectInfo,
-        desired: Vec<Value>,
+        desired: Vec<Desired>,
         live: Live<'_>,
     ) -> Result<ApplyReport, ApplyError> {
         self.run_with(owner, desired, live, true).await
@@ -307,7 +323,7 @@ impl Applier {
     async fn run_with(
         &self,
         mut owner: ObjectInfo,
-        desired: Vec<Value>,
+        desired: Vec<Desired>,
         live: Live<'_>,
         prune: bool,
     ) -> Result<ApplyReport, ApplyError> {
@@ -319,8 +335,9 @@ impl Applier {
         let total = desired.len();
         let mut prepared = Vec::with_capacity(total);
         let mut seen = HashSet::with_capacity(total);
-        for (index, object) in desired.into_iter().enumerate() {
-            let p = self.prepare(index, object, &owner, &set_id).await?;
+        for (index, Desired { object, adopt }) in desired.into_iter().enumerate() {
+            let mut p = self.prepare(index, object, &owner, &set_id).await?;
+            p.adopt = adopt;
             if !seen.insert(p.key.clone()) {
                 return Err(ApplyError::Duplicate { child: p.child });
             }
@@ -352,12 +369,21 @@ impl Applier {
             self.record(&mut owner, &set_id, &recorded_kinds, &recorded_namespaces, &report).await?;
         report.owner_versions.extend(recorded);
 
-        // 3. Apply, continuing past failures so that one bad child does not hold back the rest.
+        // 3. Apply, continuing past failures so that one bad child does not hold back the
+        // rest; an existing object that is not a child is left alone (see `adopt`).
         let mut failures = Vec::new();
         for p in &prepared {
             if self.unchanged(&owner.uid, p, live).await {
                 report.skipped.push(p.child.clone());
                 continue;
+            }
+            match self.claim(&owner, &set_id, p, live).await {
+                Ok(false) => {}
+                Ok(true) => report.adopted.push(p.child.clone()),
+                Err(error) => {
+                    failures.push(ChildFailure { child: p.child.clone(), error });
+                    continue;
+                }
             }
             match self.send(p).await {
                 Ok(result) => {
@@ -375,7 +401,7 @@ impl Applier {
                         m.applied.remove(&p.key);
                     }
                     tracing::debug!(child = %p.child, error = %api_error_text(&error), "apply failed");
-                    failures.push(ChildFailure { child: p.child.clone(), error });
+                    failures.push(ChildFailure { child: p.child.clone(), error: ChildError::Api(error) });
                 }
             }
         }
@@ -623,7 +649,53 @@ impl Applier {
 
         let body = Value::Object(body);
         let hash = fingerprint(&body);
-        Ok(Prepared { key: child.key(), child, kind: resolved, body, hash })
+        Ok(Prepared { key: child.key(), child, kind: resolved, body, hash, adopt: false })
+    }
+
+    /// Whether `p` may be applied: `Ok(false)` when its object does not exist or is a
+    /// child of `owner` already, `Ok(true)` when an existing object is taken over (`p` is
+    /// marked to adopt), [`ChildError::NotOurs`] when it is someone else's (see `adopt`).
+    async fn claim(
+        &self,
+        owner: &ObjectInfo,
+        set_id: &str,
+        p: &Prepared,
+        live: Live<'_>,
+    ) -> Result<bool, ChildError> {
+        let known = match live {
+            Live::Cached(cache) => match cache.get(&p.child) {
+                Some(meta) => Some(Found::Object(holder(&*meta, &owner.uid, set_id))),
+                None if cache.knows_all(&p.child) => Some(Found::Nothing),
+                None => None,
+            },
+            Live::Cache(observed) => {
+                observed(&p.child).map(|meta| Found::Object(holder(&Meta(&meta), &owner.uid, set_id)))
+            }
+            Live::Server => None,
+        };
+        let found = match known {
+            Some(found) => found,
+            None => match p
+                .kind
+                .api(&self.client, p.child.namespace.as_deref())
+                .get_metadata_opt(&p.child.name)
+                .await
+            {
+                Ok(Some(o)) => Found::Object(holder(&Meta(&o.metadata), &owner.uid, set_id)),
+                Ok(None) => Found::Nothing,
+                Err(e) => return Err(ChildError::Api(e)),
+            },
+        };
+        match found {
+            Found::Nothing | Found::Object(None) => Ok(false),
+            Found::Object(Some((_, false))) if p.adopt => {
+                tracing::info!(owner = %owner.describe(), child = %p.child, "adopting an existing object");
+                Ok(true)
+            }
+            Found::Object(Some((holder, controlled))) => {
+                Err(ChildError::NotOurs { owner: owner.describe(), holder, controlled })
+            }
+        }
     }
 
     /// Whether `p` can be skipped: the same content was applied before and the live object
@@ -835,8 +907,8 @@ mod tests {
     #[allow(dead_code)]
     fn futures_are_send(applier: &Applier, owner: &DynamicObject) {
         fn send<T: Send>(_: T) {}
-        send(applier.apply(owner, Vec::new()));
-        send(applier.apply_observed(owner, Vec::new(), |_: &ChildRef| None));
+        send(applier.apply(owner, Vec::<Value>::new()));
+        send(applier.apply_observed(owner, Vec::<Value>::new(), |_: &ChildRef| None));
         send(applier.status_writer().write(owner, crate::StatusPatch::default()));
     }
 

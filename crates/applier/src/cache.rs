@@ -138,4 +138,13 @@ pub trait ChildCache: Send + Sync {
         namespace: Option<&str>,
         set_id: &str,
     ) -> Option<Vec<Arc<dyn CachedMeta>>>;
+    /// Whether the cache holds every object of `child`'s kind in its namespace (a watch
+    /// without a label selector over that namespace), so that [`ChildCache::get`] finding
+    /// nothing means the object does not exist. When it does not (the default), a child
+    /// the cache does not have is looked up with a `GET` before its first apply, so that
+    /// an object someone else made is never adopted (see [`crate::Desired`]).
+    fn knows_all(&self, child: &ChildRef) -> bool {
+        let _ = child;
+        false
+    }
 }

@@ -7,21 +7,23 @@
 use std::fmt;
 
 use crate::ApplyReport;
+use crate::adopt::ChildError;
 use crate::object::ChildRef;
 
-/// One child whose server-side apply the API server refused.
+/// One child that was not applied: the API server refused it, or it exists and is not a
+/// child of the owner ([`ChildError::NotOurs`]).
 #[derive(Debug)]
 pub struct ChildFailure {
     /// The child.
     pub child: ChildRef,
-    /// The API server's answer (or the transport error).
-    pub error: kube::Error,
+    /// Why.
+    pub error: ChildError,
 }
 
 impl fmt::Display for ChildFailure {
     /// `Secret default/x: 422 Invalid: Secret "x" is invalid: data.token: ...`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.child, api_error_text(&self.error))
+        write!(f, "{}: {}", self.child, self.error)
     }
 }
 
@@ -490,7 +492,9 @@ mod tests {
                 namespace: Some("default".into()),
                 name: "x".into(),
             },
-            error: api(Status::failure(r#"Secret "x" is invalid: data: bad"#, "Invalid").with_code(422)),
+            error: ChildError::Api(api(
+                Status::failure(r#"Secret "x" is invalid: data: bad"#, "Invalid").with_code(422)
+            )),
         };
         assert_eq!(failure.to_string(), r#"Secret default/x: 422 Invalid: Secret "x" is invalid: data: bad"#);
     }

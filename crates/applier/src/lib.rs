@@ -42,6 +42,10 @@
 //! - **All or nothing before the first write.** Every child is checked first: well-formed,
 //!   a kind the API server serves (discovery, cached), ownable by the owner (same namespace
 //!   as a namespaced owner; never cluster-scoped under a namespaced owner), no duplicates.
+//! - **Ownership before adoption.** An object that exists under a child's name and is not
+//!   already a child of the owner (its owner uid or its ApplySet label) is not taken over:
+//!   that child fails with [`ChildError::NotOurs`], naming who holds the object, unless the
+//!   caller marks it [`Desired::adopt`] (see `adopt`).
 //! - **Owner references and labels.** Each child gets a controller owner reference
 //!   (`controller: true`, `blockOwnerDeletion: true`), so deleting the owner
 //!   garbage-collects it, and the label `applyset.kubernetes.io/part-of=<ApplySet id>`.
@@ -90,6 +94,7 @@
 //! `applyset.kubernetes.io/is-parent-type: "true"` on their CRD for kubectl to accept them
 //! as ApplySet parents.
 
+mod adopt;
 mod apply;
 pub mod applyset;
 mod cache;
@@ -100,6 +105,7 @@ mod object;
 mod prune;
 mod status;
 
+pub use adopt::{ChildError, Desired};
 pub use apply::{Applier, ApplierConfig, ApplyReport};
 pub use cache::{CachedMeta, ChildCache};
 pub use error::{ApplyError, ChildFailure, StatusError, api_error_text};

@@ -312,7 +312,11 @@ async fn a_failed_apply_prunes_nothing() {
     assert_eq!(*total, 2);
     assert_eq!(failures.len(), 1);
     assert_eq!(failures[0].child.to_string(), "ConfigMap default/a");
-    assert!(matches!(&failures[0].error, kube::Error::Api(s) if s.code == 500), "{:?}", failures[0].error);
+    assert!(
+        matches!(&failures[0].error, ctop_applier::ChildError::Api(kube::Error::Api(s)) if s.code == 500),
+        "{:?}",
+        failures[0].error
+    );
     assert_eq!(
         names(&report.applied),
         ["Deployment.apps default/web"],
@@ -485,7 +489,10 @@ async fn a_refused_child_reads_like_kubectl() {
         ),
         "{text}"
     );
-    assert!(matches!(&failure.error, kube::Error::Api(s) if s.code == 422), "the cause is kept");
+    assert!(
+        matches!(&failure.error, ctop_applier::ChildError::Api(kube::Error::Api(s)) if s.code == 422),
+        "the cause is kept"
+    );
     let whole = err.to_string();
     assert!(whole.contains(&text), "{whole}");
     for text in [&text, &whole] {

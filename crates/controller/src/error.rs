@@ -180,6 +180,11 @@ impl ReconcileError {
             Self::Failed { .. } => "ReconcileFailed",
             Self::Undeclared { .. } => "UndeclaredKind",
             Self::BadObject { .. } => "InvalidOutput",
+            Self::Apply(ApplyError::Apply { failures, .. })
+                if failures.iter().any(|f| matches!(f.error, ctop_applier::ChildError::NotOurs { .. })) =>
+            {
+                "AdoptionRefused"
+            }
             Self::Apply(_) => "ApplyFailed",
             Self::Status(_) => "StatusFailed",
             Self::Api { .. } | Self::Run(_) => "APIError",

@@ -25,6 +25,20 @@ pub(crate) struct Cached {
     pub(crate) store: Store,
     /// ApplySet members by set id, for managed kinds (see [`SetIndex`]).
     pub(crate) sets: Option<Arc<SetIndex>>,
+    /// Where the cache holds every object of the kind: `Some(None)` everywhere,
+    /// `Some(Some(ns))` in one namespace, `None` nowhere (its watch selects by label).
+    pub(crate) complete: Option<Option<String>>,
+}
+
+impl Cached {
+    /// Whether the cache holds every object there is in `namespace`.
+    pub(crate) fn knows_all(&self, namespace: Option<&str>) -> bool {
+        match &self.complete {
+            Some(None) => true,
+            Some(Some(ns)) => namespace == Some(ns.as_str()),
+            None => false,
+        }
+    }
 }
 
 /// What a shared watch of one kind is for, besides filling its cache.
@@ -60,8 +74,8 @@ pub(crate) struct InformerPlan {
 
 /// A started [`InformerPlan`].
 pub(crate) struct Informer {
-    pub(crate) store: Store,
-    pub(crate) sets: Option<Arc<SetIndex>>,
+    /// The cache it fills.
+    pub(crate) cache: Cached,
     pub(crate) stream: futures::stream::BoxStream<'static, Result<watcher::Event<Object>, watcher::Error>>,
     pub(crate) synced: watch::Receiver<bool>,
 }
@@ -114,7 +128,15 @@ impl InformerPlan {
                 }
             }
         })));
-        Informer { store, sets, stream: stream.boxed(), synced }
+        let cache = Cached {
+            complete: self.labels.is_none().then_some(self.namespace),
+            key: self.key,
+            ar: self.ar,
+            namespaced: self.namespaced,
+            store,
+            sets,
+        };
+        Informer { cache, stream: stream.boxed(), synced }
     }
 }
 

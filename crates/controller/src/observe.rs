@@ -191,9 +191,18 @@ impl ChildCache for Children<'_> {
                 .collect(),
         )
     }
+
+    fn knows_all(&self, child: &ChildRef) -> bool {
+        self.has_all(child)
+    }
 }
 
 impl Children<'_> {
+    /// Whether the cache of `child`'s kind holds every object there is in its namespace.
+    pub(crate) fn has_all(&self, child: &ChildRef) -> bool {
+        self.find(&child.api_version, &child.kind).is_some_and(|c| c.knows_all(child.namespace.as_deref()))
+    }
+
     /// The cache of `api_version`/`kind`, found without building its key.
     fn find(&self, api_version: &str, kind: &str) -> Option<&Cached> {
         self.0.iter().find(|x| {

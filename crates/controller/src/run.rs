@@ -18,7 +18,7 @@ use crate::cluster::{client, install_crds, kind_key, resolve};
 use crate::context::{Ctx, HandlerSource};
 use crate::error::RunError;
 use crate::health::{self, Health, Metrics};
-use crate::informer::{Cached, EventScope, InformerPlan, Role, WatchSource, hold_initial};
+use crate::informer::{EventScope, InformerPlan, Role, WatchSource, hold_initial};
 use crate::leader::{LeaderElector, Leadership, LeaseConfig};
 use crate::memory::{Gauges, Memory};
 use crate::on_start::on_start;
@@ -329,18 +329,12 @@ async fn start_controller(
     let mut plans = plans.into_iter();
     let primary_plan = plans.next().ok_or_else(|| RunError::Start("no primary watch".into()))?;
     let primary_informer = primary_plan.start(&client);
-    let primary_store = primary_informer.store.clone();
     // Objects of a (re)list reach the cache together, at its end: their triggers wait for it.
     let primary_stream = hold_initial(primary_informer.stream);
     // The primary kind is observable too (`getObserved(myKind, ...)`), from the same cache
     // (the first: see `Ctx::primaries`).
-    let mut caches = vec![Cached {
-        key: kind_key(&spec.for_),
-        ar: primary.clone(),
-        namespaced,
-        store: primary_store.clone(),
-        sets: None,
-    }];
+    let primary_store = primary_informer.cache.store.clone();
+    let mut caches = vec![primary_informer.cache];
     let mut synced = vec![primary_informer.synced];
     // Streams still to consume, by what they trigger.
     let mut owned_streams = Vec::new();
@@ -349,19 +343,12 @@ async fn start_controller(
     let mut cache_only = Vec::new();
     for (j, plan) in plans.enumerate() {
         let (key, role) = (plan.key.clone(), plan.role);
-        let (ar, plan_namespaced) = (plan.ar.clone(), plan.namespaced);
         let informer = plan.start(&client);
         synced.push(informer.synced);
         // `getObserved` reads the first cache of a kind (a second one exists only for a
         // `.watches()` scoped beyond it).
         if !caches.iter().any(|c| c.key == key) {
-            caches.push(Cached {
-                key: key.clone(),
-                ar: ar.clone(),
-                namespaced: plan_namespaced,
-                store: informer.store,
-                sets: informer.sets,
-            });
+            caches.push(informer.cache);
         }
         match role {
             Role::Owned => owned_streams.push((key, informer.stream)),

@@ -48,6 +48,9 @@ pub struct Children {
     /// Children to delete (`remove()`), once the applies succeeded; only children of the
     /// object handled are deleted.
     pub deletes: Vec<ObjectReference>,
+    /// Positions in `objects` of the children that may take over an existing object of
+    /// their name that is not already a child (`apply(obj, { adopt: true })`), in order.
+    pub adopt: Vec<usize>,
 }
 
 /// `True`, `False` or `Unknown`, as Kubernetes conditions say it.
@@ -235,6 +238,8 @@ struct Wire {
     #[serde(default)]
     deletes: Vec<WireRef>,
     #[serde(default)]
+    adopt: Vec<usize>,
+    #[serde(default)]
     status: Option<Map<String, Value>>,
     #[serde(default)]
     conditions: Vec<Condition>,
@@ -305,6 +310,7 @@ impl ReconcileOutcome {
                         uid: None,
                     })
                     .collect(),
+                adopt: w.adopt,
             },
             patches: w.patches,
             status: w.status,

@@ -204,6 +204,12 @@ pub struct ControllerSpec {
     /// those alone, so unrelated objects of the kind cost no memory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children_only: Vec<KindRef>,
+    /// Managed kinds whose existing objects a reconcile may take over as children when it
+    /// applies one under their name (`.manages(kind, { adopt: true })`). Without it, an
+    /// existing object that is not already a child is left alone and the apply of that
+    /// child fails, naming who holds the object.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adopt: Vec<KindRef>,
     /// Watched read-only kinds.
     #[serde(default)]
     pub reads: Vec<KindRef>,

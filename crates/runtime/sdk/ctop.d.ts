@@ -452,6 +452,23 @@ export interface EveryOptions {
 export interface ManagesOptions {
   /** Cache only objects that are children of this or another ctop operator (default false). */
   childrenOnly?: boolean;
+  /**
+   * Take over an existing object of these kinds that is not a child yet when a reconcile
+   * applies one under its name (default false: that child fails with an `AdoptionRefused`
+   * event naming who holds the object, and the object is left as it is). An object another
+   * owner controls is never taken over.
+   */
+  adopt?: boolean;
+}
+
+/** Options of `apply(obj, options)`. */
+export interface ApplyOptions {
+  /**
+   * Take over the object if it exists and is not a child yet: it gets the owner reference,
+   * so deleting the CR deletes it (default false: that child fails, the object is left as it
+   * is). An object another owner controls is never taken over.
+   */
+  adopt?: boolean;
 }
 
 /** Options of `.mutate(fn, options)`. */
@@ -542,9 +559,12 @@ export declare function operator<T extends KubeObject>(res: Kind<T, any>, option
  * Add an object to the desired children (namespace defaults to the CR's); takes a snapshot
  * and returns `obj`. Its kind must be declared with `.manages(kind)`. The children applied
  * in one call are the complete desired set: those applied before and missing now are
- * pruned, unless the handler returns `Result.keep()` (or fails).
+ * pruned, unless the handler returns `Result.keep()` (or fails). An existing object of that
+ * name that is not a child yet (made by hand, by another tool) is never taken over unless
+ * `{ adopt: true }` says so here or in `.manages(kind, { adopt: true })`: without it that
+ * child fails (an `AdoptionRefused` event names who holds the object) and nothing is pruned.
  */
-export declare function apply<T extends KubeObject>(obj: T): Named<T>;
+export declare function apply<T extends KubeObject>(obj: T, options?: ApplyOptions): Named<T>;
 /** Merge a partial object into an object the operator does not own (no owner reference, never pruned). */
 export declare function patch<T extends KubeObject>(obj: T): Named<T>;
 /**

@@ -671,12 +671,17 @@ class OperatorBuilder {
    * A last argument `{ childrenOnly: true }` caches only objects of these kinds that are
    * children (they carry the ApplySet part-of label ctop sets on every child), so unrelated
    * objects of the kind in the cluster cost no memory; `getObserved` then sees children only.
+   * `{ adopt: true }` lets a reconcile take over an existing object of these kinds that is
+   * not a child yet when it applies one under its name (by default that child fails).
    */
   manages(...kinds) {
     const last = kinds[kinds.length - 1];
     const opts = isPlainObject(last) && !("kind" in last) ? kinds.pop() : {};
     for (const key of Object.keys(opts)) {
-      if (key !== "childrenOnly") throw new TypeError(`manages: unknown option ${key} (only childrenOnly)`);
+      if (key !== "childrenOnly" && key !== "adopt") {
+        throw new TypeError(`manages: unknown option ${key} (childrenOnly, adopt)`);
+      }
+      if (typeof opts[key] !== "boolean") throw new TypeError(`manages: ${key} must be true or false`);
     }
     // An object's children are one ApplySet, named after the object: two controllers of the
     // same kind that both applied children would each prune the other's.
@@ -689,11 +694,12 @@ class OperatorBuilder {
         + `the other's); apply them from one controller, or patch() objects you do not own`);
     }
     this.#addKinds("manages", kinds);
-    if (opts.childrenOnly === true) {
-      this.#entry.childrenOnly ??= [];
+    for (const option of ["childrenOnly", "adopt"]) {
+      if (opts[option] !== true) continue;
+      this.#entry[option] ??= [];
       for (const k of kinds.flat()) {
         const ref = kindRef(k, "manages");
-        if (!this.#entry.childrenOnly.some((x) => kindKey(x) === kindKey(ref))) this.#entry.childrenOnly.push(ref);
+        if (!this.#entry[option].some((x) => kindKey(x) === kindKey(ref))) this.#entry[option].push(ref);
       }
     }
     return this;
@@ -891,10 +897,20 @@ function pushUnique(c, name, snap) {
  * Add `obj` to the desired children of this reconcile (server-side applied with an owner
  * reference; what was applied before and is missing now gets pruned). Namespaced children
  * without a namespace get the CR's. Returns `obj` itself; the call takes a snapshot, so
- * later changes to `obj` are not sent.
+ * later changes to `obj` are not sent. An existing object of that name that is not a child
+ * yet is left alone (that child fails) unless `options.adopt` is true.
  */
-export function apply(obj) {
+export function apply(obj, options) {
   const c = active("apply");
+  if (options !== undefined) {
+    if (!isPlainObject(options)) throw new TypeError("apply: options must be an object ({ adopt: true })");
+    for (const key of Object.keys(options)) {
+      if (key !== "adopt") throw new TypeError(`apply: unknown option ${key} (only adopt)`);
+    }
+    if (options.adopt !== undefined && typeof options.adopt !== "boolean") {
+      throw new TypeError("apply: adopt must be true or false");
+    }
+  }
   const snap = checkObject(obj, "apply");
   const spec = specSchemas.get(kindKey(obj));
   if (spec && obj.spec !== undefined) {
@@ -904,6 +920,7 @@ export function apply(obj) {
   }
   if (c.removed.has(snap.key)) throw new Error(`apply: ${snap.key} was removed in this call; apply or remove it, not both`);
   pushUnique(c, "applies", snap);
+  if (options?.adopt === true) (c.adopted ??= new Set()).add(snap.key);
   return obj;
 }
 
@@ -947,6 +964,8 @@ export function remove(obj) {
  * snapshots spliced in.
  */
 function output(o) {
+  // The children that may adopt, by their position (the snapshots become indices below).
+  if (ctx?.adopted?.size) o.adopt = o.applies.flatMap((x, i) => (ctx.adopted.has(x.key) ? [i] : []));
   if (typeof globalThis.__ct_host?.snap === "function") {
     // `o` is the fresh object `finish` built.
     o.applies = o.applies.map((x) => x.id);

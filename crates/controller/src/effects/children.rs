@@ -3,13 +3,14 @@
 
 use std::collections::HashSet;
 
-use ctop_applier::{ChildCache as _, ChildRef};
-use ctop_core::PruneMode;
+use ctop_applier::{ApplyError, ApplyReport, ChildCache as _, ChildError, ChildFailure, ChildRef, Desired};
+use ctop_core::{EventRecord, EventType, PruneMode};
 use kube::api::{Api, DeleteParams, DynamicObject, Preconditions, PropagationPolicy};
 use serde_json::{Value, json};
 use tracing::Instrument as _;
 
 use super::declared::target_of;
+use super::events::publish_events;
 use crate::cluster::api_for;
 use crate::context::Ctx;
 use crate::error::ReconcileError;
@@ -31,11 +32,16 @@ pub(crate) fn child_ref(o: &Value, owner: &Object) -> Option<ChildRef> {
 }
 
 /// Apply `objects` as the children of `owner`; with [`PruneMode::Complete`] former
-/// children left out are pruned once every apply succeeded. Returns how many were pruned.
+/// children left out are pruned once every apply succeeded. The objects at the positions
+/// `adopt` (and those of a kind declared with `{ adopt: true }`) may take over an existing
+/// object that is not a child yet; any other such object is left alone, and that child
+/// fails with an `AdoptionRefused` event (see `ctop_applier::Desired`). Returns how many
+/// were pruned.
 pub(crate) async fn apply_children(
     ctx: &Ctx,
     owner: &Object,
     objects: Vec<Value>,
+    adopt: &[usize],
     prune: PruneMode,
 ) -> Result<usize, ReconcileError> {
     // A controller that manages no kinds has no children to apply or prune (another
@@ -50,11 +56,31 @@ pub(crate) async fn apply_children(
     // that reports on its children expects.
     let existing: HashSet<ChildRef> =
         objects.iter().filter_map(|o| child_ref(o, owner).filter(|c| children.get(c).is_some())).collect();
+    let desired: Vec<Desired> = objects
+        .into_iter()
+        .enumerate()
+        .map(|(i, object)| {
+            let kind_adopts = ctx.spec.adopt.iter().any(|k| {
+                object["apiVersion"].as_str() == Some(k.api_version.as_str())
+                    && object["kind"].as_str() == Some(k.kind.as_str())
+            });
+            Desired { adopt: kind_adopts || adopt.binary_search(&i).is_ok(), object }
+        })
+        .collect();
     let report = match prune {
-        PruneMode::Complete => ctx.applier.apply_cached(owner, objects, &children).instrument(span).await,
-        PruneMode::Keep => ctx.applier.apply_cached_keeping(owner, objects, &children).instrument(span).await,
-    }
-    .map_err(ReconcileError::from)?;
+        PruneMode::Complete => ctx.applier.apply_cached(owner, desired, &children).instrument(span).await,
+        PruneMode::Keep => ctx.applier.apply_cached_keeping(owner, desired, &children).instrument(span).await,
+    };
+    let report = match report {
+        Ok(report) => report,
+        Err(e) => {
+            if let ApplyError::Apply { failures, report, .. } = &e {
+                adoption_events(ctx, owner, report, failures).await;
+            }
+            return Err(ReconcileError::from(e));
+        }
+    };
+    adoption_events(ctx, owner, &report, &[]).await;
     let me = object_key(owner);
     for version in &report.owner_versions {
         ctx.memory.wrote(&me, &ctx.primary_kind, owner.namespace(), owner.name(), version.clone());
@@ -67,6 +93,37 @@ pub(crate) async fn apply_children(
     ctx.metrics.applies_skipped(&ctx.spec.name, report.skipped.len() as u64);
     ctx.metrics.prunes(&ctx.spec.name, report.pruned.len() as u64);
     Ok(report.pruned.len())
+}
+
+/// Tell on `owner` which existing objects its apply took over and which it left alone.
+async fn adoption_events(ctx: &Ctx, owner: &Object, report: &ApplyReport, failures: &[ChildFailure]) {
+    let mut events = Vec::new();
+    for child in &report.adopted {
+        events.push(EventRecord {
+            type_: EventType::Normal,
+            reason: "Adopted".into(),
+            message: format!("{child} existed and was taken over as a child (adopt: true)"),
+            regarding: None,
+        });
+    }
+    for f in failures {
+        let ChildError::NotOurs { controlled, .. } = &f.error else { continue };
+        let fix = if *controlled {
+            String::new()
+        } else {
+            format!(
+                "; to take it over, apply it with {{ adopt: true }} or declare .manages({}, {{ adopt: true }})",
+                f.child.kind
+            )
+        };
+        events.push(EventRecord {
+            type_: EventType::Warning,
+            reason: "AdoptionRefused".into(),
+            message: format!("{f}{fix}"),
+            regarding: None,
+        });
+    }
+    publish_events(ctx, Some(owner), &events).await;
 }
 
 /// Delete the children `deletes` names (`remove()`): each only when the cache holds it as a

@@ -80,7 +80,7 @@ pub(crate) async fn carry_out(
         // Moved out, not cloned: the children can be most of the call's output budget.
         let objects = std::mem::take(&mut out.children.objects);
         let prune = out.children.prune;
-        match apply_children(ctx, owner, objects, prune).await {
+        match apply_children(ctx, owner, objects, &out.children.adopt, prune).await {
             Err(e) => {
                 failure = Some(e);
                 applied = false;
