@@ -176,6 +176,32 @@ test("reconcile: apply with namespace defaulting, replacement, CR schema checks;
   assert.throws(() => bad.dispatch("reconcile", 2, { object: webAppCr() }), /apiVersion, kind and metadata.name/);
 });
 
+test("adoption: apply(obj, { adopt: true }) marks the child; .manages(kind, { adopt: true }) the kind", async () => {
+  const t = await withOperator(`
+    operator(webApp).manages(Secret).manages(Namespace, { adopt: true }).reconcile((cr) => {
+      apply(Secret({ metadata: { name: "a" } }));
+      apply(Secret({ metadata: { name: "b" } }), { adopt: true });
+      apply(Namespace({ metadata: { name: "team" } }));
+      apply(Secret({ metadata: { name: "b" } }));
+    });
+    operator(Deployment).manages(Secret).reconcile(() => { apply(Secret({ metadata: { name: "a" } })); });`);
+  const [ctl, plain] = t.registry().controllers;
+  assert.deepEqual(ctl.adopt, [{ apiVersion: "v1", kind: "Namespace" }]);
+  assert.equal(plain.adopt, undefined, "nothing adopts unless asked");
+  const out = t.dispatch("reconcile", 0, { object: webAppCr() });
+  assert.deepEqual(out.applies.map((o) => o.metadata.name), ["a", "b", "team"]);
+  assert.deepEqual(out.adopt, [1], "by position; a later apply of the same child keeps its mark");
+  const deployment = { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "d", namespace: "prod" } };
+  assert.equal(t.dispatch("reconcile", 1, { object: deployment }).adopt, undefined);
+
+  const bad = await withOperator(`
+    operator(webApp).manages(Secret).reconcile(() => { apply(Secret({ metadata: { name: "a" } }), { adopt: "yes" }); });
+    operator(webApp, { name: "b" }).reconcile(() => { apply(Secret({ metadata: { name: "a" } }), { force: true }); });`);
+  assert.throws(() => bad.dispatch("reconcile", 0, { object: webAppCr() }), /adopt must be true or false/);
+  assert.throws(() => bad.dispatch("reconcile", 1, { object: webAppCr() }), /unknown option force \(only adopt\)/);
+  await assert.rejects(withOperator(`operator(webApp).manages(Secret, { adopt: 1 });`), /adopt must be true or false/);
+});
+
 test("reconcile: getObserved and listObserved", async () => {
   const t = await withOperator(`
     globalThis.seen = {};
