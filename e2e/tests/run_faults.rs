@@ -169,7 +169,7 @@ fn reconciles(port: u16) -> Option<u64> {
 
 /// `leader_election_master_status` on `port`.
 fn leading(port: u16) -> Option<u64> {
-    metric(port, "leader_election_master_status{", "ctop-leader")
+    metric(port, "leader_election_master_status{", "webapp-leader")
 }
 
 fn replica(sim: &Sim, id: &str, metrics: u16) -> Proc {
@@ -198,7 +198,7 @@ fn replica(sim: &Sim, id: &str, metrics: u16) -> Proc {
 }
 
 fn holder() -> [&'static str; 7] {
-    ["get", "lease", "ctop-leader", "-n", "default", "-o", "jsonpath={.spec.holderIdentity}"]
+    ["get", "lease", "webapp-leader", "-n", "default", "-o", "jsonpath={.spec.holderIdentity}"]
 }
 
 /// Replica a, once it leads, and replica b standing by with its /metrics served, the sample
@@ -322,7 +322,7 @@ fn a_leader_that_loses_its_lease_stops_reconciling() {
     k.ok(&[
         "patch",
         "lease",
-        "ctop-leader",
+        "webapp-leader",
         "-n",
         "default",
         "--type=merge",
@@ -345,7 +345,7 @@ fn a_leader_that_loses_its_lease_stops_reconciling() {
     assert_eq!(k.ok(&holder()), "intruder");
 
     // The intruder goes away (its Lease deleted): the replica leads again and catches up.
-    k.ok(&["delete", "lease", "ctop-leader", "-n", "default"]);
+    k.ok(&["delete", "lease", "webapp-leader", "-n", "default"]);
     k.eventually(&holder(), |s| s == "replica-a");
     replicas_become(k, "3");
     assert_eq!(leading(port), Some(1));

@@ -108,7 +108,10 @@ fn on_start_runs_once_and_applies_unowned_objects() {
     );
     let managers =
         k.ok(&["get", "configmap", "started", "-o", "jsonpath={.metadata.managedFields[*].manager}"]);
-    assert_eq!(managers, "ctop", "applied server-side by the operator's field manager");
+    assert_eq!(
+        managers, "op",
+        "applied server-side by the operator's own field manager (its directory's name)"
+    );
 
     // CRs reconcile as usual after it; onStart does not run again.
     create_slow(&k, dir.path(), "a", 0);

@@ -169,6 +169,16 @@ struct Prepared {
     adopt: bool,
 }
 
+/// What applying a child will do to its live object.
+enum Claim {
+    /// Create it, or apply to a child of the owner.
+    Child,
+    /// Create it again: this applier made it before, and it is gone.
+    Again,
+    /// Take over an object that is not a child yet.
+    Adopted,
+}
+
 /// What is known of a child's live object before it is applied.
 enum Found {
     /// It exists; who holds it when the owner does not.
@@ -378,8 +388,30 @@ impl Applier {
                 continue;
             }
             match self.claim(&owner, &set_id, p, live).await {
-                Ok(false) => {}
-                Ok(true) => report.adopted.push(p.child.clone()),
+                Ok(Claim::Child) => {}
+                Ok(Claim::Adopted) => report.adopted.push(p.child.clone()),
+                Ok(Claim::Again) => {
+                    // This applier made it and it is gone: the owner may be gone too (the
+                    // garbage collector deletes the children of a deleted owner, and the
+                    // caller's cache may not know yet). Never re-create a child for an
+                    // owner that no longer exists.
+                    match self.owner_exists(&owner).await {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            return Err(ApplyError::OwnerGone {
+                                owner: owner.describe(),
+                                report: Box::new(report),
+                            });
+                        }
+                        Err(source) => {
+                            failures.push(ChildFailure {
+                                child: p.child.clone(),
+                                error: ChildError::Api(source),
+                            });
+                            continue;
+                        }
+                    }
+                }
                 Err(error) => {
                     failures.push(ChildFailure { child: p.child.clone(), error });
                     continue;
@@ -652,16 +684,23 @@ impl Applier {
         Ok(Prepared { key: child.key(), child, kind: resolved, body, hash, adopt: false })
     }
 
-    /// Whether `p` may be applied: `Ok(false)` when its object does not exist or is a
-    /// child of `owner` already, `Ok(true)` when an existing object is taken over (`p` is
-    /// marked to adopt), [`ChildError::NotOurs`] when it is someone else's (see `adopt`).
+    /// Whether `owner` still exists, as the API server says (same uid).
+    async fn owner_exists(&self, owner: &ObjectInfo) -> Result<bool, kube::Error> {
+        let resolved = self.discovery.kind(&owner.api_version, &owner.kind).await?;
+        let live =
+            resolved.api(&self.client, owner.namespace.as_deref()).get_metadata_opt(&owner.name).await?;
+        Ok(live.is_some_and(|o| o.metadata.uid.as_deref() == Some(&owner.uid)))
+    }
+
+    /// Whether `p` may be applied (see [`Claim`]), or [`ChildError::NotOurs`] when its
+    /// object is someone else's (see `adopt`).
     async fn claim(
         &self,
         owner: &ObjectInfo,
         set_id: &str,
         p: &Prepared,
         live: Live<'_>,
-    ) -> Result<bool, ChildError> {
+    ) -> Result<Claim, ChildError> {
         let known = match live {
             Live::Cached(cache) => match cache.get(&p.child) {
                 Some(meta) => Some(Found::Object(holder(&*meta, &owner.uid, set_id))),
@@ -687,10 +726,14 @@ impl Applier {
             },
         };
         match found {
-            Found::Nothing | Found::Object(None) => Ok(false),
+            Found::Nothing => {
+                let made = self.memory.lock().get(&owner.uid).is_some_and(|m| m.applied.contains_key(&p.key));
+                Ok(if made { Claim::Again } else { Claim::Child })
+            }
+            Found::Object(None) => Ok(Claim::Child),
             Found::Object(Some((_, false))) if p.adopt => {
                 tracing::info!(owner = %owner.describe(), child = %p.child, "adopting an existing object");
-                Ok(true)
+                Ok(Claim::Adopted)
             }
             Found::Object(Some((holder, controlled))) => {
                 Err(ChildError::NotOurs { owner: owner.describe(), holder, controlled })

@@ -136,6 +136,17 @@ pub enum ApplyError {
         report: Box<ApplyReport>,
     },
 
+    /// The owner no longer exists (or another object took its name): a child applied before
+    /// and gone now (the garbage collector deletes the children of a deleted owner) is not
+    /// created again. Nothing more is done; forget the owner.
+    #[error("{owner} no longer exists; its children are not applied again")]
+    OwnerGone {
+        /// The owner.
+        owner: String,
+        /// What was done before.
+        report: Box<ApplyReport>,
+    },
+
     /// At least one child could not be applied (e.g. a 500, a 409 field-manager conflict
     /// without `force`, a 422 validation error). The other children were still applied,
     /// and **nothing was pruned** in this pass. Retry with backoff; a 422 needs the child
@@ -170,9 +181,10 @@ impl ApplyError {
     #[must_use]
     pub fn report(&self) -> Option<&ApplyReport> {
         match self {
-            Self::OwnerUpdate { report, .. } | Self::Apply { report, .. } | Self::Prune { report, .. } => {
-                Some(report)
-            }
+            Self::OwnerUpdate { report, .. }
+            | Self::OwnerGone { report, .. }
+            | Self::Apply { report, .. }
+            | Self::Prune { report, .. } => Some(report),
             _ => None,
         }
     }

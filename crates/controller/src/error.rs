@@ -121,6 +121,7 @@ impl From<ApplyError> for ReconcileError {
             ApplyError::OwnerUpdate { owner, source: kube::Error::Api(s), .. } if s.code == 404 => {
                 Self::Gone { object: owner }
             }
+            ApplyError::OwnerGone { owner, .. } => Self::Gone { object: owner },
             e => Self::Apply(e),
         }
     }

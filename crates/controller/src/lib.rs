@@ -48,6 +48,7 @@ mod fingerprint;
 pub mod health;
 mod informer;
 pub mod leader;
+mod managers;
 mod memory;
 mod metrics;
 mod object;

@@ -42,6 +42,9 @@ pub struct Object {
     finalizers: Box<[String]>,
     /// Whether `metadata.deletionTimestamp` is set (its text is in `meta_rest`).
     deleting: bool,
+    /// Whether a `managedFields` entry names the field manager every operator had before
+    /// operators got names of their own (see `managers`); the entries are not kept.
+    former_manager: bool,
     /// The other metadata fields as they arrived (`"creationTimestamp":"...",...`, without
     /// the braces); empty when there are none.
     meta_rest: Box<str>,
@@ -143,6 +146,13 @@ impl Object {
     #[must_use]
     pub fn is_deleting(&self) -> bool {
         self.deleting
+    }
+
+    /// Whether a `managedFields` entry of the object names the former field manager of
+    /// every operator, `ctop` (see `managers`).
+    #[must_use]
+    pub(crate) fn has_former_manager(&self) -> bool {
+        self.former_manager
     }
 
     /// A reference to the object as a kind of `ar` (for events).
@@ -370,7 +380,15 @@ impl<'de> Visitor<'de> for MetadataSeed<'_> {
                 }
                 "finalizers" => o.finalizers = map.next_value::<Option<Vec<_>>>()?.unwrap_or_default().into(),
                 "managedFields" => {
-                    map.next_value::<IgnoredAny>()?;
+                    // Only who manages is read, and only to tell the former manager.
+                    #[derive(Deserialize)]
+                    struct Entry {
+                        #[serde(default)]
+                        manager: Option<String>,
+                    }
+                    let entries = map.next_value::<Option<Vec<Entry>>>()?.unwrap_or_default();
+                    o.former_manager =
+                        entries.iter().any(|e| e.manager.as_deref() == Some(crate::managers::FORMER_MANAGER));
                 }
                 _ => {
                     let raw: Box<RawValue> = map.next_value()?;

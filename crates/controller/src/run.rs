@@ -428,6 +428,20 @@ async fn start_controller(
             all_synced.send_replace(true);
             ctx.health.set_caches_synced(&ctx.spec.name, true);
             tracing::info!(controller = ctx.spec.name, "caches synced");
+            // Once leading (or a member), the fields of the former manager `ctop` move to
+            // this operator's name (see `managers`).
+            {
+                let (ctx, mut stop) = (ctx.clone(), stop.clone());
+                tokio::spawn(async move {
+                    if let Some(mut leader) = ctx.leader.clone() {
+                        tokio::select! {
+                            r = leader.wait_for(|l| *l) => if r.is_err() { return },
+                            _ = stop.wait_for(|s| *s) => return,
+                        }
+                    }
+                    crate::managers::take_over_former(&ctx).await;
+                });
+            }
             if ctx.spec.handlers.iter().any(|h| h == "onStart") {
                 on_start(&ctx, stop).await;
             }

@@ -67,6 +67,9 @@ pub(crate) fn run_args(options: &Options) -> Vec<String> {
         format!("{MOUNT_DIR}/{BUNDLE_FILE}"),
         "--values".to_owned(),
         format!("{MOUNT_DIR}/{VALUES_FILE}"),
+        // Its own name for its field manager, Leases, events and ring.
+        "--name".to_owned(),
+        options.name.clone(),
     ];
     if let WatchScope::Namespace(ns) = &options.watch {
         args.extend(["--namespace".to_owned(), ns.clone()]);

@@ -87,7 +87,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         kubeconfig.display(),
         if plurals.is_empty() { "all".to_owned() } else { plurals.join(",") }
     );
-    let mut options = DevOptions::new(kubeconfig.clone(), MANAGER);
+    // The operator runs under its own name, as `ctop run` would name it.
+    let name = super::operator_name(None, &args.dir, script.spec())?;
+    let mut options = DevOptions::new(kubeconfig.clone(), &name);
     options.replicas = args.replicas;
     let source = ScriptSource {
         watch: SourceWatch::new(&args.dir),

@@ -97,18 +97,6 @@ pub struct ManifestsArgs {
     webhook_failure_policy: ctop_webhook::FailurePolicy,
 }
 
-/// The operator's name: `--name`, else the directory's name, else the first resource's plural.
-fn operator_name(args: &ManifestsArgs, first_plural: Option<&str>) -> anyhow::Result<String> {
-    if let Some(name) = &args.name {
-        return Ok(name.clone());
-    }
-    let dir = std::fs::canonicalize(&args.dir).unwrap_or_else(|_| args.dir.clone());
-    dir.file_name()
-        .and_then(|n| ctop_manifests::name_from(&n.to_string_lossy()))
-        .or_else(|| first_plural.and_then(ctop_manifests::name_from))
-        .context("cannot derive the operator's name from the directory; pass --name")
-}
-
 fn values_text(args: &ManifestsArgs) -> anyhow::Result<String> {
     let (path, required) = match &args.values {
         Some(p) => (p.clone(), true),
@@ -150,7 +138,7 @@ pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
         .context("the script failed while declaring its operators; fix it and run ctop manifests again")?;
     let spec = script.spec();
 
-    let mut options = Options::new(operator_name(args, spec.resources.first().map(|r| r.plural.as_str()))?);
+    let mut options = Options::new(super::operator_name(args.name.as_deref(), &args.dir, spec)?);
     options.namespace = args.namespace.clone();
     options.image = args.image.clone();
     options.replicas = args.replicas;

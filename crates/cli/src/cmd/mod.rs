@@ -101,6 +101,28 @@ pub async fn shutdown_signal() {
     }
 }
 
+/// The operator's own name, which names its field manager, Leases, event reporter and
+/// shard ring (two operators in one cluster must not share one): `name` when given, else
+/// the operator directory's name, else the script's first resource's plural, else its first
+/// controller's name. `ctop manifests` names the deployed operator the same way and passes
+/// it to `ctop run --name`.
+pub fn operator_name(
+    name: Option<&str>,
+    dir: &std::path::Path,
+    spec: &ctop_core::OperatorSpec,
+) -> anyhow::Result<String> {
+    use anyhow::Context as _;
+    if let Some(name) = name {
+        return Ok(name.to_owned());
+    }
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    dir.file_name()
+        .and_then(|n| ctop_manifests::name_from(&n.to_string_lossy()))
+        .or_else(|| spec.resources.first().and_then(|r| ctop_manifests::name_from(&r.plural)))
+        .or_else(|| spec.controllers.first().and_then(|c| ctop_manifests::name_from(&c.name)))
+        .context("cannot derive the operator's name from its directory or its script; pass --name")
+}
+
 /// The values file's text: `values`, or `DIR/values.yaml` when it exists, else empty.
 pub fn values_text(dir: &std::path::Path, values: Option<&std::path::Path>) -> anyhow::Result<String> {
     use anyhow::Context as _;

@@ -73,9 +73,11 @@ pub struct RunArgs {
     /// process].
     #[arg(long)]
     identity: Option<String>,
-    /// The operator's name (field manager, Lease, event reporter) [default: ctop].
-    #[arg(long, default_value = "ctop")]
-    name: String,
+    /// The operator's name: its field manager, Leases, event reporter and shard ring, so
+    /// that operators sharing a cluster never share one [default: DIR's name, else the
+    /// script's first resource's plural; `ctop manifests` passes the name it deploys under].
+    #[arg(long)]
+    name: Option<String>,
     /// Server-side apply the script's CRDs (and wait until Established) before starting.
     #[arg(long)]
     install_crds: bool,
@@ -143,6 +145,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.retry_qps.is_nan() || args.retry_qps < 0.0 {
         anyhow::bail!("--retry-qps must be 0 (no global limit) or more");
     }
+    let name = super::operator_name(args.name.as_deref(), &args.dir, script.spec())?;
     let options = RunOptions {
         kubeconfig: args.kubeconfig,
         context: args.context,
@@ -155,7 +158,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             .lease_namespace
             .or_else(|| std::env::var("POD_NAMESPACE").ok())
             .unwrap_or_else(|| "default".into()),
-        name: args.name,
+        name,
         identity: args.identity,
         install_crds,
         retry_limit: RetryLimit { qps: args.retry_qps, burst: args.retry_burst },

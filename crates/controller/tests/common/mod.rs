@@ -108,6 +108,8 @@ pub struct Launch {
     /// Serve health and metrics on ports the test can reach ([`Operator::health_addr`],
     /// [`Operator::metrics_addr`]).
     pub serve: bool,
+    /// The operator's name (field manager, Leases, event reporter) [default: `ctop-test`].
+    pub name: Option<&'static str>,
 }
 
 /// A running operator and its cluster (shared with other operators started on it).
@@ -307,7 +309,7 @@ async fn launch(
         metrics_addr,
         leader_elect: how.leader_elect,
         lease_namespace: "default".into(),
-        name: "ctop-test".into(),
+        name: how.name.unwrap_or("ctop-test").into(),
         // Each operator of a test is a replica of its own.
         identity: Some(format!("replica-{}", REPLICAS.fetch_add(1, Ordering::SeqCst))),
         install_crds: crds,
