@@ -290,7 +290,11 @@ export type Stored<T extends KubeObject> = T & { metadata: StoredMeta };
 /** An object with a name: what `apply` and `patch` return (they refuse an object without one). */
 export type Named<T extends KubeObject> = T & { metadata: { name: string } };
 
-/** A kind named by handle, `{apiVersion, kind}`, `"apps/v1/Deployment"` or a built-in's name (`"Secret"`). */
+/**
+ * A kind named by handle, `{apiVersion, kind}`, `"apps/v1/Deployment"` or a known kind's bare
+ * name (`"Secret"`). A kind is its group and its name: a bare name that kinds of two groups
+ * answer to (a resource `"CronJob"` beside the built-in `batch/v1` CronJob) throws.
+ */
 export type AnyKind = Kind<any, any> | KindRef | string;
 
 /** A handle for a kind the SDK does not ship (another operator's CRD, a newer built-in). */

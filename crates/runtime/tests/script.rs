@@ -372,3 +372,66 @@ fn children_that_json_cannot_hold_fail_the_call_and_the_output_is_bounded() {
         assert_eq!(out["applies"].as_array().map(Vec::len), Some(1));
     }
 }
+
+/// The kubebuilder tutorial's `CronJob` (`batch.tutorial.kubebuilder.io`), read beside the
+/// built-in `batch/v1` CronJob.
+const TUTORIAL_CRONJOB: &str = r#"import { resource, z, operator, apply, getObserved, listObserved, setStatus, Job, CronJob } from "ctop";
+const cronJob = resource("batch.tutorial.kubebuilder.io/v1", "CronJob", { spec: { schedule: z.string() } });
+operator(cronJob).manages(Job).reads(CronJob).reconcile((cr) => {
+  apply(Job({ metadata: { name: cr.metadata.name }, spec: {} }));
+  setStatus(cr, { builtin: listObserved(CronJob).map((c) => c.apiVersion), own: getObserved(cronJob, cr.metadata.name)?.spec });
+});
+"#;
+
+/// An [`ctop_runtime::Observer`] that serves one object of each of the two CronJob kinds.
+struct TwoCronJobs;
+
+impl ctop_runtime::Observer for TwoCronJobs {
+    fn list(&self, kind: &str) -> Option<String> {
+        let (api_version, _) = kind.rsplit_once('/')?;
+        let spec = json!({"schedule": api_version});
+        Some(json!([{"apiVersion": api_version, "kind": "CronJob", "metadata": {"name": "c", "namespace": "ns"}, "spec": spec}]).to_string())
+    }
+
+    fn get(&self, _kind: &str, _namespace: Option<&str>, _name: &str) -> Option<Option<String>> {
+        None
+    }
+}
+
+#[test]
+fn a_resource_named_like_a_built_in_kind_of_another_group_is_a_kind_of_its_own() {
+    let s = script(&[("operator.ct", TUTORIAL_CRONJOB)], Limits::default()).expect("loads");
+    let spec = s.spec();
+    let r = &spec.resources[0];
+    assert_eq!(
+        (r.api_version.as_str(), r.group.as_str(), r.kind.as_str(), r.plural.as_str()),
+        ("batch.tutorial.kubebuilder.io/v1", "batch.tutorial.kubebuilder.io", "CronJob", "cronjobs")
+    );
+    let c = &spec.controllers[0];
+    assert_eq!(
+        (c.for_.api_version.as_str(), c.for_.kind.as_str()),
+        ("batch.tutorial.kubebuilder.io/v1", "CronJob")
+    );
+    assert_eq!((c.reads[0].api_version.as_str(), c.reads[0].kind.as_str()), ("batch/v1", "CronJob"));
+    let input = json!({"object": {"apiVersion": "batch.tutorial.kubebuilder.io/v1", "kind": "CronJob",
+        "metadata": {"name": "c", "namespace": "ns", "uid": "u"}, "spec": {"schedule": "* * * * *"}}})
+    .to_string();
+    let out =
+        s.dispatch_observed("reconcile", 0, &input, std::sync::Arc::new(TwoCronJobs)).expect("reconcile");
+    assert_eq!(
+        out["status"],
+        json!({"builtin": ["batch/v1"], "own": {"schedule": "batch.tutorial.kubebuilder.io/v1"}}),
+        "each handle reads its own kind"
+    );
+    assert_eq!(out["applies"][0]["kind"], "Job");
+
+    // Only a bare name that could mean either is refused, where it is written.
+    let bare = TUTORIAL_CRONJOB.replace(".reads(CronJob)", "\n  .reads(\"CronJob\")");
+    let err = script(&[("operator.ct", &bare)], Limits::default()).expect_err("ambiguous").to_string();
+    assert!(
+        err.contains(
+            r#"reads: "CronJob" names batch/v1 CronJob and batch.tutorial.kubebuilder.io/v1 CronJob"#
+        ) && err.contains("operator.ct:4:"),
+        "{err}"
+    );
+}

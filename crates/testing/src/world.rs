@@ -372,6 +372,17 @@ impl World {
         }
     }
 
+    /// `r` with its `apiVersion`: as written, or that of the kind its bare kind names (the
+    /// script's own kind when a built-in of another group has the same name; an error
+    /// when two groups serve it and neither is the script's).
+    pub async fn resolve(&self, r: &ObjectRef) -> Result<ObjectRef, String> {
+        if r.api_version.is_some() {
+            return Ok(r.clone());
+        }
+        let kind = self.kind(None, &r.kind).await?;
+        Ok(ObjectRef { api_version: Some(kind.ar.api_version), ..r.clone() })
+    }
+
     /// The API of `r`'s kind in its namespace, and the name.
     async fn api_of(&self, r: &ObjectRef) -> Result<(Api<DynamicObject>, Kind), String> {
         let kind = self.kind(r.api_version.as_deref(), &r.kind).await?;
