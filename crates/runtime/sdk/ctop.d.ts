@@ -694,7 +694,14 @@ export interface Logger {
 }
 export declare const log: Logger;
 
-/** The operator's environment variables. */
+/**
+ * The operator's environment variables: only those named `CTOP_ENV_<NAME>`, as
+ * `Env.<NAME>` (the prefix stripped: `CTOP_ENV_REGION=eu` is `Env.REGION === "eu"`).
+ * Nothing else of the process environment is visible (no `HOME`, `PATH` or credentials).
+ * Values are strings. In a Deployment, set them in the container's `env`; in `ctop test`,
+ * a test file's `env: {REGION: eu}` sets them for that test (and `tests/fuzz.yaml`'s for
+ * the fuzzer), named as the script reads them.
+ */
 export declare const Env: { readonly [name: string]: string | undefined };
 
 /** The operator's values; augment with `declare module "ctop" { interface CtopValues { ... } }`. */

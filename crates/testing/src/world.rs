@@ -74,6 +74,8 @@ pub struct WorldConfig {
     pub workloads: Option<WorkloadConfig>,
     /// The script's `Values`.
     pub values: Value,
+    /// The script's `Env` (a mapping of names to strings).
+    pub env: Value,
 }
 
 /// The running world. Dropping it stops the operator and kubesim.
@@ -169,8 +171,7 @@ impl World {
         ctop_controller::install_crds(&client, &crds, MANAGER)
             .await
             .map_err(|e| kube_error("cannot install the CRDs", e))?;
-        let script_handlers =
-            Arc::new(ScriptHandlers::new(script, &ctop_runtime::script_env(), &config.values));
+        let script_handlers = Arc::new(ScriptHandlers::new(script, &config.env, &config.values));
         // The script's validate/mutate handlers, served as `ctop dev` serves them: kubesim
         // calls them over HTTPS on every write of the kinds they cover.
         let webhook = if ctop_webhook::routes(&spec).is_empty() {

@@ -173,3 +173,27 @@ fn a_status_that_flips_is_caught() {
         caught(name, dir.path(), &["oracle idempotence", "not quiet"]);
     }
 }
+
+/// An operator whose invariant holds only when the script's `Env.REGION` is `eu`.
+const ENV_INVARIANT: &str = r#"import { resource, z, operator, Env, Result } from "ctop";
+const probe = resource("env.example.com/v1", "Probe", { spec: { n: z.number().int().min(0).max(3) } });
+operator(probe)
+  .reconcile(() => Result.ok())
+  .invariant("the region is set", () => Env.REGION === "eu" || `Env.REGION is ${Env.REGION}`);
+"#;
+
+#[test]
+fn tests_fuzz_yaml_sets_the_scripts_env() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("tests")).expect("tests");
+    std::fs::write(dir.path().join("operator.ct"), ENV_INVARIANT).expect("script");
+    let settings = dir.path().join("tests/fuzz.yaml");
+    let c = FuzzConfig { shrink: None, ..config(10, false) };
+    std::fs::write(&settings, "env:\n  REGION: eu\n").expect("fuzz.yaml");
+    let report = run(dir.path(), &c);
+    assert!(report.failure.is_none() && report.counts.invariant_checks > 0, "{:#?}", report.trace);
+    std::fs::write(&settings, "env:\n  REGION: us\n").expect("fuzz.yaml");
+    let failure = run(dir.path(), &c).failure.expect("the invariant fails");
+    assert_eq!(failure.key, "invariant \"the region is set\"");
+    assert!(failure.message.ends_with(": Env.REGION is us"), "{failure}");
+}

@@ -196,3 +196,35 @@ fn a_kind_named_like_a_built_in_of_another_group_runs_beside_it() {
         ]
     );
 }
+
+/// A script that reports what it reads of `Env` in its status.
+const ENV_SCRIPT: &str = r#"import { resource, z, operator, setStatus, Env, Result } from "ctop";
+const probe = resource("env.example.com/v1", "Probe", { status: { region: z.string(), home: z.boolean() } });
+operator(probe).reconcile((cr) => {
+  setStatus(cr, { region: Env.REGION ?? "none", home: Env.HOME !== undefined });
+  return Result.ok();
+});
+"#;
+
+#[test]
+fn a_test_sets_the_scripts_env() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("tests")).expect("tests");
+    std::fs::write(dir.path().join("operator.ct"), ENV_SCRIPT).expect("script");
+    let test = |env: &str, region: &str| {
+        format!(
+            "golden: false\n{env}steps:\n  - apply: {{apiVersion: env.example.com/v1, kind: Probe, metadata: {{name: p}}}}\n    \
+             expect:\n      - {{kind: Probe, metadata: {{name: p}}, status: {{region: {region}, home: false}}}}\n"
+        )
+    };
+    let set = run(dir.path(), "set", &test("env: {REGION: eu-west-1}\n", "eu-west-1"), GoldenMode::Compare);
+    assert!(set.passed(), "{:#?}", set.failures);
+    // The test's env is all the script sees: nothing of the process, not even CTOP_ENV_*.
+    let empty = run(dir.path(), "empty", &test("env: {}\n", "none"), GoldenMode::Compare);
+    assert!(empty.passed(), "{:#?}", empty.failures);
+    let wrong = run(dir.path(), "wrong", &test("env: {REGION: us}\n", "eu-west-1"), GoldenMode::Compare);
+    assert_eq!(
+        messages(&wrong),
+        ["Probe p does not match:\n  status.region: expected \"eu-west-1\", got \"us\""]
+    );
+}

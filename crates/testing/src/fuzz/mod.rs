@@ -162,9 +162,13 @@ fn samples(dir: &Path) -> Vec<Value> {
 }
 
 /// A settled world with the namespaces the samples use, and what the fuzzer writes.
-async fn setup(op: &Operator) -> Result<(World, Vec<Writable>, Vec<String>, Vec<String>), FuzzError> {
+async fn setup(
+    op: &Operator,
+    settings: &settings::Settings,
+) -> Result<(World, Vec<Writable>, Vec<String>, Vec<String>), FuzzError> {
     let values = values_for(&op.dir, None).map_err(|e| FuzzError::World(e.to_string()))?;
-    let config = WorldConfig { workloads: Some(WorkloadConfig::default()), values };
+    let env = crate::format::env::value(settings.env.as_ref());
+    let config = WorldConfig { workloads: Some(WorkloadConfig::default()), values, env };
     let world = World::start(op, &config).await.map_err(|e| FuzzError::World(e.to_string()))?;
     let samples = samples(&op.dir);
     let mut namespaces: Vec<String> = vec![OTHER_NAMESPACE.to_owned()];
@@ -269,7 +273,7 @@ fn failure_line(f: &Failure) -> String {
 async fn live(op: &Operator, config: &FuzzConfig) -> Result<(FuzzReport, Vec<Step>), FuzzError> {
     let started = tokio::time::Instant::now();
     let settings = settings::Settings::read(&op.dir).map_err(FuzzError::Settings)?;
-    let (world, kinds, fault_resources, mut notes) = setup(op).await?;
+    let (world, kinds, fault_resources, mut notes) = setup(op, &settings).await?;
     for (oracle, why) in &settings.oracles_off {
         notes.push(format!("oracle {oracle} is off (tests/fuzz.yaml): {why}"));
     }
@@ -323,7 +327,7 @@ async fn live(op: &Operator, config: &FuzzConfig) -> Result<(FuzzReport, Vec<Ste
 pub fn replay(op: &Operator, steps: &[Step]) -> Result<(Vec<String>, Option<Failure>), FuzzError> {
     runtime()?.block_on(async {
         let settings = settings::Settings::read(&op.dir).map_err(FuzzError::Settings)?;
-        let (world, ..) = setup(op).await?;
+        let (world, ..) = setup(op, &settings).await?;
         let mut runner = Runner::new(world, quiet(), settings.oracles_off);
         let mut trace = Vec::new();
         let mut failure = runner.checkpoint(0).await.err();
