@@ -435,3 +435,62 @@ fn a_resource_named_like_a_built_in_kind_of_another_group_is_a_kind_of_its_own()
         "{err}"
     );
 }
+
+/// The printed code frame of the error `source` fails to load with.
+fn load_frame(source: &str) -> (String, String) {
+    let err = script(&[("operator.ct", source)], Limits::default()).expect_err("does not load");
+    let frame = ctop_runtime::diagnostic::frame_in(&err, None).expect("a frame");
+    (err.to_string(), frame.to_string())
+}
+
+#[test]
+fn a_load_error_of_a_calls_options_points_at_the_call() {
+    // QuickJS places a call at the last expression of its arguments (`.min(1)` here); the
+    // frame points at `resource(` instead, where the options that are wrong are passed.
+    let (message, frame) = load_frame(
+        r#"import { resource, z, operator, Result } from "ctop";
+
+const app = resource("apps.example.com/v1", "App", {
+  scope: "Global",
+  spec: {
+    image: z.string(),
+    replicas: z.number().int().min(1),
+  },
+});
+operator(app).reconcile(() => Result.ok());
+"#,
+    );
+    assert!(
+        message.ends_with(r#"resource App: scope must be "Namespaced" or "Cluster" (at operator.ct:3:13)"#),
+        "{message}"
+    );
+    assert_eq!(
+        frame,
+        r#" --> operator.ct:3:13
+  |
+3 | const app = resource("apps.example.com/v1", "App", {
+  |             ^"#
+    );
+
+    // A bad schema, and a method of the builder: the method's name.
+    let (_, frame) = load_frame(
+        "import { resource, operator } from \"ctop\";\nconst app = resource(\"a.example.com/v1\", \"App\", {\n  spec: { n: 1 },\n});\n",
+    );
+    assert_eq!(
+        frame,
+        " --> operator.ct:2:13\n  |\n2 | const app = resource(\"a.example.com/v1\", \"App\", {\n  |             ^"
+    );
+    let (message, frame) = load_frame(
+        "import { resource, operator } from \"ctop\";\nconst app = resource(\"a.example.com/v1\", \"App\", {});\noperator(app)\n  .every(\n    \"soon\",\n  );\n",
+    );
+    assert!(message.contains("(at operator.ct:4:4)"), "{message}");
+    assert_eq!(frame, " --> operator.ct:4:4\n  |\n4 |   .every(\n  |    ^");
+}
+
+#[test]
+fn an_error_thrown_in_the_scripts_own_code_keeps_its_position() {
+    let (_, frame) = load_frame(
+        "import { z } from \"ctop\";\nfunction check(n: number) {\n  if (n > 1) {\n    throw new Error(\"too big\");\n  }\n}\ncheck(\n  2,\n);\n",
+    );
+    assert!(frame.starts_with(" --> operator.ct:4:"), "{frame}");
+}
