@@ -39,7 +39,7 @@ use serde_json::{Value, json};
 use crate::format::{DEFAULT_QUIET, DEFAULT_TIMEOUT};
 use crate::settle::{Quiet, settle};
 use crate::world::{Operator, World, WorldConfig, values_for};
-use exec::{Counts, Failure, Runner};
+use exec::{Counts, Done, Failure, Runner};
 use plan::{Planner, Seen, Writable};
 use step::Step;
 
@@ -260,13 +260,26 @@ async fn setup(
     Ok((world, kinds, fault_resources, notes))
 }
 
-fn line(n: usize, step: &Step, outcome: &str) -> String {
-    format!("#{n} {step} -> {outcome}")
+/// The trace line of step `n`: the step as it ran, what its action did, and whether it or
+/// the check after it failed.
+fn line(n: usize, step: &Step, done: &Done) -> String {
+    let outcome = match (&done.outcome, &done.failure) {
+        (None, _) => "failed".to_owned(),
+        (Some(o), None) => o.clone(),
+        (Some(o), Some(_)) => format!("{o}, then the check after it failed"),
+    };
+    format!("#{n} {} -> {outcome}", step.trace(done.created))
+}
+
+/// The trace after the checks at the end failed: the last step's line says so.
+fn ended(trace: &mut [String]) {
+    if let Some(last) = trace.last_mut() {
+        last.push_str(", then the checks at the end failed");
+    }
 }
 
 fn failure_line(f: &Failure) -> String {
-    let at = if f.step == 0 { "before the first step".to_owned() } else { format!("after step {}", f.step) };
-    format!("FAILED {at}: {f}")
+    format!("FAILED {}: {f}", f.when())
 }
 
 /// The seeded run: draw, carry out, check.
@@ -287,15 +300,12 @@ async fn live(op: &Operator, config: &FuzzConfig) -> Result<(FuzzReport, Vec<Ste
     if failure.is_none() {
         for n in 1..=total {
             let step = planner.next(&seen);
-            let result = runner.step(n, &step).await;
+            let done = runner.step(n, &step).await;
             steps.push(step.clone());
-            match result {
-                Ok(outcome) => trace.push(line(n, &step, &outcome)),
-                Err(f) => {
-                    trace.push(line(n, &step, "failed"));
-                    failure = Some(f);
-                    break;
-                }
+            trace.push(line(n, &step, &done));
+            if let Some(f) = done.failure {
+                failure = Some(f);
+                break;
             }
             if step.then == step::Then::Settle {
                 seen.children = runner.children();
@@ -304,6 +314,9 @@ async fn live(op: &Operator, config: &FuzzConfig) -> Result<(FuzzReport, Vec<Ste
     }
     if failure.is_none() {
         failure = runner.end(total).await.err();
+        if failure.is_some() {
+            ended(&mut trace);
+        }
     }
     if let Some(f) = &failure {
         trace.push(failure_line(f));
@@ -333,18 +346,19 @@ pub fn replay(op: &Operator, steps: &[Step]) -> Result<(Vec<String>, Option<Fail
         let mut failure = runner.checkpoint(0).await.err();
         if failure.is_none() {
             for (i, step) in steps.iter().enumerate() {
-                match runner.step(i + 1, step).await {
-                    Ok(outcome) => trace.push(line(i + 1, step, &outcome)),
-                    Err(f) => {
-                        trace.push(line(i + 1, step, "failed"));
-                        failure = Some(f);
-                        break;
-                    }
+                let done = runner.step(i + 1, step).await;
+                trace.push(line(i + 1, step, &done));
+                if let Some(f) = done.failure {
+                    failure = Some(f);
+                    break;
                 }
             }
         }
         if failure.is_none() {
             failure = runner.end(steps.len()).await.err();
+            if failure.is_some() {
+                ended(&mut trace);
+            }
         }
         if let Some(f) = &failure {
             trace.push(failure_line(f));
