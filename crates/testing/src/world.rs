@@ -375,13 +375,21 @@ impl World {
 
     /// `r` with its `apiVersion`: as written, or that of the kind its bare kind names (the
     /// script's own kind when a built-in of another group has the same name; an error
-    /// when two groups serve it and neither is the script's).
+    /// when two groups serve it and neither is the script's). A kind no group serves stays
+    /// as written (no object of it exists).
     pub async fn resolve(&self, r: &ObjectRef) -> Result<ObjectRef, String> {
         if r.api_version.is_some() {
             return Ok(r.clone());
         }
-        let kind = self.kind(None, &r.kind).await?;
-        Ok(ObjectRef { api_version: Some(kind.ar.api_version), ..r.clone() })
+        for attempt in 0..2 {
+            if let Some(kind) = self.lookup(None, &r.kind)? {
+                return Ok(ObjectRef { api_version: Some(kind.ar.api_version), ..r.clone() });
+            }
+            if attempt == 0 {
+                self.discover().await.map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(r.clone())
     }
 
     /// The API of `r`'s kind in its namespace, and the name.
