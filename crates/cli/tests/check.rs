@@ -183,6 +183,25 @@ fn every_example_passes() {
 }
 
 #[test]
+fn a_kind_named_like_a_built_in_of_another_group_passes_beside_it() {
+    // The kubebuilder tutorial's batch.tutorial.kubebuilder.io CronJob, which reads the
+    // built-in batch/v1 CronJob: types, names, the CRD and the RBAC of both kinds.
+    let dir = repo().join("crates/runtime/tests/golden/kubebuilder-cronjob");
+    let (ok, out) = check(&dir, &tsc_path());
+    assert!(ok && out.contains(": no errors (0 warning(s))"), "{out}");
+    let manifests = ctop(&["manifests", &dir.display().to_string()], &tsc_path());
+    assert!(manifests.status.success(), "{}", String::from_utf8_lossy(&manifests.stderr));
+    let yaml = String::from_utf8_lossy(&manifests.stdout);
+    assert!(yaml.contains("  name: cronjobs.batch.tutorial.kubebuilder.io\n"), "{yaml}");
+    for rule in [
+        "- apiGroups:\n  - batch\n  resources:\n  - cronjobs\n  verbs:\n  - get\n  - list\n  - watch\n",
+        "- apiGroups:\n  - batch.tutorial.kubebuilder.io\n  resources:\n  - cronjobs/status\n",
+    ] {
+        assert!(yaml.contains(rule), "no rule {rule}in\n{yaml}");
+    }
+}
+
+#[test]
 fn kinds_a_reconcile_writes_or_reads_must_be_declared() {
     let (_tmp, dir) = init();
     let text = std::fs::read_to_string(dir.join("operator.ct")).expect("read");

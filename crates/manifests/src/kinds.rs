@@ -162,6 +162,36 @@ mod tests {
     }
 
     #[test]
+    fn a_custom_kind_named_like_a_built_in_is_told_apart_by_its_group() {
+        // The kubebuilder tutorial's CronJob, beside the built-in batch/v1 CronJob.
+        let spec = OperatorSpec {
+            resources: vec![ctop_core::ResourceSpec {
+                api_version: "batch.tutorial.kubebuilder.io/v1".into(),
+                group: "batch.tutorial.kubebuilder.io".into(),
+                version: "v1".into(),
+                kind: "CronJob".into(),
+                plural: "cronjobs".into(),
+                singular: "cronjob".into(),
+                scope: Scope::Cluster,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let own = resolve(&spec, &kind("batch.tutorial.kubebuilder.io/v1", "CronJob"));
+        assert_eq!(
+            (own.group.as_str(), own.plural.as_str(), own.namespaced, own.guessed),
+            ("batch.tutorial.kubebuilder.io", "cronjobs", false, false)
+        );
+        let builtin = resolve(&spec, &kind("batch/v1", "CronJob"));
+        assert_eq!(
+            (builtin.group.as_str(), builtin.plural.as_str(), builtin.namespaced, builtin.guessed),
+            ("batch", "cronjobs", true, false)
+        );
+        assert!(!resource_is_namespaced(&spec, "batch.tutorial.kubebuilder.io", "cronjobs/status"));
+        assert!(resource_is_namespaced(&spec, "batch", "cronjobs"));
+    }
+
+    #[test]
     fn pluralizes_like_the_sdk() {
         for (k, p) in
             [("App", "apps"), ("Class", "classes"), ("Box", "boxes"), ("Policy", "policies"), ("Day", "days")]

@@ -290,7 +290,11 @@ export type Stored<T extends KubeObject> = T & { metadata: StoredMeta };
 /** An object with a name: what `apply` and `patch` return (they refuse an object without one). */
 export type Named<T extends KubeObject> = T & { metadata: { name: string } };
 
-/** A kind named by handle, `{apiVersion, kind}`, `"apps/v1/Deployment"` or a built-in's name (`"Secret"`). */
+/**
+ * A kind named by handle, `{apiVersion, kind}`, `"apps/v1/Deployment"` or a known kind's bare
+ * name (`"Secret"`). A kind is its group and its name: a bare name that kinds of two groups
+ * answer to (a resource `"CronJob"` beside the built-in `batch/v1` CronJob) throws.
+ */
 export type AnyKind = Kind<any, any> | KindRef | string;
 
 /** A handle for a kind the SDK does not ship (another operator's CRD, a newer built-in). */
@@ -710,7 +714,14 @@ export interface Logger {
 }
 export declare const log: Logger;
 
-/** The operator's environment variables. */
+/**
+ * The operator's environment variables: only those named `CTOP_ENV_<NAME>`, as
+ * `Env.<NAME>` (the prefix stripped: `CTOP_ENV_REGION=eu` is `Env.REGION === "eu"`).
+ * Nothing else of the process environment is visible (no `HOME`, `PATH` or credentials).
+ * Values are strings. In a Deployment, set them in the container's `env`; in `ctop test`,
+ * a test file's `env: {REGION: eu}` sets them for that test (and `tests/fuzz.yaml`'s for
+ * the fuzzer), named as the script reads them.
+ */
 export declare const Env: { readonly [name: string]: string | undefined };
 
 /** The operator's values; augment with `declare module "ctop" { interface CtopValues { ... } }`. */

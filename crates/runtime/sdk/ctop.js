@@ -471,7 +471,10 @@ export function kindOf(apiVersion, kind, { plural, namespaced = true } = {}) {
   return makeKind({ apiVersion, kind, plural, namespaced });
 }
 
-/** `{apiVersion, kind}` from a handle, an object, `"v1/Secret"`, `"apps/v1/Deployment"` or a built-in `"Secret"`. */
+/**
+ * `{apiVersion, kind}` from a handle, an object, `"v1/Secret"`, `"apps/v1/Deployment"` or
+ * the bare name of a known kind (`"Secret"`), which must then be one group's.
+ */
 function kindRef(k, what = "kind") {
   if ((typeof k === "function" || isPlainObject(k)) && typeof k.apiVersion === "string" && typeof k.kind === "string") {
     return { apiVersion: k.apiVersion, kind: k.kind };
@@ -479,8 +482,14 @@ function kindRef(k, what = "kind") {
   if (typeof k === "string") {
     const i = k.lastIndexOf("/");
     if (i > 0) return { apiVersion: k.slice(0, i), kind: k.slice(i + 1) };
-    const found = [...knownKinds.values()].find((x) => x.kind === k);
-    if (found) return { apiVersion: found.apiVersion, kind: found.kind };
+    // Two versions of one group are one kind (the first known names it); two groups are two.
+    const found = [...knownKinds.values()].filter((x) => x.kind === k);
+    if (new Set(found.map((x) => x.group)).size > 1) {
+      const all = found.map((x) => `${x.apiVersion} ${x.kind}`).join(" and ");
+      throw new TypeError(`${what}: "${k}" names ${all}; pass the kind's handle, or "<apiVersion>/${k}" `
+        + `such as "${found[0].apiVersion}/${k}"`);
+    }
+    if (found.length) return { apiVersion: found[0].apiVersion, kind: found[0].kind };
   }
   throw new TypeError(`${what}: expected a kind handle such as Secret or Deployment, got ${String(k)}`);
 }
@@ -561,14 +570,9 @@ export function resource(apiVersion, kind, opts = {}) {
   if (registry.resources.some((r) => r.group === group && r.kind === kind)) {
     throw new Error(`resource ${kind}.${group} is declared twice`);
   }
-  if (Object.hasOwn(builtin, kind)) {
-    // Kinds are also named by their bare name ("CronJob" in manages/getObserved, kubectl
-    // get cronjob): a CR with a built-in's kind would silently lose to it, or hide it.
-    throw new Error(`resource ${apiVersion} ${kind}: "${kind}" is the kind of the built-in `
-      + `${builtin[kind].apiVersion} ${kind}, so bare "${kind}" names (in manages, getObserved, `
-      + `kubectl get ${kind.toLowerCase()}) would mean either; give the resource another kind `
-      + `(e.g. "${group.split(".")[0][0].toUpperCase()}${group.split(".")[0].slice(1)}${kind}")`);
-  }
+  // A kind is its group and name, as the API server has it: the kubebuilder tutorial's
+  // batch.tutorial.kubebuilder.io/v1 CronJob and the built-in batch/v1 CronJob are two
+  // kinds. Only a bare "CronJob" string would mean either, and kindRef refuses it then.
   const spec = toObjectSchema(opts.spec, `resource ${kind}: spec`);
   const status = toObjectSchema(opts.status, `resource ${kind}: status`);
   const plural = opts.plural ?? pluralize(kind);

@@ -2,7 +2,9 @@
 //! schemas its `z` shapes compile to (what `ctop types` writes as `ctop-resources.d.ts`).
 //!
 //! `ctop.d.ts` already infers these types inside a script; the generated file gives them
-//! names (`WebApp`, `WebAppSpec`, `WebAppStatus`) for other files and tools.
+//! names (`WebApp`, `WebAppSpec`, `WebAppStatus`) for other files and tools. A kind is its
+//! group and its name: when two of the script's resources share a name, each is named with
+//! its group in front (`AExampleComWidget`, `BExampleComWidget`).
 
 use std::fmt::Write as _;
 
@@ -16,13 +18,15 @@ pub fn resource_typings(spec: &OperatorSpec) -> String {
          import type { NamespacedMeta, StoredMeta } from \"./ctop\";\n",
     );
     for r in &spec.resources {
+        let shared = spec.resources.iter().filter(|o| o.kind == r.kind).count() > 1;
+        let name = if shared { format!("{}{}", pascal(&r.group), r.kind) } else { r.kind.clone() };
         let props = &r.schema["properties"];
         for (part, suffix) in [("spec", "Spec"), ("status", "Status")] {
             let schema = &props[part];
             let _ = write!(
                 out,
-                "\n/** `{part}` of {} ({}). */\nexport interface {}{suffix} ",
-                r.kind, r.api_version, r.kind
+                "\n/** `{part}` of {} ({}). */\nexport interface {name}{suffix} ",
+                r.kind, r.api_version
             );
             // Fields with a default always have a value once the object is stored.
             let body =
@@ -38,7 +42,7 @@ pub fn resource_typings(spec: &OperatorSpec) -> String {
         };
         let _ = write!(
             out,
-            "\n/** A {kind} as the API server stores it. */\nexport interface {kind} {{\n  apiVersion: {av:?};\n  kind: {kind:?};\n  metadata: {meta};\n  spec{spec_optional}: {kind}Spec;\n  status?: {kind}Status;\n}}\n",
+            "\n/** A {kind} ({av}) as the API server stores it. */\nexport interface {name} {{\n  apiVersion: {av:?};\n  kind: {kind:?};\n  metadata: {meta};\n  spec{spec_optional}: {name}Spec;\n  status?: {name}Status;\n}}\n",
             kind = r.kind,
             av = r.api_version,
             // A stored namespaced object always has its namespace.
@@ -49,6 +53,17 @@ pub fn resource_typings(spec: &OperatorSpec) -> String {
         );
     }
     out
+}
+
+/// A group as a type name's prefix: `batch.tutorial.kubebuilder.io` → `BatchTutorialKubebuilderIo`.
+fn pascal(group: &str) -> String {
+    group
+        .split(['.', '-'])
+        .map(|part| {
+            let mut chars = part.chars();
+            chars.next().map_or_else(String::new, |c| c.to_ascii_uppercase().to_string() + chars.as_str())
+        })
+        .collect()
 }
 
 fn indent(depth: usize) -> String {
@@ -146,5 +161,26 @@ mod tests {
         assert!(ts.contains("  ports?: Array<number>;\n"), "{ts}");
         assert!(ts.contains("export interface WebAppStatus {\n  ready?: boolean;\n}"), "{ts}");
         assert!(ts.contains("  spec: WebAppSpec;\n"), "{ts}");
+    }
+
+    #[test]
+    fn resources_sharing_a_kind_name_are_named_with_their_group() {
+        let resource = |group: &str| {
+            serde_json::json!({"apiVersion": format!("{group}/v1"), "group": group, "version": "v1", "kind": "Widget",
+                "plural": "widgets", "singular": "widget",
+                "schema": {"type": "object", "properties": {"spec": {"type": "object"}, "status": {"type": "object"}}}})
+        };
+        let spec: OperatorSpec = serde_json::from_value(serde_json::json!({
+            "resources": [resource("a.example.com"), resource("b-2.example.com")], "controllers": []
+        }))
+        .expect("spec");
+        let ts = resource_typings(&spec);
+        for name in ["AExampleComWidget", "B2ExampleComWidget"] {
+            for suffix in ["", "Spec", "Status"] {
+                assert_eq!(ts.matches(&format!("export interface {name}{suffix} ")).count(), 1, "{ts}");
+            }
+        }
+        assert!(ts.contains("  apiVersion: \"b-2.example.com/v1\";\n  kind: \"Widget\";\n"), "{ts}");
+        assert!(!ts.contains("export interface Widget "), "{ts}");
     }
 }

@@ -51,7 +51,7 @@ macro_rules! golden {
     };
 }
 
-golden!(plan, scaffold, every_function, imports, validation, hostile);
+golden!(plan, scaffold, every_function, imports, validation, hostile, kubebuilder_cronjob);
 
 /// A case's `limits.yaml`: the limits that differ from [`Limits::default`].
 #[derive(Debug, Default, Deserialize)]

@@ -1,5 +1,5 @@
 //! The SDK helpers that need the host, in real QuickJS: `cron(...)` schedules in time zones,
-//! `stringData(secret)`, and the load-time refusal of a resource named like a built-in.
+//! and `stringData(secret)`.
 
 use ctop_runtime::{Limits, Script, ScriptError};
 use serde_json::{Value, json};
@@ -101,21 +101,4 @@ fn string_data_decodes_what_the_api_server_returns() {
             "binary": "stringData: data.k of x: the decoded bytes are not UTF-8 text; read the base64 `data` field instead",
         })
     );
-}
-
-#[test]
-fn a_resource_named_like_a_built_in_kind_fails_at_load() {
-    let err = match script(
-        r#"import { resource } from "ctop";
-resource("batch.tutorial.kubebuilder.io/v1", "CronJob", {});
-"#,
-    ) {
-        Ok(_) => panic!("a CronJob resource must not load"),
-        Err(e) => e.to_string(),
-    };
-    assert!(
-        err.contains(r#"resource batch.tutorial.kubebuilder.io/v1 CronJob: "CronJob" is the kind of the built-in batch/v1 CronJob"#),
-        "{err}"
-    );
-    assert!(err.contains("operator.ct:2:"), "the error names the line: {err}");
 }

@@ -372,3 +372,125 @@ fn children_that_json_cannot_hold_fail_the_call_and_the_output_is_bounded() {
         assert_eq!(out["applies"].as_array().map(Vec::len), Some(1));
     }
 }
+
+/// The kubebuilder tutorial's `CronJob` (`batch.tutorial.kubebuilder.io`), read beside the
+/// built-in `batch/v1` CronJob.
+const TUTORIAL_CRONJOB: &str = r#"import { resource, z, operator, apply, getObserved, listObserved, setStatus, Job, CronJob } from "ctop";
+const cronJob = resource("batch.tutorial.kubebuilder.io/v1", "CronJob", { spec: { schedule: z.string() } });
+operator(cronJob).manages(Job).reads(CronJob).reconcile((cr) => {
+  apply(Job({ metadata: { name: cr.metadata.name }, spec: {} }));
+  setStatus(cr, { builtin: listObserved(CronJob).map((c) => c.apiVersion), own: getObserved(cronJob, cr.metadata.name)?.spec });
+});
+"#;
+
+/// An [`ctop_runtime::Observer`] that serves one object of each of the two CronJob kinds.
+struct TwoCronJobs;
+
+impl ctop_runtime::Observer for TwoCronJobs {
+    fn list(&self, kind: &str) -> Option<String> {
+        let (api_version, _) = kind.rsplit_once('/')?;
+        let spec = json!({"schedule": api_version});
+        Some(json!([{"apiVersion": api_version, "kind": "CronJob", "metadata": {"name": "c", "namespace": "ns"}, "spec": spec}]).to_string())
+    }
+
+    fn get(&self, _kind: &str, _namespace: Option<&str>, _name: &str) -> Option<Option<String>> {
+        None
+    }
+}
+
+#[test]
+fn a_resource_named_like_a_built_in_kind_of_another_group_is_a_kind_of_its_own() {
+    let s = script(&[("operator.ct", TUTORIAL_CRONJOB)], Limits::default()).expect("loads");
+    let spec = s.spec();
+    let r = &spec.resources[0];
+    assert_eq!(
+        (r.api_version.as_str(), r.group.as_str(), r.kind.as_str(), r.plural.as_str()),
+        ("batch.tutorial.kubebuilder.io/v1", "batch.tutorial.kubebuilder.io", "CronJob", "cronjobs")
+    );
+    let c = &spec.controllers[0];
+    assert_eq!(
+        (c.for_.api_version.as_str(), c.for_.kind.as_str()),
+        ("batch.tutorial.kubebuilder.io/v1", "CronJob")
+    );
+    assert_eq!((c.reads[0].api_version.as_str(), c.reads[0].kind.as_str()), ("batch/v1", "CronJob"));
+    let input = json!({"object": {"apiVersion": "batch.tutorial.kubebuilder.io/v1", "kind": "CronJob",
+        "metadata": {"name": "c", "namespace": "ns", "uid": "u"}, "spec": {"schedule": "* * * * *"}}})
+    .to_string();
+    let out =
+        s.dispatch_observed("reconcile", 0, &input, std::sync::Arc::new(TwoCronJobs)).expect("reconcile");
+    assert_eq!(
+        out["status"],
+        json!({"builtin": ["batch/v1"], "own": {"schedule": "batch.tutorial.kubebuilder.io/v1"}}),
+        "each handle reads its own kind"
+    );
+    assert_eq!(out["applies"][0]["kind"], "Job");
+
+    // Only a bare name that could mean either is refused, where it is written.
+    let bare = TUTORIAL_CRONJOB.replace(".reads(CronJob)", "\n  .reads(\"CronJob\")");
+    let err = script(&[("operator.ct", &bare)], Limits::default()).expect_err("ambiguous").to_string();
+    assert!(
+        err.contains(
+            r#"reads: "CronJob" names batch/v1 CronJob and batch.tutorial.kubebuilder.io/v1 CronJob"#
+        ) && err.contains("operator.ct:4:"),
+        "{err}"
+    );
+}
+
+/// The printed code frame of the error `source` fails to load with.
+fn load_frame(source: &str) -> (String, String) {
+    let err = script(&[("operator.ct", source)], Limits::default()).expect_err("does not load");
+    let frame = ctop_runtime::diagnostic::frame_in(&err, None).expect("a frame");
+    (err.to_string(), frame.to_string())
+}
+
+#[test]
+fn a_load_error_of_a_calls_options_points_at_the_call() {
+    // QuickJS places a call at the last expression of its arguments (`.min(1)` here); the
+    // frame points at `resource(` instead, where the options that are wrong are passed.
+    let (message, frame) = load_frame(
+        r#"import { resource, z, operator, Result } from "ctop";
+
+const app = resource("apps.example.com/v1", "App", {
+  scope: "Global",
+  spec: {
+    image: z.string(),
+    replicas: z.number().int().min(1),
+  },
+});
+operator(app).reconcile(() => Result.ok());
+"#,
+    );
+    assert!(
+        message.ends_with(r#"resource App: scope must be "Namespaced" or "Cluster" (at operator.ct:3:13)"#),
+        "{message}"
+    );
+    assert_eq!(
+        frame,
+        r#" --> operator.ct:3:13
+  |
+3 | const app = resource("apps.example.com/v1", "App", {
+  |             ^"#
+    );
+
+    // A bad schema, and a method of the builder: the method's name.
+    let (_, frame) = load_frame(
+        "import { resource, operator } from \"ctop\";\nconst app = resource(\"a.example.com/v1\", \"App\", {\n  spec: { n: 1 },\n});\n",
+    );
+    assert_eq!(
+        frame,
+        " --> operator.ct:2:13\n  |\n2 | const app = resource(\"a.example.com/v1\", \"App\", {\n  |             ^"
+    );
+    let (message, frame) = load_frame(
+        "import { resource, operator } from \"ctop\";\nconst app = resource(\"a.example.com/v1\", \"App\", {});\noperator(app)\n  .every(\n    \"soon\",\n  );\n",
+    );
+    assert!(message.contains("(at operator.ct:4:4)"), "{message}");
+    assert_eq!(frame, " --> operator.ct:4:4\n  |\n4 |   .every(\n  |    ^");
+}
+
+#[test]
+fn an_error_thrown_in_the_scripts_own_code_keeps_its_position() {
+    let (_, frame) = load_frame(
+        "import { z } from \"ctop\";\nfunction check(n: number) {\n  if (n > 1) {\n    throw new Error(\"too big\");\n  }\n}\ncheck(\n  2,\n);\n",
+    );
+    assert!(frame.starts_with(" --> operator.ct:4:"), "{frame}");
+}

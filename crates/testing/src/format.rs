@@ -49,6 +49,9 @@ pub struct TestFile {
     pub name: String,
     /// The script's `Values` (`values:`); `None` reads the operator's `values.yaml`.
     pub values: Option<Value>,
+    /// The script's `Env` (`env:`); `None` gives it the process's `CTOP_ENV_*` variables,
+    /// as `ctop run` does.
+    pub env: Option<BTreeMap<String, String>>,
     /// How the cluster runs workloads; `None` is a bare API server.
     pub workloads: Option<ctop_kubesim::WorkloadConfig>,
     /// How long nothing may happen before a step counts as done.
@@ -257,6 +260,7 @@ fn object_ref_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Objec
 struct RawFile {
     name: Option<String>,
     values: Option<Value>,
+    env: Option<BTreeMap<String, Spanned<Value>>>,
     workloads: Option<Value>,
     quiet: Option<String>,
     timeout: Option<String>,
@@ -329,6 +333,18 @@ impl TestFile {
         let quiet = duration("quiet", raw.quiet.as_ref(), DEFAULT_QUIET)?;
         let timeout = duration("timeout", raw.timeout.as_ref(), DEFAULT_TIMEOUT)?;
         let workloads = workloads(raw.workloads).map_err(|m| invalid(0, format!("workloads: {m}")))?;
+        let env = match raw.env {
+            None => None,
+            Some(vars) => {
+                let mut env = BTreeMap::new();
+                for (name, value) in vars {
+                    let line = value.referenced.line();
+                    let text = env::variable(&name, value.value).map_err(|m| invalid(line, m))?;
+                    env.insert(name, text);
+                }
+                Some(env)
+            }
+        };
         let mut oracles_off = BTreeMap::new();
         for (name, reason) in raw.oracles {
             let line = reason.referenced.line();
@@ -358,6 +374,7 @@ impl TestFile {
             path: path.to_owned(),
             name,
             values: raw.values,
+            env,
             workloads,
             quiet,
             timeout,
@@ -578,6 +595,8 @@ fn expectation(v: Value, line: u64) -> Result<Expectation, String> {
     }
     Ok(Expectation::Object { line, target, fields })
 }
+
+pub mod env;
 
 #[cfg(test)]
 mod tests;

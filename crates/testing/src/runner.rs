@@ -107,7 +107,8 @@ pub fn run_test(op: &Operator, test: &TestFile, mode: GoldenMode) -> TestReport 
 /// A settled world for `test`, or the failure that kept it from starting.
 async fn start_world(op: &Operator, test: &TestFile, q: Quiet) -> Result<World, String> {
     let values = values_for(&op.dir, test.values.as_ref()).map_err(|e| e.to_string())?;
-    let config = WorldConfig { workloads: test.workloads.clone(), values };
+    let env = crate::format::env::value(test.env.as_ref());
+    let config = WorldConfig { workloads: test.workloads.clone(), values, env };
     let world = World::start(op, &config).await.map_err(|e| e.to_string())?;
     if let Err(e) = settle(&world, q).await {
         world.stop().await;
@@ -300,8 +301,28 @@ async fn check_expectations(
         message,
     };
     for e in &step.expect {
+        // A bare kind names the kind the world resolves it to (the script's own before a
+        // built-in of the same name), never whichever object of that name comes first.
+        let resolved = match e {
+            Expectation::Object { target, .. } | Expectation::Absent { target, .. } => {
+                Some(world.resolve(target).await)
+            }
+            Expectation::Event { event: EventMatch { regarding: Some(target), .. }, .. } => {
+                Some(world.resolve(target).await)
+            }
+            _ => None,
+        };
+        let target = match resolved {
+            Some(Ok(r)) => Some(r),
+            Some(Err(message)) => {
+                failures.push(at(message, e.line()));
+                continue;
+            }
+            None => None,
+        };
         match e {
-            Expectation::Object { line, target, fields } => {
+            Expectation::Object { line, fields, .. } => {
+                let Some(target) = &target else { continue };
                 let found = match snapshot.find(target) {
                     Some(o) => Some(o.clone()),
                     None => world.get(target).await.unwrap_or_default(),
@@ -319,7 +340,8 @@ async fn check_expectations(
                     }
                 }
             }
-            Expectation::Absent { line, target } => {
+            Expectation::Absent { line, .. } => {
+                let Some(target) = &target else { continue };
                 let found = match snapshot.find(target) {
                     Some(o) => Some(o.clone()),
                     None => world.get(target).await.unwrap_or_default(),
@@ -337,6 +359,8 @@ async fn check_expectations(
                 }
             }
             Expectation::Event { line, event } => {
+                let event = EventMatch { regarding: target.clone(), ..event.clone() };
+                let event = &event;
                 if !snapshot.events.iter().any(|e| event_matches(event, e)) {
                     let seen: Vec<String> =
                         snapshot.events.iter().map(|e| format!("\n  {}", event_line(e))).collect();
@@ -359,11 +383,17 @@ fn event_matches(want: &EventMatch, e: &Value) -> bool {
         && want.message.as_ref().is_none_or(|m| text(&e["note"]).contains(m.as_str()))
         && want.regarding.as_ref().is_none_or(|r| {
             let reg = &e["regarding"];
+            // By group: an event may name another version of the object's kind.
             let fake = serde_json::json!({
-                "apiVersion": reg["apiVersion"], "kind": reg["kind"],
+                "kind": reg["kind"],
                 "metadata": {"name": reg["name"], "namespace": reg["namespace"]},
             });
-            crate::state::is(&fake, r)
+            let group = |v: &str| crate::state::group_of(v).to_owned();
+            crate::state::is(&fake, &crate::format::ObjectRef { api_version: None, ..r.clone() })
+                && reg["apiVersion"]
+                    .as_str()
+                    .zip(r.api_version.as_deref())
+                    .is_none_or(|(theirs, ours)| group(theirs) == group(ours))
         })
 }
 

@@ -46,6 +46,11 @@ pub fn is(o: &Value, r: &ObjectRef) -> bool {
         && (ns.is_empty() || ns == r.namespace.as_deref().unwrap_or("default"))
 }
 
+/// The group of an `apiVersion` (`""` for the core group's `v1`).
+pub fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(group, _)| group)
+}
+
 /// The controller owner reference of `o`, if it has one.
 pub fn controller_owner(o: &Value) -> Option<&Value> {
     o["metadata"]["ownerReferences"].as_array()?.iter().find(|r| r["controller"] == true)
@@ -135,14 +140,19 @@ impl Snapshot {
         out
     }
 
-    /// Events about `o` (by kind, namespace and name).
+    /// Events about `o`: by group, kind, namespace and name (a kind is its group and its
+    /// name: events about a built-in `batch/v1` CronJob are not about a custom `CronJob` of
+    /// the same name). An event whose `regarding` has no `apiVersion` matches any group.
     pub fn events_about<'a>(&'a self, o: &Value) -> Vec<&'a Value> {
-        let (_, kind, ns, name) = identity(o);
+        let (api_version, kind, ns, name) = identity(o);
         self.events
             .iter()
             .filter(|e| {
                 let r = &e["regarding"];
-                r["kind"] == kind && r["name"] == name && r["namespace"].as_str().unwrap_or_default() == ns
+                r["kind"] == kind
+                    && r["name"] == name
+                    && r["namespace"].as_str().unwrap_or_default() == ns
+                    && r["apiVersion"].as_str().is_none_or(|v| group_of(v) == group_of(api_version))
             })
             .collect()
     }
@@ -190,5 +200,29 @@ mod tests {
         assert!(snap.primaries(&spec(), &BTreeSet::new(), &[]).is_empty());
         let r = ObjectRef::from_value(&json!("WebApp/shop")).expect("ref");
         assert!(is(&parent, &r) && snap.find(&r).is_some());
+    }
+
+    #[test]
+    fn events_are_about_a_kind_of_one_group() {
+        let tutorial = json!({"apiVersion": "batch.tutorial.kubebuilder.io/v1", "kind": "CronJob",
+            "metadata": {"name": "c", "namespace": "default"}});
+        let event = |api_version: Option<&str>, reason: &str| {
+            let mut regarding = json!({"kind": "CronJob", "name": "c", "namespace": "default"});
+            if let Some(v) = api_version {
+                regarding["apiVersion"] = json!(v);
+            }
+            json!({"type": "Warning", "reason": reason, "regarding": regarding})
+        };
+        let snap = Snapshot {
+            objects: vec![tutorial.clone()],
+            events: vec![
+                event(Some("batch/v1"), "Builtin"),
+                event(Some("batch.tutorial.kubebuilder.io/v1"), "Tutorial"),
+                event(Some("batch.tutorial.kubebuilder.io/v2"), "OtherVersion"),
+                event(None, "NoVersion"),
+            ],
+        };
+        let reasons: Vec<&Value> = snap.events_about(&tutorial).iter().map(|e| &e["reason"]).collect();
+        assert_eq!(reasons, ["Tutorial", "OtherVersion", "NoVersion"]);
     }
 }

@@ -74,6 +74,8 @@ pub struct WorldConfig {
     pub workloads: Option<WorkloadConfig>,
     /// The script's `Values`.
     pub values: Value,
+    /// The script's `Env` (a mapping of names to strings).
+    pub env: Value,
 }
 
 /// The running world. Dropping it stops the operator and kubesim.
@@ -169,8 +171,7 @@ impl World {
         ctop_controller::install_crds(&client, &crds, MANAGER)
             .await
             .map_err(|e| kube_error("cannot install the CRDs", e))?;
-        let script_handlers =
-            Arc::new(ScriptHandlers::new(script, &ctop_runtime::script_env(), &config.values));
+        let script_handlers = Arc::new(ScriptHandlers::new(script, &config.env, &config.values));
         // The script's validate/mutate handlers, served as `ctop dev` serves them: kubesim
         // calls them over HTTPS on every write of the kinds they cover.
         let webhook = if ctop_webhook::routes(&spec).is_empty() {
@@ -370,6 +371,25 @@ impl World {
                 }
             }
         }
+    }
+
+    /// `r` with its `apiVersion`: as written, or that of the kind its bare kind names (the
+    /// script's own kind when a built-in of another group has the same name; an error
+    /// when two groups serve it and neither is the script's). A kind no group serves stays
+    /// as written (no object of it exists).
+    pub async fn resolve(&self, r: &ObjectRef) -> Result<ObjectRef, String> {
+        if r.api_version.is_some() {
+            return Ok(r.clone());
+        }
+        for attempt in 0..2 {
+            if let Some(kind) = self.lookup(None, &r.kind)? {
+                return Ok(ObjectRef { api_version: Some(kind.ar.api_version), ..r.clone() });
+            }
+            if attempt == 0 {
+                self.discover().await.map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(r.clone())
     }
 
     /// The API of `r`'s kind in its namespace, and the name.

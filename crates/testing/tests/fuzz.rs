@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ctop_testing::Operator;
-use ctop_testing::fuzz::{FuzzConfig, FuzzReport, fuzz, shrink};
+use ctop_testing::format::ObjectRef;
+use ctop_testing::fuzz::step::{Action, Step, Then};
+use ctop_testing::fuzz::{FuzzConfig, FuzzReport, fuzz, replay, shrink};
 
 const SEED: u64 = 20_261_126;
 
@@ -172,4 +174,113 @@ fn a_status_that_flips_is_caught() {
         });
         caught(name, dir.path(), &["oracle idempotence", "not quiet"]);
     }
+}
+
+/// An operator whose invariant holds only when the script's `Env.REGION` is `eu`.
+const ENV_INVARIANT: &str = r#"import { resource, z, operator, Env, Result } from "ctop";
+const probe = resource("env.example.com/v1", "Probe", { spec: { n: z.number().int().min(0).max(3) } });
+operator(probe)
+  .reconcile(() => Result.ok())
+  .invariant("the region is set", () => Env.REGION === "eu" || `Env.REGION is ${Env.REGION}`);
+"#;
+
+#[test]
+fn tests_fuzz_yaml_sets_the_scripts_env() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("tests")).expect("tests");
+    std::fs::write(dir.path().join("operator.ct"), ENV_INVARIANT).expect("script");
+    let settings = dir.path().join("tests/fuzz.yaml");
+    let c = FuzzConfig { shrink: None, ..config(10, false) };
+    std::fs::write(&settings, "env:\n  REGION: eu\n").expect("fuzz.yaml");
+    let report = run(dir.path(), &c);
+    assert!(report.failure.is_none() && report.counts.invariant_checks > 0, "{:#?}", report.trace);
+    std::fs::write(&settings, "env:\n  REGION: us\n").expect("fuzz.yaml");
+    let failure = run(dir.path(), &c).failure.expect("the invariant fails");
+    assert_eq!(failure.key, "invariant \"the region is set\"");
+    assert!(failure.message.ends_with(": Env.REGION is us"), "{failure}");
+}
+
+/// A broken operator: its status follows `spec.n`, but for 2 (and its invariant says so).
+const OFF_BY_ONE: &str = r#"import { resource, z, operator, setStatus, Result } from "ctop";
+const probe = resource("trace.example.com/v1", "Probe", {
+  spec: { n: z.number().int().min(0).max(3) },
+  status: { n: z.number().int() },
+});
+operator(probe)
+  .reconcile((cr) => {
+    setStatus(cr, { n: cr.spec.n === 2 ? 1 : cr.spec.n });
+    return Result.ok();
+  })
+  .invariant("status.n follows spec.n", (cr) => cr.status?.n === cr.spec.n || `status.n is ${cr.status?.n}`);
+"#;
+
+/// A step that applies Probe `p` with `spec.n = n`.
+fn probe(n: u64, what: &str, then: Then) -> Step {
+    let target = ObjectRef {
+        api_version: Some("trace.example.com/v1".into()),
+        kind: "Probe".into(),
+        namespace: Some("default".into()),
+        name: "p".into(),
+    };
+    let object = serde_json::json!({"apiVersion": "trace.example.com/v1", "kind": "Probe",
+        "metadata": {"name": "p", "namespace": "default"}, "spec": {"n": n}});
+    Step { action: Action::Apply { target, object, what: what.into() }, then }
+}
+
+#[test]
+fn the_trace_says_new_for_created_objects_and_fails_the_step_whose_check_failed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("operator.ct"), OFF_BY_ONE).expect("script");
+    let op = Operator { dir: dir.path().to_owned(), entry: "operator.ct".into() };
+    let target = ObjectRef {
+        api_version: Some("trace.example.com/v1".into()),
+        kind: "Probe".into(),
+        namespace: Some("default".into()),
+        name: "p".into(),
+    };
+    let delete = Step { action: Action::Delete { target }, then: Then::Settle };
+
+    // New only when it did not exist before the step: created, applied again, deleted and
+    // created again. The check after step 5 fails, and step 5 says so; no step runs after.
+    let steps = [
+        probe(0, "from the samples", Then::Settle),
+        probe(1, "spec generated from the schema", Then::Settle),
+        delete,
+        probe(3, "spec changed: n=3", Then::Settle),
+        probe(2, "spec changed: n=2", Then::Settle),
+        probe(0, "spec changed: n=0", Then::Settle),
+    ];
+    let (trace, failure) = replay(&op, &steps).expect("replays");
+    let failure = failure.expect("the invariant fails");
+    assert_eq!((failure.step, failure.end), (5, false));
+    assert_eq!(
+        trace,
+        [
+            "#1 apply Probe default/p (new, from the samples) -> ok",
+            "#2 apply Probe default/p (spec generated from the schema) -> ok",
+            "#3 delete Probe default/p -> ok",
+            "#4 apply Probe default/p (new, spec changed: n=3) -> ok",
+            "#5 apply Probe default/p (spec changed: n=2) -> ok, then the check after it failed",
+            "FAILED after step 5: invariant \"status.n follows spec.n\": Probe default/p: status.n is 1",
+        ]
+    );
+
+    // The last step only pauses: its object is checked by the checks at the end, which the
+    // last step's line and the failure name (not a step after the last).
+    let (trace, failure) = replay(
+        &op,
+        &[
+            probe(0, "from the samples", Then::Settle),
+            probe(2, "spec changed: n=2", Then::Pause(Duration::from_millis(10))),
+        ],
+    )
+    .expect("replays");
+    assert_eq!(failure.map(|f| (f.step, f.end)), Some((2, true)));
+    assert_eq!(
+        trace[1..],
+        [
+            "#2 apply Probe default/p (spec changed: n=2), then only 10ms -> ok, then the checks at the end failed",
+            "FAILED after step 2, in the checks at the end: invariant \"status.n follows spec.n\": Probe default/p: status.n is 1",
+        ]
+    );
 }

@@ -162,3 +162,69 @@ fn a_finalizer_never_released_is_caught_by_deletion() {
         "{m:#?}"
     );
 }
+
+/// The runtime's golden case of a custom `CronJob` (the kubebuilder tutorial's group) that
+/// reads the built-in `batch/v1` CronJob of the same name: its test applies both, refers to
+/// each, and compares its golden file.
+#[test]
+fn a_kind_named_like_a_built_in_of_another_group_runs_beside_it() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/tests/golden/kubebuilder-cronjob");
+    let op = Operator { dir: dir.clone(), entry: "operator.ct".into() };
+    let files = test_files(&dir).expect("the tests");
+    assert_eq!(files.len(), 1, "{files:?}");
+    let test = TestFile::read(&files[0], &dir).expect("valid");
+    let report = run_test(&op, &test, GoldenMode::Compare);
+    assert!(report.passed(), "{:#?}", report.failures);
+    assert_eq!(report.golden, GoldenOutcome::Matched);
+
+    // A bare `CronJob` is the script's own; the built-in one needs its apiVersion.
+    let text = "golden: false\nsteps:\n  - apply: samples/cronjob.yaml\n    expect:\n      \
+                - {kind: CronJob, metadata: {name: cronjob-sample}, spec: {schedule: \"@hourly\"}}\n      \
+                - {apiVersion: batch/v1, kind: CronJob, metadata: {name: cronjob-sample}}\n";
+    let copy = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(copy.path().join("samples")).expect("samples");
+    std::fs::create_dir_all(copy.path().join("tests")).expect("tests");
+    std::fs::copy(dir.join("operator.ct"), copy.path().join("operator.ct")).expect("script");
+    std::fs::copy(dir.join("samples/cronjob.yaml"), copy.path().join("samples/cronjob.yaml"))
+        .expect("sample");
+    let report = run(copy.path(), "bare", text, GoldenMode::Compare);
+    assert_eq!(
+        messages(&report),
+        [
+            "CronJob cronjob-sample does not match:\n  spec.schedule: expected \"@hourly\", got \"*/1 * * * *\"",
+            "CronJob cronjob-sample: expected it to exist, but there is none",
+        ]
+    );
+}
+
+/// A script that reports what it reads of `Env` in its status.
+const ENV_SCRIPT: &str = r#"import { resource, z, operator, setStatus, Env, Result } from "ctop";
+const probe = resource("env.example.com/v1", "Probe", { status: { region: z.string(), home: z.boolean() } });
+operator(probe).reconcile((cr) => {
+  setStatus(cr, { region: Env.REGION ?? "none", home: Env.HOME !== undefined });
+  return Result.ok();
+});
+"#;
+
+#[test]
+fn a_test_sets_the_scripts_env() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("tests")).expect("tests");
+    std::fs::write(dir.path().join("operator.ct"), ENV_SCRIPT).expect("script");
+    let test = |env: &str, region: &str| {
+        format!(
+            "golden: false\n{env}steps:\n  - apply: {{apiVersion: env.example.com/v1, kind: Probe, metadata: {{name: p}}}}\n    \
+             expect:\n      - {{kind: Probe, metadata: {{name: p}}, status: {{region: {region}, home: false}}}}\n"
+        )
+    };
+    let set = run(dir.path(), "set", &test("env: {REGION: eu-west-1}\n", "eu-west-1"), GoldenMode::Compare);
+    assert!(set.passed(), "{:#?}", set.failures);
+    // The test's env is all the script sees: nothing of the process, not even CTOP_ENV_*.
+    let empty = run(dir.path(), "empty", &test("env: {}\n", "none"), GoldenMode::Compare);
+    assert!(empty.passed(), "{:#?}", empty.failures);
+    let wrong = run(dir.path(), "wrong", &test("env: {REGION: us}\n", "eu-west-1"), GoldenMode::Compare);
+    assert_eq!(
+        messages(&wrong),
+        ["Probe p does not match:\n  status.region: expected \"eu-west-1\", got \"us\""]
+    );
+}

@@ -99,7 +99,7 @@ pub fn run(args: &TestArgs) -> ExitCode {
             }
             Some(f) => {
                 failed = true;
-                let _ = writeln!(out, "FAILED fuzz {shown} (seed {seed}{faults}) after step {}: {f}", f.step);
+                let _ = writeln!(out, "FAILED fuzz {shown} (seed {seed}{faults}) {}: {f}", f.when());
                 match &report.shrunk {
                     Some(s) if !s.trace.is_empty() => {
                         let budget = if s.exhausted { ", shrinking budget reached" } else { "" };

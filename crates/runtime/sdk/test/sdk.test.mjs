@@ -580,10 +580,40 @@ test("listObserved({ownedBy}): the children of an object, by uid or by name and 
   });
 });
 
-test("resource(): a kind named like a built-in is refused at load", async () => {
+test("resource(): a kind named like a built-in of another group is its own kind", async () => {
+  // The kubebuilder tutorial's CronJob beside the built-in batch/v1 CronJob: kinds are
+  // group + name, handles and "<apiVersion>/<Kind>" strings name either, a bare name neither.
+  const t = await load({ script: `
+    import { resource, operator, apply, getObserved, listObserved, Job, CronJob } from "./ctop.js";
+    const cronJob = resource("batch.tutorial.kubebuilder.io/v1", "CronJob", {});
+    operator(cronJob).manages(Job).reads(CronJob).reconcile((cr) => {
+      globalThis.seen = { builtin: listObserved(CronJob).map((o) => o.metadata.name),
+        own: getObserved(cronJob, cr.metadata.name)?.apiVersion,
+        byString: listObserved("batch/v1/CronJob").length };
+      try { getObserved("CronJob", "x"); } catch (e) { globalThis.seen.bare = e.message; }
+      apply(Job({ metadata: { name: cr.metadata.name } }));
+    });
+    operator(CronJob).reads("batch.tutorial.kubebuilder.io/v1/CronJob").reconcile(() => {});` });
+  const [own, builtin] = t.registry().controllers;
+  assert.deepEqual(t.registry().resources.map((r) => [r.apiVersion, r.kind, r.plural]),
+    [["batch.tutorial.kubebuilder.io/v1", "CronJob", "cronjobs"]]);
+  assert.deepEqual([own.name, own.for, own.reads], ["cronjob",
+    { apiVersion: "batch.tutorial.kubebuilder.io/v1", kind: "CronJob" }, [{ apiVersion: "batch/v1", kind: "CronJob" }]]);
+  assert.deepEqual([builtin.name, builtin.for, builtin.reads], ["cronjob-2", { apiVersion: "batch/v1", kind: "CronJob" },
+    [{ apiVersion: "batch.tutorial.kubebuilder.io/v1", kind: "CronJob" }]]);
+  const cr = { apiVersion: "batch.tutorial.kubebuilder.io/v1", kind: "CronJob",
+    metadata: { name: "tutorial", namespace: "prod", uid: "u-1" } };
+  const out = t.dispatch("reconcile", 0, { object: cr, observed: {
+    "batch/v1/CronJob": [{ apiVersion: "batch/v1", kind: "CronJob", metadata: { name: "builtin", namespace: "prod" } }],
+    "batch.tutorial.kubebuilder.io/v1/CronJob": [cr] } });
+  assert.deepEqual(globalThis.seen, { builtin: ["builtin"], own: "batch.tutorial.kubebuilder.io/v1", byString: 1,
+    bare: 'getObserved: "CronJob" names batch/v1 CronJob and batch.tutorial.kubebuilder.io/v1 CronJob; pass the '
+      + 'kind\'s handle, or "<apiVersion>/CronJob" such as "batch/v1/CronJob"' });
+  assert.deepEqual(out.applies.map((o) => `${o.apiVersion} ${o.kind} ${o.metadata.name}`), ["batch/v1 Job tutorial"]);
   await assert.rejects(
-    load({ script: `import { resource } from "./ctop.js"; resource("batch.tutorial.kubebuilder.io/v1", "CronJob");` }),
-    { message: 'resource batch.tutorial.kubebuilder.io/v1 CronJob: "CronJob" is the kind of the built-in batch/v1 CronJob, so bare "CronJob" names (in manages, getObserved, kubectl get cronjob) would mean either; give the resource another kind (e.g. "BatchCronJob")' },
+    load({ script: `import { resource, operator } from "./ctop.js";
+      resource("batch.tutorial.kubebuilder.io/v1", "CronJob"); operator("CronJob");` }),
+    { message: /^operator: "CronJob" names batch\/v1 CronJob and batch.tutorial.kubebuilder.io\/v1 CronJob/ },
   );
 });
 

@@ -640,7 +640,8 @@ impl Env<'_> {
         if name == "InternalError" && message == "out of memory" {
             return self.oom();
         }
-        let stack = map_stack(&error.stack().unwrap_or_default(), self.options.position_mapper.as_ref());
+        let stack = at_call_site(&error.stack().unwrap_or_default(), self.bundle);
+        let stack = map_stack(&stack, self.options.position_mapper.as_ref());
         let frame = pick_frame(&stack, self.bundle);
         let code = frame.as_ref().and_then(|f| self.code_frame(f.file, f.line, f.column)).map(Box::new);
         VmError::Exception {
@@ -804,6 +805,47 @@ fn map_stack(stack: &str, mapper: Option<&PositionMapper>) -> String {
         out.push('\n');
     }
     out
+}
+
+/// `stack` with the innermost frame in a bundle module moved to the call it made, when that
+/// frame called out of the bundle (the SDK, whose functions check their arguments and throw):
+/// QuickJS gives a call the position of the last expression of its arguments, and a user
+/// expects the error of `resource(..., { ...ten lines... })` at `resource(`. Other stacks
+/// (the error thrown in the bundle's own code) are returned as they are.
+fn at_call_site(stack: &str, bundle: &Bundle) -> String {
+    let lines: Vec<&str> = stack.lines().collect();
+    let Some(at) =
+        lines.iter().position(|l| parse_frame(l).is_some_and(|f| bundle.modules.contains_key(f.file)))
+    else {
+        return stack.to_owned();
+    };
+    let (Some(caller), Some(callee)) =
+        (parse_frame(lines[at]), at.checked_sub(1).and_then(|i| parse_frame(lines[i])))
+    else {
+        return stack.to_owned();
+    };
+    let Some(function) = callee.function.filter(|f| !f.starts_with('<')) else {
+        return stack.to_owned();
+    };
+    let Some((line, column)) = bundle
+        .modules
+        .get(caller.file)
+        .and_then(|m| crate::diagnostic::call_site::call_start(&m.js, caller.line, caller.column, function))
+    else {
+        return stack.to_owned();
+    };
+    let indent = &lines[at][..lines[at].len() - lines[at].trim_start().len()];
+    let moved = match caller.function {
+        Some(f) => format!("{indent}at {f} ({}:{line}:{column})", caller.file),
+        None => format!("{indent}at {}:{line}:{column}", caller.file),
+    };
+    let mut out: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+    out[at] = moved;
+    let mut text = out.join("\n");
+    if stack.ends_with('\n') {
+        text.push('\n');
+    }
+    text
 }
 
 /// The innermost frame in a bundle module, else the innermost frame with a position.

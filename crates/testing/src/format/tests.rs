@@ -162,3 +162,25 @@ fn apply_reads_a_file_of_the_operator() {
         .expect_err("missing");
     assert!(e.to_string().starts_with("t.yaml:2: apply: cannot read samples/none.yaml"), "{e}");
 }
+
+#[test]
+fn env_sets_the_scripts_env_with_strings_only() {
+    let t = parse("env:\n  REGION: eu-west-1\n  EMPTY: \"\"\nsteps:\n  - advance: 1s\n").expect("valid");
+    assert_eq!(
+        t.env,
+        Some(BTreeMap::from([
+            ("EMPTY".to_owned(), String::new()),
+            ("REGION".to_owned(), "eu-west-1".to_owned())
+        ]))
+    );
+    assert_eq!(parse("steps:\n  - advance: 1s\n").expect("valid").env, None, "the process's CTOP_ENV_*");
+    assert_eq!(
+        error("env:\n  REGION: eu\n  REPLICAS: 3\nsteps:\n  - advance: 1s\n"),
+        "tests/t.yaml:3: env: REPLICAS: 3 is not a string; quote it (\"3\"): the script's Env holds only strings, as the environment does"
+    );
+    assert_eq!(
+        error("env:\n  CTOP_ENV_REGION: eu\nsteps:\n  - advance: 1s\n"),
+        "tests/t.yaml:2: env: CTOP_ENV_REGION: name the variable as the script reads it (Env.REGION), without the CTOP_ENV_ prefix that ctop run's environment needs"
+    );
+    assert!(error("env: [REGION]\nsteps:\n  - advance: 1s\n").starts_with("tests/t.yaml:1: "));
+}

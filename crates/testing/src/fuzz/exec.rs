@@ -26,9 +26,11 @@ const RECOVERY: Duration = Duration::from_secs(330);
 /// Why a run failed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Failure {
-    /// The step after which it was found (1-based); `0` before the first, one past the
-    /// last for the oracles run at the end.
+    /// The step whose action or check failed (1-based; `0` before the first step): for the
+    /// checks at the end ([`Failure::end`]), the last step.
     pub step: usize,
+    /// Found by the checks after the last step ([`Runner::end`]), not by a step's own.
+    pub end: bool,
     /// What failed, without the details: an oracle's name, `invariant NAME`, `not quiet`,
     /// `invalid object accepted`, `object lost`, `operator stopped`.
     pub key: String,
@@ -36,10 +38,37 @@ pub struct Failure {
     pub message: String,
 }
 
+impl Failure {
+    /// When it was found: `after step 3`, `after step 3, in the checks at the end`, `before
+    /// the first step`.
+    #[must_use]
+    pub fn when(&self) -> String {
+        match (self.step, self.end) {
+            (0, false) => "before the first step".to_owned(),
+            (0, true) => "in the checks at the end, with no step run".to_owned(),
+            (n, false) => format!("after step {n}"),
+            (n, true) => format!("after step {n}, in the checks at the end"),
+        }
+    }
+}
+
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.key, self.message)
     }
+}
+
+/// What one step did, for its trace line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Done {
+    /// What its action did (`ok`, `refused: ...`, `injected`); `None` when the action itself
+    /// is what failed (an invalid object accepted).
+    pub outcome: Option<String>,
+    /// Its apply created the object: it did not exist before the step.
+    pub created: bool,
+    /// What failed: the action, or the check after it (a settle that never quiets, an
+    /// oracle, an invariant).
+    pub failure: Option<Failure>,
 }
 
 /// What the runs of a fuzz session counted.
@@ -111,38 +140,50 @@ impl Runner {
         self.world.stop().await;
     }
 
-    /// Carry out step `n` and let the world run as it says; the trace line's outcome, or
-    /// the failure (checkpoints included).
-    pub async fn step(&mut self, n: usize, step: &Step) -> Result<String, Failure> {
-        let outcome = self.act(n, &step.action).await?;
-        match step.then {
-            Then::Pause(d) => {
-                pause(&self.world, d, self.q).await.map_err(|e| Failure {
-                    step: n,
-                    key: "not quiet".into(),
-                    message: e.to_string(),
-                })?;
-            }
-            Then::Settle => self.checkpoint(n).await?,
-        }
-        Ok(outcome)
+    /// Carry out step `n` and let the world run as it says (checking it once quiet): what
+    /// its action did, and what failed, the action or the check after it.
+    pub async fn step(&mut self, n: usize, step: &Step) -> Done {
+        let (outcome, created) = match self.act(n, &step.action).await {
+            Ok(done) => done,
+            Err(failure) => return Done { outcome: None, created: false, failure: Some(failure) },
+        };
+        let checked = match step.then {
+            Then::Pause(d) => pause(&self.world, d, self.q).await.map_err(|e| Failure {
+                step: n,
+                end: false,
+                key: "not quiet".into(),
+                message: e.to_string(),
+            }),
+            Then::Settle => self.checkpoint(n).await,
+        };
+        Done { outcome: Some(outcome), created, failure: checked.err() }
     }
 
-    async fn act(&mut self, n: usize, action: &Action) -> Result<String, Failure> {
-        let fail = |key: &str, message: String| Failure { step: n, key: key.to_owned(), message };
+    /// The action's outcome, and whether an apply created its object.
+    async fn act(&mut self, n: usize, action: &Action) -> Result<(String, bool), Failure> {
+        let fail = |key: &str, message: String| Failure { step: n, end: false, key: key.to_owned(), message };
         let w = &self.world;
+        let mut created = false;
         let outcome = match action {
-            Action::Apply { target, object, .. } => match w.apply(object).await {
-                Ok(()) => {
-                    self.counts.accepted += 1;
-                    self.alive.insert(target.clone());
-                    "ok".to_owned()
+            Action::Apply { target, object, .. } => {
+                // Whether it is new is what the API server holds, not what the planner wrote:
+                // an object the planner deleted may still be finishing its deletion, and a
+                // shrunk run may no longer have the step that created it. A lookup that
+                // fails says nothing; the object is not called new then.
+                let existed = !matches!(w.get(target).await, Ok(None));
+                match w.apply(object).await {
+                    Ok(()) => {
+                        self.counts.accepted += 1;
+                        self.alive.insert(target.clone());
+                        created = !existed;
+                        "ok".to_owned()
+                    }
+                    Err(e) => {
+                        self.counts.refused += 1;
+                        format!("refused: {}", first_line(&e))
+                    }
                 }
-                Err(e) => {
-                    self.counts.refused += 1;
-                    format!("refused: {}", first_line(&e))
-                }
-            },
+            }
             Action::Invalid { target, object, path, rule } => match w.apply(object).await {
                 Ok(()) => {
                     return Err(fail(
@@ -195,14 +236,14 @@ impl Runner {
                 "restarted".to_owned()
             }
         };
-        Ok(outcome)
+        Ok((outcome, created))
     }
 
     /// Let the world settle and check it: the faults are cleared first (and the operator
     /// given [`RECOVERY`] if a reconcile failed), then the per-step oracles, the script's
     /// invariants, and that every object the fuzzer wrote and did not delete still exists.
     pub async fn checkpoint(&mut self, n: usize) -> Result<(), Failure> {
-        let fail = |key: &str, message: String| Failure { step: n, key: key.to_owned(), message };
+        let fail = |key: &str, message: String| Failure { step: n, end: false, key: key.to_owned(), message };
         settle(&self.world, self.q).await.map_err(|e| fail("not quiet", e.to_string()))?;
         if self.faulted {
             self.faulted = false;
@@ -282,6 +323,7 @@ impl Runner {
                         if let Some(v) = violations.into_iter().next() {
                             return Err(Failure {
                                 step: n,
+                                end: false,
                                 key: format!("invariant {:?}", v.invariant),
                                 message: format!("{}: {}", describe(p), v.message),
                             });
@@ -290,6 +332,7 @@ impl Runner {
                     Err(e) => {
                         return Err(Failure {
                             step: n,
+                            end: false,
                             key: "invariant".into(),
                             message: format!("the invariants of {} could not run: {e}", describe(p)),
                         });
@@ -300,10 +343,11 @@ impl Runner {
         Ok(())
     }
 
-    /// After the last step: a checkpoint, then the oracles that act on the world
-    /// (idempotence, a failed apply prunes nothing, deletion cleans up).
+    /// After the last step (`n`): a checkpoint, then the oracles that act on the world
+    /// (idempotence, a failed apply prunes nothing, deletion cleans up). A failure is one of
+    /// the checks at the end ([`Failure::end`]), after step `n`.
     pub async fn end(&mut self, n: usize) -> Result<(), Failure> {
-        self.checkpoint(n).await?;
+        self.checkpoint(n).await.map_err(|f| Failure { end: true, ..f })?;
         let runs: [Oracle; 3] =
             [Oracle::Idempotence, Oracle::FailedApplyPrunesNothing, Oracle::DeletionCleansUp];
         for oracle in runs.into_iter().filter(|o| !self.off.contains_key(o)) {
@@ -312,7 +356,7 @@ impl Runner {
                 Oracle::FailedApplyPrunesNothing => perturb::failed_apply(&self.world, self.q).await,
                 _ => perturb::deletion(&self.world, self.q).await,
             };
-            let fail = |key: String, message: String| Failure { step: n + 1, key, message };
+            let fail = |key: String, message: String| Failure { step: n, end: true, key, message };
             match found {
                 Ok(found) => {
                     if let Some(v) = found.violations.into_iter().next() {

@@ -39,7 +39,7 @@ use serde_json::{Value, json};
 use crate::format::{DEFAULT_QUIET, DEFAULT_TIMEOUT};
 use crate::settle::{Quiet, settle};
 use crate::world::{Operator, World, WorldConfig, values_for};
-use exec::{Counts, Failure, Runner};
+use exec::{Counts, Done, Failure, Runner};
 use plan::{Planner, Seen, Writable};
 use step::Step;
 
@@ -162,9 +162,13 @@ fn samples(dir: &Path) -> Vec<Value> {
 }
 
 /// A settled world with the namespaces the samples use, and what the fuzzer writes.
-async fn setup(op: &Operator) -> Result<(World, Vec<Writable>, Vec<String>, Vec<String>), FuzzError> {
+async fn setup(
+    op: &Operator,
+    settings: &settings::Settings,
+) -> Result<(World, Vec<Writable>, Vec<String>, Vec<String>), FuzzError> {
     let values = values_for(&op.dir, None).map_err(|e| FuzzError::World(e.to_string()))?;
-    let config = WorldConfig { workloads: Some(WorkloadConfig::default()), values };
+    let env = crate::format::env::value(settings.env.as_ref());
+    let config = WorldConfig { workloads: Some(WorkloadConfig::default()), values, env };
     let world = World::start(op, &config).await.map_err(|e| FuzzError::World(e.to_string()))?;
     let samples = samples(&op.dir);
     let mut namespaces: Vec<String> = vec![OTHER_NAMESPACE.to_owned()];
@@ -256,20 +260,33 @@ async fn setup(op: &Operator) -> Result<(World, Vec<Writable>, Vec<String>, Vec<
     Ok((world, kinds, fault_resources, notes))
 }
 
-fn line(n: usize, step: &Step, outcome: &str) -> String {
-    format!("#{n} {step} -> {outcome}")
+/// The trace line of step `n`: the step as it ran, what its action did, and whether it or
+/// the check after it failed.
+fn line(n: usize, step: &Step, done: &Done) -> String {
+    let outcome = match (&done.outcome, &done.failure) {
+        (None, _) => "failed".to_owned(),
+        (Some(o), None) => o.clone(),
+        (Some(o), Some(_)) => format!("{o}, then the check after it failed"),
+    };
+    format!("#{n} {} -> {outcome}", step.trace(done.created))
+}
+
+/// The trace after the checks at the end failed: the last step's line says so.
+fn ended(trace: &mut [String]) {
+    if let Some(last) = trace.last_mut() {
+        last.push_str(", then the checks at the end failed");
+    }
 }
 
 fn failure_line(f: &Failure) -> String {
-    let at = if f.step == 0 { "before the first step".to_owned() } else { format!("after step {}", f.step) };
-    format!("FAILED {at}: {f}")
+    format!("FAILED {}: {f}", f.when())
 }
 
 /// The seeded run: draw, carry out, check.
 async fn live(op: &Operator, config: &FuzzConfig) -> Result<(FuzzReport, Vec<Step>), FuzzError> {
     let started = tokio::time::Instant::now();
     let settings = settings::Settings::read(&op.dir).map_err(FuzzError::Settings)?;
-    let (world, kinds, fault_resources, mut notes) = setup(op).await?;
+    let (world, kinds, fault_resources, mut notes) = setup(op, &settings).await?;
     for (oracle, why) in &settings.oracles_off {
         notes.push(format!("oracle {oracle} is off (tests/fuzz.yaml): {why}"));
     }
@@ -283,15 +300,12 @@ async fn live(op: &Operator, config: &FuzzConfig) -> Result<(FuzzReport, Vec<Ste
     if failure.is_none() {
         for n in 1..=total {
             let step = planner.next(&seen);
-            let result = runner.step(n, &step).await;
+            let done = runner.step(n, &step).await;
             steps.push(step.clone());
-            match result {
-                Ok(outcome) => trace.push(line(n, &step, &outcome)),
-                Err(f) => {
-                    trace.push(line(n, &step, "failed"));
-                    failure = Some(f);
-                    break;
-                }
+            trace.push(line(n, &step, &done));
+            if let Some(f) = done.failure {
+                failure = Some(f);
+                break;
             }
             if step.then == step::Then::Settle {
                 seen.children = runner.children();
@@ -300,6 +314,9 @@ async fn live(op: &Operator, config: &FuzzConfig) -> Result<(FuzzReport, Vec<Ste
     }
     if failure.is_none() {
         failure = runner.end(total).await.err();
+        if failure.is_some() {
+            ended(&mut trace);
+        }
     }
     if let Some(f) = &failure {
         trace.push(failure_line(f));
@@ -323,24 +340,25 @@ async fn live(op: &Operator, config: &FuzzConfig) -> Result<(FuzzReport, Vec<Ste
 pub fn replay(op: &Operator, steps: &[Step]) -> Result<(Vec<String>, Option<Failure>), FuzzError> {
     runtime()?.block_on(async {
         let settings = settings::Settings::read(&op.dir).map_err(FuzzError::Settings)?;
-        let (world, ..) = setup(op).await?;
+        let (world, ..) = setup(op, &settings).await?;
         let mut runner = Runner::new(world, quiet(), settings.oracles_off);
         let mut trace = Vec::new();
         let mut failure = runner.checkpoint(0).await.err();
         if failure.is_none() {
             for (i, step) in steps.iter().enumerate() {
-                match runner.step(i + 1, step).await {
-                    Ok(outcome) => trace.push(line(i + 1, step, &outcome)),
-                    Err(f) => {
-                        trace.push(line(i + 1, step, "failed"));
-                        failure = Some(f);
-                        break;
-                    }
+                let done = runner.step(i + 1, step).await;
+                trace.push(line(i + 1, step, &done));
+                if let Some(f) = done.failure {
+                    failure = Some(f);
+                    break;
                 }
             }
         }
         if failure.is_none() {
             failure = runner.end(steps.len()).await.err();
+            if failure.is_some() {
+                ended(&mut trace);
+            }
         }
         if let Some(f) = &failure {
             trace.push(failure_line(f));

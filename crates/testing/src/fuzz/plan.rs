@@ -192,13 +192,15 @@ impl Planner {
             (Some(s), false) => s,
             _ => template(kind),
         };
+        // Whether the object is new is the API server's to say when the step runs (the trace
+        // says so then); here it is only what the object is made of.
         let what = if from_schema {
             if let Some(schema) = &kind.spec_schema {
                 object["spec"] = generate::valid(schema, &mut self.rng);
             }
-            "new, spec generated from the schema"
+            "spec generated from the schema"
         } else {
-            "new, from the samples"
+            "from the samples"
         };
         object["apiVersion"] = json!(kind.api_version);
         object["kind"] = json!(kind.kind);

@@ -1,9 +1,12 @@
 //! An operator's fuzz settings, `DIR/tests/fuzz.yaml` (optional): the oracles the fuzzer
-//! leaves out for this operator, each with the reason, as a test's `oracles:` does.
+//! leaves out for this operator, each with the reason, as a test's `oracles:` does; and the
+//! script's `Env`, as a test's `env:` gives it.
 //!
 //! ```yaml
 //! oracles:
 //!   failed-apply-prunes-nothing: "a Job of a past run is never applied again"
+//! env:
+//!   REGION: eu-west-1
 //! ```
 
 use std::collections::BTreeMap;
@@ -21,6 +24,8 @@ pub const FILE: &str = "fuzz.yaml";
 pub struct Settings {
     /// The oracles left out, with why.
     pub oracles_off: BTreeMap<Oracle, String>,
+    /// The script's `Env` (`env:`); `None` gives it the process's `CTOP_ENV_*` variables.
+    pub env: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Deserialize)]
@@ -28,6 +33,7 @@ pub struct Settings {
 struct Raw {
     #[serde(default)]
     oracles: BTreeMap<String, String>,
+    env: Option<BTreeMap<String, serde_json::Value>>,
 }
 
 impl Settings {
@@ -53,7 +59,19 @@ impl Settings {
             }
             oracles_off.insert(oracle, reason);
         }
-        Ok(Self { oracles_off })
+        let env = match raw.env {
+            None => None,
+            Some(vars) => Some(
+                vars.into_iter()
+                    .map(|(name, value)| {
+                        crate::format::env::variable(&name, value)
+                            .map(|text| (name, text))
+                            .map_err(|m| format!("{}: {m}", path.display()))
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+        };
+        Ok(Self { oracles_off, env })
     }
 }
 
@@ -79,5 +97,10 @@ mod tests {
         assert!(Settings::read(dir.path()).expect_err("no reason").contains("a reason is required"));
         std::fs::write(&file, "steps: []\n").expect("write");
         assert!(Settings::read(dir.path()).is_err());
+        std::fs::write(&file, "env:\n  REGION: eu\n").expect("write");
+        let s = Settings::read(dir.path()).expect("env");
+        assert_eq!(s.env, Some(BTreeMap::from([("REGION".to_owned(), "eu".to_owned())])));
+        std::fs::write(&file, "env:\n  REPLICAS: 3\n").expect("write");
+        assert!(Settings::read(dir.path()).expect_err("a number").ends_with("env: REPLICAS: 3 is not a string; quote it (\"3\"): the script's Env holds only strings, as the environment does"));
     }
 }

@@ -20,7 +20,8 @@ pub enum Action {
         target: ObjectRef,
         /// The whole object.
         object: Value,
-        /// What changed, for the trace (`created from the schema`, `spec.port changed`).
+        /// What it is made of, for the trace (`spec generated from the schema`, `from the
+        /// samples`, `spec changed: port=8080`); whether it was new is known once it ran.
         what: String,
     },
     /// Apply an object that breaks its schema: the API server must refuse it.
@@ -138,11 +139,25 @@ impl fmt::Display for Action {
     }
 }
 
-impl fmt::Display for Step {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Step {
+    /// The step as its trace line shows it once it ran: an apply that created its object
+    /// (the object did not exist before the step) says `(new, ...)`.
+    #[must_use]
+    pub fn trace(&self, created: bool) -> String {
+        let action = match &self.action {
+            Action::Apply { target, what, .. } if created => format!("apply {target} (new, {what})"),
+            other => other.to_string(),
+        };
         match self.then {
-            Then::Settle => write!(f, "{}", self.action),
-            Then::Pause(d) => write!(f, "{}, then only {}ms", self.action, d.as_millis()),
+            Then::Settle => action,
+            Then::Pause(d) => format!("{action}, then only {}ms", d.as_millis()),
         }
+    }
+}
+
+impl fmt::Display for Step {
+    /// The step as drawn, before it ran (nothing said of whether an apply creates).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.trace(false))
     }
 }

@@ -4,6 +4,10 @@
 //! an error chain (a script exception carries its own; a load error's is read from the
 //! operator directory), for the commands that print errors on a terminal. [`Framed`] keeps
 //! a load error together with its frame once the directory is no longer at hand.
+//! [`call_site`] moves the position of a call from wherever QuickJS left it in the
+//! arguments to the call itself.
+
+pub mod call_site;
 
 use std::path::Path;
 
