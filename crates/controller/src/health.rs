@@ -199,7 +199,7 @@ struct StatusJson {
 #[derive(Debug, Clone, Default)]
 pub struct Health {
     inner: Arc<Mutex<BTreeMap<String, ControllerStatus>>>,
-    sharding: Arc<Mutex<Option<crate::shard::ShardingStatus>>>,
+    sharding: Arc<Mutex<Option<crate::shard::members::ShardingStatus>>>,
 }
 
 impl Health {
@@ -262,12 +262,12 @@ impl Health {
     }
 
     /// The ring of a sharded run as this replica sees it (served on `/status`).
-    pub fn set_sharding(&self, status: crate::shard::ShardingStatus) {
+    pub fn set_sharding(&self, status: crate::shard::members::ShardingStatus) {
         *self.sharding.lock() = Some(status);
     }
 
     /// The ring of a sharded run, once known.
-    pub fn sharding(&self) -> Option<crate::shard::ShardingStatus> {
+    pub fn sharding(&self) -> Option<crate::shard::members::ShardingStatus> {
         self.sharding.lock().clone()
     }
 

@@ -20,10 +20,7 @@ use crate::cluster::api_for;
 use crate::context::Ctx;
 use crate::error::api_error_text;
 use crate::informer::Cached;
-use crate::object::Object;
-
-/// The field manager of every operator before operators got names of their own.
-pub(crate) const FORMER_MANAGER: &str = "ctop";
+use crate::object::{FORMER_MANAGER, Object};
 
 /// `entries` with every entry of manager `from` merged into `to`'s entry of the same
 /// operation and subresource (or renamed to `to` when it has none); `None` when `from`

@@ -26,6 +26,10 @@ use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
+/// The field manager of every operator before operators got names of their own: an
+/// object whose `managedFields` name it is noted (see `managers`, which moves its fields).
+pub(crate) const FORMER_MANAGER: &str = "ctop";
+
 /// A cached object (see the module docs): what the controller's caches hold.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Object {
@@ -387,8 +391,7 @@ impl<'de> Visitor<'de> for MetadataSeed<'_> {
                         manager: Option<String>,
                     }
                     let entries = map.next_value::<Option<Vec<Entry>>>()?.unwrap_or_default();
-                    o.former_manager =
-                        entries.iter().any(|e| e.manager.as_deref() == Some(crate::managers::FORMER_MANAGER));
+                    o.former_manager = entries.iter().any(|e| e.manager.as_deref() == Some(FORMER_MANAGER));
                 }
                 _ => {
                     let raw: Box<RawValue> = map.next_value()?;

@@ -26,7 +26,9 @@ use crate::options::{LeaseTiming, RunOptions};
 use crate::publish::Publisher;
 use crate::queue::{Priority, WorkQueue};
 use crate::retry::Bucket;
-use crate::shard::{self, Drainer, Primary, Shard};
+use crate::shard::arrive::Arrivals;
+use crate::shard::drain::Drainer;
+use crate::shard::{self, Primary, Shard};
 use crate::triggers;
 use crate::worker::run_workers;
 
@@ -400,7 +402,7 @@ async fn start_controller(
 
     let mut triggers: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
     let (drains, drain_keys) = tokio::sync::mpsc::unbounded_channel();
-    let arrivals = shard.as_ref().map(|_| Arc::new(shard::Arrivals::default()));
+    let arrivals = shard.as_ref().map(|_| Arc::new(Arrivals::default()));
     triggers.push(triggers::primary(ctx.clone(), queue.clone(), primary_stream, arrivals, drains).boxed());
     for (kind, stream) in owned_streams {
         triggers.push(triggers::children(ctx.clone(), queue.clone(), kind, stream).boxed());

@@ -439,7 +439,7 @@ async fn only_the_leader_reconciles_and_a_graceful_stop_hands_over_at_once() {
         renew_deadline: Duration::from_secs(2),
         retry_period: Duration::from_millis(200),
     };
-    let how = Launch { leader_elect: true, lease: timing, serve: true };
+    let how = Launch { leader_elect: true, lease: timing, serve: true, ..Launch::default() };
     let sim = common::sim().await;
     let leases: Api<Lease> = Api::namespaced(common::client(&sim).await, "default");
     let lease = || async {
@@ -509,7 +509,7 @@ async fn a_leader_does_not_reconcile_again_when_it_renews_its_lease() {
         let lease = leases.get_opt("ctop-test-leader").await.ok().flatten()?;
         lease.spec?.renew_time
     };
-    let op = start_on(&sim, &replica("a"), Launch { leader_elect: true, lease: timing, serve: false }).await;
+    let op = start_on(&sim, &replica("a"), Launch { leader_elect: true, lease: timing, ..Launch::default() }).await;
     op.create("w", json!({})).await;
     reconciled(&op, "w", 1).await;
     // Once the start (and the win, which reconciles everything) is a renewal behind us,

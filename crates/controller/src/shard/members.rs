@@ -46,6 +46,21 @@ pub struct MemberInfo {
     pub resource_version: Option<String>,
 }
 
+/// A sharded run's ring as one replica sees it: `/status`'s `sharding` and the
+/// `ControllerStatus` objects' `status.sharding`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardingStatus {
+    /// The ring: the operator's name.
+    pub ring: String,
+    /// This replica's member name.
+    pub member: String,
+    /// Whether this replica is the sharder (it leads on the leader Lease).
+    pub sharder: bool,
+    /// Every member Lease of the ring.
+    pub members: Vec<MemberInfo>,
+}
+
 /// Every member Lease of a ring, and the live members (sorted).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MemberSet {

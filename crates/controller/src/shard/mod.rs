@@ -23,10 +23,9 @@
 //! - **Watching**: each member's primary and child watches select its own label on the
 //!   server; children are applied carrying it.
 
-mod arrive;
-mod drain;
-mod members;
-mod metrics;
+pub(crate) mod arrive;
+pub(crate) mod drain;
+pub(crate) mod members;
 mod sharder;
 
 use std::collections::BTreeMap;
@@ -36,15 +35,13 @@ use kube::Client;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-pub(crate) use arrive::Arrivals;
-pub(crate) use drain::Drainer;
-pub use members::{MemberInfo, MemberSet};
-pub(crate) use metrics::ShardMetrics;
+pub use members::{MemberInfo, MemberSet, ShardingStatus};
 pub(crate) use sharder::{Child, Primary, SharderConfig, run_sharder};
 
 use crate::error::RunError;
 use crate::health::{Health, Metrics};
 use crate::leader::{LeaderElector, Leadership, LeaseConfig};
+use crate::metrics::ShardMetrics;
 use crate::object::Object;
 use crate::options::{LeaseTiming, RunOptions};
 
@@ -57,21 +54,6 @@ pub const OBJECTS_ANNOTATION: &str = "shard.ctop.dev/objects";
 pub const FENCE_HOLDER: &str = "ctop-sharder";
 /// How often the sharder lists every assigned object even when no member changed.
 pub const RESYNC: std::time::Duration = std::time::Duration::from_secs(300);
-
-/// A sharded run's ring as one replica sees it: `/status`'s `sharding` and the
-/// `ControllerStatus` objects' `status.sharding`.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ShardingStatus {
-    /// The ring: the operator's name.
-    pub ring: String,
-    /// This replica's member name.
-    pub member: String,
-    /// Whether this replica is the sharder (it leads on the leader Lease).
-    pub sharder: bool,
-    /// Every member Lease of the ring.
-    pub members: Vec<MemberInfo>,
-}
 
 /// The label keys of one operator's ring.
 #[derive(Clone, Debug, PartialEq, Eq)]

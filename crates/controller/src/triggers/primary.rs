@@ -21,7 +21,8 @@ use super::predicate::Previous;
 use crate::context::Ctx;
 use crate::object::{Object, object_key, split_key};
 use crate::queue::{Priority, WorkQueue};
-use crate::shard::{Arrivals, Ownership};
+use crate::shard::Ownership;
+use crate::shard::arrive::Arrivals;
 
 /// Queue the primary objects `events` (the primary watch, its lists held until they end)
 /// call for, until the stream ends.

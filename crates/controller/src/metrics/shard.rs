@@ -86,7 +86,7 @@ impl ShardMetrics {
         );
     }
 
-    pub(crate) fn set_members(&self, r: &str, set: &super::MemberSet) {
+    pub(crate) fn set_members(&self, r: &str, set: &crate::shard::members::MemberSet) {
         self.members.get_or_create(&ring(r)).set(i64::try_from(set.live.len()).unwrap_or(i64::MAX));
         for m in &set.all {
             let labels = MemberLabels { ring: r.to_owned(), member: m.name.clone() };

@@ -12,6 +12,10 @@
 //! `workqueue_longest_running_processor_seconds` sum and maximise the elapsed time of the
 //! tokens alive at that moment.
 
+mod shard;
+
+pub(crate) use shard::ShardMetrics;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -317,7 +321,7 @@ struct Inner {
     prunes: Family<ControllerLabels, Counter>,
     remembered: Family<MemoryLabels, Gauge>,
     leader: Family<NameLabels, Gauge>,
-    shard: crate::shard::ShardMetrics,
+    shard: ShardMetrics,
     in_flight: Arc<InFlight>,
 }
 
@@ -363,7 +367,7 @@ impl Metrics {
             prunes: Family::default(),
             remembered: Family::default(),
             leader: Family::default(),
-            shard: crate::shard::ShardMetrics::default(),
+            shard: ShardMetrics::default(),
             in_flight: Arc::default(),
         };
         let r = &mut inner.registry;
@@ -537,7 +541,7 @@ impl Metrics {
     }
 
     /// The metrics of a sharded run (`ctop_shard_*`).
-    pub(crate) fn shard(&self) -> crate::shard::ShardMetrics {
+    pub(crate) fn shard(&self) -> ShardMetrics {
         self.inner.shard.clone()
     }
 
