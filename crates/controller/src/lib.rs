@@ -7,23 +7,27 @@
 //! (reload on change, hot swap or restart, sample objects, the live summary).
 //!
 //! What a handler returns is a typed outcome of `ctop-core` ([`ctop_core::ReconcileOutcome`]
-//! and its siblings); this crate carries it out. The modules, one concern each:
+//! and its siblings); this crate carries it out. The modules, one concern each, in the order
+//! one reconcile passes through them (a module uses only those before it):
 //!
-//! - `run`: health and metrics servers, leader election, and each controller's watches;
-//! - `informer`: one shared watch per kind and scope, its cache and ApplySet index;
 //! - [`Object`] (`object`): a cached object, its metadata indexed and the rest as JSON
 //!   text; [`Store`] (`store`): the cache of one kind;
-//! - `triggers`: what makes a primary reconcile (its changes, its children's, `.watches()`
-//!   through predicates and mappers, handler replacements), minus the echoes of the
-//!   controller's own writes (`context::OwnWrites`);
-//! - `observe`: the caches as handlers read them;
-//! - `reconcile`: one reconcile, from the handler call to the status write;
-//! - `fingerprint`: skipping a reconcile when nothing its handler read has changed;
-//! - `finalize`: reconciles of objects being deleted;
-//! - `effects`: patches, finalizers, events, the declared-kinds check;
-//! - `on_start`: the one-shot `onStart` handler;
+//! - `informer`: one shared watch per kind and scope, its cache and ApplySet index;
+//! - `triggers`: what makes a primary reconcile (its changes, its children's changes and
+//!   deletions, `.watches()` through predicates and mappers, replaced handlers, won
+//!   leadership), minus the echoes of the controller's own writes;
 //! - `queue`, `worker`, `retry`: the fair work queue (one entry per object, changes ahead
 //!   of resyncs, one timer per object), the workers that drain it, and the retry policy;
+//! - `reconcile`: one reconcile, from the leadership check to the next timer;
+//! - `finalize`: calls on an object being deleted, under one rule;
+//! - `fingerprint`: skipping a reconcile when nothing its handler read has changed;
+//! - `call` and `observe`: a handler call (its input, span, timer and metric) and the caches
+//!   as handlers read them;
+//! - `effects`: carrying out an outcome (finalizers, children, deletions, patches, status,
+//!   events), shared by `reconcile`, `finalize` and `on_start`;
+//! - `memory`: everything remembered per object, forgotten when the object goes;
+//! - `managers`: the move of the former shared field manager's fields to the operator's name;
+//! - `on_start`: the one-shot `onStart` handler;
 //! - [`health`] (health, readiness, `/status`, metrics; the Prometheus registry itself is
 //!   `metrics`, re-exported there) and [`leader`] (Lease election);
 //! - `cluster`: the client, discovery, CRD installation;
@@ -31,11 +35,13 @@
 //!   (`kubectl get controllerstatuses`), written by the leader;
 //! - [`shard`]: a sharded run (`ctop run --sharding`): member Leases, the sharder that
 //!   labels each object with its member on the consistent-hash [`ring`], and the drain
-//!   handshake that moves objects between members.
+//!   handshake that moves objects between members;
+//! - `run`: the composition: health and metrics servers, leader election, and each
+//!   controller's watches, triggers and workers.
 //!
 //! Effects go through `ctop-applier`; the contract of each (status merge patch,
-//! `observedGeneration` only after full success, the `Reconciled` condition, pruning, keep)
-//! is documented on [`reconcile::RECONCILED`] and in `crates/runtime/RUNTIME.md`.
+//! `observedGeneration` only after full success, the `Reconciled` condition, pruning, keep,
+//! adoption) is documented on [`reconcile::RECONCILED`] and in `crates/runtime/RUNTIME.md`.
 
 mod call;
 mod cluster;
