@@ -874,7 +874,9 @@ fn still_ours(last: &Applied, meta: &dyn CachedMeta, owner_uid: &str) -> bool {
 
 /// The merge patch that makes the owner's ApplySet metadata say `kinds`/`namespaces`, or
 /// `None` when it already does (or when there is nothing to record on an owner that was
-/// never a parent).
+/// never a parent). An owner left with no children at all stops being a parent: its label
+/// and annotations are removed, so that an object the operator does not own (a decorated
+/// StatefulSet, a Namespace) does not keep them for good.
 fn owner_patch(
     owner: &ObjectInfo,
     set_id: &str,
@@ -884,8 +886,24 @@ fn owner_patch(
 ) -> Option<Value> {
     let is_parent = owner.label(ID_LABEL).is_some();
     let cluster_scoped = owner.namespace.is_none();
-    if !is_parent && kinds.is_empty() {
-        return None;
+    if kinds.is_empty() && namespaces.is_empty() {
+        let ours = [TOOLING_ANNOTATION, CONTAINS_GROUP_KINDS_ANNOTATION, ADDITIONAL_NAMESPACES_ANNOTATION];
+        let annotations: Map<String, Value> = ours
+            .iter()
+            .filter(|a| owner.annotations.contains_key(**a))
+            .map(|a| ((*a).to_owned(), Value::Null))
+            .collect();
+        if !is_parent && annotations.is_empty() {
+            return None;
+        }
+        let mut meta = Map::new();
+        if is_parent {
+            meta.insert("labels".into(), json!({ ID_LABEL: null }));
+        }
+        if !annotations.is_empty() {
+            meta.insert("annotations".into(), Value::Object(annotations));
+        }
+        return Some(json!({ "metadata": meta }));
     }
     let kinds = join(kinds);
     let mut labels = Map::new();
@@ -984,8 +1002,11 @@ mod tests {
         assert_eq!(owner_patch(&o, "id", "ctop/v1", &kinds(&["ConfigMap"]), &BTreeSet::new()), None);
         assert_eq!(
             owner_patch(&o, "id", "ctop/v1", &BTreeSet::new(), &BTreeSet::new()),
-            Some(json!({"metadata": {"annotations": {CONTAINS_GROUP_KINDS_ANNOTATION: ""}}})),
-            "a parent whose children are all gone records an empty list"
+            Some(json!({"metadata": {
+                "labels": {ID_LABEL: null},
+                "annotations": {TOOLING_ANNOTATION: null, CONTAINS_GROUP_KINDS_ANNOTATION: null},
+            }})),
+            "a parent whose children are all gone is a parent no more"
         );
     }
 

@@ -502,3 +502,26 @@ async fn a_refused_child_reads_like_kubectl() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_owner_left_without_children_is_no_applyset_parent_any_more() {
+    // A decorator's parent is often an object it does not own (a StatefulSet): the record
+    // must not stay on it once its children are gone.
+    let (_sim, client) = start().await;
+    let owner = create_app(&client, "default", "web").await;
+    let applier = Applier::new(client.clone(), ApplierConfig::new("test-operator"));
+    applier.apply(&owner, [config_map("web-config", "1")]).await.expect("applied");
+    let owner = reread(&client, &owner).await;
+    assert!(owner.labels().contains_key(ID_LABEL));
+    let report = applier.apply(&owner, Vec::<Value>::new()).await.expect("pruned");
+    assert_eq!(report.pruned.len(), 1);
+    let owner = reread(&client, &owner).await;
+    assert!(!owner.labels().contains_key(ID_LABEL), "{:?}", owner.labels());
+    for a in [TOOLING_ANNOTATION, CONTAINS_GROUP_KINDS_ANNOTATION] {
+        assert!(!owner.annotations().contains_key(a), "{a} left on the owner");
+    }
+    // Nothing to record, nothing written.
+    let before = rv(&owner);
+    applier.apply(&owner, Vec::<Value>::new()).await.expect("nothing");
+    assert_eq!(rv(&reread(&client, &owner).await), before);
+}
