@@ -589,7 +589,7 @@ impl Applier {
                     return Err(cannot(
                         &child,
                         format!(
-                            "it is in namespace {ns} and the owner in {owner_ns}; owner references cannot cross namespaces"
+                            "it is in namespace {ns} and the owner in {owner_ns}; owner references cannot cross namespaces, and children tracked by their ApplySet label alone (pruned by ctop, deleted by a finalizer on the owner) are not supported yet: apply it in the owner's namespace"
                         ),
                     ));
                 }

@@ -68,6 +68,9 @@ pub(crate) struct InformerPlan {
     pub(crate) namespace: Option<String>,
     pub(crate) labels: Option<String>,
     pub(crate) role: Role,
+    /// What the controller filters itself before the cache (the primary kind's
+    /// annotation selector); `None`: everything the server sends.
+    pub(crate) scope: Option<EventScope>,
     /// `.watches()` fed from this watch, each through its own channel.
     pub(crate) subscribers: Vec<tokio::sync::mpsc::UnboundedSender<watcher::Event<Object>>>,
 }
@@ -89,13 +92,14 @@ impl InformerPlan {
         labels: Option<String>,
         role: Role,
     ) -> Self {
-        Self { key, ar, namespaced, namespace, labels, role, subscribers: Vec::new() }
+        Self { key, ar, namespaced, namespace, labels, role, scope: None, subscribers: Vec::new() }
     }
 
     /// Whether this watch sees every object a watch of `key` in `namespace` with
     /// `labels` would.
     pub(crate) fn covers(&self, key: &str, namespace: Option<&str>, labels: Option<&str>) -> bool {
         self.key == key
+            && self.scope.is_none()
             && (self.namespace.is_none() || self.namespace.as_deref() == namespace)
             && (self.labels.is_none() || self.labels.as_deref() == labels)
     }
@@ -115,7 +119,20 @@ impl InformerPlan {
         let api = api_for::<Wire>(client, &self.ar, self.namespaced, self.namespace.as_deref());
         // Readiness is tapped here: a second task waiting on a kube-runtime 5 store is never
         // woken (its readiness keeps one waker; see crates/kubesim/tests/store_ready.rs).
-        let events = watcher(api, config).default_backoff().map(|e| e.map(unwrap_event));
+        let scope_filters = self.scope.is_some();
+        let mut scope = self.scope;
+        let events = watcher(api, config).default_backoff().filter_map(move |e| {
+            std::future::ready(match e {
+                Ok(e) => {
+                    let e = unwrap_event(e);
+                    match &mut scope {
+                        Some(scope) => scope.pass(e).map(Ok),
+                        None => Some(Ok(e)),
+                    }
+                }
+                Err(e) => Some(Err(e)),
+            })
+        });
         let (stream, synced) = tap_init_done(detach(events.inspect(move |e| {
             if let Ok(e) = e {
                 writer.apply(e);
@@ -128,8 +145,9 @@ impl InformerPlan {
                 }
             }
         })));
+        let filtered = self.labels.is_some() || scope_filters;
         let cache = Cached {
-            complete: self.labels.is_none().then_some(self.namespace),
+            complete: (!filtered).then_some(self.namespace),
             key: self.key,
             ar: self.ar,
             namespaced: self.namespaced,
@@ -159,13 +177,17 @@ pub(crate) enum WatchSource {
     Own(usize),
 }
 
-/// The client-side part of a `.watches()` scope fed by a wider shared watch: what the
-/// server would have filtered. An object that leaves the scope (its labels change) is
-/// passed on as a deletion, as a server-side filtered watch reports it.
+/// The client-side part of a watch's scope: what the server would have filtered (a
+/// `.watches()` fed by a wider shared watch), or cannot filter at all (annotations). An
+/// object that leaves the scope (its labels or annotations change) is passed on as a
+/// deletion, as a server-side filtered watch reports it.
 #[derive(Default)]
 pub(crate) struct EventScope {
     namespace: Option<String>,
     labels: Option<ctop_core::LabelSelector>,
+    annotations: Option<ctop_core::LabelSelector>,
+    /// The objects inside the scope.
+    inside: std::collections::HashSet<String>,
 }
 
 impl EventScope {
@@ -181,7 +203,17 @@ impl EventScope {
                 (None, Some(sel)) => Some(ctop_core::LabelSelector::parse(sel)?),
                 _ => None,
             },
+            ..Self::default()
         })
+    }
+
+    /// Objects whose annotations match `selector` (label-selector syntax).
+    pub(crate) fn annotated(selector: &str) -> Result<Self, ctop_core::LabelSelectorError> {
+        Ok(Self { annotations: Some(ctop_core::LabelSelector::parse(selector)?), ..Self::default() })
+    }
+
+    fn is_all(&self) -> bool {
+        self.namespace.is_none() && self.labels.is_none() && self.annotations.is_none()
     }
 
     fn admits(&self, o: &Object) -> bool {
@@ -190,31 +222,38 @@ impl EventScope {
                 let labels = o.labels();
                 sel.matches_with(|k| labels.get(k))
             })
+            && self.annotations.as_ref().is_none_or(|sel| {
+                let annotations = o.annotations();
+                sel.matches_with(|k| annotations.get(k))
+            })
+    }
+
+    /// The event `e` as a watch of this scope reports it, if at all.
+    pub(crate) fn pass(&mut self, e: watcher::Event<Object>) -> Option<watcher::Event<Object>> {
+        if self.is_all() {
+            return Some(e);
+        }
+        match e {
+            watcher::Event::Apply(o) | watcher::Event::InitApply(o) if !self.admits(&o) => {
+                self.inside.remove(&object_key(&o)).then_some(watcher::Event::Delete(o))
+            }
+            watcher::Event::Apply(ref o) | watcher::Event::InitApply(ref o) => {
+                self.inside.insert(object_key(o));
+                Some(e)
+            }
+            watcher::Event::Delete(o) => {
+                self.inside.remove(&object_key(&o)).then_some(watcher::Event::Delete(o))
+            }
+            watcher::Event::Init | watcher::Event::InitDone => Some(e),
+        }
     }
 
     pub(crate) fn apply(
-        self,
+        mut self,
         rx: tokio::sync::mpsc::UnboundedReceiver<watcher::Event<Object>>,
     ) -> impl futures::Stream<Item = Result<watcher::Event<Object>, watcher::Error>> + Send + 'static {
         let events = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) });
-        let mut inside = std::collections::HashSet::new();
-        events.filter_map(move |e| {
-            let out = match e {
-                _ if self.namespace.is_none() && self.labels.is_none() => Some(e),
-                watcher::Event::Apply(o) | watcher::Event::InitApply(o) if !self.admits(&o) => {
-                    inside.remove(&object_key(&o)).then_some(watcher::Event::Delete(o))
-                }
-                watcher::Event::Apply(ref o) | watcher::Event::InitApply(ref o) => {
-                    inside.insert(object_key(o));
-                    Some(e)
-                }
-                watcher::Event::Delete(o) => {
-                    inside.remove(&object_key(&o)).then_some(watcher::Event::Delete(o))
-                }
-                watcher::Event::Init | watcher::Event::InitDone => Some(e),
-            };
-            std::future::ready(out.map(Ok))
-        })
+        events.filter_map(move |e| std::future::ready(self.pass(e).map(Ok)))
     }
 }
 

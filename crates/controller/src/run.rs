@@ -262,14 +262,22 @@ async fn start_controller(
         Some(s) => Some(s.narrow(spec.label_selector.as_deref())),
         None => spec.label_selector.clone(),
     };
-    let mut plans = vec![InformerPlan::new(
+    let mut primary_plan = InformerPlan::new(
         kind_key(&spec.for_),
         primary.clone(),
         namespaced,
         sharded.namespace.clone(),
         primary_labels,
         Role::Primary,
-    )];
+    );
+    // The API server selects by labels only: an annotation selector is applied here, before
+    // the cache (an object it does not select is never cached nor reconciled).
+    if let Some(sel) = &spec.annotation_selector {
+        primary_plan.scope = Some(EventScope::annotated(sel).map_err(|e| {
+            RunError::Start(format!("operator {:?}: annotationSelector {sel:?}: {e}", spec.name))
+        })?);
+    }
+    let mut plans = vec![primary_plan];
     for (k, owned) in spec.manages.iter().map(|k| (k, true)).chain(spec.reads.iter().map(|k| (k, false))) {
         if plans.iter().any(|p| p.key == kind_key(k)) {
             continue;

@@ -509,7 +509,8 @@ async fn a_leader_does_not_reconcile_again_when_it_renews_its_lease() {
         let lease = leases.get_opt("ctop-test-leader").await.ok().flatten()?;
         lease.spec?.renew_time
     };
-    let op = start_on(&sim, &replica("a"), Launch { leader_elect: true, lease: timing, ..Launch::default() }).await;
+    let op = start_on(&sim, &replica("a"), Launch { leader_elect: true, lease: timing, ..Launch::default() })
+        .await;
     op.create("w", json!({})).await;
     reconciled(&op, "w", 1).await;
     // Once the start (and the win, which reconciles everything) is a renewal behind us,

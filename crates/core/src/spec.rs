@@ -184,6 +184,10 @@ pub struct ControllerSpec {
     /// Only primary objects matching this label selector (applied by the server).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_selector: Option<String>,
+    /// Only primary objects whose annotations match this selector (label-selector syntax;
+    /// applied by the controller, the API server selects by labels only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotation_selector: Option<String>,
     /// Which updates of a primary object trigger a reconcile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicate: Option<Predicate>,

@@ -550,6 +550,15 @@ export interface OperatorOptions {
   namespace?: string;
   /** Only primary objects matching this selector (`"app=web"` or `{ app: "web" }`), applied by the server. */
   labelSelector?: string | { [key: string]: string };
+  /**
+   * Only primary objects whose annotations match this selector (label-selector syntax over
+   * annotations: `"service-per-pod-label"`, `"team=a,tier!=db"` or `{ team: "a" }`), as
+   * Metacontroller's decorators select. Objects it does not select are never reconciled,
+   * get no finalizer and no ApplySet record, and are not cached. An object that stops being
+   * selected is released: the controller's finalizer is removed from it, and its children
+   * stay (its owner references still delete them with it).
+   */
+  annotationSelector?: string | { [key: string]: string };
   /** Which updates of a primary object trigger a reconcile (creations and deletions always do). */
   predicate?: Predicate;
 }

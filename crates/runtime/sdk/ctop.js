@@ -625,10 +625,10 @@ function checkPredicate(p) {
 }
 
 /** `"app=web,tier"` as is; `{app: "web"}` → `"app=web"`. */
-function labelSelector(sel) {
+function labelSelector(sel, what = "watches: labelSelector") {
   if (typeof sel === "string") return sel;
   if (isPlainObject(sel)) return Object.entries(sel).map(([k, v]) => `${k}=${v}`).join(",");
-  throw new TypeError("watches: labelSelector must be a string or an object of labels");
+  throw new TypeError(`${what} must be a string or an object of ${what.endsWith("annotationSelector") ? "annotations" : "labels"}`);
 }
 
 const asList = (v) => (v === undefined ? [] : Array.isArray(v) ? [...v] : [v]);
@@ -804,7 +804,7 @@ const handlerNames = (fns) =>
   [...HANDLERS.filter((h) => fns.handlers[h]), ...(fns.invariants.length ? ["invariant"] : [])];
 
 /** Start a controller for `res` (a `resource(...)` handle or any kind handle). */
-export function operator(res, { name, namespace, labelSelector: selector, predicate } = {}) {
+export function operator(res, { name, namespace, labelSelector: selector, annotationSelector, predicate } = {}) {
   const ref = kindRef(res, "operator");
   const info = knownKinds.get(kindKey(ref)) ?? { ...ref, plural: pluralize(ref.kind), group: "", namespaced: true };
   const taken = (n) => registry.controllers.some((c) => c.name === n);
@@ -815,7 +815,10 @@ export function operator(res, { name, namespace, labelSelector: selector, predic
     reads: [], watches: [], permissions: [], finalizer: null, handlers: [] };
   // Scoping of the primary watch itself (the Δ-controller's source options).
   if (namespace !== undefined) entry.namespace = String(namespace);
-  if (selector !== undefined) entry.labelSelector = labelSelector(selector);
+  if (selector !== undefined) entry.labelSelector = labelSelector(selector, "operator: labelSelector");
+  if (annotationSelector !== undefined) {
+    entry.annotationSelector = labelSelector(annotationSelector, "operator: annotationSelector");
+  }
   if (predicate !== undefined) entry.predicate = checkPredicate(predicate);
   const fns = { entry, handlers: {}, mappers: [], invariants: [], kind: info, schema: specSchemas.get(kindKey(ref)) };
   registry.controllers.push(entry);

@@ -19,10 +19,47 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::ECHO_CHECKS;
 use super::predicate::Previous;
 use crate::context::Ctx;
+use crate::effects::Change;
 use crate::object::{Object, object_key, split_key};
 use crate::queue::{Priority, WorkQueue};
 use crate::shard::Ownership;
 use crate::shard::arrive::Arrivals;
+
+/// An object that left the controller's watch while it still carries the controller's
+/// finalizer was not deleted (the API server keeps it until its finalizers are gone): it
+/// stopped being selected (its labels or annotations changed). The controller lets it go:
+/// its finalizer is removed, so that the object can be deleted later without a controller
+/// that no longer looks at it; its children stay (their owner references delete them with
+/// it). A sharded member's objects leave its watch when they move to another member: they
+/// are not released.
+fn release(ctx: &Arc<Ctx>, o: Object) {
+    let Some(finalizer) =
+        ctx.spec.finalizer.clone().filter(|_| ctx.spec.handlers.iter().any(|h| h == "finalize"))
+    else {
+        return;
+    };
+    if ctx.shard.is_some() || !o.finalizers().iter().any(|f| *f == finalizer) {
+        return;
+    }
+    let ctx = ctx.clone();
+    tokio::spawn(async move {
+        let o = o.typed(&ctx.primary);
+        let remove = [finalizer];
+        match crate::effects::change_finalizers(&ctx, &o, Change { add: &[], remove: &remove }).await {
+            Ok(()) => tracing::info!(
+                controller = ctx.spec.name,
+                object = object_key(&o),
+                "no longer selected: released (its finalizer removed)"
+            ),
+            Err(e) => tracing::warn!(
+                controller = ctx.spec.name,
+                object = object_key(&o),
+                error = %e,
+                "no longer selected, but its finalizer could not be removed; remove it by hand"
+            ),
+        }
+    });
+}
 
 /// Queue the primary objects `events` (the primary watch, its lists held until they end)
 /// call for, until the stream ends.
@@ -56,6 +93,7 @@ pub(crate) async fn primary<S>(
                     let key = object_key(&o);
                     queue.forget(&key);
                     ctx.memory.forget(&key);
+                    release(&ctx, o);
                     return None;
                 }
                 watcher::Event::Init => {

@@ -176,6 +176,17 @@ test("reconcile: apply with namespace defaulting, replacement, CR schema checks;
   assert.throws(() => bad.dispatch("reconcile", 2, { object: webAppCr() }), /apiVersion, kind and metadata.name/);
 });
 
+test("operator(): an annotationSelector, as a string or an object", async () => {
+  const t = await withOperator(`
+    operator(ConfigMap, { annotationSelector: "decorate" }).reconcile(() => {});
+    operator(Secret, { annotationSelector: { team: "a" } }).reconcile(() => {});`);
+  const [a, b] = t.registry().controllers;
+  assert.equal(a.annotationSelector, "decorate");
+  assert.equal(b.annotationSelector, "team=a");
+  await assert.rejects(withOperator(`operator(ConfigMap, { annotationSelector: 3 });`),
+    /operator: annotationSelector must be a string or an object of annotations/);
+});
+
 test("adoption: apply(obj, { adopt: true }) marks the child; .manages(kind, { adopt: true }) the kind", async () => {
   const t = await withOperator(`
     operator(webApp).manages(Secret).manages(Namespace, { adopt: true }).reconcile((cr) => {
