@@ -45,7 +45,26 @@ fn insert(objects: &mut Objects, o: Object) {
     }
 }
 
+/// A reference to a [`Store`]'s contents that does not keep them alive (tests use it to
+/// tell that a stopped controller freed its caches).
+#[cfg(test)]
+pub(crate) struct WeakStore(std::sync::Weak<RwLock<Inner>>);
+
+#[cfg(test)]
+impl WeakStore {
+    /// Whether something still holds the cache's contents.
+    pub(crate) fn alive(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+}
+
 impl Store {
+    /// A reference that does not keep the contents alive.
+    #[cfg(test)]
+    pub(crate) fn downgrade(&self) -> WeakStore {
+        WeakStore(Arc::downgrade(&self.inner))
+    }
+
     /// Apply one watch event (as kube's reflector does).
     pub fn apply(&self, event: &watcher::Event<Object>) {
         let mut inner = self.inner.write();

@@ -146,6 +146,8 @@ fn deployment_runs_the_bundle_safely() {
             "/etc/ctop/bundle.js.gz",
             "--values",
             "/etc/ctop/values.yaml",
+            "--name",
+            "op",
             "--log-format",
             "json"
         ])
@@ -472,7 +474,8 @@ fn memory_follows_the_pool_and_limits_the_pod_runs_with() {
     // 64 + 2 × (128 + 32 + 8)
     assert_eq!(memory_of(&m), ("232Mi".into(), "400Mi".into()));
     let a = args(&m);
-    let tail: Vec<&str> = a[5..].iter().map(String::as_str).collect();
+    assert_eq!(a[5..7], ["--name", "op"], "the operator's own name: field manager, Leases, events");
+    let tail: Vec<&str> = a[7..].iter().map(String::as_str).collect();
     assert_eq!(
         tail,
         [

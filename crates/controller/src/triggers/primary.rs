@@ -38,7 +38,7 @@ fn release(ctx: &Arc<Ctx>, o: Object) {
     else {
         return;
     };
-    if ctx.shard.is_some() || !o.finalizers().iter().any(|f| *f == finalizer) {
+    if ctx.shard.is_some() || !o.finalizers().contains(&finalizer) {
         return;
     }
     let ctx = ctx.clone();

@@ -32,6 +32,9 @@ use crate::shard::{self, Primary, Shard};
 use crate::triggers;
 use crate::worker::run_workers;
 
+#[cfg(test)]
+mod tests;
+
 /// Whether `new` can replace `old` in a running operator without restarting its
 /// controllers (and so without dropping their caches): it must declare the same
 /// controllers (kinds, watches, handlers, finalizers, periods). Handler code may differ.
@@ -408,6 +411,8 @@ async fn start_controller(
         shard: shard.clone(),
     });
 
+    #[cfg(test)]
+    tests::started(&ctx);
     let mut triggers: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
     let (drains, drain_keys) = tokio::sync::mpsc::unbounded_channel();
     let arrivals = shard.as_ref().map(|_| Arc::new(Arrivals::default()));
