@@ -514,7 +514,12 @@ export interface OperatorBuilder<CR extends KubeObject> {
   egress(...urls: (string | string[])[]): this;
   /** Extra RBAC rules. */
   permission(...rules: (PolicyRule | PolicyRule[])[]): this;
-  /** Cleanup before a CR goes away; the finalizer defaults to `<plural>.<group>/finalizer`. */
+  /**
+   * Cleanup before a CR goes away; the finalizer defaults to `<plural>.<group>/finalizer` and is
+   * removed once `fn` returns ok. What `fn` applies is the desired set during the deletion:
+   * applying nothing prunes every child (`Result.keep()` keeps them; `Result.requeue(d)` calls
+   * again). A deletion with `--cascade=orphan` or `foreground` applies and prunes nothing.
+   */
   finalize(fn: (cr: CR) => HandlerReturn, name?: string | { name?: string }): this;
   /** Once when the controller starts. */
   onStart(fn: () => HandlerReturn): this;
@@ -653,7 +658,13 @@ export declare function event(
   event: { type?: "Normal" | "Warning"; reason: string; message?: string },
 ): EventRecord;
 
-/** Add a finalizer (default: this operator's); returns whether it was missing. */
+/**
+ * Add a finalizer (default: this operator's); returns whether it was missing. Without
+ * `.finalize()`, the reconcile runs while the CR is deleted and removes it with
+ * `removeFinalizer`; what it applies then is the desired set during the deletion (applying
+ * nothing prunes every child, and each child's deletion calls it again). Nothing is added
+ * to a CR being deleted.
+ */
 export declare function addFinalizer(obj: KubeObject, name?: string): boolean;
 /** Remove a finalizer (default: this operator's); returns whether it was there. */
 export declare function removeFinalizer(obj: KubeObject, name?: string): boolean;
