@@ -1,3 +1,5 @@
+//! `/openapi/v3` (this module) and `/openapi/v2` ([`v2`], encoded by [`gnostic`]).
+//!
 //! `/openapi/v3`: enough for kubectl's default (strict) validation to learn that every
 //! kind accepts `fieldValidation`, for `kubectl explain`, and for kubectl's client-side
 //! apply to find the merge keys of built-in kinds.
@@ -8,6 +10,9 @@
 //! included). `components.schemas` carries the built-in kinds' schemas
 //! (`crate::builtin`, generated once per process, with their hash) and the custom
 //! resources' schemas.
+
+pub(crate) mod gnostic;
+pub(crate) mod v2;
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha512};
