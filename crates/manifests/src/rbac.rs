@@ -376,7 +376,7 @@ mod tests {
             uncovered(&held, &[named(bind.clone(), &["admin", "edit"])]),
             [named(bind.clone(), &["edit"])]
         );
-        assert_eq!(uncovered(&held, &[bind.clone()]), [bind]);
+        assert_eq!(uncovered(&held, std::slice::from_ref(&bind)), [bind]);
     }
 
     fn spec(ctl: ControllerSpec) -> OperatorSpec {

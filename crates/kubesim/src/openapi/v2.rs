@@ -24,10 +24,11 @@
 //!   `parseReference`).
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
 use serde_json::{Map, Value, json};
 
-use crate::builtin::gv_path;
+use crate::builtin::catalog;
 use crate::registry::Registry;
 
 const V3_REF: &str = "#/components/schemas/";
@@ -35,33 +36,32 @@ const V2_REF: &str = "#/definitions/";
 
 /// `GET /openapi/v2` as JSON: every definition of every group-version, built-in and custom.
 pub fn document(reg: &Registry) -> Value {
-    let mut definitions = Map::new();
-    let crd_schemas: BTreeSet<String> = reg
-        .all()
-        .into_iter()
-        .filter(|t| t.crd.is_some())
-        .map(|t| format!("{}.{}.{}", super::reverse_group(&t.group), t.version, t.kind))
-        .collect();
-    let mut gvs = BTreeSet::new();
+    // The built-in kinds' definitions never change: converted once per process.
+    static BUILTIN: LazyLock<Map<String, Value>> = LazyLock::new(|| {
+        let mut definitions = Map::new();
+        for gv in catalog().all_components() {
+            for (name, schema) in &gv.schemas {
+                if !definitions.contains_key(name) {
+                    definitions.insert(name.clone(), to_v2(schema.clone(), false));
+                }
+            }
+        }
+        definitions
+    });
+    let mut definitions = BUILTIN.clone();
+    let mut own = Map::new();
     for t in reg.all() {
-        let gv = gv_path(&t.group, &t.version);
-        if !gvs.insert(gv.clone()) {
+        if catalog().schema_name(&t.group, &t.version, &t.kind).is_some() {
             continue;
         }
-        let Some(doc) = super::build(reg, &gv, true) else { continue };
-        let Some(Value::Object(schemas)) = doc.pointer("/components/schemas").cloned() else { continue };
-        for (name, schema) in schemas {
-            if definitions.contains_key(&name) {
-                continue;
-            }
-            let converted =
-                if crd_schemas.contains(&name) { kube_native(schema) } else { to_v2(schema, false) };
-            definitions.insert(name, converted);
-        }
+        let name = format!("{}.{}.{}", super::reverse_group(&t.group), t.version, t.kind);
+        let schema = super::own_schema(&t);
+        own.insert(name, if t.crd.is_some() { kube_native(schema) } else { to_v2(schema, false) });
     }
-    let names: BTreeSet<String> = definitions.keys().cloned().collect();
-    for schema in definitions.values_mut() {
-        drop_dangling(schema, &names);
+    let names: BTreeSet<String> = definitions.keys().chain(own.keys()).cloned().collect();
+    for (name, mut schema) in own {
+        drop_dangling(&mut schema, &names);
+        definitions.insert(name, schema);
     }
     json!({
         "swagger": "2.0",

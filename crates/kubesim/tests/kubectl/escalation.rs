@@ -121,7 +121,11 @@ async fn a_role_needs_its_rules_or_escalate() {
     let out = env.run_as(&bot, &["create", "-f", "-"], Some(&role("get, list")));
     assert!(out.ok(), "{}", out.stderr);
     // More is refused, on update too.
-    let out = env.run_as(&bot, &["apply", "--server-side", "--force-conflicts", "-f", "-"], Some(&role("get, list, delete")));
+    let out = env.run_as(
+        &bot,
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        Some(&role("get, list, delete")),
+    );
     assert!(
         out.stderr.contains(&format!(
             "roles.rbac.authorization.k8s.io \"cm\" is forbidden: \
@@ -140,7 +144,11 @@ async fn a_role_needs_its_rules_or_escalate() {
          subjects:\n- {kind: ServiceAccount, name: bot, namespace: default}\n",
         &[],
     );
-    let out = env.run_as(&bot, &["apply", "--server-side", "--force-conflicts", "-f", "-"], Some(&role("get, list, delete")));
+    let out = env.run_as(
+        &bot,
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        Some(&role("get, list, delete")),
+    );
     assert!(out.ok(), "{}", out.stderr);
     let stored = env.get(&["role", "cm"]).expect("role");
     assert_eq!(stored["rules"][0]["verbs"], serde_json::json!(["get", "list", "delete"]));

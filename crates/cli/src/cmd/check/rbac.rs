@@ -352,17 +352,16 @@ fn rbac_child(
             }
             let shown: Vec<&str> = lacking.iter().take(4).map(String::as_str).collect();
             let more = lacking.len().saturating_sub(shown.len());
-            let first = Some(format!(
+            let lacks = format!(
                 " ({}{})",
                 shown.join(", "),
                 if more > 0 { format!(" and {more} more") } else { String::new() }
-            ));
+            );
             Some(Finding::error(
                 "rbac",
                 format!(
-                    "operator {:?} applies {described} ({origin}), which grants permissions the generated RBAC does not hold{}: the API server refuses it unless the operator may escalate it",
-                    c.name,
-                    first.unwrap_or_default()
+                    "operator {:?} applies {described} ({origin}), which grants permissions the generated RBAC does not hold{lacks}: the API server refuses it unless the operator may escalate it",
+                    c.name
                 ),
                 Some(format!(
                     "add {} to operator {:?}, or declare the permissions it grants",
