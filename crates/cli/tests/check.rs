@@ -351,6 +351,9 @@ fn a_role_binding_needs_bind_on_its_role_and_a_role_its_rules_or_escalate() {
                  subjects: [{ kind: \"ServiceAccount\", name, namespace: cr.metadata.namespace }] }));\n    \
                  apply(Role({ metadata: { name: `${name}-reader` },\n      \
                  rules: [{ apiGroups: [\"apps\"], resources: [\"deployments\"], verbs: [\"get\", \"list\"] }] }));\n    \
+                 apply(RoleBinding({ metadata: { name: `${name}-readers` },\n      \
+                 roleRef: { apiGroup: \"rbac.authorization.k8s.io\", kind: \"Role\", name: `${name}-reader` },\n      \
+                 subjects: [{ kind: \"ServiceAccount\", name, namespace: cr.metadata.namespace }] }));\n    \
                  const available =",
             )
             .replace("  .manages(Deployment, Service)", &format!("  .manages(Deployment, Service, RoleBinding, Role){permissions}"))
@@ -367,8 +370,9 @@ fn a_role_binding_needs_bind_on_its_role_and_a_role_its_rules_or_escalate() {
         "{out}"
     );
     // The Role grants get and list of Deployments, which the generated RBAC holds
-    // (.manages(Deployment)): no escalate needed.
+    // (.manages(Deployment)): no escalate needed, and binding it needs no bind either.
     assert!(!out.contains("applies Role default/hello-reader"), "{out}");
+    assert!(!out.contains("hello-readers"), "{out}");
 
     // The line the help gives, declared: the check passes.
     let bind = r#"
@@ -398,8 +402,13 @@ fn a_role_binding_needs_bind_on_its_role_and_a_role_its_rules_or_escalate() {
         out.contains(r#"= help: add .permission({ apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], verbs: ["escalate"], resourceNames: ["hello-reader"] }) to operator "demo""#),
         "{out}"
     );
+    // Binding that Role now needs bind on it as well: the operator does not hold its rules.
+    assert!(
+        out.contains(r#"= help: add .permission({ apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], verbs: ["bind"], resourceNames: ["hello-reader"] }) to operator "demo""#),
+        "{out}"
+    );
     let escalate = r#"
-  .permission({ apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], verbs: ["escalate"], resourceNames: ["hello-reader"] })"#;
+  .permission({ apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], verbs: ["escalate", "bind"], resourceNames: ["hello-reader"] })"#;
     let declared = secrets.replace(bind, &format!("{bind}{escalate}"));
     std::fs::write(dir.join("operator.ct"), declared).expect("write");
     let (ok, out) = check(&dir, &tsc_path());

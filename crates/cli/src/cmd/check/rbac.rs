@@ -197,7 +197,8 @@ fn call_once(
         }
     }
     for child in &outcome.children.objects {
-        if let Some(finding) = rbac_child(script, c, child, &origin, &describe(child))
+        if let Some(finding) =
+            rbac_child(script, c, child, &outcome.children.objects, &origin, &describe(child))
             && reported.insert(("escalation", finding.message.clone()))
         {
             findings.push(finding);
@@ -261,16 +262,17 @@ const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 /// A binding or role the handler applies that the API server would refuse to the
 /// operator's generated RBAC (its escalation prevention, `pkg/registry/rbac/*/policybased`):
-/// a RoleBinding or ClusterRoleBinding needs `bind` on the role it names, and a Role or
-/// ClusterRole `escalate` on itself or every permission it grants. `bind` is checked against
-/// the `.permission(...)` rules (the generated RBAC never holds a role's permissions by
-/// accident, and binding by name is the least privilege); a role's rules against
-/// everything the generated RBAC grants. Both are asked with the object's own name, which
-/// server-side apply puts in the URL.
+/// a RoleBinding or ClusterRoleBinding needs `bind` on the role it names, or every
+/// permission of that role; a Role or ClusterRole `escalate` on itself or every permission
+/// it grants. A role the same reconcile applies (among `siblings`) is known, so binding it
+/// passes when the generated RBAC holds its rules; a role of the cluster (`admin`) is not,
+/// so binding it needs `bind` from a `.permission(...)` (by name: the least privilege).
+/// `escalate` is asked with the object's own name, which server-side apply puts in the URL.
 fn rbac_child(
     script: &Script,
     c: &ControllerSpec,
     child: &Value,
+    siblings: &[Value],
     origin: &str,
     described: &str,
 ) -> Option<Finding> {
@@ -287,6 +289,23 @@ fn rbac_child(
             resource_names: vec![name.to_owned()],
         };
         ctop_manifests::rbac::uncovered(&c.permissions, &[want]).is_empty()
+    };
+    // What the generated RBAC grants where `child` lives (the default deployment: cluster-wide).
+    let held = || {
+        let perms =
+            ctop_manifests::rbac::permissions(script.spec(), &ctop_manifests::Options::new("operator"));
+        let mut held = perms.cluster.clone();
+        if let Some(ns) = namespace {
+            held.extend(perms.namespaces.get(ns).into_iter().flatten().cloned());
+        }
+        held
+    };
+    let rules_of = |role: &Value| -> Option<Vec<PolicyRule>> {
+        let urls =
+            role["rules"].as_array().is_some_and(|r| r.iter().any(|r| r.get("nonResourceURLs").is_some()));
+        let aggregates = role.pointer("/aggregationRule/clusterRoleSelectors").is_some();
+        // A rule of URLs or an aggregation the generated RBAC can never hold.
+        (!urls && !aggregates).then(|| serde_json::from_value(role["rules"].clone()).unwrap_or_default())
     };
     let permission = |resource: &str, verb: &str, name: &str| {
         format!(
@@ -305,6 +324,17 @@ fn rbac_child(
             if declared(resource, "bind", role) {
                 return None;
             }
+            let sibling = siblings.iter().find(|s| {
+                s["kind"] == role_kind
+                    && s["metadata"]["name"] == role
+                    && (role_kind == "ClusterRole"
+                        || s["metadata"]["namespace"] == child["metadata"]["namespace"])
+            });
+            if let Some(rules) = sibling.and_then(rules_of)
+                && ctop_manifests::rbac::uncovered(&held(), &rules).is_empty()
+            {
+                return None;
+            }
             Some(Finding::error(
                 "rbac",
                 format!(
@@ -319,19 +349,13 @@ fn rbac_child(
             if declared(resource, "escalate", name) {
                 return None;
             }
-            let wanted: Vec<PolicyRule> = serde_json::from_value(child["rules"].clone()).unwrap_or_default();
             let urls = child["rules"]
                 .as_array()
                 .is_some_and(|rules| rules.iter().any(|r| r.get("nonResourceURLs").is_some()));
-            let perms =
-                ctop_manifests::rbac::permissions(script.spec(), &ctop_manifests::Options::new("operator"));
-            let mut held = perms.cluster.clone();
-            if let Some(ns) = namespace {
-                held.extend(perms.namespaces.get(ns).into_iter().flatten().cloned());
-            }
-            let missing = ctop_manifests::rbac::uncovered(&held, &wanted);
             let aggregates = child.pointer("/aggregationRule/clusterRoleSelectors").is_some();
-            if missing.is_empty() && !urls && !aggregates {
+            let wanted: Vec<PolicyRule> = serde_json::from_value(child["rules"].clone()).unwrap_or_default();
+            let missing = ctop_manifests::rbac::uncovered(&held(), &wanted);
+            if missing.is_empty() && rules_of(child).is_some() {
                 return None;
             }
             let mut lacking: Vec<String> = missing
