@@ -110,22 +110,6 @@ impl Api {
         }
     }
 
-    /// A server-side applied built-in object as its Go type holds it: the field manager
-    /// turns structured-merge-diff's result back into the Go type before anything else sees
-    /// it (apimachinery pkg/util/managedfields/internal/structuredmerge.go, Apply:
-    /// `runtime.DefaultUnstructuredConverter.FromUnstructured`), so the null a map or list
-    /// emptied by pruning left is the type's nil, gone from what is stored and from the
-    /// generation's comparison (the apps and batch strategies compare the typed specs).
-    /// Call it before the generation is counted.
-    pub(super) fn as_typed(rt: &ResourceType, obj: &mut Value, opts: &WriteOpts) {
-        if opts.from_apply && rt.crd.is_none() {
-            // The configuration was checked against the type already (check_apply), so
-            // the decoder has nothing to refuse here.
-            let _unknown =
-                crate::builtin::catalog().decode((&rt.group, &rt.version, &rt.kind), obj, &mut |_| {});
-        }
-    }
-
     /// Prune, default and validate a custom resource against its schema; metadata rules
     /// for every kind.
     pub(super) fn validate(

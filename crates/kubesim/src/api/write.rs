@@ -269,7 +269,6 @@ impl Api {
                 ));
             }
         }
-        Self::as_typed(rt, &mut new, opts);
         if rt.generation && spec_part(live, rt.status) != spec_part(&new, rt.status) {
             let g = live.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
             meta_mut(&mut new).insert("generation".into(), json!(g + 1));
@@ -412,7 +411,6 @@ impl Api {
         Self::normalize(rt, &mut obj);
         let mut warnings = Vec::new();
         obj = self.admit_create(rt, ns, name, obj, opts, &mut warnings).await?;
-        Self::as_typed(rt, &mut obj, opts);
         Self::as_read_back(rt, &mut obj, opts);
         let meta = meta_mut(&mut obj);
         for f in SYSTEM_FIELDS {

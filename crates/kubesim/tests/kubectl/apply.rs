@@ -489,25 +489,3 @@ async fn label_and_annotate() {
     env.ok(&["label", "configmaps", "-l", "a=9", "batch=yes"]);
     assert_eq!(env.names(&["configmaps", "-l", "batch=yes"]), ["l", "m"]);
 }
-
-#[tokio::test(flavor = "multi_thread")]
-async fn server_side_apply_emptying_a_built_in_map_stores_the_types_nil_and_annotate_keeps_the_generation() {
-    let env = Env::start().await;
-    let deployment = |annotations: &str| {
-        format!(
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  selector: {{matchLabels: {{app: d}}}}\n  \
-             template:\n    metadata:\n      labels: {{app: d}}\n      annotations: {annotations}\n    \
-             spec:\n      containers: [{{name: c, image: busybox}}]\n"
-        )
-    };
-    env.apply(&deployment("{a: b}"), &["--server-side"]);
-    // Pruning empties the map the applier still applies as {}: the Go type holds nil there.
-    env.apply(&deployment("{}"), &["--server-side"]);
-    let d = env.get(&["deployment", "d"]).unwrap();
-    assert_eq!(d["spec"]["template"]["metadata"], json!({"labels": {"app": "d"}}), "{d}");
-    assert_eq!(d["metadata"]["generation"], 2);
-    env.ok(&["annotate", "deployment", "d", "x=y"]);
-    let annotated = env.get(&["deployment", "d"]).unwrap();
-    assert_eq!(annotated["spec"], d["spec"]);
-    assert_eq!(annotated["metadata"]["generation"], 2);
-}
