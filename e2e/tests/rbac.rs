@@ -132,34 +132,24 @@ fn generated_rbac_is_sufficient_and_every_rule_is_needed_myapp() {
     prove("myapp", myapp_reconciled, &[]);
 }
 
-/// Apply `example`'s manifests, run it with them, then drop each rule in turn. `unproven`
-/// lists rules (as JSON) this example is allowed not to need. Each case's outcome is
-/// printed (seen with `--no-capture`).
-#[allow(clippy::print_stderr)]
-fn prove(example: &str, reconciled: fn(&Kubectl, &str) -> bool, unproven: &[&str]) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let admin = dir.path().join("kc");
-    let hook = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-    let _sim = Proc(
-        Command::new(binary::ctop())
-            // A bare API server: the samples stay `Pending`, which is what `reconciled` reads.
-            .args(["sim", "--authz", "--no-workloads", "--addr", "127.0.0.1:0", "--kubeconfig"])
-            .arg(&admin)
-            .arg("--webhook-service")
-            .arg(format!("{example}-system/{example}-webhook=127.0.0.1:{hook}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ctop sim starts"),
-    );
-    wait_for(&admin);
-    let k = Kubectl { kubeconfig: admin.clone(), cache: dir.path().join("cache") };
+/// What [`deploy`] set up: the Deployment's `ctop run` arguments, its ConfigMap's files,
+/// the operator's namespace, a kubeconfig of its ServiceAccount, and every object applied.
+struct Deployed {
+    args: Vec<String>,
+    files: std::path::PathBuf,
+    ns: String,
+    sa_kc: std::path::PathBuf,
+    objects: Vec<Value>,
+}
 
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(example);
-    let manifests = dir.path().join("manifests.yaml");
+/// `ctop manifests` of the operator in `example`, applied through `k` (an admin); the
+/// Deployment's arguments and files written out under `dir` as the Pod would see them, and
+/// a kubeconfig authenticated as the generated ServiceAccount.
+fn deploy(k: &Kubectl, dir: &Path, example: &Path) -> Deployed {
+    let manifests = dir.join("manifests.yaml");
     let out = Command::new(binary::ctop())
         .arg("manifests")
-        .arg(&example)
+        .arg(example)
         .arg("-o")
         .arg(&manifests)
         .output()
@@ -212,7 +202,7 @@ fn prove(example: &str, reconciled: fn(&Kubectl, &str) -> bool, unproven: &[&str
         .expect("volume");
     let cm_name = volume["configMap"]["name"].as_str().expect("a ConfigMap volume");
     let cm = of_kind("ConfigMap").find(|c| c["metadata"]["name"] == cm_name).expect("the mounted ConfigMap");
-    let files = dir.path().join("etc-ctop");
+    let files = dir.join("etc-ctop");
     std::fs::create_dir(&files).expect("mkdir");
     for (name, text) in cm["data"].as_object().into_iter().flatten() {
         std::fs::write(files.join(name), text.as_str().expect("string")).expect("write a data file");
@@ -239,13 +229,42 @@ fn prove(example: &str, reconciled: fn(&Kubectl, &str) -> bool, unproven: &[&str
         (Some(sa), Some(&*ns))
     );
     let token = k.ok(&["create", "token", sa, "-n", &ns]);
-    let sa_kc = dir.path().join("sa-kc");
-    std::fs::copy(&admin, &sa_kc).expect("copy the kubeconfig");
-    let sak = Kubectl { kubeconfig: sa_kc.clone(), cache: dir.path().join("sa-cache") };
+    let sa_kc = dir.join("sa-kc");
+    std::fs::copy(&k.kubeconfig, &sa_kc).expect("copy the kubeconfig");
+    let sak = Kubectl { kubeconfig: sa_kc.clone(), cache: dir.join("sa-cache") };
     sak.ok(&["config", "set-credentials", "operator-sa", "--token", token.trim()]);
     sak.ok(&["config", "set-context", "--current", "--user", "operator-sa"]);
     let who = sak.ok(&["auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"]);
     assert_eq!(who, format!("system:serviceaccount:{ns}:{sa}"));
+    Deployed { args, files, ns, sa_kc, objects }
+}
+
+/// Apply `example`'s manifests, run it with them, then drop each rule in turn. `unproven`
+/// lists rules (as JSON) this example is allowed not to need. Each case's outcome is
+/// printed (seen with `--no-capture`).
+#[allow(clippy::print_stderr)]
+fn prove(example: &str, reconciled: fn(&Kubectl, &str) -> bool, unproven: &[&str]) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let admin = dir.path().join("kc");
+    let hook = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let _sim = Proc(
+        Command::new(binary::ctop())
+            // A bare API server: the samples stay `Pending`, which is what `reconciled` reads.
+            .args(["sim", "--authz", "--no-workloads", "--addr", "127.0.0.1:0", "--kubeconfig"])
+            .arg(&admin)
+            .arg("--webhook-service")
+            .arg(format!("{example}-system/{example}-webhook=127.0.0.1:{hook}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop sim starts"),
+    );
+    wait_for(&admin);
+    let k = Kubectl { kubeconfig: admin.clone(), cache: dir.path().join("cache") };
+
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(example);
+    let Deployed { args, files, ns, sa_kc, objects } = deploy(&k, dir.path(), &example);
+    let of_kind = |kind: &'static str| objects.iter().filter(move |o| o["kind"] == kind);
 
     // Every rule is sufficient: zero 403s and the sample is reconciled.
     let sample = example.join("samples");
@@ -329,4 +348,101 @@ fn prove(example: &str, reconciled: fn(&Kubectl, &str) -> bool, unproven: &[&str
     assert!(unexpected.is_empty(), "rules not shown to be needed: {unexpected:#?}");
     let total: usize = roles.iter().map(|r| r["rules"].as_array().map_or(0, Vec::len)).sum();
     assert!(case == total && total > 0, "every generated rule was tried: {case} of {total}");
+}
+
+/// A `Team` operator whose reconcile binds the `admin` ClusterRole to the team's users,
+/// with `PERMISSION` replaced by what it declares.
+const TEAM_SCRIPT: &str = r#"
+import { resource, z, operator, apply, setStatus, Result, RoleBinding } from "ctop";
+
+const team = resource("test.example.com/v1", "Team", {
+  scope: "Namespaced",
+  spec: { admins: z.array(z.string()) },
+  status: { bound: z.boolean() },
+});
+
+operator(team)
+  .manages(RoleBinding)PERMISSION
+  .reconcile((cr) => {
+    apply(RoleBinding({
+      metadata: { name: `${cr.metadata.name}-admins` },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "admin" },
+      subjects: cr.spec.admins.map((name) => ({ apiGroup: "rbac.authorization.k8s.io", kind: "User", name })),
+    }));
+    setStatus(cr, { bound: true });
+    return Result.ok();
+  });
+"#;
+
+const BIND_ADMIN: &str = r#"
+  .permission({ apiGroups: ["rbac.authorization.k8s.io"], resources: ["clusterroles"], verbs: ["bind"], resourceNames: ["admin"] })"#;
+
+/// The generated RBAC of an operator that binds `admin` lets its ServiceAccount create that
+/// RoleBinding on `ctop sim --authz` once the script declares `bind` on `admin` (what `ctop
+/// check` asks for); without it kubesim refuses the binding in the API server's words.
+#[test]
+fn a_declared_bind_lets_the_operator_bind_admin_and_without_it_the_server_refuses() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let admin = dir.path().join("kc");
+    let _sim = Proc(
+        Command::new(binary::ctop())
+            .args(["sim", "--authz", "--no-workloads", "--addr", "127.0.0.1:0", "--kubeconfig"])
+            .arg(&admin)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ctop sim starts"),
+    );
+    wait_for(&admin);
+    let k = Kubectl { kubeconfig: admin.clone(), cache: dir.path().join("cache") };
+    let hook = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    k.ok(&["create", "namespace", "team"]);
+
+    for (case, permission) in [("without", ""), ("with", BIND_ADMIN)] {
+        let case_dir = dir.path().join(case);
+        let op = case_dir.join("op");
+        std::fs::create_dir_all(&op).expect("mkdir");
+        std::fs::write(op.join("operator.ct"), TEAM_SCRIPT.replace("PERMISSION", permission)).expect("write");
+        let Deployed { args, files, ns, sa_kc, .. } = deploy(&k, &case_dir, &op);
+        let log = case_dir.join("run.log");
+        let mut run = start_operator(&args, &files, &sa_kc, &ns, &log, hook);
+        let name = format!("t-{case}");
+        let cr = case_dir.join("team.yaml");
+        std::fs::write(
+            &cr,
+            format!("apiVersion: test.example.com/v1\nkind: Team\nmetadata:\n  name: {name}\nspec:\n  admins: [alice]\n"),
+        )
+        .expect("write the Team");
+        k.ok(&["apply", "-n", "team", "-f", cr.to_str().expect("utf-8")]);
+        let binding = format!("{name}-admins");
+        let deadline = Instant::now() + Duration::from_secs(40);
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            assert!(run.0.try_wait().expect("wait").is_none(), "ctop run exited:\n{text}");
+            if permission.is_empty() {
+                // The API server's words, as the operator reports the failed apply.
+                let refused = format!(
+                    "rolebindings.rbac.authorization.k8s.io \\\"{binding}\\\" is forbidden: user \\\"system:serviceaccount:{ns}:op\\\" (groups=[\\\"system:serviceaccounts\\\" \\\"system:serviceaccounts:{ns}\\\" \\\"system:authenticated\\\"]) is attempting to grant RBAC permissions not currently held"
+                );
+                let plain = refused.replace("\\\"", "\"");
+                if text.contains(&refused) || text.contains(&plain) {
+                    break;
+                }
+            } else {
+                let out =
+                    k.run(&["get", "rolebinding", &binding, "-n", "team", "-o", "jsonpath={.roleRef.name}"]);
+                if out.status.success() && String::from_utf8_lossy(&out.stdout) == "admin" {
+                    assert!(!denied(&text), "the operator was denied with the generated RBAC:\n{text}");
+                    break;
+                }
+            }
+            assert!(Instant::now() < deadline, "{case}: never got there:\n{text}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        if permission.is_empty() {
+            let out = k.run(&["get", "rolebinding", &binding, "-n", "team"]);
+            assert!(!out.status.success(), "the binding was refused, so it does not exist");
+        }
+        drop(run);
+    }
 }

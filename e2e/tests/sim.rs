@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use ctop_e2e::binary;
 
+mod common;
+
 fn wait_for(path: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !path.exists() {
@@ -127,4 +129,87 @@ fn init_scaffolds_an_operator_that_bundles_and_gets_typings() {
     let generated = std::fs::read_to_string(op.join("ctop-resources.d.ts")).expect("typings");
     assert!(generated.contains("export interface GreeterSpec {"), "{generated}");
     assert!(generated.contains("  replicas: number;"), "{generated}");
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write");
+    path.to_str().expect("utf-8").to_owned()
+}
+
+const WIDGET_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+"#;
+
+/// `kubectl apply -f` of a `kind: List` validates the items against `/openapi/v2` (no
+/// operation of `v1/List` in `/openapi/v3` lets it leave that to the server), which client-go
+/// reads as protobuf: with kubectl's default strict validation, Lists of ConfigMaps and of
+/// a custom resource apply, and an unknown field in an item is reported as kubectl does.
+#[test]
+fn kubectl_applies_a_list_with_strict_validation() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = common::start_sim(dir.path());
+    let k = common::Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    let d = dir.path();
+    let run = |args: &[&str]| {
+        let out = k.run(args);
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+
+    // What `kubectl get cm a b -o yaml` prints, applied back.
+    k.ok(&["create", "configmap", "a", "--from-literal=x=1"]);
+    k.ok(&["create", "configmap", "b", "--from-literal=y=2"]);
+    let list = k.ok(&["get", "configmap", "a", "b", "-o", "yaml"]);
+    assert!(list.starts_with("apiVersion: v1\nitems:"), "{list}");
+    k.ok(&["delete", "configmap", "a", "b"]);
+    let file = write(d, "list.yaml", &list);
+    let out = k.ok(&["apply", "-f", &file]);
+    assert_eq!(out, "configmap/a created\nconfigmap/b created\n");
+    assert_eq!(k.ok(&["get", "configmap", "a", "-o", "jsonpath={.data.x}"]), "1");
+
+    // A List holding a custom resource.
+    let crd = write(d, "crd.yaml", WIDGET_CRD);
+    k.ok(&["apply", "-f", &crd]);
+    k.ok(&["wait", "--for=condition=Established", "crd/widgets.example.com"]);
+    let mixed = "apiVersion: v1\nkind: List\nitems:\n\
+        - apiVersion: example.com/v1\n  kind: Widget\n  metadata: {name: w, namespace: default}\n  spec: {size: 2}\n\
+        - apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c, namespace: default}\n  data: {k: v}\n";
+    let out = k.ok(&["apply", "-f", &write(d, "mixed.yaml", mixed)]);
+    assert_eq!(out, "widget.example.com/w created\nconfigmap/c created\n");
+    assert_eq!(k.ok(&["get", "widget", "w", "-o", "jsonpath={.spec.size}"]), "2");
+
+    // An unknown field in an item: kubectl's own validation names it, and nothing is applied.
+    let bad = "apiVersion: v1\nkind: List\nitems:\n\
+        - apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: d, namespace: default}\n  data: {k: v}\n  colour: red\n";
+    let (ok, stderr) = run(&["apply", "-f", &write(d, "bad.yaml", bad)]);
+    assert!(!ok);
+    assert!(
+        stderr.contains(r#"error validating data: ValidationError(ConfigMap): unknown field "colour" in io.k8s.api.core.v1.ConfigMap"#),
+        "{stderr}"
+    );
+    let badcr = "apiVersion: v1\nkind: List\nitems:\n\
+        - apiVersion: example.com/v1\n  kind: Widget\n  metadata: {name: v, namespace: default}\n  spec: {size: 2, colour: red}\n";
+    let (ok, stderr) = run(&["apply", "-f", &write(d, "badcr.yaml", badcr)]);
+    assert!(!ok);
+    assert!(stderr.contains(r#"unknown field "colour""#), "{stderr}");
+    assert!(!run(&["get", "configmap", "d"]).0 && !run(&["get", "widget", "v"]).0, "nothing was applied");
 }

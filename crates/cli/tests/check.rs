@@ -351,3 +351,85 @@ fn samples_are_pruned_defaulted_and_validated_as_the_api_server_would() {
     // No handler runs on a refused sample, nor on a bare object in its place.
     assert!(!out.contains("reconcile of"), "{out}");
 }
+
+/// A RoleBinding a reconcile applies binds a role the operator must be allowed to bind: the
+/// API server's escalation prevention refuses it otherwise (kubesim with `--authz` too), so
+/// `ctop check` fails with the `.permission(...)` line to add until it is declared; a Role
+/// that grants more than the generated RBAC holds needs `escalate` the same way.
+#[test]
+fn a_role_binding_needs_bind_on_its_role_and_a_role_its_rules_or_escalate() {
+    let (_tmp, dir) = init();
+    let original = std::fs::read_to_string(dir.join("operator.ct")).expect("read");
+    let script = |permissions: &str| {
+        original
+            .replace("import { resource,", "import { RoleBinding, Role, resource,")
+            .replace(
+                "    const available =",
+                "    apply(RoleBinding({ metadata: { name: `${name}-admins` },\n      \
+                 roleRef: { apiGroup: \"rbac.authorization.k8s.io\", kind: \"ClusterRole\", name: \"admin\" },\n      \
+                 subjects: [{ kind: \"ServiceAccount\", name, namespace: cr.metadata.namespace }] }));\n    \
+                 apply(Role({ metadata: { name: `${name}-reader` },\n      \
+                 rules: [{ apiGroups: [\"apps\"], resources: [\"deployments\"], verbs: [\"get\", \"list\"] }] }));\n    \
+                 apply(RoleBinding({ metadata: { name: `${name}-readers` },\n      \
+                 roleRef: { apiGroup: \"rbac.authorization.k8s.io\", kind: \"Role\", name: `${name}-reader` },\n      \
+                 subjects: [{ kind: \"ServiceAccount\", name, namespace: cr.metadata.namespace }] }));\n    \
+                 const available =",
+            )
+            .replace("  .manages(Deployment, Service)", &format!("  .manages(Deployment, Service, RoleBinding, Role){permissions}"))
+    };
+    std::fs::write(dir.join("operator.ct"), script("")).expect("write");
+    let (ok, out) = check(&dir, &tsc_path());
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("error rbac: operator \"demo\" applies RoleBinding default/hello-admins (reconcile of samples/demo.yaml), which binds ClusterRole \"admin\": the API server refuses it"),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"= help: add .permission({ apiGroups: ["rbac.authorization.k8s.io"], resources: ["clusterroles"], verbs: ["bind"], resourceNames: ["admin"] }) to operator "demo""#),
+        "{out}"
+    );
+    // The Role grants get and list of Deployments, which the generated RBAC holds
+    // (.manages(Deployment)): no escalate needed, and binding it needs no bind either.
+    assert!(!out.contains("applies Role default/hello-reader"), "{out}");
+    assert!(!out.contains("hello-readers"), "{out}");
+
+    // The line the help gives, declared: the check passes.
+    let bind = r#"
+  .permission({ apiGroups: ["rbac.authorization.k8s.io"], resources: ["clusterroles"], verbs: ["bind"], resourceNames: ["admin"] })"#;
+    std::fs::write(dir.join("operator.ct"), script(bind)).expect("write");
+    let (ok, out) = check(&dir, &tsc_path());
+    assert!(ok, "{out}");
+
+    // A Role granting Secrets, which nothing declares, needs escalate on it.
+    let secrets = script(bind)
+        .replace(
+            r#"resources: ["deployments"], verbs: ["get", "list"]"#,
+            r#"resources: ["secrets"], verbs: ["get"]"#,
+        )
+        .replace(
+            r#"apiGroups: ["apps"], resources: ["secrets"]"#,
+            r#"apiGroups: [""], resources: ["secrets"]"#,
+        );
+    std::fs::write(dir.join("operator.ct"), &secrets).expect("write");
+    let (ok, out) = check(&dir, &tsc_path());
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("error rbac: operator \"demo\" applies Role default/hello-reader (reconcile of samples/demo.yaml), which grants permissions the generated RBAC does not hold (get secrets)"),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"= help: add .permission({ apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], verbs: ["escalate"], resourceNames: ["hello-reader"] }) to operator "demo""#),
+        "{out}"
+    );
+    // Binding that Role now needs bind on it as well: the operator does not hold its rules.
+    assert!(
+        out.contains(r#"= help: add .permission({ apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], verbs: ["bind"], resourceNames: ["hello-reader"] }) to operator "demo""#),
+        "{out}"
+    );
+    let escalate = r#"
+  .permission({ apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], verbs: ["escalate", "bind"], resourceNames: ["hello-reader"] })"#;
+    let declared = secrets.replace(bind, &format!("{bind}{escalate}"));
+    std::fs::write(dir.join("operator.ct"), declared).expect("write");
+    let (ok, out) = check(&dir, &tsc_path());
+    assert!(ok, "{out}");
+}

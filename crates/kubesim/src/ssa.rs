@@ -2034,6 +2034,40 @@ mod tests {
     }
 
     #[test]
+    fn emptying_an_applied_map_leaves_a_null_that_a_metadata_update_keeps() {
+        // The cronjob example's sequence: `jobTemplate.spec` applied with content, then as
+        // `{}`. structured-merge-diff merges `{}` into the live map (merge.go: not both
+        // empty), prunes what the manager no longer applies (update.go, prune), and
+        // removing every key of a map leaves a null (remove.go, doMap), owned as a leaf.
+        let full =
+            widget(json!({"jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}}}));
+        let live = ok_apply(None, &full, &mgr("a", T0), false);
+        let emptied =
+            ok_apply(Some(&live), &widget(json!({"jobTemplate": {"spec": {}}})), &mgr("a", T1), false);
+        assert_eq!(emptied["spec"], json!({"jobTemplate": {"spec": null}}));
+        assert_eq!(fields(&emptied, "a", "Apply"), json!({"f:spec": {"f:jobTemplate": {"f:spec": {}}}}));
+        // The API server stores it as a read gives it back (the schema drops that null,
+        // api::validate::as_read_back); a metadata-only update of that object leaves the
+        // spec and the Apply entry alone.
+        let mut stored = emptied.clone();
+        stored["spec"] = json!({"jobTemplate": {}});
+        let mut annotated = stored.clone();
+        annotated["metadata"]["annotations"] = json!({"a": "b"});
+        let out =
+            update(Some(&stored), annotated, &mgr("kubectl-annotate", T2), &TestShape, Scope::All).unwrap();
+        assert_eq!(out["spec"], stored["spec"]);
+        assert_eq!(fields(&out, "a", "Apply"), fields(&emptied, "a", "Apply"));
+        assert_eq!(
+            fields(&out, "kubectl-annotate", "Update"),
+            json!({"f:metadata": {"f:annotations": {".": {}, "f:a": {}}}})
+        );
+        // Applying the same `{}` again over the read-back object makes it `{}` (both sides
+        // empty: a leaf), as on the real server, where that write also counts as a change.
+        let again = ok_apply(Some(&out), &widget(json!({"jobTemplate": {"spec": {}}})), &mgr("a", T2), false);
+        assert_eq!(again["spec"], json!({"jobTemplate": {"spec": {}}}));
+    }
+
+    #[test]
     fn an_applied_empty_list_is_owned_only_when_atomic() {
         // An empty set or map list names no item, so nothing is owned (tofieldset.go,
         // doList); created, it stays as applied.

@@ -140,6 +140,52 @@ pub fn resource_of(spec: &OperatorSpec, kind: &ctop_core::KindRef) -> String {
     crate::kinds::resolve(spec, kind).plural
 }
 
+/// The rules of `wanted` that `held` does not grant, broken down to one group, resource,
+/// verb and name each: the API server's covering check for escalation prevention
+/// (component-helpers `auth/rbac/validation/policy_comparator.go`, `Covers`: `*` verbs,
+/// groups and resources, `*/subresource`, and rules without names covering every name). A
+/// role or binding the operator writes is refused unless what it grants is covered, or the
+/// operator may `escalate` or `bind` it.
+#[must_use]
+pub fn uncovered(held: &[PolicyRule], wanted: &[PolicyRule]) -> Vec<PolicyRule> {
+    let has = |set: &[String], item: &str| set.iter().any(|s| s == item || s == "*");
+    let covers = |rule: &PolicyRule, group: &str, resource: &str, verb: &str, name: Option<&str>| {
+        has(&rule.verbs, verb)
+            && has(&rule.api_groups, group)
+            && (has(&rule.resources, resource)
+                || resource
+                    .split_once('/')
+                    .is_some_and(|(_, sub)| rule.resources.iter().any(|r| *r == format!("*/{sub}"))))
+            && (rule.resource_names.is_empty()
+                || name.is_some_and(|n| rule.resource_names.iter().any(|r| r == n)))
+    };
+    let mut out = Vec::new();
+    for rule in wanted {
+        let names: Vec<Option<&str>> = if rule.resource_names.is_empty() {
+            vec![None]
+        } else {
+            rule.resource_names.iter().map(|n| Some(n.as_str())).collect()
+        };
+        for group in &rule.api_groups {
+            for resource in &rule.resources {
+                for verb in &rule.verbs {
+                    for name in &names {
+                        if !held.iter().any(|h| covers(h, group, resource, verb, *name)) {
+                            out.push(PolicyRule {
+                                api_groups: vec![group.clone()],
+                                resources: vec![resource.clone()],
+                                verbs: vec![verb.clone()],
+                                resource_names: name.iter().map(|n| (*n).to_owned()).collect(),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The permissions the operator described by `spec` needs when deployed with `options`.
 #[must_use]
 pub fn permissions(spec: &OperatorSpec, options: &Options) -> Permissions {
@@ -300,6 +346,37 @@ mod tests {
             verbs: verbs.iter().map(|s| (*s).into()).collect(),
             resource_names: vec![],
         }
+    }
+
+    #[test]
+    fn uncovered_breaks_rules_down_like_the_api_server() {
+        let named = |r: PolicyRule, names: &[&str]| PolicyRule {
+            resource_names: names.iter().map(|s| (*s).into()).collect(),
+            ..r
+        };
+        let held = vec![
+            rule("", &["configmaps"], &["get", "list"]),
+            rule("apps", &["*"], &["*"]),
+            rule("", &["*/status"], &["get"]),
+            named(rule("rbac.authorization.k8s.io", &["clusterroles"], &["bind"]), &["admin"]),
+        ];
+        assert!(
+            uncovered(&held, &[rule("apps", &["deployments", "replicasets"], &["create", "delete"])])
+                .is_empty()
+        );
+        assert!(uncovered(&held, &[rule("", &["pods/status"], &["get"])]).is_empty());
+        assert_eq!(
+            uncovered(&held, &[rule("", &["configmaps", "pods/status"], &["get", "watch"])]),
+            [rule("", &["configmaps"], &["watch"]), rule("", &["pods/status"], &["watch"])]
+        );
+        // Names: a named grant covers only those names, never an unnamed request.
+        let bind = rule("rbac.authorization.k8s.io", &["clusterroles"], &["bind"]);
+        assert!(uncovered(&held, &[named(bind.clone(), &["admin"])]).is_empty());
+        assert_eq!(
+            uncovered(&held, &[named(bind.clone(), &["admin", "edit"])]),
+            [named(bind.clone(), &["edit"])]
+        );
+        assert_eq!(uncovered(&held, std::slice::from_ref(&bind)), [bind]);
     }
 
     fn spec(ctl: ControllerSpec) -> OperatorSpec {

@@ -79,6 +79,10 @@ impl Api {
         if let Some(mutated) = self.admit_mutate(rt, &req, Some(obj.clone()), warnings).await? {
             obj = mutated;
         }
+        // A POST has no name in its URL; server-side apply's PATCH (the one other way to
+        // create) has.
+        let url_name = if opts.from_apply { name } else { "" };
+        self.rbac_escalation_permitted(rt, ns, url_name, None, &obj, opts)?;
         self.validate(rt, &mut obj, None, opts, warnings)?;
         self.admit_validate(rt, &req, Some(&obj), warnings).await?;
         self.owner_references_permitted(rt, ns, name, None, &obj, opts)?;

@@ -11,6 +11,7 @@ mod admit;
 mod crd;
 mod defaults;
 mod delete;
+mod rbac;
 mod validate;
 mod write;
 

@@ -93,6 +93,23 @@ impl Api {
         Ok(())
     }
 
+    /// A server-side applied custom resource as it is stored: as a read gives it back. The
+    /// real server validates the applied object with the nulls its pruning left (a typed
+    /// field refuses them in [`Self::validate`]), counts them in the generation
+    /// (registry/customresource/strategy.go, PrepareForUpdate), and stores them; its
+    /// storage decoder drops the non-nullable ones and defaults again on every read, the
+    /// read of the write's own answer included (apiextensions-apiserver
+    /// pkg/apiserver/customresource_handler.go: crdConversionRESTOptionsGetter,
+    /// schemaCoercingDecoder with repairGeneration, unstructuredSchemaCoercer.apply). Kept,
+    /// such a null would make the next decoded write (a merge patch of an annotation)
+    /// change the spec and bump the generation. Call it after the generation is counted.
+    pub(super) fn as_read_back(rt: &ResourceType, obj: &mut Value, opts: &WriteOpts) {
+        if let (true, Some(schema)) = (opts.from_apply, rt.crd.as_ref().and_then(|c| c.schema.as_ref())) {
+            schema::drop_nulls(obj, schema);
+            schema::apply_defaults(obj, schema);
+        }
+    }
+
     /// Prune, default and validate a custom resource against its schema; metadata rules
     /// for every kind.
     pub(super) fn validate(

@@ -248,6 +248,7 @@ impl Api {
         if let Some(mutated) = self.admit_mutate(rt, &req, Some(new.clone()), &mut warnings).await? {
             new = mutated;
         }
+        self.rbac_escalation_permitted(rt, ns, name, Some(live), &new, opts)?;
         self.validate(rt, &mut new, Some(live), opts, &mut warnings)?;
         self.admit_validate(rt, &req, Some(&new), &mut warnings).await?;
         self.owner_references_permitted(rt, ns, name, Some(live), &new, opts)?;
@@ -272,6 +273,7 @@ impl Api {
             let g = live.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
             meta_mut(&mut new).insert("generation".into(), json!(g + 1));
         }
+        Self::as_read_back(rt, &mut new, opts);
         if rt.kind == "CustomResourceDefinition" && sub.is_none() {
             if let Some(status) = live.get("status") {
                 new["status"] = status.clone();
@@ -409,6 +411,7 @@ impl Api {
         Self::normalize(rt, &mut obj);
         let mut warnings = Vec::new();
         obj = self.admit_create(rt, ns, name, obj, opts, &mut warnings).await?;
+        Self::as_read_back(rt, &mut obj, opts);
         let meta = meta_mut(&mut obj);
         for f in SYSTEM_FIELDS {
             meta.remove(*f);

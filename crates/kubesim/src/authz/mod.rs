@@ -20,6 +20,10 @@
 //!   every other ClusterRole its selectors match (the steady state of the aggregation
 //!   controller); its own stored `rules` are ignored, as the controller overwrites them.
 
+mod escalation;
+
+pub use escalation::{EscalationError, check_binding, check_role};
+
 use crate::selector::LabelSelector;
 use ctop_schema::go::quote as go_quote;
 use std::collections::{BTreeMap, BTreeSet};
@@ -185,7 +189,7 @@ pub fn decide(user: &User, attrs: &Attributes, rbac: &dyn RbacSource) -> Decisio
 
 /// The RBAC authorizer alone (no `system:masters` short-circuit).
 pub fn rbac_decide(user: &User, attrs: &Attributes, rbac: &dyn RbacSource) -> Decision {
-    let mut resolver = Resolver { rbac, cluster_roles: None, roles: None, cache: BTreeMap::new() };
+    let mut resolver = Resolver::new(rbac);
     let mut errors = Vec::new();
     for binding in rbac.cluster_role_bindings() {
         if let Some(reason) = resolver.visit(&binding, "", user, attrs, &mut errors) {
@@ -277,7 +281,11 @@ struct Resolver<'a> {
     cache: BTreeMap<String, Vec<Rule>>,
 }
 
-impl Resolver<'_> {
+impl<'a> Resolver<'a> {
+    fn new(rbac: &'a dyn RbacSource) -> Self {
+        Resolver { rbac, cluster_roles: None, roles: None, cache: BTreeMap::new() }
+    }
+
     /// Visits one binding; `Some(reason)` if one of its rules allows the request.
     fn visit(
         &mut self,

@@ -3,7 +3,7 @@
 use super::*;
 
 /// An in-memory RbacSource over a flat list of objects.
-struct Store(Vec<Value>);
+pub(super) struct Store(pub(super) Vec<Value>);
 
 impl Store {
     fn of_kind(&self, kind: &str, ns: Option<&str>) -> Vec<Value> {
@@ -16,7 +16,7 @@ impl Store {
             .cloned()
             .collect()
     }
-    fn with_bootstrap(mut objs: Vec<Value>) -> Store {
+    pub(super) fn with_bootstrap(mut objs: Vec<Value>) -> Store {
         objs.extend(bootstrap_objects());
         Store(objs)
     }
@@ -37,23 +37,23 @@ impl RbacSource for Store {
     }
 }
 
-fn cr(name: &str, rules: Value) -> Value {
+pub(super) fn cr(name: &str, rules: Value) -> Value {
     json!({"apiVersion": RBAC_API_VERSION, "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules})
 }
-fn role(ns: &str, name: &str, rules: Value) -> Value {
+pub(super) fn role(ns: &str, name: &str, rules: Value) -> Value {
     json!({"apiVersion": RBAC_API_VERSION, "kind": "Role",
            "metadata": {"name": name, "namespace": ns}, "rules": rules})
 }
-fn crb(name: &str, role: &str, subjects: Value) -> Value {
+pub(super) fn crb(name: &str, role: &str, subjects: Value) -> Value {
     json!({"apiVersion": RBAC_API_VERSION, "kind": "ClusterRoleBinding", "metadata": {"name": name},
            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role}, "subjects": subjects})
 }
-fn rb(ns: &str, name: &str, kind: &str, role: &str, subjects: Value) -> Value {
+pub(super) fn rb(ns: &str, name: &str, kind: &str, role: &str, subjects: Value) -> Value {
     json!({"apiVersion": RBAC_API_VERSION, "kind": "RoleBinding",
            "metadata": {"name": name, "namespace": ns},
            "roleRef": {"apiGroup": RBAC_GROUP, "kind": kind, "name": role}, "subjects": subjects})
 }
-fn user(name: &str) -> Value {
+pub(super) fn user(name: &str) -> Value {
     json!([{"apiGroup": RBAC_GROUP, "kind": "User", "name": name}])
 }
 

@@ -102,6 +102,11 @@ impl Catalog {
         self.gvs.get(gv)
     }
 
+    /// The built-in components of every group-version document.
+    pub(crate) fn all_components(&self) -> impl Iterator<Item = &GvComponents> {
+        self.gvs.values()
+    }
+
     /// The component name of a built-in kind, e.g. `io.k8s.api.apps.v1.Deployment`.
     pub(crate) fn schema_name(&self, group: &str, version: &str, kind: &str) -> Option<&str> {
         self.entry((group, version, kind)).map(|k| k.schema.as_str())

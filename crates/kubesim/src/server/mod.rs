@@ -176,7 +176,20 @@ async fn route(
         Route::GroupVersion(g, v) => {
             srv.api.registry.api_resource_list(&g, &v).ok_or_else(ApiError::no_route)?
         }
-        Route::OpenApiV2 => return Err(ApiError::no_route()),
+        Route::OpenApiV2 => {
+            let doc = openapi::v2::document(&srv.api.registry);
+            // client-go asks for protobuf only (discovery_client.go, openAPIV2mimePb); a
+            // browser or curl gets JSON. The answer names the type without the `@` that
+            // Go's mime parser refuses, as kube-openapi's handler does
+            // (pkg/handler/handler.go: subTypeProtobufDeprecated → subTypeProtobuf).
+            let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+            if accept.contains("protobuf") {
+                let bytes = openapi::gnostic::encode(&doc);
+                let mime = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+                return Ok((StatusCode::OK, [(header::CONTENT_TYPE, mime)], bytes).into_response());
+            }
+            doc
+        }
         Route::OpenApiV3 => openapi::index(&srv.api.registry),
         Route::OpenApiV3Doc(gv) => {
             openapi::document(&srv.api.registry, &gv).ok_or_else(ApiError::no_route)?

@@ -341,3 +341,69 @@ async fn a_crd_whose_schema_has_the_wrong_types_is_refused_as_the_decoder_words_
     );
     assert!(!env.run(&["get", "crd", "things.x.io"]).ok(), "nothing was stored");
 }
+
+/// A CronTab-like kind whose `jobTemplate.spec` is free-form (the cronjob example's
+/// `z.any()`): `x-kubernetes-preserve-unknown-fields`, no type, not nullable.
+const CRONTAB_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: crontabs, singular: crontab, kind: CronTab}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              schedule: {type: string}
+              jobTemplate:
+                type: object
+                properties:
+                  spec: {x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_emptied_applied_map_reads_back_without_its_null_and_annotate_keeps_the_generation() {
+    let env = Env::start().await;
+    env.apply(CRONTAB_CRD, &[]);
+    env.ok(&["wait", "--for=condition=Established", "crd/crontabs.example.com"]);
+    let tab = |job_spec: &str| {
+        format!(
+            "apiVersion: example.com/v1\nkind: CronTab\nmetadata:\n  name: t\nspec:\n  schedule: '* * * * *'\n  \
+             jobTemplate:\n    spec: {job_spec}\n"
+        )
+    };
+    env.apply(&tab("{template: {spec: {containers: [{name: c, image: busybox}]}}}"), &["--server-side"]);
+    // Applied as {}: structured-merge-diff prunes what the manager applied inside and
+    // leaves a null, which the real server's storage drops when it reads the object back.
+    env.apply(&tab("{}"), &["--server-side"]);
+    let t = env.get(&["crontab", "t", "--show-managed-fields"]).unwrap();
+    assert_eq!(t["spec"]["jobTemplate"], json!({}), "{t}");
+    assert_eq!(t["metadata"]["generation"], 2);
+    let applied = t["metadata"]["managedFields"].as_array().expect("managedFields")[0]["fieldsV1"].clone();
+    assert_eq!(applied["f:spec"]["f:jobTemplate"], json!({"f:spec": {}}), "the applier still owns it");
+
+    // A metadata-only write changes neither the spec nor the generation.
+    env.ok(&["annotate", "crontab", "t", "a=b"]);
+    let annotated = env.get(&["crontab", "t"]).unwrap();
+    assert_eq!(annotated["metadata"]["annotations"]["a"], "b");
+    assert_eq!(annotated["spec"], t["spec"]);
+    assert_eq!(annotated["metadata"]["generation"], 2);
+    // Nor does a label, or an empty merge patch.
+    env.ok(&["label", "crontab", "t", "l=v"]);
+    env.ok(&["patch", "crontab", "t", "--type", "merge", "-p", "{}"]);
+    let after = env.get(&["crontab", "t"]).unwrap();
+    assert_eq!(
+        (after["spec"].clone(), after["metadata"]["generation"].clone()),
+        (t["spec"].clone(), json!(2))
+    );
+}

@@ -11,6 +11,7 @@ mod builtin;
 mod crd;
 mod delete;
 mod env;
+mod escalation;
 mod read;
 mod workloads;
 

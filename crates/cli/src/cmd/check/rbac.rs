@@ -8,6 +8,11 @@
 //! be watched (otherwise the read is always empty and RBAC grants no `get`/`list`: see
 //! `crates/manifests/src/rbac.rs`). The cache a handler reads here is empty.
 //!
+//! Every RoleBinding or ClusterRoleBinding a handler applies must be bindable by the
+//! operator (`bind` on the role it names, from a `.permission(...)`), and every Role or
+//! ClusterRole grant nothing the generated RBAC does not hold, or be escalatable: the API
+//! server's escalation prevention refuses them otherwise, as kubesim does with `--authz`.
+//!
 //! A run covers the branches its input takes; a branch that only a cluster's state reaches
 //! (an observed child with some status) is not run here.
 
@@ -15,7 +20,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use ctop_core::{ControllerSpec, KindRef, Observer, ReconcileOutcome};
+use ctop_core::{ControllerSpec, KindRef, Observer, PolicyRule, ReconcileOutcome};
 use ctop_runtime::{Script, VmError};
 use serde_json::{Value, json};
 
@@ -191,6 +196,14 @@ fn call_once(
             ));
         }
     }
+    for child in &outcome.children.objects {
+        if let Some(finding) =
+            rbac_child(script, c, child, &outcome.children.objects, &origin, &describe(child))
+            && reported.insert(("escalation", finding.message.clone()))
+        {
+            findings.push(finding);
+        }
+    }
     for patch in &outcome.patches {
         let k = kind_of(patch);
         let resource = ctop_manifests::rbac::resource_of(script.spec(), &k);
@@ -245,7 +258,147 @@ fn call_once(
     findings
 }
 
-/// A handler that threw: an error on a sample (`ctop dev` applies it and would fail the
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// A binding or role the handler applies that the API server would refuse to the
+/// operator's generated RBAC (its escalation prevention, `pkg/registry/rbac/*/policybased`):
+/// a RoleBinding or ClusterRoleBinding needs `bind` on the role it names, or every
+/// permission of that role; a Role or ClusterRole `escalate` on itself or every permission
+/// it grants. A role the same reconcile applies (among `siblings`) is known, so binding it
+/// passes when the generated RBAC holds its rules; a role of the cluster (`admin`) is not,
+/// so binding it needs `bind` from a `.permission(...)` (by name: the least privilege).
+/// `escalate` is asked with the object's own name, which server-side apply puts in the URL.
+fn rbac_child(
+    script: &Script,
+    c: &ControllerSpec,
+    child: &Value,
+    siblings: &[Value],
+    origin: &str,
+    described: &str,
+) -> Option<Finding> {
+    if child["apiVersion"] != "rbac.authorization.k8s.io/v1" {
+        return None;
+    }
+    let name = child["metadata"]["name"].as_str().unwrap_or_default();
+    let namespace = child["metadata"]["namespace"].as_str();
+    let declared = |resource: &str, verb: &str, name: &str| {
+        let want = PolicyRule {
+            api_groups: vec![RBAC_GROUP.to_owned()],
+            resources: vec![resource.to_owned()],
+            verbs: vec![verb.to_owned()],
+            resource_names: vec![name.to_owned()],
+        };
+        ctop_manifests::rbac::uncovered(&c.permissions, &[want]).is_empty()
+    };
+    // What the generated RBAC grants where `child` lives (the default deployment: cluster-wide).
+    let held = || {
+        let perms =
+            ctop_manifests::rbac::permissions(script.spec(), &ctop_manifests::Options::new("operator"));
+        let mut held = perms.cluster.clone();
+        if let Some(ns) = namespace {
+            held.extend(perms.namespaces.get(ns).into_iter().flatten().cloned());
+        }
+        held
+    };
+    let rules_of = |role: &Value| -> Option<Vec<PolicyRule>> {
+        let urls =
+            role["rules"].as_array().is_some_and(|r| r.iter().any(|r| r.get("nonResourceURLs").is_some()));
+        let aggregates = role.pointer("/aggregationRule/clusterRoleSelectors").is_some();
+        // A rule of URLs or an aggregation the generated RBAC can never hold.
+        (!urls && !aggregates).then(|| serde_json::from_value(role["rules"].clone()).unwrap_or_default())
+    };
+    let permission = |resource: &str, verb: &str, name: &str| {
+        format!(
+            ".permission({{ apiGroups: [{RBAC_GROUP:?}], resources: [{resource:?}], verbs: [{verb:?}], resourceNames: [{name:?}] }})"
+        )
+    };
+    match child["kind"].as_str()? {
+        "RoleBinding" | "ClusterRoleBinding" => {
+            let role_kind = child["roleRef"]["kind"].as_str().unwrap_or_default();
+            let role = child["roleRef"]["name"].as_str().unwrap_or_default();
+            let resource = match role_kind {
+                "ClusterRole" => "clusterroles",
+                "Role" => "roles",
+                _ => return None,
+            };
+            if declared(resource, "bind", role) {
+                return None;
+            }
+            let sibling = siblings.iter().find(|s| {
+                s["kind"] == role_kind
+                    && s["metadata"]["name"] == role
+                    && (role_kind == "ClusterRole"
+                        || s["metadata"]["namespace"] == child["metadata"]["namespace"])
+            });
+            if let Some(rules) = sibling.and_then(rules_of)
+                && ctop_manifests::rbac::uncovered(&held(), &rules).is_empty()
+            {
+                return None;
+            }
+            Some(Finding::error(
+                "rbac",
+                format!(
+                    "operator {:?} applies {described} ({origin}), which binds {role_kind} {role:?}: the API server refuses it (\"is attempting to grant RBAC permissions not currently held\") unless the operator may bind that role, and no .permission(...) grants bind on it",
+                    c.name
+                ),
+                Some(format!("add {} to operator {:?}", permission(resource, "bind", role), c.name)),
+            ))
+        }
+        kind @ ("Role" | "ClusterRole") => {
+            let resource = if kind == "Role" { "roles" } else { "clusterroles" };
+            if declared(resource, "escalate", name) {
+                return None;
+            }
+            let urls = child["rules"]
+                .as_array()
+                .is_some_and(|rules| rules.iter().any(|r| r.get("nonResourceURLs").is_some()));
+            let aggregates = child.pointer("/aggregationRule/clusterRoleSelectors").is_some();
+            let wanted: Vec<PolicyRule> = serde_json::from_value(child["rules"].clone()).unwrap_or_default();
+            let missing = ctop_manifests::rbac::uncovered(&held(), &wanted);
+            if missing.is_empty() && rules_of(child).is_some() {
+                return None;
+            }
+            let mut lacking: Vec<String> = missing
+                .iter()
+                .map(|m| {
+                    let group = m.api_groups.join("");
+                    let resource = m.resources.join("");
+                    let on = if group.is_empty() { resource } else { format!("{resource}.{group}") };
+                    format!("{} {on}", m.verbs.join(""))
+                })
+                .collect();
+            lacking.dedup();
+            if urls {
+                lacking.push("non-resource URLs".to_owned());
+            }
+            if aggregates {
+                lacking.push("an aggregationRule (cluster-admin only)".to_owned());
+            }
+            let shown: Vec<&str> = lacking.iter().take(4).map(String::as_str).collect();
+            let more = lacking.len().saturating_sub(shown.len());
+            let lacks = format!(
+                " ({}{})",
+                shown.join(", "),
+                if more > 0 { format!(" and {more} more") } else { String::new() }
+            );
+            Some(Finding::error(
+                "rbac",
+                format!(
+                    "operator {:?} applies {described} ({origin}), which grants permissions the generated RBAC does not hold{lacks}: the API server refuses it unless the operator may escalate it",
+                    c.name
+                ),
+                Some(format!(
+                    "add {} to operator {:?}, or declare the permissions it grants",
+                    permission(resource, "escalate", name),
+                    c.name
+                )),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// A handler that threw:/// A handler that threw: an error on a sample (`ctop dev` applies it and would fail the
 /// same way), a warning on a bare object (the script may rightly need a spec).
 fn failed(dir: &Path, c: &ControllerSpec, origin: &str, e: &VmError, synthetic: bool) -> Finding {
     let location = match e {

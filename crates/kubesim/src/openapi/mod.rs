@@ -1,3 +1,5 @@
+//! `/openapi/v3` (this module) and `/openapi/v2` ([`v2`], encoded by [`gnostic`]).
+//!
 //! `/openapi/v3`: enough for kubectl's default (strict) validation to learn that every
 //! kind accepts `fieldValidation`, for `kubectl explain`, and for kubectl's client-side
 //! apply to find the merge keys of built-in kinds.
@@ -9,11 +11,14 @@
 //! (`crate::builtin`, generated once per process, with their hash) and the custom
 //! resources' schemas.
 
+pub(crate) mod gnostic;
+pub(crate) mod v2;
+
 use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha512};
 
 use crate::builtin::{self, catalog, gv_path};
-use crate::registry::Registry;
+use crate::registry::{Registry, ResourceType};
 
 /// `GET /openapi/v3`: the index of group-version documents.
 pub fn index(reg: &Registry) -> Value {
@@ -93,13 +98,7 @@ fn build(reg: &Registry, gv: &str, with_builtins: bool) -> Option<Value> {
             // Its schema is among the built-in components.
             continue;
         }
-        let mut schema = t
-            .crd
-            .as_ref()
-            .and_then(|c| c.schema.clone())
-            .unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
-        schema["x-kubernetes-group-version-kind"] = json!([gvk]);
-        schemas.insert(schema_name, schema);
+        schemas.insert(schema_name, own_schema(t));
     }
     Some(json!({
         "openapi": "3.0.0",
@@ -107,6 +106,19 @@ fn build(reg: &Registry, gv: &str, with_builtins: bool) -> Option<Value> {
         "paths": paths,
         "components": {"schemas": schemas},
     }))
+}
+
+/// The schema of a kind without a built-in component (a custom resource's, or a free-form
+/// object), with its `x-kubernetes-group-version-kind`.
+fn own_schema(t: &ResourceType) -> Value {
+    let mut schema = t
+        .crd
+        .as_ref()
+        .and_then(|c| c.schema.clone())
+        .unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+    schema["x-kubernetes-group-version-kind"] =
+        json!([{"group": t.group, "version": t.version, "kind": t.kind}]);
+    schema
 }
 
 /// `apps` → `io.k8s.api.apps`; CRD groups are reversed like the real server does.
