@@ -204,3 +204,32 @@ async fn a_deletion_that_can_never_end_says_what_it_waits_for() {
     assert!(left.iter().all(|w| w.meta().name.as_deref() != Some("w")));
     op.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_does_not_wait_out_the_backoff_of_failed_reconciles() {
+    let op = start_on(
+        &sim().await,
+        r#"operator(widget)
+          .finalize((cr) => Result.ok())
+          .reconcile((cr) => Result.error("failing on purpose"));"#,
+        Launch { serve: true, ..Launch::default() },
+    )
+    .await;
+    op.create("w", json!({})).await;
+    // Four failures in a row: the next retry is 8 s away (0.5 s doubling).
+    eventually(30, "four failed reconciles", || async {
+        let errors = op.metric("controller_runtime_reconcile_errors_total{controller=\"widget\"}").await;
+        (errors >= 4.0).then_some(())
+    })
+    .await;
+    let errors = op.metric("controller_runtime_reconcile_errors_total{controller=\"widget\"}").await;
+    let deleted = std::time::Instant::now();
+    op.widgets().delete("w", &DeleteParams::default()).await.expect("deleted");
+    widget_gone(&op, "w").await;
+    let after = op.metric("controller_runtime_reconcile_errors_total{controller=\"widget\"}").await;
+    assert!(after <= errors + 1.0, "the deletion did not fail its way through: {errors} -> {after}");
+    // Acted on at once, as controller-runtime does, not after the backoff.
+    assert!(deleted.elapsed() < std::time::Duration::from_secs(6), "took {:?}", deleted.elapsed());
+    assert!(op.finalizes() >= 1);
+    op.stop().await;
+}
