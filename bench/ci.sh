@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The small benchmark CI runs so it cannot rot: 100 WebApp CRs through ctop, the native
 # kube-rs controller and kopf, one after another on kubesim, then the memory soak's smoke
-# run (2 waves of 50 CRs each; 19 s for the three on a loaded 2-core machine). It fails
+# run (2 waves of 50 CRs each; 14–19 s for the three on a loaded 2-core machine). It fails
 # when an implementation does not converge (or the bench cannot run), never on timing or
 # memory.
 set -euo pipefail

@@ -46,7 +46,9 @@ fn growth_cells(r: &SoakRun) -> String {
 /// Whether ctop met the goal at `size`, in words.
 fn goal(runs: &[SoakRun], size: usize) -> String {
     let growth = |imp: &str| runs.iter().find(|r| r.is(imp, size)).and_then(|r| r.growth);
-    let Some(ctop) = growth("ctop") else { return "no ctop growth measured".to_owned() };
+    let Some(ctop) = growth("ctop") else {
+        return format!("No growth for ctop: it needs waves {FROM_WAVE} and {} at least", FROM_WAVE + 1);
+    };
     let absolute = if ctop.mb_per_2000 <= GOAL_MB_PER_2000 { "met" } else { "missed" };
     let mut words = format!(
         "ctop grows {:.2} MB per 2,000 objects (goal ≤ {GOAL_MB_PER_2000}): **{absolute}**",
