@@ -19,11 +19,11 @@ mod report;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
+use ctop_bench::implementation;
 use ctop_bench::procs::{Proc, free_port, proc_usage, reconciles, scrape, spawn};
 use ctop_bench::seen::{Seen, wait_for, watch_workload};
 use ctop_bench::sim::{self, IMAGE_1, IMAGE_2, example_copy, webapp};
@@ -144,7 +144,7 @@ async fn main() -> anyhow::Result<()> {
             runs.push(run);
         }
     }
-    let order = |r: &Run| ["ctop", "native", "kopf"].iter().position(|i| *i == r.implementation);
+    let order = |r: &Run| implementation::NAMES.iter().position(|i| *i == r.implementation);
     if opts.report_only {
         runs.sort_by_key(|r| (r.size, order(r)));
         report::write(&opts.out, &runs, &opts.every)?;
@@ -226,37 +226,19 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     let webapps = sim::install_webapp_crd(&opts.ctop, &example, &client).await?;
     webapps.create(&PostParams::default(), &webapp("probe", IMAGE_1)).await?;
 
-    let every_s = opts.every.parse::<ctop_duration::D>()?.0.as_secs_f64();
+    let every_s = implementation::parse_duration(&opts.every)?.as_secs_f64();
+    let programs = implementation::Programs {
+        ctop: opts.ctop.clone(),
+        native: opts.native.clone(),
+        kopf: opts.kopf.clone(),
+        kopf_script: opts.kopf_script.clone(),
+    };
     let start = |every: &str, log: &str| -> anyhow::Result<(Proc, u16)> {
         let port = free_port()?;
-        let every_s = every.parse::<ctop_duration::D>()?.0.as_secs_f64();
-        let mut cmd = match imp {
-            "ctop" => {
-                let mut c = Command::new(&opts.ctop);
-                c.arg("run")
-                    .arg(example_copy(&opts.example, &tmp, every)?)
-                    .arg("--kubeconfig")
-                    .arg(&kubeconfig);
-                c.args(["--leader-elect=false", "--health-port", "0", "--metrics-port", &port.to_string()]);
-                c.env("CTOP_LOG", "warn");
-                c
-            }
-            "native" => {
-                let mut c = Command::new(&opts.native);
-                c.arg("--kubeconfig").arg(&kubeconfig);
-                c.args(["--every", every, "--metrics-port", &port.to_string()]);
-                c
-            }
-            "kopf" => {
-                let mut c = Command::new(&opts.kopf);
-                c.args(["run", "--standalone", "--quiet", "-A"]).arg(&opts.kopf_script);
-                c.env("KUBECONFIG", &kubeconfig);
-                c.env("BENCH_EVERY", every_s.to_string());
-                c.env("BENCH_METRICS_PORT", port.to_string());
-                c
-            }
-            other => bail!("unknown implementation {other:?} (ctop, native, kopf)"),
-        };
+        let example = example_copy(&opts.example, &tmp, every)?;
+        let launch =
+            implementation::Launch { example: &example, kubeconfig: &kubeconfig, every, metrics_port: port };
+        let mut cmd = implementation::command(imp, &programs, &launch)?;
         Ok((spawn(&mut cmd, &tmp.join(format!("{imp}-{log}.log")))?, port))
     };
     // Process A: the example's own period (5m), for cold start, create and update.
@@ -418,27 +400,4 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
         let _ = std::fs::remove_dir_all(&tmp);
     }
     Ok(run)
-}
-
-/// Durations like `500ms`, `1s`, `5m`.
-mod ctop_duration {
-    use std::time::Duration;
-
-    /// A parsed duration.
-    pub struct D(pub Duration);
-
-    impl std::str::FromStr for D {
-        type Err = anyhow::Error;
-        fn from_str(s: &str) -> anyhow::Result<Self> {
-            let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-            let (num, unit) = s.split_at(split);
-            let n: u64 = num.parse()?;
-            Ok(D(match unit {
-                "ms" => Duration::from_millis(n),
-                "s" | "" => Duration::from_secs(n),
-                "m" => Duration::from_secs(n * 60),
-                other => anyhow::bail!("unknown duration unit {other:?} (ms, s, m)"),
-            }))
-        }
-    }
 }

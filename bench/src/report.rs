@@ -168,24 +168,9 @@ pub fn write(out: &Path, runs: &[Run], every: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-const FONT_PATHS: &[&str] =
-    &["/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "/usr/share/fonts/TTF/DejaVuSans.ttf"];
-
-fn register_font() -> anyhow::Result<()> {
-    let bytes = FONT_PATHS
-        .iter()
-        .find_map(|p| std::fs::read(p).ok())
-        .ok_or_else(|| anyhow::anyhow!("no DejaVuSans.ttf found (looked in {FONT_PATHS:?})"))?;
-    let leaked: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-    plotters::style::register_font("sans-serif", FontStyle::Normal, leaked)
-        .map_err(|_| anyhow::anyhow!("the font does not load"))?;
-    Ok(())
-}
-
 /// Grouped bars, one panel per figure, one group per size, one bar per implementation.
 fn chart(path: &Path, runs: &[Run]) -> anyhow::Result<()> {
-    static FONT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    FONT.get_or_init(|| register_font().map_err(|e| e.to_string())).clone().map_err(anyhow::Error::msg)?;
+    ctop_bench::chart::font()?;
     let root = BitMapBackend::new(path, (2000, 900)).into_drawing_area();
     root.fill(&WHITE)?;
     let panels = root.split_evenly((2, 4));
@@ -204,8 +189,7 @@ fn chart(path: &Path, runs: &[Run]) -> anyhow::Result<()> {
     let mut sizes: Vec<usize> = runs.iter().map(|r| r.size).collect();
     sizes.sort_unstable();
     sizes.dedup();
-    let impls = ["ctop", "native", "kopf"];
-    let colors = [RGBColor(31, 119, 180), RGBColor(44, 160, 44), RGBColor(214, 39, 40)];
+    let impls = ctop_bench::implementation::NAMES;
     for (panel, (title, value)) in panels.iter().zip(figures) {
         let max = runs.iter().map(value).fold(0.0_f64, f64::max).max(1e-3) * 1.15;
         let groups = sizes.len().max(1);
@@ -229,7 +213,7 @@ fn chart(path: &Path, runs: &[Run]) -> anyhow::Result<()> {
             })
             .draw()?;
         for (k, imp) in impls.iter().enumerate() {
-            let color = colors[k];
+            let color = ctop_bench::chart::color(imp);
             let bars: Vec<_> = sizes
                 .iter()
                 .enumerate()
