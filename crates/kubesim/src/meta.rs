@@ -30,6 +30,28 @@ pub fn deleting(obj: &Value) -> bool {
     obj.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
 }
 
+/// Drop the metadata collections that are empty or null, as the API server does: it keeps
+/// `metadata` in Go's `ObjectMeta` (custom resources included, which it coerces through
+/// that type), whose collections are `omitempty`; so a server-side apply that removes the
+/// last label leaves no `labels: {}` behind.
+pub fn omit_empty(obj: &mut Value) {
+    const COLLECTIONS: [&str; 5] =
+        ["labels", "annotations", "ownerReferences", "finalizers", "managedFields"];
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        for f in COLLECTIONS {
+            let empty = match meta.get(f) {
+                Some(Value::Null) => true,
+                Some(Value::Object(m)) => m.is_empty(),
+                Some(Value::Array(a)) => a.is_empty(),
+                _ => false,
+            };
+            if empty {
+                meta.remove(f);
+            }
+        }
+    }
+}
+
 /// A fresh uid (v4).
 pub fn new_uid() -> String {
     uuid::Uuid::new_v4().to_string()

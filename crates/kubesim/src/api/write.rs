@@ -132,10 +132,11 @@ impl Api {
         rt: &ResourceType,
         ns: &str,
         name: &str,
-        body: Value,
+        mut body: Value,
         dry_run: bool,
         warnings: Vec<String>,
     ) -> Result<Written, ApiError> {
+        meta::omit_empty(&mut body);
         if dry_run {
             return Ok(Written { object: convert::to_served(rt, &body), code: 201, warnings });
         }
@@ -291,6 +292,7 @@ impl Api {
             )
             .map_err(|e| ssa_error(rt, name, e))?;
         }
+        meta::omit_empty(&mut new);
         if new == *live {
             return Ok(Written { object: convert::to_served(rt, live), code: 200, warnings });
         }
