@@ -173,7 +173,7 @@ fn chart(path: &Path, runs: &[SoakRun]) -> anyhow::Result<()> {
             let color = ctop_bench::chart::color(&r.implementation);
             let points: Vec<(f64, f64)> = r.waves.iter().map(|w| (w.wave as f64, w.rss_mb)).collect();
             let label = match r.growth {
-                Some(g) => format!("{} (+{:.2} MB/wave)", r.implementation, g.mb_per_wave),
+                Some(g) => format!("{} ({:+.2} MB/wave)", r.implementation, g.mb_per_wave),
                 None => r.implementation.clone(),
             };
             c.draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
