@@ -13,7 +13,8 @@ use serde_json::{Map, Value, json};
 use crate::adopt::{ChildError, Desired, holder};
 use crate::applyset::{
     ADDITIONAL_NAMESPACES_ANNOTATION, CONTAINS_GROUP_KINDS_ANNOTATION, DEFAULT_TOOLING, GroupKind, ID_LABEL,
-    PART_OF_LABEL, TOOLING_ANNOTATION, applyset_id, join, parse_group_kinds, parse_list, tool_name,
+    OWNER_ANNOTATION, PART_OF_LABEL, TOOLING_ANNOTATION, applyset_id, join, parse_group_kinds, parse_list,
+    tool_name,
 };
 use crate::cache::{CachedMeta, ChildCache, Meta};
 use crate::discovery::{Discovery, Resolved, code, is_missing};
@@ -146,6 +147,19 @@ struct Applied {
     /// The labels and annotations the apply set (a live object must still carry them).
     labels: Vec<(String, String)>,
     annotations: Vec<(String, String)>,
+    tie: Tie,
+}
+
+/// What ties a child to its owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tie {
+    /// A controller owner reference (and the `part-of` label): the garbage collector
+    /// deletes the child with its owner.
+    Reference,
+    /// The `part-of` label and the `ctop.dev/owner` annotation alone, for a child in
+    /// another namespace than its namespaced owner: pruned by the applier, and deleted with
+    /// the owner only by the caller (a finalizer on the owner).
+    Label,
 }
 
 /// What tells that a live object is still the one our apply produced.
@@ -167,6 +181,7 @@ struct Prepared {
     hash: Fingerprint,
     /// An existing object that is not a child may be taken over.
     adopt: bool,
+    tie: Tie,
 }
 
 /// What applying a child will do to its live object.
@@ -368,10 +383,13 @@ impl Applier {
             (kinds, namespaces)
         };
         let current_kinds: BTreeSet<GroupKind> = prepared.iter().map(|p| p.key.group_kind.clone()).collect();
-        let current_namespaces = match owner.namespace {
-            Some(_) => BTreeSet::new(),
-            None => prepared.iter().filter_map(|p| p.child.namespace.clone()).collect(),
-        };
+        // The namespaces besides the owner's own: every one for a cluster-scoped owner, those
+        // of children tied by label for a namespaced one.
+        let current_namespaces: BTreeSet<String> = prepared
+            .iter()
+            .filter(|p| owner.namespace.is_none() || p.tie == Tie::Label)
+            .filter_map(|p| p.child.namespace.clone())
+            .collect();
         recorded_kinds.extend(current_kinds.iter().cloned());
         recorded_namespaces.extend(current_namespaces.iter().cloned());
         let mut report = ApplyReport::default();
@@ -477,7 +495,7 @@ impl Applier {
         let mut final_namespaces = current_namespaces;
         for child in &left {
             final_kinds.insert(child.group_kind());
-            if owner.namespace.is_none() {
+            if child.namespace != owner.namespace {
                 final_namespaces.extend(child.namespace.clone());
             }
         }
@@ -581,17 +599,15 @@ impl Applier {
             child: Box::new(child.clone()),
             reason,
         };
+        let mut tie = Tie::Reference;
         let namespace = match (resolved.namespaced, owner.namespace.as_deref()) {
             (true, Some(owner_ns)) => match child_namespace {
                 None => owner_ns.to_owned(),
                 Some(ns) if ns == owner_ns => ns,
+                // Owner references cannot cross namespaces: tied by label (see `Tie`).
                 Some(ns) => {
-                    return Err(cannot(
-                        &child,
-                        format!(
-                            "it is in namespace {ns} and the owner in {owner_ns}; owner references cannot cross namespaces, and children tracked by their ApplySet label alone (pruned by ctop, deleted by a finalizer on the owner) are not supported yet: apply it in the owner's namespace"
-                        ),
-                    ));
+                    tie = Tie::Label;
+                    ns
                 }
             },
             (true, None) => match child_namespace {
@@ -650,6 +666,19 @@ impl Applier {
         for (k, v) in &self.config.child_labels {
             labels.insert(k.clone(), Value::String(v.clone()));
         }
+        if tie == Tie::Label {
+            let annotations = meta.entry("annotations").or_insert_with(|| Value::Object(Map::new()));
+            if annotations.is_null() {
+                *annotations = Value::Object(Map::new());
+            }
+            let Value::Object(annotations) = annotations else {
+                return Err(invalid(child.to_string(), "metadata.annotations is not an object"));
+            };
+            annotations.insert(OWNER_ANNOTATION.into(), Value::String(owner.describe()));
+            let body = Value::Object(body);
+            let hash = fingerprint(&body);
+            return Ok(Prepared { key: child.key(), child, kind: resolved, body, hash, adopt: false, tie });
+        }
 
         let refs = meta.entry("ownerReferences").or_insert_with(|| Value::Array(Vec::new()));
         if refs.is_null() {
@@ -681,7 +710,7 @@ impl Applier {
 
         let body = Value::Object(body);
         let hash = fingerprint(&body);
-        Ok(Prepared { key: child.key(), child, kind: resolved, body, hash, adopt: false })
+        Ok(Prepared { key: child.key(), child, kind: resolved, body, hash, adopt: false, tie })
     }
 
     /// Whether `owner` still exists, as the API server says (same uid).
@@ -799,7 +828,8 @@ impl Applier {
                 .unwrap_or_default()
         };
         let (labels, annotations) = (kept("labels"), kept("annotations"));
-        m.applied.insert(p.key.clone(), Applied { hash: p.hash, uid, marker, labels, annotations });
+        m.applied
+            .insert(p.key.clone(), Applied { hash: p.hash, uid, marker, labels, annotations, tie: p.tie });
     }
 
     /// Make the owner's ApplySet label and annotations say `kinds` (and, for a
@@ -868,7 +898,9 @@ fn still_ours(last: &Applied, meta: &dyn CachedMeta, owner_uid: &str) -> bool {
     };
     let labels_kept = last.labels.iter().all(|(k, v)| meta.label(k) == Some(v));
     let annotations_kept = last.annotations.iter().all(|(k, v)| meta.annotation(k) == Some(v));
-    let owned = meta.owner_references().iter().any(|r| r.uid == owner_uid && r.controller == Some(true));
+    // A child tied by label is held by its labels and annotations, checked above.
+    let owned = last.tie == Tie::Label
+        || meta.owner_references().iter().any(|r| r.uid == owner_uid && r.controller == Some(true));
     same_object && untouched && labels_kept && annotations_kept && owned
 }
 
@@ -885,7 +917,6 @@ fn owner_patch(
     namespaces: &BTreeSet<String>,
 ) -> Option<Value> {
     let is_parent = owner.label(ID_LABEL).is_some();
-    let cluster_scoped = owner.namespace.is_none();
     if kinds.is_empty() && namespaces.is_empty() {
         let ours = [TOOLING_ANNOTATION, CONTAINS_GROUP_KINDS_ANNOTATION, ADDITIONAL_NAMESPACES_ANNOTATION];
         let annotations: Map<String, Value> = ours
@@ -917,16 +948,14 @@ fn owner_patch(
     if owner.annotation(CONTAINS_GROUP_KINDS_ANNOTATION) != Some(kinds.as_str()) {
         annotations.insert(CONTAINS_GROUP_KINDS_ANNOTATION.into(), kinds.into());
     }
-    if cluster_scoped {
-        let namespaces = join(namespaces);
-        let current = owner.annotation(ADDITIONAL_NAMESPACES_ANNOTATION);
-        if namespaces.is_empty() {
-            if owner.annotations.contains_key(ADDITIONAL_NAMESPACES_ANNOTATION) {
-                annotations.insert(ADDITIONAL_NAMESPACES_ANNOTATION.into(), Value::Null);
-            }
-        } else if current != Some(namespaces.as_str()) {
-            annotations.insert(ADDITIONAL_NAMESPACES_ANNOTATION.into(), namespaces.into());
+    let namespaces = join(namespaces);
+    let current = owner.annotation(ADDITIONAL_NAMESPACES_ANNOTATION);
+    if namespaces.is_empty() {
+        if owner.annotations.contains_key(ADDITIONAL_NAMESPACES_ANNOTATION) {
+            annotations.insert(ADDITIONAL_NAMESPACES_ANNOTATION.into(), Value::Null);
         }
+    } else if current != Some(namespaces.as_str()) {
+        annotations.insert(ADDITIONAL_NAMESPACES_ANNOTATION.into(), namespaces.into());
     }
     if labels.is_empty() && annotations.is_empty() {
         return None;

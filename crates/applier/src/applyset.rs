@@ -21,7 +21,8 @@ pub const ID_LABEL: &str = "applyset.kubernetes.io/id";
 /// members may have.
 pub const CONTAINS_GROUP_KINDS_ANNOTATION: &str = "applyset.kubernetes.io/contains-group-kinds";
 /// Annotation on the parent: the sorted, comma-separated namespaces its members may live in
-/// besides the parent's own (used here only for cluster-scoped owners).
+/// besides the parent's own (a cluster-scoped owner's namespaced children, a namespaced
+/// owner's children in other namespaces).
 pub const ADDITIONAL_NAMESPACES_ANNOTATION: &str = "applyset.kubernetes.io/additional-namespaces";
 /// Annotation on the parent: the tool that manages the set, as `name/version`.
 pub const TOOLING_ANNOTATION: &str = "applyset.kubernetes.io/tooling";
@@ -33,6 +34,26 @@ pub const IS_PARENT_TYPE_LABEL: &str = "applyset.kubernetes.io/is-parent-type";
 /// leaves the object in place when it leaves the desired set (it keeps its owner reference,
 /// so deleting the owner still garbage-collects it).
 pub const PRUNE_ANNOTATION: &str = "ctop.dev/prune";
+
+/// Annotation on a child in another namespace than its namespaced owner, which no owner
+/// reference can point at: the owner, as `Kind.group namespace/name`. With the `part-of`
+/// label it ties the child to the owner (see [`owner_named`]); ctop prunes such a child and
+/// deletes it when the owner goes (a finalizer on the owner), the garbage collector cannot.
+pub const OWNER_ANNOTATION: &str = "ctop.dev/owner";
+
+/// The namespace and name of the owner an [`OWNER_ANNOTATION`] value names, if it is one.
+///
+/// ```
+/// use ctop_applier::applyset::owner_named;
+/// assert_eq!(owner_named("Source.example.com team-a/db"), Some(("team-a", "db")));
+/// assert_eq!(owner_named("db"), None);
+/// ```
+#[must_use]
+pub fn owner_named(value: &str) -> Option<(&str, &str)> {
+    let (_, place) = value.rsplit_once(' ')?;
+    let (namespace, name) = place.split_once('/')?;
+    (!namespace.is_empty() && !name.is_empty()).then_some((namespace, name))
+}
 
 /// The tooling value written by default: `ctop/v<crate version>`.
 pub const DEFAULT_TOOLING: &str = concat!("ctop/v", env!("CARGO_PKG_VERSION"));

@@ -40,8 +40,8 @@
 //! ## What one pass guarantees
 //!
 //! - **All or nothing before the first write.** Every child is checked first: well-formed,
-//!   a kind the API server serves (discovery, cached), ownable by the owner (same namespace
-//!   as a namespaced owner; never cluster-scoped under a namespaced owner), no duplicates.
+//!   a kind the API server serves (discovery, cached), ownable by the owner (never
+//!   cluster-scoped under a namespaced owner), no duplicates.
 //! - **Ownership before adoption.** An object that exists under a child's name and is not
 //!   already a child of the owner (its owner uid or its ApplySet label) is not taken over:
 //!   that child fails with [`ChildError::NotOurs`], naming who holds the object, unless the
@@ -51,7 +51,14 @@
 //!   garbage-collects it, and the label `applyset.kubernetes.io/part-of=<ApplySet id>`.
 //!   The owner gets the label `applyset.kubernetes.io/id` and the annotations
 //!   `applyset.kubernetes.io/tooling` and `applyset.kubernetes.io/contains-group-kinds`
-//!   (plus `additional-namespaces` for a cluster-scoped owner); see [`applyset`].
+//!   (plus `additional-namespaces` for the namespaces of its children besides its own); see
+//!   [`applyset`].
+//! - **Children in other namespaces.** Owner references cannot cross namespaces, so a child
+//!   of a namespaced owner in another namespace gets no owner reference: the `part-of` label
+//!   and the annotation `ctop.dev/owner: Kind.group namespace/name`
+//!   ([`applyset::OWNER_ANNOTATION`]) tie it to the owner. Pruning finds it like any other;
+//!   the garbage collector does not know it, so deleting it with its owner is the caller's
+//!   job (the ctop controller holds a finalizer on such an owner, and applies an empty set).
 //! - **No write when nothing changed.** A child is skipped when its desired content hashes
 //!   the same as at this applier's last successful apply *and* the live object is still
 //!   the one that apply produced (same uid; same `generation` for kinds with a status
@@ -61,7 +68,8 @@
 //!   survive restarts but could not tell that someone edited the child since.
 //! - **Safe pruning.** Only after every apply of the pass succeeded; only objects found by
 //!   label-selected lists of the recorded kinds that carry our `part-of` label *and* an
-//!   owner reference to the owner's uid; never one annotated `ctop.dev/prune: "false"`
+//!   owner reference to the owner's uid (in another namespace: the `ctop.dev/owner`
+//!   annotation naming it); never one annotated `ctop.dev/prune: "false"`
 //!   ([`applyset::PRUNE_ANNOTATION`]); deletes with a uid precondition and background
 //!   propagation.
 //! - **Versions to recognise its own writes.** [`ApplyReport::versions`] holds the

@@ -3,9 +3,11 @@
 //! Candidates are listed, never guessed (from the caller's caches when it has them, see
 //! [`crate::ChildCache`]): for every group-kind recorded on the owner or
 //! being applied, a label-selected list (`applyset.kubernetes.io/part-of=<id>`) in the
-//! owner's namespace (for a cluster-scoped owner: cluster-wide for cluster-scoped kinds, and
-//! in each recorded namespace for namespaced kinds). A listed object is deleted only when it
-//! also has an owner reference to this owner's uid, is not in the desired set, is not
+//! owner's namespace and each recorded additional namespace (for a cluster-scoped owner:
+//! cluster-wide for cluster-scoped kinds, and in each recorded namespace for namespaced
+//! kinds). A listed object is deleted only when it is also tied to this owner (an owner
+//! reference to its uid; in another namespace than a namespaced owner's, the
+//! `ctop.dev/owner` annotation naming it), is not in the desired set, is not
 //! already being deleted and has not opted out with `ctop.dev/prune: "false"`. Deletes carry
 //! uid and resourceVersion preconditions, so neither an object re-created under the same
 //! name meanwhile nor one changed since it was read (say, orphaned by its owner's deletion)
@@ -19,7 +21,7 @@ use kube::Client;
 use kube::api::{DeleteParams, ListParams, Preconditions, PropagationPolicy};
 
 use crate::ApplyReport;
-use crate::applyset::{GroupKind, PART_OF_LABEL, PRUNE_ANNOTATION};
+use crate::applyset::{GroupKind, OWNER_ANNOTATION, PART_OF_LABEL, PRUNE_ANNOTATION};
 use crate::cache::CachedMeta;
 use crate::discovery::{Discovery, Resolved, code};
 use crate::object::{ChildRef, Key, ObjectInfo};
@@ -30,7 +32,7 @@ pub(crate) struct Scope<'a> {
     pub(crate) set_id: &'a str,
     /// Every group-kind that may have members.
     pub(crate) kinds: &'a BTreeSet<GroupKind>,
-    /// For a cluster-scoped owner: every namespace that may have members.
+    /// Every namespace besides the owner's own that may have members.
     pub(crate) namespaces: &'a BTreeSet<String>,
     /// The desired set: never pruned.
     pub(crate) keep: &'a HashSet<Key>,
@@ -51,6 +53,7 @@ pub(crate) async fn prune(
 ) -> Result<Vec<ChildRef>, (String, kube::Error)> {
     let owner = scope.owner;
     let selector = ListParams::default().labels(&format!("{PART_OF_LABEL}={}", scope.set_id));
+    let owner_named = owner.describe();
     let mut left = Vec::new();
     for gk in scope.kinds {
         let resolved = match scope.known.get(gk) {
@@ -63,7 +66,10 @@ pub(crate) async fn prune(
             },
         };
         let places: Vec<Option<&str>> = match (owner.namespace.as_deref(), resolved.namespaced) {
-            (Some(ns), true) => vec![Some(ns)],
+            (Some(ns), true) => std::iter::once(ns)
+                .chain(scope.namespaces.iter().map(String::as_str).filter(|n| *n != ns))
+                .map(Some)
+                .collect(),
             // A cluster-scoped object cannot be owned by a namespaced owner.
             (Some(_), false) => continue,
             (None, true) => scope.namespaces.iter().map(|ns| Some(ns.as_str())).collect(),
@@ -89,7 +95,10 @@ pub(crate) async fn prune(
             for object in listed {
                 let (Some(name), Some(uid)) = (object.name(), object.uid()) else { continue };
                 let labelled = object.label(PART_OF_LABEL) == Some(scope.set_id);
-                let owned = object.owner_references().iter().any(|r| r.uid == owner.uid);
+                let owned = object.owner_references().iter().any(|r| r.uid == owner.uid)
+                    || (owner.namespace.is_some()
+                        && object.namespace() != owner.namespace.as_deref()
+                        && object.annotation(OWNER_ANNOTATION) == Some(owner_named.as_str()));
                 if !labelled || !owned || object.is_deleting() {
                     continue;
                 }

@@ -18,7 +18,15 @@
 //!
 //! The controller's finalizer is removed (with a patch that cannot conflict with the
 //! deletion itself) once `finalize` returned ok and every effect succeeded; then everything
-//! remembered of the object is dropped. A `reconcile` that leaves a finalizer it claims
+//! remembered of the object is dropped.
+//!
+//! Children in other namespaces (tied by label; the garbage collector does not know them)
+//! are the controller's to delete: an object that has them carries the children finalizer
+//! (see `effects::children_finalizer`). Once no call of the script is pending on it (its
+//! `finalize` done, no finalizer a `reconcile` claimed left), the controller prunes every
+//! child (applies the empty set), except in an orphaning deletion, which keeps them, and
+//! removes that finalizer. An object whose only finalizers are that one and the garbage
+//! collector's is not handed to the script at all. A `reconcile` that leaves a finalizer it claims
 //! (`addFinalizer`) in place while nothing will call it again (it returned ok, pruned
 //! nothing and removed nothing) waits forever: that is reported on the object as a
 //! `DeletionStalled` event and condition naming what the object waits for.
@@ -30,7 +38,7 @@ use ctop_core::{HandlerResult, PruneMode, ReconcileOutcome};
 
 use crate::call::Call;
 use crate::context::Ctx;
-use crate::effects::{self, Change};
+use crate::effects::{self, Change, children_finalizer};
 use crate::error::ReconcileError;
 use crate::memory::ORPHAN;
 use crate::object::{Object, object_key};
@@ -56,6 +64,14 @@ pub(crate) async fn deleting(
         ctx.memory.forget(&key);
         return Ok(Next::AwaitChange);
     }
+    let children = children_finalizer(ctx);
+    let holds_children = owner.finalizers().contains(&children);
+    let only_ours_left = owner.finalizers().iter().all(|f| *f == children || f == ORPHAN || f == FOREGROUND);
+    if finalizer.is_none() && holds_children && only_ours_left {
+        release_children(ctx, owner, &children).await?;
+        ctx.memory.forget(&key);
+        return Ok(Next::AwaitChange);
+    }
     let mut call = Call::new(ctx, Some(owner));
     let (handler, out) = match finalizer {
         Some(_) => ("finalize", call.run(ctx, "finalize", |h, c| h.finalize(c)).await?),
@@ -72,11 +88,20 @@ pub(crate) async fn deleting(
         return Ok(Next::After(after.into()));
     }
     if let Some(f) = finalizer {
-        effects::change_finalizers(ctx, owner, Change { add: &[], remove: &[f.to_owned()] }).await?;
+        let mut remove = vec![f.to_owned()];
+        if holds_children {
+            prune_children(ctx, owner).await?;
+            remove.push(children);
+        }
+        effects::change_finalizers(ctx, owner, Change { add: &[], remove: &remove }).await?;
         ctx.memory.forget(&key);
         return Ok(Next::AwaitChange);
     }
     let waits_for: Vec<&String> = owner.finalizers().iter().filter(|f| claimed.contains(f)).collect();
+    if holds_children && waits_for.is_empty() {
+        release_children(ctx, owner, &children).await?;
+        return Ok(Next::AwaitChange);
+    }
     if !waits_for.is_empty() && !removes && carried.pruned == 0 {
         let e = ReconcileError::DeletionStalled {
             object: effects::describe(ctx, owner),
@@ -91,6 +116,24 @@ pub(crate) async fn deleting(
         return Err(e);
     }
     Ok(Next::AwaitChange)
+}
+
+/// Prune every child of `owner` (unless its deletion orphans them), then remove the
+/// children finalizer `f`.
+async fn release_children(ctx: &Arc<Ctx>, owner: &Object, f: &str) -> Result<(), ReconcileError> {
+    prune_children(ctx, owner).await?;
+    effects::change_finalizers(ctx, owner, Change { add: &[], remove: &[f.to_owned()] }).await
+}
+
+/// Apply the empty set to `owner`, which prunes every child it has here and in other
+/// namespaces; nothing in an orphaning deletion, which keeps them.
+async fn prune_children(ctx: &Arc<Ctx>, owner: &Object) -> Result<(), ReconcileError> {
+    let orphaning =
+        ctx.memory.orphaning(&object_key(owner)) || owner.finalizers().iter().any(|f| f == ORPHAN);
+    if !orphaning {
+        effects::apply_children(ctx, owner, Vec::new(), &[], PruneMode::Complete).await?;
+    }
+    Ok(())
 }
 
 /// The outcome of a call on `owner`, being deleted, as the deletion allows it (see the

@@ -475,6 +475,18 @@ pub(crate) fn object_key(obj: &Object) -> String {
     format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name())
 }
 
+/// The key of the primary (of kind `primary`) that `child`, in another namespace, is tied
+/// to by label: its `ctop.dev/owner` annotation names the primary and its ApplySet
+/// `part-of` label is that primary's set (owner references cannot cross namespaces; see
+/// `ctop_applier::applyset::OWNER_ANNOTATION`).
+pub(crate) fn label_owner(child: &Object, primary: &ApiResource) -> Option<String> {
+    use ctop_applier::applyset::{OWNER_ANNOTATION, PART_OF_LABEL, applyset_id, owner_named};
+    let (namespace, name) = owner_named(child.annotations().get(OWNER_ANNOTATION)?)?;
+    let set = applyset_id(name, namespace, &primary.kind, &primary.group);
+    (child.labels().get(PART_OF_LABEL) == Some(set.as_str()) && child.namespace() != Some(namespace))
+        .then(|| format!("{namespace}/{name}"))
+}
+
 /// The namespace (`None` when empty, or for a kind that is not `namespaced`) and the name
 /// of an [`object_key`].
 pub(crate) fn split_key(key: &str, namespaced: bool) -> (Option<&str>, &str) {

@@ -581,6 +581,9 @@ export declare function operator<T extends KubeObject>(res: Kind<T, any>, option
  * name that is not a child yet (made by hand, by another tool) is never taken over unless
  * `{ adopt: true }` says so here or in `.manages(kind, { adopt: true })`: without it that
  * child fails (an `AdoptionRefused` event names who holds the object) and nothing is pruned.
+ * A child in another namespace than the CR's gets no owner reference (none can cross
+ * namespaces): ctop ties it to the CR by label, puts a `children.ctop.dev/<operator>`
+ * finalizer on the CR, and deletes the child itself when the CR is deleted.
  */
 export declare function apply<T extends KubeObject>(obj: T, options?: ApplyOptions): Named<T>;
 /** Merge a partial object into an object the operator does not own (no owner reference, never pruned). */

@@ -22,7 +22,8 @@ use crate::state::{Snapshot, controller_owner, describe, identity};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Oracle {
     /// Every child (an object carrying a primary's ApplySet label) has that primary as its
-    /// controller owner.
+    /// controller owner; a child in another namespace than its primary, which no owner
+    /// reference can reach, names it in its `ctop.dev/owner` annotation instead.
     ControllerOwner,
     /// A primary whose last reconcile succeeded has `status.observedGeneration` equal to
     /// its `metadata.generation`.
@@ -146,10 +147,17 @@ pub fn after_step(
 fn controller_owner_of_children(snapshot: &Snapshot, p: &Value, out: &mut Vec<Violation>) {
     let (api_version, kind, _, name) = identity(p);
     let uid = p["metadata"]["uid"].as_str().unwrap_or_default();
+    let namespace = p["metadata"]["namespace"].as_str();
     for c in snapshot.children_of(p) {
-        let ok = controller_owner(c).is_some_and(|r| {
-            r["uid"] == uid && r["kind"] == kind && r["name"] == name && r["apiVersion"] == api_version
-        });
+        let elsewhere = namespace.is_some() && c["metadata"]["namespace"].as_str() != namespace;
+        let named = c["metadata"]["annotations"][ctop_applier::applyset::OWNER_ANNOTATION]
+            .as_str()
+            .and_then(ctop_applier::applyset::owner_named)
+            .is_some_and(|(ns, n)| Some(ns) == namespace && n == name);
+        let ok = (elsewhere && named)
+            || controller_owner(c).is_some_and(|r| {
+                r["uid"] == uid && r["kind"] == kind && r["name"] == name && r["apiVersion"] == api_version
+            });
         if !ok {
             let owner = controller_owner(c).map_or_else(
                 || "none".to_owned(),

@@ -11,10 +11,11 @@ use tracing::Instrument as _;
 
 use super::declared::target_of;
 use super::events::publish_events;
+use super::finalizers::{Change, change_finalizers, children_finalizer};
 use crate::cluster::api_for;
 use crate::context::Ctx;
 use crate::error::ReconcileError;
-use crate::object::{Object, object_key};
+use crate::object::{Object, label_owner, object_key};
 use crate::observe::Children;
 
 /// The reference of a desired child of `owner` (`None` when it lacks its apiVersion, kind
@@ -35,8 +36,10 @@ pub(crate) fn child_ref(o: &Value, owner: &Object) -> Option<ChildRef> {
 /// children left out are pruned once every apply succeeded. The objects at the positions
 /// `adopt` (and those of a kind declared with `{ adopt: true }`) may take over an existing
 /// object that is not a child yet; any other such object is left alone, and that child
-/// fails with an `AdoptionRefused` event (see `ctop_applier::Desired`). Returns how many
-/// were pruned.
+/// fails with an `AdoptionRefused` event (see `ctop_applier::Desired`). A child in another
+/// namespace than `owner`'s is tied to it by label, not by an owner reference; before the
+/// first one is applied, `owner` gets the controller's children finalizer, so that its
+/// deletion waits until they are pruned (see `finalize`). Returns how many were pruned.
 pub(crate) async fn apply_children(
     ctx: &Ctx,
     owner: &Object,
@@ -50,6 +53,17 @@ pub(crate) async fn apply_children(
         return Ok(0);
     }
     let span = tracing::info_span!("apply", children = objects.len());
+    if let Some(ns) = owner.namespace()
+        && !owner.is_deleting()
+        && objects
+            .iter()
+            .any(|o| o["metadata"]["namespace"].as_str().is_some_and(|c| !c.is_empty() && c != ns))
+    {
+        let f = children_finalizer(ctx);
+        if !owner.finalizers().contains(&f) {
+            change_finalizers(ctx, owner, Change { add: std::slice::from_ref(&f), remove: &[] }).await?;
+        }
+    }
     let children = Children(&ctx.caches);
     // Children already cached: the echo of their update is not a trigger. A child created
     // now is one: the next reconcile is the first to observe it (getObserved), as a script
@@ -127,7 +141,7 @@ async fn adoption_events(ctx: &Ctx, owner: &Object, report: &ApplyReport, failur
 }
 
 /// Delete the children `deletes` names (`remove()`): each only when the cache holds it as a
-/// child controlled by `owner`, with uid and resourceVersion preconditions; anything else
+/// child controlled by `owner` (or, in another namespace, tied to it by label), with uid and resourceVersion preconditions; anything else
 /// (not a child of this object, gone, changed meanwhile) is left alone. Returns how many
 /// were deleted.
 pub(crate) async fn delete_children(
@@ -150,7 +164,8 @@ pub(crate) async fn delete_children(
             .find(|c| c.key == key)
             .and_then(|c| c.store.get(t.namespace.as_deref().filter(|_| c.namespaced), &t.name));
         let Some(child) = cached else { continue };
-        let ours = child.owner_references().iter().any(|o| o.controller == Some(true) && o.uid == owner_uid);
+        let ours = child.owner_references().iter().any(|o| o.controller == Some(true) && o.uid == owner_uid)
+            || label_owner(&child, &ctx.primary).is_some_and(|k| k == object_key(owner));
         if !ours {
             tracing::info!(
                 controller = ctx.spec.name,

@@ -15,6 +15,14 @@ use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::object::Object;
 
+/// The finalizer the controller holds on a primary that has children in other namespaces
+/// (tied by label, see `ctop_applier::applyset::OWNER_ANNOTATION`), which the garbage
+/// collector cannot delete with it: `children.ctop.dev/<operator>`. On the primary's
+/// deletion the controller prunes them (see `finalize`), then removes it.
+pub(crate) fn children_finalizer(ctx: &Ctx) -> String {
+    format!("children.ctop.dev/{}", ctx.options.name)
+}
+
 /// A change of an object's finalizers: names to add (unless it is being deleted, when the
 /// API server refuses new ones) and names to remove.
 #[derive(Clone, Copy, Debug, Default)]

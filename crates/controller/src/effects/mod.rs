@@ -19,7 +19,7 @@ mod writes;
 pub(crate) use children::{apply_children, child_ref};
 pub(crate) use declared::{Write, check_declared, target_of};
 pub(crate) use events::{describe, event_note, publish_events};
-pub(crate) use finalizers::{Change, change_finalizers};
+pub(crate) use finalizers::{Change, change_finalizers, children_finalizer};
 pub use status::RECONCILED;
 pub(crate) use status::write_status;
 pub(crate) use writes::{apply_patches, apply_unowned};

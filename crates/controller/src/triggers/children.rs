@@ -11,11 +11,15 @@ use kube::runtime::watcher;
 
 use super::ECHO_CHECKS;
 use crate::context::Ctx;
-use crate::object::Object;
+use crate::object::{Object, label_owner};
 use crate::queue::{Priority, WorkQueue};
 
-/// The keys of the primaries an owned child triggers: its controller owner of the primary kind.
+/// The keys of the primaries an owned child triggers: its controller owner of the primary
+/// kind, or the primary a child in another namespace is tied to by label.
 pub(crate) fn owner_keys(child: &Object, primary: &ApiResource, namespaced: bool) -> Vec<String> {
+    if namespaced && let Some(key) = label_owner(child, primary) {
+        return vec![key];
+    }
     child
         .owner_references()
         .iter()
@@ -88,5 +92,28 @@ mod tests {
         .expect("object");
         assert_eq!(owner_keys(&child, &primary, true), vec!["ns/shop".to_owned()]);
         assert_eq!(owner_keys(&child, &primary, false), vec!["/shop".to_owned()]);
+    }
+
+    #[test]
+    fn a_child_elsewhere_triggers_the_primary_its_label_and_annotation_name() {
+        use ctop_applier::applyset::applyset_id;
+        let primary = ApiResource::from_gvk(&GroupVersionKind::gvk("apps.example.com", "v1", "WebApp"));
+        let child = |set: &str, named: &str| -> Object {
+            serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "t", "namespace": "team-a",
+                    "labels": {"applyset.kubernetes.io/part-of": set},
+                    "annotations": {"ctop.dev/owner": named}}
+            }))
+            .expect("object")
+        };
+        let set = applyset_id("shop", "ns", "WebApp", "apps.example.com");
+        let tied = child(&set, "WebApp.apps.example.com ns/shop");
+        assert_eq!(owner_keys(&tied, &primary, true), vec!["ns/shop".to_owned()]);
+        // An annotation that does not match the label (copied, or edited) ties nothing.
+        assert!(owner_keys(&child(&set, "WebApp.apps.example.com ns/other"), &primary, true).is_empty());
+        assert!(
+            owner_keys(&child("applyset-x-v1", "WebApp.apps.example.com ns/shop"), &primary, true).is_empty()
+        );
     }
 }

@@ -28,23 +28,24 @@ use crate::shard::arrive::Arrivals;
 /// An object that left the controller's watch while it still carries the controller's
 /// finalizer was not deleted (the API server keeps it until its finalizers are gone): it
 /// stopped being selected (its labels or annotations changed). The controller lets it go:
-/// its finalizer is removed, so that the object can be deleted later without a controller
-/// that no longer looks at it; its children stay (their owner references delete them with
-/// it). A sharded member's objects leave its watch when they move to another member: they
-/// are not released.
+/// its finalizers (the `finalize` one, the children one) are removed, so that the object can
+/// be deleted later without a controller that no longer looks at it; its children stay
+/// (their owner references delete them with it; children in other namespaces stay for
+/// good). A sharded member's objects leave its watch when they move to another member:
+/// they are not released.
 fn release(ctx: &Arc<Ctx>, o: Object) {
-    let Some(finalizer) =
-        ctx.spec.finalizer.clone().filter(|_| ctx.spec.handlers.iter().any(|h| h == "finalize"))
-    else {
-        return;
-    };
-    if ctx.shard.is_some() || !o.finalizers().contains(&finalizer) {
+    let finalize = ctx.spec.finalizer.clone().filter(|_| ctx.spec.handlers.iter().any(|h| h == "finalize"));
+    let remove: Vec<String> = finalize
+        .into_iter()
+        .chain([crate::effects::children_finalizer(ctx)])
+        .filter(|f| o.finalizers().contains(f))
+        .collect();
+    if ctx.shard.is_some() || remove.is_empty() {
         return;
     }
     let ctx = ctx.clone();
     tokio::spawn(async move {
         let o = o.typed(&ctx.primary);
-        let remove = [finalizer];
         match crate::effects::change_finalizers(&ctx, &o, Change { add: &[], remove: &remove }).await {
             Ok(()) => tracing::info!(
                 controller = ctx.spec.name,
