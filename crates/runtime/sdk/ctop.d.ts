@@ -603,7 +603,10 @@ export type ListFilter<T> =
   | {
       namespace?: string;
       labels?: { [key: string]: string };
-      /** Only objects with an owner reference to this one (the CR's children: `{ ownedBy: cr }`). */
+      /**
+       * Only objects with an owner reference to this one (the CR's children: `{ ownedBy: cr }`),
+       * and its children in other namespaces, which ctop ties to it by label and annotation.
+       */
       ownedBy?: KubeObject;
     }
   | ((obj: T) => boolean);

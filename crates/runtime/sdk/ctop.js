@@ -1033,7 +1033,8 @@ export function getObserved(kind, name, namespace) {
 /**
  * All cached objects of `kind`, optionally filtered by `{namespace, labels, ownedBy}` or a
  * predicate. `ownedBy: obj` keeps the objects with an owner reference to `obj` (by uid when
- * both have one, else by apiVersion's group, kind and name), in `obj`'s namespace.
+ * both have one, else by apiVersion's group, kind and name), in `obj`'s namespace, and the
+ * children ctop ties to `obj` in other namespaces (their `ctop.dev/owner` annotation).
  */
 export function listObserved(kind, filter) {
   const list = observedList(kindRef(kind, "listObserved"));
@@ -1053,10 +1054,25 @@ function ownerMatcher(owner) {
   if (typeof meta.name !== "string") throw new TypeError("listObserved: ownedBy must be an object with metadata.name");
   const group = (av) => (av.includes("/") ? av.slice(0, av.lastIndexOf("/")) : "");
   const ns = meta.namespace;
-  return (o) => (ns === undefined || o.metadata?.namespace === ns)
+  const tied = tiedElsewhere(ref.apiVersion, ref.kind, meta);
+  return (o) => ((ns === undefined || o.metadata?.namespace === ns)
     && (o.metadata?.ownerReferences ?? []).some((r) => (meta.uid && r.uid
       ? r.uid === meta.uid
-      : r.kind === ref.kind && r.name === meta.name && group(String(r.apiVersion)) === group(ref.apiVersion)));
+      : r.kind === ref.kind && r.name === meta.name && group(String(r.apiVersion)) === group(ref.apiVersion))))
+    || tied(o);
+}
+
+/**
+ * A predicate: is an object a child of the namespaced object (`apiVersion`, `kind`, `meta`)
+ * in another namespace? It carries no owner reference (none can cross namespaces); the
+ * annotation the applier writes names its owner as `Kind.group namespace/name`.
+ */
+function tiedElsewhere(apiVersion, kind, meta) {
+  const ns = meta?.namespace;
+  if (typeof ns !== "string" || !ns) return () => false;
+  const g = String(apiVersion).includes("/") ? String(apiVersion).slice(0, String(apiVersion).lastIndexOf("/")) : "";
+  const tie = `${kind}${g ? `.${g}` : ""} ${ns}/${meta.name}`;
+  return (o) => o?.metadata?.namespace !== ns && o?.metadata?.annotations?.["ctop.dev/owner"] === tie;
 }
 
 /** The status of `cr`; for the CR being reconciled, with this call's `setStatus` patches merged in. */
@@ -1306,17 +1322,19 @@ function violationsOf(r) {
 /**
  * An invariant's second argument: `get` and `list` are `getObserved` and `listObserved`;
  * `children` the objects of every observed kind whose controller owner reference is `cr`
- * (by uid), computed on first use.
+ * (by uid), and its children in other namespaces, computed on first use.
  */
 function observedView(cr) {
   let children;
   const uid = cr.metadata?.uid;
+  const tied = tiedElsewhere(cr.apiVersion, cr.kind, cr.metadata);
   return Object.freeze({
     get: (kind, name, namespace) => getObserved(kind, name, namespace),
     list: (kind, filter) => listObserved(kind, filter),
     get children() {
       children ??= !uid ? [] : Object.values(ctx?.observed ?? {}).flatMap((list) => (Array.isArray(list) ? list : [])
-        .filter((o) => (o?.metadata?.ownerReferences ?? []).some((r) => r.controller === true && r.uid === uid)));
+        .filter((o) => (o?.metadata?.ownerReferences ?? []).some((r) => r.controller === true && r.uid === uid)
+          || tied(o)));
       return children;
     },
   });

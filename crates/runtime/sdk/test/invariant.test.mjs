@@ -125,13 +125,17 @@ test("observed: get, list and children read input.observed, as getObserved/listO
     "v1/Service": [{ apiVersion: "v1", kind: "Service", metadata: { name: "shop", namespace: "prod",
       ownerReferences: [{ apiVersion: "apps.example.com/v1", kind: "WebApp", name: "shop", uid: "u-1", controller: true }] } },
     { apiVersion: "v1", kind: "Service", metadata: { name: "owned-not-controlled", namespace: "prod",
-      ownerReferences: [{ apiVersion: "apps.example.com/v1", kind: "WebApp", name: "shop", uid: "u-1" }] } }],
+      ownerReferences: [{ apiVersion: "apps.example.com/v1", kind: "WebApp", name: "shop", uid: "u-1" }] } },
+    // A child in another namespace: no owner reference, the applier's annotation.
+    { apiVersion: "v1", kind: "Service", metadata: { name: "copy", namespace: "dev",
+      annotations: { "ctop.dev/owner": "WebApp.apps.example.com prod/shop" } } }],
   };
   assert.deepEqual(check(t, webAppCr(), observed).violations, [
     { invariant: "get", message: "replicas 1 != 2" },
     { invariant: "list", message: "1 owned" },
     { invariant: "children", message: "Deployment shop" },
     { invariant: "children", message: "Service shop" },
+    { invariant: "children", message: "Service copy" },
   ]);
   assert.deepEqual(check(t, webAppCr(), {}).violations, [
     { invariant: "get", message: "no Deployment shop" },

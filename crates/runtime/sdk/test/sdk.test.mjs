@@ -568,8 +568,8 @@ test("listObserved({ownedBy}): the children of an object, by uid or by name and 
       try { listObserved(Job, { ownedBy: "shop" }); } catch (e) { owned.error = e.message; }
     });`);
   const ref = (name, uid, kind = "WebApp", apiVersion = "apps.example.com/v1") => ({ apiVersion, kind, name, uid });
-  const job = (name, namespace, refs, labels) => ({ apiVersion: "batch/v1", kind: "Job",
-    metadata: { name, namespace, ownerReferences: refs, ...(labels && { labels }) } });
+  const job = (name, namespace, refs, labels, annotations) => ({ apiVersion: "batch/v1", kind: "Job",
+    metadata: { name, namespace, ownerReferences: refs, ...(labels && { labels }), ...(annotations && { annotations }) } });
   t.dispatch("reconcile", 0, {
     object: webAppCr(),
     observed: {
@@ -580,12 +580,15 @@ test("listObserved({ownedBy}): the children of an object, by uid or by name and 
         job("elsewhere", "dev", [ref("shop", "u-1")]),
         job("other-kind", "prod", [ref("shop", "u-9", "Shop")]),
         job("orphan", "prod", undefined),
+        // In another namespace, tied by the applier's annotation (no owner reference).
+        job("copy", "dev", undefined, undefined, { "ctop.dev/owner": "WebApp.apps.example.com prod/shop" }),
+        job("copy-of-other", "dev", undefined, undefined, { "ctop.dev/owner": "WebApp.apps.example.com prod/other" }),
       ],
     },
   });
   assert.deepEqual(globalThis.owned, {
-    byUid: ["mine", "also-mine"],
-    noUid: ["mine", "also-mine", "older-shop"],
+    byUid: ["mine", "also-mine", "copy"],
+    noUid: ["mine", "also-mine", "older-shop", "copy"],
     labelled: ["mine"],
     error: "listObserved ownedBy: expected a kind handle such as Secret or Deployment, got shop",
   });
