@@ -94,3 +94,27 @@ async fn an_orphaning_deletion_keeps_the_children_elsewhere() {
     assert!(config_maps(&op.client, "team-a").get_opt("copy-of-kept").await.expect("get").is_some());
     op.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_with_no_children_elsewhere_left_loses_the_finalizer() {
+    let op = start(COPIES).await;
+    namespace(&op.client, "team-a").await;
+    op.create("src", json!({"names": ["team-a"]})).await;
+    wait_for(&op.client, "team-a", "copy-of-src", true).await;
+    eventually(30, "the finalizer", || async {
+        op.widget("src").await.filter(|w| w.finalizers().iter().any(|f| f == FINALIZER))
+    })
+    .await;
+    op.set_spec("src", json!({"names": []})).await;
+    wait_for(&op.client, "team-a", "copy-of-src", false).await;
+    eventually(30, "the finalizer is gone", || async {
+        op.widget("src").await.filter(|w| !w.finalizers().iter().any(|f| f == FINALIZER))
+    })
+    .await;
+    // Wanted again: the finalizer comes back before the copy.
+    op.set_spec("src", json!({"names": ["team-a"]})).await;
+    wait_for(&op.client, "team-a", "copy-of-src", true).await;
+    let src = op.widget("src").await.expect("src");
+    assert!(src.finalizers().iter().any(|f| f == FINALIZER), "{:?}", src.finalizers());
+    op.stop().await;
+}

@@ -39,7 +39,8 @@ pub(crate) fn child_ref(o: &Value, owner: &Object) -> Option<ChildRef> {
 /// fails with an `AdoptionRefused` event (see `ctop_applier::Desired`). A child in another
 /// namespace than `owner`'s is tied to it by label, not by an owner reference; before the
 /// first one is applied, `owner` gets the controller's children finalizer, so that its
-/// deletion waits until they are pruned (see `finalize`). Returns how many were pruned.
+/// deletion waits until they are pruned (see `finalize`); a complete pass that wants none
+/// and left none removes it. Returns how many were pruned.
 pub(crate) async fn apply_children(
     ctx: &Ctx,
     owner: &Object,
@@ -53,16 +54,12 @@ pub(crate) async fn apply_children(
         return Ok(0);
     }
     let span = tracing::info_span!("apply", children = objects.len());
-    if let Some(ns) = owner.namespace()
-        && !owner.is_deleting()
-        && objects
-            .iter()
-            .any(|o| o["metadata"]["namespace"].as_str().is_some_and(|c| !c.is_empty() && c != ns))
-    {
-        let f = children_finalizer(ctx);
-        if !owner.finalizers().contains(&f) {
-            change_finalizers(ctx, owner, Change { add: std::slice::from_ref(&f), remove: &[] }).await?;
-        }
+    let children_f = children_finalizer(ctx);
+    let elsewhere = owner.namespace().is_some_and(|ns| {
+        objects.iter().any(|o| o["metadata"]["namespace"].as_str().is_some_and(|c| !c.is_empty() && c != ns))
+    });
+    if elsewhere && !owner.is_deleting() && !owner.finalizers().contains(&children_f) {
+        change_finalizers(ctx, owner, Change { add: std::slice::from_ref(&children_f), remove: &[] }).await?;
     }
     let children = Children(&ctx.caches);
     // Children already cached: the echo of their update is not a trigger. A child created
@@ -95,6 +92,17 @@ pub(crate) async fn apply_children(
         }
     };
     adoption_events(ctx, owner, &report, &[]).await;
+    // No child elsewhere is wanted any more and the former ones are pruned (none kept with
+    // `ctop.dev/prune: "false"`): nothing is left for the finalizer to delete.
+    let kept_elsewhere = report.kept.iter().any(|c| c.namespace.as_deref() != owner.namespace());
+    if prune == PruneMode::Complete
+        && !elsewhere
+        && !kept_elsewhere
+        && !owner.is_deleting()
+        && owner.finalizers().contains(&children_f)
+    {
+        change_finalizers(ctx, owner, Change { add: &[], remove: std::slice::from_ref(&children_f) }).await?;
+    }
     let me = object_key(owner);
     for version in &report.owner_versions {
         ctx.memory.wrote(&me, &ctx.primary_kind, owner.namespace(), owner.name(), version.clone());
