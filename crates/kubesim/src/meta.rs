@@ -31,9 +31,15 @@ pub fn deleting(obj: &Value) -> bool {
 }
 
 /// Drop the metadata collections that are empty or null, as the API server does: it keeps
-/// `metadata` in Go's `ObjectMeta` (custom resources included, which it coerces through
-/// that type), whose collections are `omitempty`; so a server-side apply that removes the
-/// last label leaves no `labels: {}` behind.
+/// `metadata` in Go's `ObjectMeta` (`k8s.io/apimachinery/pkg/apis/meta/v1/types.go`, whose
+/// `labels`, `annotations`, `ownerReferences`, `finalizers` and `managedFields` are
+/// `omitempty`). Built-in objects are encoded from that type; a custom resource's metadata
+/// is round-tripped through it on every decode (`apiextensions-apiserver`
+/// `pkg/apiserver/schema/objectmeta/coerce.go`: `GetObjectMeta`, then `SetObjectMeta`, whose
+/// `runtime.DefaultUnstructuredConverter.ToUnstructured` skips zero `omitempty` fields in
+/// `k8s.io/apimachinery/pkg/runtime/converter.go`). So a server-side apply that removes the
+/// last label leaves no `labels: {}` behind, and a JSON patch that empties the finalizers
+/// leaves no `finalizers: []`.
 pub fn omit_empty(obj: &mut Value) {
     const COLLECTIONS: [&str; 5] =
         ["labels", "annotations", "ownerReferences", "finalizers", "managedFields"];

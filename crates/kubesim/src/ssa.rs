@@ -2053,8 +2053,8 @@ mod tests {
         stored["spec"] = json!({"jobTemplate": {}});
         let mut annotated = stored.clone();
         annotated["metadata"]["annotations"] = json!({"a": "b"});
-        let out =
-            update(Some(&stored), annotated, &mgr("kubectl-annotate", T2), &TestShape, Scope::All).unwrap();
+        let out = update(Some(&stored), annotated, &mgr("kubectl-annotate", T2), &TestShape, Scope::All)
+            .expect("a metadata update");
         assert_eq!(out["spec"], stored["spec"]);
         assert_eq!(fields(&out, "a", "Apply"), fields(&emptied, "a", "Apply"));
         assert_eq!(

@@ -304,36 +304,42 @@ mod tests {
             }},
         });
         let bytes = encode(&doc);
-        let back = Document::decode(bytes.as_slice()).unwrap();
+        let back = Document::decode(bytes.as_slice()).expect("decodes as a gnostic Document");
         assert_eq!(back.swagger, "2.0");
-        let def = &back.definitions.unwrap().additional_properties[0];
+        let def = &back.definitions.expect("definitions").additional_properties[0];
         assert_eq!(def.name, "io.k8s.api.core.v1.ConfigMap");
-        let cm = def.value.as_ref().unwrap();
-        assert_eq!(cm.r#type.as_ref().unwrap().value, ["object"]);
+        let cm = def.value.as_ref().expect("a schema");
+        assert_eq!(cm.r#type.as_ref().expect("a type").value, ["object"]);
         assert_eq!(cm.required, ["a"]);
         let ext = &cm.vendor_extension[0];
         assert_eq!(ext.name, "x-kubernetes-group-version-kind");
-        let gvk: Value = serde_json::from_str(&ext.value.as_ref().unwrap().yaml).unwrap();
+        let gvk: Value =
+            serde_json::from_str(&ext.value.as_ref().expect("an extension value").yaml).expect("JSON");
         assert_eq!(gvk[0]["kind"], "ConfigMap");
-        let props = &cm.properties.as_ref().unwrap().additional_properties;
-        let prop = |n: &str| props.iter().find(|p| p.name == n).unwrap().value.clone().unwrap();
+        let props = &cm.properties.as_ref().expect("properties").additional_properties;
+        let prop = |n: &str| {
+            props.iter().find(|p| p.name == n).expect("the property").value.clone().expect("its schema")
+        };
         assert_eq!(prop("metadata").r#ref, "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta");
         assert_eq!(
-            prop("data").additional_properties.unwrap().oneof,
+            prop("data").additional_properties.expect("additionalProperties").oneof,
             Some(AdditionalProperties::Schema(Box::new(Schema {
                 r#type: Some(TypeItem { value: vec!["string".into()] }),
                 ..Schema::default()
             })))
         );
         assert_eq!(
-            prop("free").additional_properties.unwrap().oneof,
+            prop("free").additional_properties.expect("additionalProperties").oneof,
             Some(AdditionalProperties::Boolean(true))
         );
         let mode = prop("mode");
         assert_eq!(mode.r#enum.iter().map(|a| a.yaml.as_str()).collect::<Vec<_>>(), ["\"A\"", "\"B\""]);
-        assert_eq!(mode.default.unwrap().yaml, "\"A\"");
+        assert_eq!(mode.default.expect("a default").yaml, "\"A\"");
         let n = prop("n");
         assert_eq!((n.minimum, n.maximum, n.format.as_str()), (1.0, 10.0, "int32"));
-        assert_eq!(prop("list").items.unwrap().schema[0].r#type.as_ref().unwrap().value, ["string"]);
+        assert_eq!(
+            prop("list").items.expect("items").schema[0].r#type.as_ref().expect("a type").value,
+            ["string"]
+        );
     }
 }
