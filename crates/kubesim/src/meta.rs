@@ -151,6 +151,14 @@ pub fn validate_metadata(meta: &Value, rule: NameRule) -> Vec<StatusCause> {
             }
         }
     }
+    // apimachinery's ValidateFinalizerName (api/validation/objectmeta.go): each finalizer is
+    // a qualified name, reported on `metadata.finalizers` with IsQualifiedName's message.
+    for f in meta.get("finalizers").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str)
+    {
+        if !qualified_name_ok(f) {
+            causes.push(invalid("metadata.finalizers", f, "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"));
+        }
+    }
     if let Some(ann) = meta.get("annotations").and_then(Value::as_object) {
         for (k, v) in ann {
             if !qualified_name_ok(k) {
@@ -209,6 +217,17 @@ mod tests {
         );
         assert_eq!(validate_metadata(&json!({"labels": {"app": "has space"}}), NameRule::Subdomain).len(), 1);
         assert_eq!(validate_metadata(&json!({"labels": {"app": 3}}), NameRule::Subdomain).len(), 1);
+    }
+
+    #[test]
+    fn finalizers_are_qualified_names() {
+        let ok = json!({"finalizers": ["children.ctop.dev/webapp", "kubernetes", "foregroundDeletion"]});
+        assert!(validate_metadata(&ok, NameRule::Subdomain).is_empty());
+        let causes =
+            validate_metadata(&json!({"finalizers": ["children.ctop.dev/my op"]}), NameRule::Subdomain);
+        assert_eq!(causes.len(), 1);
+        assert_eq!(causes[0].field, "metadata.finalizers");
+        assert!(causes[0].message.starts_with("Invalid value: \"children.ctop.dev/my op\": name part must"));
     }
 
     #[test]
