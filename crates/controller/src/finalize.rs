@@ -68,8 +68,10 @@ pub(crate) async fn deleting(
     let holds_children = owner.finalizers().contains(&children);
     let only_ours_left = owner.finalizers().iter().all(|f| *f == children || f == ORPHAN || f == FOREGROUND);
     if finalizer.is_none() && holds_children && only_ours_left {
+        // Not forgotten here but on the Delete event: a watch event older than this call
+        // (the garbage collector removing `orphan`, say) must still find the orphaning
+        // remembered, or a second pass would prune what the orphaning deletion keeps.
         release_children(ctx, owner, &children).await?;
-        ctx.memory.forget(&key);
         return Ok(Next::AwaitChange);
     }
     let mut call = Call::new(ctx, Some(owner));
@@ -94,7 +96,9 @@ pub(crate) async fn deleting(
             remove.push(children);
         }
         effects::change_finalizers(ctx, owner, Change { add: &[], remove: &remove }).await?;
-        ctx.memory.forget(&key);
+        if !holds_children {
+            ctx.memory.forget(&key);
+        }
         return Ok(Next::AwaitChange);
     }
     let waits_for: Vec<&String> = owner.finalizers().iter().filter(|f| claimed.contains(f)).collect();
