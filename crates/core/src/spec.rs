@@ -19,6 +19,13 @@ pub struct OperatorSpec {
     pub controllers: Vec<ControllerSpec>,
 }
 
+impl OperatorSpec {
+    /// The resources whose versions the operator converts (those with more than one).
+    pub fn converting(&self) -> impl Iterator<Item = &ResourceSpec> {
+        self.resources.iter().filter(|r| r.converts())
+    }
+}
+
 /// Whether objects of a kind live in namespaces.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Scope {
@@ -59,6 +66,85 @@ pub struct ResourceSpec {
     /// Whether status is written through the status subresource.
     #[serde(default)]
     pub status_subresource: bool,
+    /// Whether the version above (the hub) is deprecated, and the warning clients get.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<Deprecation>,
+    /// Every version the CRD serves when the script declares more than one
+    /// (`res.version(name, {...})`), the hub above first; empty when the resource has one
+    /// version, which is then `version` with `schema` and `printer_columns`. Read them with
+    /// [`ResourceSpec::all_versions`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub versions: Vec<VersionSpec>,
+}
+
+/// One version of a resource with several: its schema and what the API server does with it.
+/// The script converts between it and the hub (the version its handlers are written
+/// against) with the two functions it declared.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VersionSpec {
+    /// The version, e.g. `v1alpha1`.
+    pub name: String,
+    /// Whether the API serves it.
+    pub served: bool,
+    /// Whether objects are stored in it (exactly one version is).
+    pub storage: bool,
+    /// Whether it is deprecated, and the warning clients get.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecated: Option<Deprecation>,
+    /// The structural OpenAPI v3 schema of the whole object in this version.
+    pub schema: Value,
+    /// `additionalPrinterColumns` of this version.
+    #[serde(default)]
+    pub printer_columns: Vec<PrinterColumn>,
+}
+
+/// A deprecated version.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Deprecation {
+    /// The `Warning` clients get for every request in the version; `None` leaves the API
+    /// server's default (`<group>/<version> <Kind> is deprecated`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+impl ResourceSpec {
+    /// Every version of the resource, as the CRD lists them: the declared
+    /// [`ResourceSpec::versions`], or the one version (served and stored) when there is one.
+    #[must_use]
+    pub fn all_versions(&self) -> Vec<VersionSpec> {
+        if !self.versions.is_empty() {
+            return self.versions.clone();
+        }
+        vec![VersionSpec {
+            name: self.version.clone(),
+            served: true,
+            storage: true,
+            deprecated: self.deprecated.clone(),
+            schema: self.schema.clone(),
+            printer_columns: self.printer_columns.clone(),
+        }]
+    }
+
+    /// Whether the API server must convert objects between versions through the operator
+    /// (a conversion webhook): the resource has more than one version.
+    #[must_use]
+    pub fn converts(&self) -> bool {
+        self.versions.len() > 1
+    }
+
+    /// The version objects are stored in.
+    #[must_use]
+    pub fn storage_version(&self) -> &str {
+        self.versions.iter().find(|v| v.storage).map_or(self.version.as_str(), |v| v.name.as_str())
+    }
+
+    /// `group/<version>` of one of its versions.
+    #[must_use]
+    pub fn api_version_of(&self, version: &str) -> String {
+        format!("{}/{version}", self.group)
+    }
 }
 
 /// A column `kubectl get` shows.
@@ -272,5 +358,28 @@ mod tests {
             })
         );
         assert_eq!(spec.resources[0].printer_columns[0].type_, "string");
+        let r = &spec.resources[0];
+        assert!(!r.converts());
+        assert_eq!(r.storage_version(), "v1");
+        let all = r.all_versions();
+        assert_eq!((all.len(), all[0].name.as_str(), all[0].served, all[0].storage), (1, "v1", true, true));
+    }
+
+    #[test]
+    fn reads_several_versions() {
+        let json = serde_json::json!({
+            "apiVersion": "batch.example.com/v2", "group": "batch.example.com", "version": "v2",
+            "kind": "CronTab", "plural": "crontabs", "singular": "crontab", "schema": {"type": "object"},
+            "versions": [
+                {"name": "v2", "served": true, "storage": false, "schema": {"type": "object"}},
+                {"name": "v1", "served": true, "storage": true, "deprecated": {"warning": "use v2"},
+                 "schema": {"type": "object"}, "printerColumns": []}
+            ]
+        });
+        let r: ResourceSpec = serde_json::from_value(json).expect("valid resource");
+        assert!(r.converts());
+        assert_eq!(r.storage_version(), "v1");
+        assert_eq!(r.api_version_of("v1"), "batch.example.com/v1");
+        assert_eq!(r.all_versions()[1].deprecated.as_ref().and_then(|d| d.warning.as_deref()), Some("use v2"));
     }
 }

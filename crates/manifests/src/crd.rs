@@ -104,6 +104,7 @@ pub(crate) mod tests {
             }],
             schema,
             status_subresource: true,
+            ..Default::default()
         }
     }
 

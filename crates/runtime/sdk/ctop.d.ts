@@ -377,6 +377,63 @@ export interface ResourceOptions<Spec extends SchemaArg, Status extends SchemaAr
   plural?: string;
   /** Default: the lowercased kind. */
   singular?: string;
+  /**
+   * The version is deprecated: `true`, or the warning every client gets for a request in it
+   * (default: the API server's `<group>/<version> <Kind> is deprecated`).
+   */
+  deprecated?: boolean | string;
+}
+
+/**
+ * What a conversion function returns: the object in the other version. Its `apiVersion`,
+ * `kind` and metadata are set by ctop, but for `labels` and `annotations`, the only metadata
+ * a conversion may change (the API server requires it); `{ ...o, spec: {...} }` is the usual
+ * form.
+ */
+export type Converted<SpecInput, Status> = {
+  spec: SpecInput;
+  status?: Status;
+  metadata?: { labels?: { [key: string]: string }; annotations?: { [key: string]: string } };
+  [field: string]: unknown;
+};
+
+type GroupOf<AV> = AV extends `${infer G}/${string}` ? G : string;
+type ScopeOf<CR extends KubeObject> = CR["metadata"] extends NamespacedMeta ? "Namespaced" : Scope;
+type StatusOf<CR> = CR extends { status?: infer S } ? S : never;
+
+/** The type of an object of version `V` of the resource whose hub objects are `CR`. */
+export type VersionObject<CR extends KubeObject, V extends string, Spec extends SchemaArg, Status extends SchemaArg> =
+  CustomResource<
+    OutputOf<Spec>,
+    Status extends undefined ? Omit<NonNullable<StatusOf<CR>>, keyof StandardStatus> : OutputOf<Status>,
+    `${GroupOf<CR["apiVersion"]>}/${V}`,
+    CR["kind"],
+    ScopeOf<CR>
+  >;
+
+/**
+ * Another version of a resource (`res.addVersion(name, options)`): its own schemas, and the
+ * two functions that convert its objects to the hub (the version `resource(...)` names,
+ * which every handler sees) and back. A conversion is pure: no writes, clock, randomness,
+ * fetch or reads.
+ */
+export interface VersionOptions<Spec extends SchemaArg, Status extends SchemaArg, Hub extends KubeObject, HubSpecInput, Spoke extends KubeObject> {
+  /** Fields of `spec` in this version (or a `z.object`); without it, spec keeps any fields. */
+  spec?: Spec;
+  /** Fields of `status` in this version; default: the hub's. */
+  status?: Status;
+  /** Default: the hub's. */
+  printerColumns?: PrinterColumn[];
+  /** Whether the API serves the version (default true); a version objects may still be stored in stays declared, unserved. */
+  served?: boolean;
+  /** Objects are stored in this version (default: the hub is the storage version). */
+  storage?: boolean;
+  /** `true`, or the warning every client gets for a request in this version. */
+  deprecated?: boolean | string;
+  /** An object of this version as the hub has it. */
+  toHub(object: Spoke): Converted<HubSpecInput, StatusOf<Hub>>;
+  /** A hub object as this version has it. */
+  fromHub(object: Hub): Converted<InputOf<Spec>, StatusOf<Spoke>>;
 }
 
 /** The handle `resource(...)` returns: a kind handle of the CR, with its schemas. */
@@ -387,6 +444,15 @@ export interface Resource<CR extends KubeObject, SpecInput, SpecSchema, StatusSc
   readonly status: StatusSchema;
   /** The whole object's openAPIV3Schema, as in the CRD. */
   readonly schema: OpenAPISchema;
+  /**
+   * Declare another version of this resource (see "Changing your API" in the README): the
+   * CRD then serves every version, stores one, and the operator converts between them
+   * through this, the hub. Returns the version's kind handle.
+   */
+  addVersion<const V extends string, Spec extends SchemaArg = undefined, Status extends SchemaArg = undefined>(
+    name: V,
+    options: VersionOptions<Spec, Status, CR, SpecInput, VersionObject<CR, V, Spec, Status>>,
+  ): Kind<VersionObject<CR, V, Spec, Status>, { metadata: ObjectMeta; spec: InputOf<Spec>; status?: VersionObject<CR, V, Spec, Status>["status"] }>;
 }
 
 /** Declare a custom resource (one CRD); the type of its objects is inferred from the z shapes. */

@@ -576,7 +576,37 @@ export function resource(apiVersion, kind, opts = {}) {
   const spec = toObjectSchema(opts.spec, `resource ${kind}: spec`);
   const status = toObjectSchema(opts.status, `resource ${kind}: status`);
   const plural = opts.plural ?? pluralize(kind);
+  const schema = objectSchema(spec, status);
+  const printerColumns = (opts.printerColumns ?? []).map((c) => checkPrinterColumn(c, kind));
+  const deprecated = deprecation(opts.deprecated, `resource ${kind}`);
 
+  const entry = {
+    apiVersion, group, version, kind, plural,
+    singular: opts.singular ?? kind.toLowerCase(),
+    scope,
+    shortNames: [...(opts.shortNames ?? [])],
+    printerColumns,
+    schema,
+    statusSubresource: true,
+    ...(deprecated && { deprecated }),
+  };
+  registry.resources.push(entry);
+  const handle = makeKind({ apiVersion, kind, plural, namespaced: scope === "Namespaced" });
+  if (spec) specSchemas.set(`${apiVersion}/${kind}`, spec);
+  const versions = { group, kind, plural, scope, hub: version, byName: new Map([[version, { spec, status }]]) };
+  conversions.set(`${group}/${kind}`, versions);
+  Object.defineProperties(handle, {
+    scope: { value: scope, enumerable: true },
+    spec: { value: spec, enumerable: true },
+    status: { value: status, enumerable: true },
+    schema: { value: schema, enumerable: true },
+    addVersion: { value: (name, options) => addVersion(entry, versions, name, options) },
+  });
+  return handle;
+}
+
+/** The openAPIV3Schema of a whole object of a resource from its spec and status schemas. */
+function objectSchema(spec, status) {
   const specSchema = spec ? spec.toOpenAPI() : { type: "object", "x-kubernetes-preserve-unknown-fields": true };
   const statusSchema = status ? status.toOpenAPI() : { type: "object", properties: {} };
   delete statusSchema.required; // the operator writes status piecemeal: no status field is required
@@ -585,25 +615,170 @@ export function resource(apiVersion, kind, opts = {}) {
   statusSchema.properties.observedGeneration ??= { type: "integer" };
   const schema = { type: "object", properties: { spec: specSchema, status: statusSchema } };
   if (specSchema.required?.length) schema.required = ["spec"];
+  return schema;
+}
 
-  registry.resources.push({
-    apiVersion, group, version, kind, plural,
-    singular: opts.singular ?? kind.toLowerCase(),
-    scope,
-    shortNames: [...(opts.shortNames ?? [])],
-    printerColumns: (opts.printerColumns ?? []).map((c) => checkPrinterColumn(c, kind)),
-    schema,
-    statusSubresource: true,
+/** `deprecated: true | "warning"` as the registry has it (`{warning?}`), or undefined. */
+function deprecation(d, what) {
+  if (d === undefined || d === false) return undefined;
+  if (d === true) return {};
+  if (typeof d === "string" && d.trim()) return { warning: d };
+  throw new TypeError(`${what}: deprecated must be true, false or the warning clients get (a non-empty string)`);
+}
+
+// ───────────────────────────── versions and conversion ─────────────────────────────
+
+/**
+ * The versions of every resource by `"<group>/<Kind>"`: the hub (the version `resource`
+ * names, which handlers see) and, per version, its schemas and the two functions that convert
+ * between it and the hub (`toHub`, `fromHub`; none for the hub).
+ */
+const conversions = new Map();
+
+const VERSION_OPTIONS = ["spec", "status", "printerColumns", "served", "storage", "deprecated", "toHub", "fromHub"];
+
+/**
+ * `res.addVersion(name, options)`: another version of a resource, with its own schemas and the
+ * two functions converting its objects to the hub and back. The CRD then lists every version
+ * and names the operator as its conversion webhook.
+ */
+function addVersion(entry, versions, name, options) {
+  const what = `${entry.kind}.addVersion(${JSON.stringify(name)})`;
+  if (typeof name !== "string" || !/^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/.test(name)) {
+    throw new TypeError(`${what}: a version is named like v1, v2beta1 or v1alpha2 (Kubernetes orders versions by these names)`);
+  }
+  if (versions.byName.has(name)) throw new Error(`${what}: ${entry.kind}.${entry.group} already has version ${name}`);
+  if (!isPlainObject(options)) throw new TypeError(`${what}: the second argument is an options object ({spec, status, toHub, fromHub, ...})`);
+  for (const key of Object.keys(options)) {
+    if (!VERSION_OPTIONS.includes(key)) throw new TypeError(`${what}: unknown option ${key} (${VERSION_OPTIONS.join(", ")})`);
+  }
+  for (const fn of ["toHub", "fromHub"]) {
+    if (typeof options[fn] !== "function") {
+      throw new TypeError(`${what}: ${fn} must be a function (${fn === "toHub" ? `a ${name} object → the ${versions.hub} object` : `a ${versions.hub} object → the ${name} object`}); `
+        + "every version converts to and from the hub, the version handlers see");
+    }
+  }
+  for (const flag of ["served", "storage"]) {
+    if (options[flag] !== undefined && typeof options[flag] !== "boolean") throw new TypeError(`${what}: ${flag} must be true or false`);
+  }
+  const spec = toObjectSchema(options.spec, `${what}: spec`);
+  // A version without its own status shares the hub's (the operator writes one status).
+  const status = options.status === undefined ? versions.byName.get(versions.hub).status
+    : toObjectSchema(options.status, `${what}: status`);
+  const deprecated = deprecation(options.deprecated, what);
+  entry.versions ??= [{ name: entry.version, served: true, storage: true, schema: entry.schema,
+    printerColumns: entry.printerColumns, ...(entry.deprecated && { deprecated: entry.deprecated }) }];
+  if (options.storage) {
+    const stored = entry.versions.find((v) => v.storage && v.name !== entry.version);
+    if (stored) throw new Error(`${what}: version ${stored.name} is already the storage version; exactly one version is stored`);
+    entry.versions[0].storage = false;
+  }
+  entry.versions.push({
+    name, served: options.served ?? true, storage: options.storage === true,
+    ...(deprecated && { deprecated }),
+    schema: objectSchema(spec, status),
+    printerColumns: options.printerColumns === undefined ? entry.printerColumns
+      : options.printerColumns.map((c) => checkPrinterColumn(c, entry.kind)),
   });
-  const handle = makeKind({ apiVersion, kind, plural, namespaced: scope === "Namespaced" });
-  if (spec) specSchemas.set(`${apiVersion}/${kind}`, spec);
+  versions.byName.set(name, { spec, status, toHub: options.toHub, fromHub: options.fromHub });
+  const apiVersion = `${entry.group}/${name}`;
+  if (spec) specSchemas.set(`${apiVersion}/${entry.kind}`, spec);
+  const handle = makeKind({ apiVersion, kind: entry.kind, plural: entry.plural, namespaced: entry.scope === "Namespaced" });
   Object.defineProperties(handle, {
-    scope: { value: scope, enumerable: true },
+    scope: { value: entry.scope, enumerable: true },
     spec: { value: spec, enumerable: true },
     status: { value: status, enumerable: true },
-    schema: { value: schema, enumerable: true },
+    schema: { value: entry.versions.at(-1).schema, enumerable: true },
   });
   return handle;
+}
+
+/** `"group/version"` → `[group, version]`. */
+function splitApiVersion(apiVersion, what) {
+  const i = typeof apiVersion === "string" ? apiVersion.lastIndexOf("/") : -1;
+  if (i <= 0) throw new TypeError(`${what}: apiVersion must be "<group>/<version>", got ${JSON.stringify(apiVersion)}`);
+  return [apiVersion.slice(0, i), apiVersion.slice(i + 1)];
+}
+
+/**
+ * The `convert` dispatch: `input.objects` converted to `input.desiredAPIVersion` through the
+ * hub, as a conversion webhook answers (`{convertedObjects}`). A conversion is pure: it runs
+ * with writes, the clock, randomness and fetch refused (`ctx.pure`).
+ */
+function convertObjects(input) {
+  const desired = input.desiredAPIVersion;
+  const [group, to] = splitApiVersion(desired, "convert: desiredAPIVersion");
+  if (!Array.isArray(input.objects)) throw new TypeError("convert: the input carries no objects (a list)");
+  ctx = { cr: null, namespace: undefined, observed: {}, observedInput: true, out: newOutput(), fns: null,
+    index: { applies: new Map(), patches: new Map() }, removed: new Set(), readOnly: true, pure: true };
+  try {
+    const convertedObjects = input.objects.map((obj) => convertOne(obj, group, to));
+    const out = { convertedObjects };
+    return typeof globalThis.__ct_host?.snap === "function" ? out : JSON.stringify(out);
+  } finally {
+    ctx = null;
+  }
+}
+
+/** One object to version `to` of `group`: through its version's `toHub`, then `fromHub` of `to`. */
+function convertOne(obj, group, to) {
+  if (!isPlainObject(obj)) throw new TypeError("convert: every object must be a JSON object");
+  const versions = conversions.get(`${group}/${obj.kind}`);
+  const name = `${obj.kind} ${obj.metadata?.namespace ? `${obj.metadata.namespace}/` : ""}${obj.metadata?.name ?? ""}`;
+  if (!versions) throw new TypeError(`convert: the script declares no resource ${obj.kind}.${group}`);
+  const [fromGroup, from] = splitApiVersion(obj.apiVersion, `convert ${name}`);
+  for (const [g, v] of [[fromGroup, from], [group, to]]) {
+    if (g !== group || !versions.byName.has(v)) {
+      throw new TypeError(`convert ${name}: ${obj.kind}.${group} has no version ${g}/${v} (it has ${[...versions.byName.keys()].join(", ")})`);
+    }
+  }
+  if (from === to) return obj;
+  const hub = from === versions.hub ? obj : convertStep(obj, versions, from, versions.hub, "toHub");
+  return to === versions.hub ? hub : convertStep(hub, versions, to, to, "fromHub");
+}
+
+/**
+ * One call of a conversion function (`fn` of version `owner`) on a copy of `obj`, whose result
+ * becomes an object of version `target`: apiVersion and kind set, metadata kept but for
+ * labels and annotations (the only metadata a conversion may change, as the API server
+ * requires), the spec checked against the target version's schema.
+ */
+function convertStep(obj, versions, owner, target, fn) {
+  const fromVersion = splitApiVersion(obj.apiVersion, "convert")[1];
+  const what = `converting ${obj.kind} ${obj.metadata?.namespace ? `${obj.metadata.namespace}/` : ""}${obj.metadata?.name ?? ""} `
+    + `from ${fromVersion} to ${target} (${owner}.${fn})`;
+  let r;
+  try {
+    r = versions.byName.get(owner)[fn](clone(obj));
+  } catch (e) {
+    if (e instanceof Error) {
+      e.message = `${what}: ${e.message}`;
+      throw e;
+    }
+    throw new Error(`${what}: threw ${safeJson(e)}`);
+  }
+  if (r && typeof r.then === "function") throw new TypeError(`${what}: returned a Promise; a conversion is synchronous (no async, no await)`);
+  if (!isPlainObject(r)) throw new TypeError(`${what}: must return the converted object ({spec, status?}), got ${r === null ? "null" : typeof r}`);
+  const copy = copyPlain(r, 0);
+  if (copy === NOT_PLAIN) throw new TypeError(`${what}: returned something JSON cannot carry (a Date, a function, NaN, a class instance)`);
+  const { apiVersion: _a, kind: _k, metadata, ...rest } = copy;
+  const meta = { ...obj.metadata };
+  for (const key of ["labels", "annotations"]) {
+    const v = metadata?.[key];
+    if (v === undefined) continue;
+    if (v !== null && (!isPlainObject(v) || Object.values(v).some((x) => typeof x !== "string"))) {
+      throw new TypeError(`${what}: metadata.${key} must map names to strings`);
+    }
+    if (v === null || !Object.keys(v).length) delete meta[key];
+    else meta[key] = v;
+  }
+  const out = { apiVersion: `${versions.group}/${target}`, kind: obj.kind, metadata: meta, ...rest };
+  const schema = versions.byName.get(target).spec;
+  if (schema) {
+    const checked = schema.safeParse(out.spec ?? {});
+    if (!checked.success) throw new TypeError(`${what}: the ${target} object it returned is invalid: ${checked.error.message}`);
+  }
+  return out;
 }
 
 function checkPrinterColumn(c, kind) {
@@ -843,11 +1018,21 @@ const newOutput = () => ({ applies: [], patches: [], status: null, conditions: [
  */
 function active(what) {
   if (!ctx) throw new Error(`${what} can only be called inside a handler`);
+  if (ctx.pure) throw impure(what);
   if (ctx.readOnly) {
     throw new TypeError(`${what} cannot be called in an invariant: invariants only read `
       + "(observed.get/list/children, getObserved, listObserved) and return what does not hold");
   }
   return ctx;
+}
+
+/** The error of a call a conversion may not make: it must be a pure function of the object. */
+const impure = (what) => new TypeError(`${what} cannot be called in a conversion: a conversion is a pure function `
+  + "of the object it converts (no writes, clock, randomness or fetch), so that every replica and every retry converts alike");
+
+/** Throws when the running dispatch is a conversion. */
+function notInConversion(what) {
+  if (ctx?.pure) throw impure(what);
 }
 
 function isCurrent(obj) {
@@ -994,6 +1179,7 @@ const warnedKinds = new Set();
  * the cache (and parsed) only when a handler asks for it, once per call.
  */
 function observedList(ref) {
+  notInConversion("getObserved/listObserved");
   const key = kindKey(ref);
   let list = ctx?.observed?.[key];
   if (list === undefined && ctx && !ctx.observedInput) {
@@ -1002,7 +1188,7 @@ function observedList(ref) {
     (ctx.observed ??= {})[key] = list;
   }
   if (Array.isArray(list)) return list;
-  const e = ctx?.fns.entry;
+  const e = ctx?.fns?.entry;
   const declared = e && [...e.manages, ...e.reads, ...e.watches.map((w) => w.kind), e.for]
     .some((k) => kindKey(k) === key);
   if (e && !declared && !warnedKinds.has(`${e.name} ${key}`)) {
@@ -1169,12 +1355,16 @@ export function removeFinalizer(obj, name) {
 
 /** `n` characters from [a-zA-Z0-9], from the OS's randomness. */
 export function randomString(n = 32) {
+  notInConversion("randomString()");
   if (!Number.isInteger(n) || n < 1 || n > 65536) throw new RangeError("randomString: n must be an integer in 1..65536");
   return String(host().randomString(n));
 }
 
 /** Milliseconds since the epoch, from the host clock. */
-export const now = () => Number(host().now());
+export const now = () => {
+  notInConversion("now()");
+  return Number(host().now());
+};
 
 /** Milliseconds since the epoch from a number, a Date or an RFC 3339 string. */
 function instant(t, what) {
@@ -1252,6 +1442,7 @@ class ResponseHeaders {
  * Network failures throw a TypeError, like fetch.
  */
 export function fetch(url, init = {}) {
+  notInConversion("fetch()");
   const h = host();
   if (typeof h.fetch !== "function") throw new Error("fetch is not available in this runtime");
   const headers = Object.fromEntries(Object.entries(init.headers ?? {}).map(([k, v]) => [k, String(v)]));
@@ -1433,6 +1624,8 @@ function readInput(inputJson) {
  * until it settles.
  */
 function dispatch(handler, controllerIndex, inputJson) {
+  // Conversions belong to resources, not controllers: the index is not read.
+  if (handler === "convert") return convertObjects(readInput(inputJson));
   const fns = controllerFns[controllerIndex];
   if (!fns) throw new Error(`__ct_dispatch: no controller with index ${controllerIndex}`);
   if (handler === "invariant") return checkInvariants(fns, readInput(inputJson));

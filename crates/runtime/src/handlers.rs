@@ -138,6 +138,45 @@ impl ScriptHandlers {
         Ok(out.violations)
     }
 
+    /// Convert `objects` (custom resources of the script's, in any of their versions) to
+    /// `desired_api_version` on the thread it is called from (a webhook server's blocking
+    /// pool), the SDK's `convert` dispatch: through the hub with the script's `toHub` and
+    /// `fromHub`, each result checked against the target version's spec schema. A conversion
+    /// is pure: the SDK refuses writes, reads, `now()`, `randomString()` and `fetch()` as it
+    /// runs, and a conversion that read the clock or drew randomness through a JavaScript
+    /// built-in (`Date`, `Math.random`) fails here after it returns.
+    ///
+    /// # Errors
+    /// The script's failure (a throw, a deadline, the memory limit, an invalid result, an
+    /// impure call), or an output that is not `{convertedObjects: [...]}` with one object
+    /// per input, as the message the webhook answers with.
+    pub fn convert(&self, desired_api_version: &str, objects: &[Value]) -> Result<Vec<Value>, String> {
+        let objects_json = Value::Array(objects.to_vec());
+        let desired = Value::from(desired_api_version);
+        let input = format!(r#"{{"desiredAPIVersion":{desired},"objects":{objects_json},{}}}"#, self.context);
+        let watch = Arc::new(PurityWatch::default());
+        let output = self
+            .script
+            .dispatch_observed("convert", 0, &input, watch.clone())
+            .map_err(|e| format!("conversion failed: {e}"))?;
+        if let Some(what) = watch.first() {
+            return Err(format!(
+                "conversion failed: it called {what}; a conversion is a pure function of the object it converts \
+                 (no clock, randomness or fetch), so that every replica and every retry converts alike"
+            ));
+        }
+        let out: ConversionOutput = serde_json::from_value(output)
+            .map_err(|e| format!("conversion: the output is not {{convertedObjects: [...]}}: {e}"))?;
+        if out.converted_objects.len() != objects.len() {
+            return Err(format!(
+                "conversion: {} objects came back for {} sent",
+                out.converted_objects.len(),
+                objects.len()
+            ));
+        }
+        Ok(out.converted_objects)
+    }
+
     fn call(&self, handler: String, call: HandlerCall) -> HandlerFuture<Value> {
         let script = self.script.clone();
         let input = match &call.object {
@@ -150,6 +189,36 @@ impl ScriptHandlers {
                 .await
                 .map_err(|e| failure(&handler, e))
         })
+    }
+}
+
+/// The output of the SDK's `convert` dispatch.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ConversionOutput {
+    converted_objects: Vec<Value>,
+}
+
+/// The observer of a conversion: it serves no reads (the SDK refuses them first) and keeps
+/// the first nondeterministic call the conversion made, which fails it.
+#[derive(Default)]
+struct PurityWatch(std::sync::Mutex<Option<&'static str>>);
+
+impl PurityWatch {
+    fn first(&self) -> Option<&'static str> {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl ctop_core::Observer for PurityWatch {
+    fn list(&self, _kind: &str) -> Option<String> {
+        None
+    }
+    fn get(&self, _kind: &str, _namespace: Option<&str>, _name: &str) -> Option<Option<String>> {
+        None
+    }
+    fn nondeterministic(&self, what: &'static str) {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(what);
     }
 }
 

@@ -51,6 +51,10 @@
 //! the TLS port a 400 (like Go servers answer), unknown paths a 404. Handlers see CREATE and
 //! UPDATE; requests without an object (DELETE, CONNECT) are allowed without calling them.
 
+/// The path the operator answers `ConversionReview`s on, for every resource it converts
+/// (the CRDs' `spec.conversion.webhook.clientConfig` points here).
+pub const CONVERSION_PATH: &str = "/convert";
+
 pub mod cabundle;
 mod configuration;
 mod conn;

@@ -19,3 +19,9 @@ operator(app).reconcile((cr) => {
   const text: number = stringData({ data: { a: "eA==" } }).a; // ERROR-7: decoded values are strings
   void [built, uid, next, text];
 });
+
+app.addVersion("v2", {
+  spec: { image: z.object({ repository: z.string() }) },
+  toHub: (o) => ({ ...o, spec: { image: o.spec.image.repository } }),
+  fromHub: (o) => ({ ...o, spec: { image: o.spec.image } }), // ERROR-8: a conversion returns the other version's spec
+});
