@@ -200,6 +200,7 @@ struct StatusJson {
 pub struct Health {
     inner: Arc<Mutex<BTreeMap<String, ControllerStatus>>>,
     sharding: Arc<Mutex<Option<crate::shard::members::ShardingStatus>>>,
+    migrations: Arc<Mutex<BTreeMap<String, crate::migrate::MigrationStatus>>>,
 }
 
 impl Health {
@@ -271,6 +272,16 @@ impl Health {
         self.sharding.lock().clone()
     }
 
+    /// Where the storage migration of a resource stands (`ctop run --migrate-storage`).
+    pub fn set_migration(&self, status: crate::migrate::MigrationStatus) {
+        self.migrations.lock().insert(status.resource.clone(), status);
+    }
+
+    /// The storage migration of the resource `<plural>.<group>`, once started.
+    pub fn migration(&self, resource: &str) -> Option<crate::migrate::MigrationStatus> {
+        self.migrations.lock().get(resource).cloned()
+    }
+
     /// A snapshot of one controller.
     pub fn status(&self, controller: &str) -> Option<ControllerStatus> {
         self.inner.lock().get(controller).cloned()
@@ -291,14 +302,20 @@ impl Health {
     /// The `/status` document: `{"controllers": [{name, ready, cachesSynced, conditions,
     /// lastErrors}]}`, controllers sorted by name, `lastErrors` oldest first; a sharded run
     /// adds `"sharding": {ring, member, sharder, members: [{name, holder, objects,
-    /// renewTime, leaseDurationSeconds, live, fenced}]}`.
+    /// renewTime, leaseDurationSeconds, live, fenced}]}`; a run that migrates storage adds
+    /// `"storageMigrations": [{resource, phase, to, storedVersions, migrated, message}]`.
     pub fn status_json(&self) -> serde_json::Value {
         let controllers: Vec<StatusJson> =
             self.inner.lock().values().map(ControllerStatus::to_json).collect();
-        match self.sharding() {
-            Some(s) => serde_json::json!({ "controllers": controllers, "sharding": s }),
-            None => serde_json::json!({ "controllers": controllers }),
+        let mut doc = serde_json::json!({ "controllers": controllers });
+        if let Some(s) = self.sharding() {
+            doc["sharding"] = serde_json::json!(s);
         }
+        let migrations: Vec<_> = self.migrations.lock().values().cloned().collect();
+        if !migrations.is_empty() {
+            doc["storageMigrations"] = serde_json::json!(migrations);
+        }
+        doc
     }
 }
 

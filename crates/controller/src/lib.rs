@@ -31,6 +31,8 @@
 //! - [`health`] (health, readiness, `/status`, metrics; the Prometheus registry itself is
 //!   `metrics`, re-exported there) and [`leader`] (Lease election);
 //! - `cluster`: the client, discovery, CRD installation;
+//! - [`migrate`]: storage migration (`ctop run --migrate-storage`): the leader rewrites every
+//!   object stored in an older version, then drops it from the CRD's `status.storedVersions`;
 //! - `publish`: each controller's health as a `ControllerStatus` object
 //!   (`kubectl get controllerstatuses`), written by the leader;
 //! - [`shard`]: a sharded run (`ctop run --sharding`): member Leases, the sharder that
@@ -57,6 +59,7 @@ pub mod leader;
 mod managers;
 mod memory;
 mod metrics;
+pub mod migrate;
 mod object;
 mod observe;
 mod on_start;
@@ -75,6 +78,7 @@ mod worker;
 pub use cluster::install_crds;
 pub use context::HandlerSource;
 pub use error::{ReconcileError, RunError, api_error_text};
+pub use migrate::StorageMigration;
 pub use object::{Object, Pairs};
 pub use options::{LeaseTiming, RunOptions};
 pub use retry::RetryLimit;

@@ -41,6 +41,10 @@ pub struct RunOptions {
     /// work (`ctop run --sharding`; see `shard`). Each replica holds a member Lease in
     /// `lease_namespace`; the one elected on the leader Lease assigns the objects.
     pub sharding: bool,
+    /// Rewrite objects stored in older versions of the script's converting resources and
+    /// drop those versions from their CRDs' `status.storedVersions` (`ctop run
+    /// --migrate-storage`; see `migrate`), as the leader; `None`: never.
+    pub migrate_storage: Option<crate::migrate::StorageMigration>,
 }
 
 /// The global bucket that failed reconciles are retried through, on top of the per-object

@@ -37,6 +37,9 @@ pub(crate) struct Publisher {
     pub(crate) controllers: Vec<String>,
     /// Leadership, when elected: only the leader publishes.
     pub(crate) leading: Option<watch::Receiver<bool>>,
+    /// The CRD (`<plural>.<group>`) of each controller's primary kind, whose storage
+    /// migration its object shows.
+    pub(crate) primaries: HashMap<String, String>,
 }
 
 impl Publisher {
@@ -60,13 +63,16 @@ impl Publisher {
             for controller in self.controllers.iter().filter(|_| leads) {
                 let Some(status) = self.health.status(controller) else { continue };
                 let name = object_name(&self.operator, controller);
-                let doc = document(
+                let mut doc = document(
                     &self.operator,
                     &self.namespace,
                     &name,
                     &status,
                     self.health.sharding().as_ref(),
                 );
+                if let Some(m) = self.primaries.get(controller).and_then(|crd| self.health.migration(crd)) {
+                    doc["status"]["storageMigration"] = json!(m);
+                }
                 if sent.get(&name) == Some(&doc) {
                     continue;
                 }

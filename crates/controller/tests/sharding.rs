@@ -196,6 +196,7 @@ impl Replica {
             install_crds: crds,
             retry_limit: RetryLimit::default(),
             sharding: true,
+            migrate_storage: None,
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)

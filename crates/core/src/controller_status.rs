@@ -57,6 +57,18 @@ pub fn crd() -> Value {
                 "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
         }
     });
+    // The storage migration of the controller's resource (`ctop run --migrate-storage`).
+    let migration = json!({
+        "type": "object",
+        "properties": {
+            "resource": {"type": "string"},
+            "phase": {"type": "string", "enum": ["Waiting", "Running", "Done", "Failed"]},
+            "to": {"type": "string"},
+            "storedVersions": {"type": "array", "items": {"type": "string"}},
+            "migrated": {"type": "integer"},
+            "message": {"type": "string"}
+        }
+    });
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -90,7 +102,8 @@ pub fn crd() -> Value {
                                 "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
                             "lastErrors": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
                             "cachesSynced": {"type": "boolean"},
-                            "sharding": sharding
+                            "sharding": sharding,
+                            "storageMigration": migration
                         }}
                     }
                 }}

@@ -33,6 +33,6 @@ pub use outcome::{
     ReconcileOutcome, StartOutcome,
 };
 pub use spec::{
-    ControllerSpec, Deprecation, KindRef, NamedPredicate, OperatorSpec, PolicyRule, Predicate,
-    PrinterColumn, ResourceSpec, Scope, VersionSpec, WatchSpec,
+    ControllerSpec, Deprecation, KindRef, NamedPredicate, OperatorSpec, PolicyRule, Predicate, PrinterColumn,
+    ResourceSpec, Scope, VersionSpec, WatchSpec,
 };

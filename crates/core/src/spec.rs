@@ -380,6 +380,9 @@ mod tests {
         assert!(r.converts());
         assert_eq!(r.storage_version(), "v1");
         assert_eq!(r.api_version_of("v1"), "batch.example.com/v1");
-        assert_eq!(r.all_versions()[1].deprecated.as_ref().and_then(|d| d.warning.as_deref()), Some("use v2"));
+        assert_eq!(
+            r.all_versions()[1].deprecated.as_ref().and_then(|d| d.warning.as_deref()),
+            Some("use v2")
+        );
     }
 }

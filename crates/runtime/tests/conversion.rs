@@ -52,7 +52,8 @@ fn the_spec_lists_every_version_with_the_storage_one() {
     assert!(r.converts());
     assert_eq!(r.version, "v2", "the hub is the version handlers see");
     assert_eq!(r.storage_version(), "v1");
-    let names: Vec<_> = r.all_versions().iter().map(|v| (v.name.clone(), v.served, v.deprecated.is_some())).collect();
+    let names: Vec<_> =
+        r.all_versions().iter().map(|v| (v.name.clone(), v.served, v.deprecated.is_some())).collect();
     assert_eq!(names, [("v2".to_owned(), true, false), ("v1".to_owned(), true, true)]);
 }
 
@@ -73,7 +74,7 @@ fn a_failing_conversion_fails_that_call_with_the_scripts_error_and_the_next_one_
     let h = handlers(limits);
     let cases = [
         ("throw", "converting CronTab prod/x from v1 to v2 (v1.toHub): cannot read this schedule"),
-        ("loop", "timed out"),
+        ("loop", "deadline"),
         ("memory", "memory"),
         ("invalid", "the v2 object it returned is invalid"),
         ("date", "it called Date; a conversion is a pure function"),

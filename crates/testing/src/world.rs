@@ -210,6 +210,7 @@ impl World {
             install_crds: Vec::new(),
             retry_limit: ctop_controller::RetryLimit::default(),
             sharding: false,
+            migrate_storage: None,
         };
         let mut world = Self {
             sim,

@@ -81,6 +81,15 @@ pub struct RunArgs {
     /// Server-side apply the script's CRDs (and wait until Established) before starting.
     #[arg(long)]
     install_crds: bool,
+    /// Storage migration: as the leader, rewrite every object of the script's multi-version
+    /// resources that is still stored in an older version, then drop those versions from
+    /// the CRD's status.storedVersions, so that the script may stop declaring them (progress
+    /// on /status). Needs the RBAC `ctop manifests --migrate-storage` grants.
+    #[arg(long)]
+    migrate_storage: bool,
+    /// Objects the storage migration rewrites per second at most.
+    #[arg(long, default_value_t = 50, requires = "migrate_storage")]
+    migrate_storage_rate: u32,
     /// Retries of failed reconciles per second, across all controllers, once the burst is
     /// spent (on top of each object's exponential backoff).
     #[arg(long, default_value_t = 10.0)]
@@ -163,6 +172,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         install_crds,
         retry_limit: RetryLimit { qps: args.retry_qps, burst: args.retry_burst },
         sharding: args.sharding,
+        migrate_storage: args
+            .migrate_storage
+            .then_some(ctop_controller::StorageMigration { rate: args.migrate_storage_rate.max(1) }),
     };
     let timing = LeaseTiming {
         lease_duration: args.lease_duration.into(),

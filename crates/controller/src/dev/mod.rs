@@ -97,6 +97,7 @@ impl DevOptions {
             install_crds: Vec::new(),
             retry_limit: RetryLimit::default(),
             sharding: false,
+            migrate_storage: None,
         };
         Self { run, poll: Duration::from_millis(500), replicas: 1 }
     }

@@ -21,6 +21,7 @@ use crate::health::{self, Health, Metrics};
 use crate::informer::{EventScope, InformerPlan, Role, WatchSource, hold_initial};
 use crate::leader::{LeaderElector, Leadership, LeaseConfig};
 use crate::memory::{Gauges, Memory};
+use crate::migrate::Migration;
 use crate::on_start::on_start;
 use crate::options::{LeaseTiming, RunOptions};
 use crate::publish::Publisher;
@@ -191,8 +192,30 @@ pub async fn run_reloadable(
         namespace: options.lease_namespace.clone(),
         controllers: published,
         leading: leadership.as_ref().map(Leadership::subscribe),
+        primaries: first
+            .spec()
+            .controllers
+            .iter()
+            .filter_map(|c| {
+                let r = resources.iter().find(|r| r.group == c.for_.group() && r.kind == c.for_.kind)?;
+                Some((c.name.clone(), format!("{}.{}", r.plural, r.group)))
+            })
+            .collect(),
     };
     tasks.push(tokio::spawn(publisher.run(stop_rx.clone())));
+    if let Some(migrate) = options.migrate_storage {
+        for resource in first.spec().converting() {
+            let migration = Migration {
+                client: client.clone(),
+                resource: resource.clone(),
+                health: health.clone(),
+                operator: options.name.clone(),
+                options: migrate,
+                leading: leadership.as_ref().map(Leadership::subscribe),
+            };
+            tasks.push(tokio::spawn(migration.run(stop_rx.clone())));
+        }
+    }
     // A member that could not renew its Lease within the renew deadline stops before the
     // sharder may move its objects (as controller-runtime exits on lost leadership).
     let lost = async {

@@ -115,6 +115,7 @@ async fn run_and_stop(name: &str, sharding: bool) {
         install_crds: Vec::new(),
         retry_limit: RetryLimit::default(),
         sharding,
+        migrate_storage: None,
     };
     let timing = LeaseTiming {
         lease_duration: Duration::from_secs(5),

@@ -315,6 +315,7 @@ async fn launch(
         install_crds: crds,
         retry_limit: RetryLimit::default(),
         sharding: false,
+        migrate_storage: None,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
