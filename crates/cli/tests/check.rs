@@ -433,3 +433,39 @@ fn a_role_binding_needs_bind_on_its_role_and_a_role_its_rules_or_escalate() {
     let (ok, out) = check(&dir, &tsc_path());
     assert!(ok, "{out}");
 }
+
+/// A resource with two versions: every sample, in either version, goes through the script's
+/// conversions to the other version and back; a field lost on the way fails the check with
+/// its path, and a sample in v2 is checked against v2's schema.
+#[test]
+fn conversions_run_on_every_sample_and_a_lost_field_is_an_error() {
+    let (_tmp, dir) = init();
+    // v2 names the image by repository and tag; its conversions forget the port.
+    append(
+        &dir.join("operator.ct"),
+        r#"app.addVersion("v2", {
+  spec: { repository: z.string(), tag: z.string().default("latest"), replicas: z.number().int().min(1).default(1) },
+  toHub: (o) => ({ ...o, spec: { image: `${o.spec.repository}:${o.spec.tag}`, replicas: o.spec.replicas } }),
+  fromHub: (o) => {
+    const [repository, tag = "latest"] = o.spec.image.split(":");
+    return { ...o, spec: { repository, tag, replicas: o.spec.replicas } };
+  },
+});
+"#,
+    );
+    std::fs::write(
+        dir.join("samples/v2.yaml"),
+        "apiVersion: demo.example.com/v2\nkind: Demo\nmetadata:\n  name: two\nspec:\n  repository: nginx\n  tag: \"1.27\"\n",
+    )
+    .expect("write");
+    let (ok, out) = check(&dir, &tsc_path());
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains(
+            "error conversion: samples/demo.yaml: Demo hello: spec.port was lost (it was 80) on the way through demo.example.com/v2 and back"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("samples/v2.yaml: Demo two"), "v2 → v1 → v2 keeps everything: {out}");
+    assert!(!out.contains("error TS"), "the versions type-check: {out}");
+}

@@ -12,9 +12,12 @@
 //!
 //! [`handlers::ScriptHandlers`] serves a script's handler calls to the controller
 //! (`ctop-controller`) as typed outcomes ([`ctop_core::ReconcileOutcome`] and its
-//! siblings); this crate knows nothing of watches or the API.
+//! siblings); this crate knows nothing of watches or the API. It also converts a multi-version
+//! resource's objects between versions ([`ScriptHandlers::convert`], which the conversion
+//! webhook calls) and checks that they survive a round trip ([`conversion`]).
 
 pub mod bundle;
+pub mod conversion;
 pub mod cron;
 pub mod diagnostic;
 pub mod egress;
@@ -31,6 +34,7 @@ pub mod typegen;
 pub mod vm;
 
 pub use bundle::{Bundle, BundleError, Module, SizeReport};
+pub use conversion::RoundTripError;
 pub use diagnostic::CodeFrame;
 pub use handlers::{InvariantViolation, ScriptHandlers, ValuesError, script_env, values_from_yaml};
 pub use load::{LoadError, load_dir};

@@ -88,3 +88,23 @@ fn a_failing_conversion_fails_that_call_with_the_scripts_error_and_the_next_one_
     let err = h.convert("batch.example.com/v2", &[v1("x", "throw")]).expect_err("throws");
     assert!(err.contains("operator.ct:"), "the error names where in the script: {err}");
 }
+
+#[test]
+fn a_round_trip_names_the_field_a_conversion_loses() {
+    let h = handlers(Limits::default());
+    let r = h.script().spec().resources[0].clone();
+    h.round_trip(&r, &v1("a", "1 2")).expect("v1 → v2 → v1 keeps everything");
+    // v2 can hold a day the v1 string cannot: the v1 conversion drops it.
+    let hub = json!({"apiVersion": "batch.example.com/v2", "kind": "CronTab", "metadata": {"name": "a"},
+        "spec": {"schedule": {"minute": "1", "hour": "2", "day": "3"}}});
+    let err = h.round_trip(&r, &hub).expect_err("the day is lost");
+    assert_eq!(
+        err.to_string(),
+        r#"spec.schedule.day was lost (it was "3") on the way through batch.example.com/v1 and back"#
+    );
+    let err = h.round_trip(&r, &v1("a", "throw")).expect_err("the conversion throws");
+    assert!(
+        matches!(&err, ctop_runtime::RoundTripError::Failed { to, .. } if to == "batch.example.com/v2"),
+        "{err}"
+    );
+}

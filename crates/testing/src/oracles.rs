@@ -4,7 +4,9 @@
 //!
 //! Three are plain functions of the cluster state, checked after every step
 //! ([`after_step`]): children have their primary as controller owner, `observedGeneration`
-//! is current once quiet, and no failed reconcile goes unreported. Three act on the world
+//! is current once quiet, and no failed reconcile goes unreported. One runs the script's
+//! conversions after every step ([`round_trips`]): every object of a resource with several
+//! versions survives a round trip through each of them. Three act on the world
 //! after the last step ([`crate::perturb`]): a reconcile with nothing changed writes
 //! nothing, a failed apply prunes nothing, and deleting the primaries leaves no child and
 //! no finalizer behind.
@@ -40,17 +42,21 @@ pub enum Oracle {
     /// Deleting the primaries leaves none of them, none of their children and none of the
     /// operator's finalizers behind.
     DeletionCleansUp,
+    /// Every object of a resource with several versions, converted to each other version and
+    /// back, comes back unchanged (the field lost is named).
+    ConversionRoundTrip,
 }
 
 impl Oracle {
     /// Every oracle, in the order they run.
-    pub const ALL: [Oracle; 6] = [
+    pub const ALL: [Oracle; 7] = [
         Oracle::ControllerOwner,
         Oracle::ObservedGeneration,
         Oracle::ErrorsReported,
         Oracle::Idempotence,
         Oracle::FailedApplyPrunesNothing,
         Oracle::DeletionCleansUp,
+        Oracle::ConversionRoundTrip,
     ];
 
     /// Its name in a test file.
@@ -62,6 +68,7 @@ impl Oracle {
             Oracle::Idempotence => "idempotence",
             Oracle::FailedApplyPrunesNothing => "failed-apply-prunes-nothing",
             Oracle::DeletionCleansUp => "deletion-cleans-up",
+            Oracle::ConversionRoundTrip => "conversion-round-trip",
         }
     }
 }
@@ -110,6 +117,22 @@ fn reconciled(o: &Value) -> Option<&str> {
         .iter()
         .find(|c| c["type"] == ctop_controller::reconcile::RECONCILED)?["status"]
         .as_str()
+}
+
+/// [`Oracle::ConversionRoundTrip`] on `objects`: those of the script's resources with several
+/// versions are converted by `script` to each other version and back. Blocks on the script.
+pub fn round_trips(script: &ctop_runtime::ScriptHandlers, objects: &[Value]) -> Vec<Violation> {
+    let spec = script.script().spec();
+    objects
+        .iter()
+        .filter_map(|o| {
+            let (api_version, kind, ..) = identity(o);
+            let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            let resource = spec.converting().find(|r| r.group == group && r.kind == kind)?;
+            let e = script.round_trip(resource, o).err()?;
+            Some(Violation { oracle: Oracle::ConversionRoundTrip, message: format!("{}: {e}", describe(o)) })
+        })
+        .collect()
 }
 
 /// The oracles checked after each step: [`Oracle::ControllerOwner`],

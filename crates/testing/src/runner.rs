@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::format::{Action, EventMatch, Expectation, Step, TestFile};
 use crate::golden::{self, Golden};
 use crate::matching::partial_match;
-use crate::oracles::{Oracle, after_step};
+use crate::oracles::{Oracle, after_step, round_trips};
 use crate::perturb;
 use crate::settle::{Quiet, advance, settle};
 use crate::state::Snapshot;
@@ -279,10 +279,15 @@ async fn state_after(world: &World, test: &TestFile, n: usize, step: &Step) -> R
     let primaries = snapshot.primaries(world.spec(), &handled, &applied);
     let objects = snapshot.golden_objects(world.spec(), &primaries, &applied);
     let golden = golden::render_step(n, &step.name, &objects);
-    let violations = after_step(world.spec(), &snapshot, &primaries, &last_calls)
-        .into_iter()
-        .filter(|v| !test.oracles_off.contains_key(&v.oracle))
-        .collect();
+    let mut violations = after_step(world.spec(), &snapshot, &primaries, &last_calls);
+    if world.spec().converting().next().is_some() {
+        let (script, objects) = (world.script().clone(), snapshot.objects.clone());
+        let found = tokio::task::spawn_blocking(move || round_trips(&script, &objects))
+            .await
+            .map_err(|e| format!("the conversion round trips stopped: {e}"))?;
+        violations.extend(found);
+    }
+    violations.retain(|v| !test.oracles_off.contains_key(&v.oracle));
     let count = primaries.len();
     let children = primaries.iter().map(|p| snapshot.children_of(p).len()).sum();
     Ok(After { snapshot, golden, violations, primaries: count, children })

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::step::{Action, Step, Then};
 use crate::format::ObjectRef;
-use crate::oracles::{Oracle, after_step};
+use crate::oracles::{Oracle, after_step, round_trips};
 use crate::perturb;
 use crate::record::CallObject;
 use crate::settle::{Quiet, advance, pause, settle};
@@ -267,6 +267,15 @@ impl Runner {
         if let Some(v) = after_step(self.world.spec(), &snapshot, &primaries, &last_calls).into_iter().next()
         {
             return Err(fail(&format!("oracle {}", v.oracle), v.message));
+        }
+        if self.world.spec().converting().next().is_some() {
+            let (script, objects) = (self.world.script().clone(), snapshot.objects.clone());
+            let found = tokio::task::spawn_blocking(move || round_trips(&script, &objects))
+                .await
+                .map_err(|e| fail("harness", e.to_string()))?;
+            if let Some(v) = found.into_iter().next() {
+                return Err(fail(&format!("oracle {}", v.oracle), v.message));
+            }
         }
         for r in &self.alive {
             if snapshot.find(r).is_none() && self.world.get(r).await.ok().flatten().is_none() {

@@ -194,8 +194,13 @@ async fn setup(
             wanted.push((v.to_owned(), k.to_owned()));
         }
     };
+    // Every served version of the script's resources: objects of a resource with several
+    // versions are written in each (the API server converts them through the operator).
     for r in &spec.resources {
         add(&r.api_version, &r.kind);
+        for v in r.all_versions().iter().filter(|v| v.served) {
+            add(&r.api_version_of(&v.name), &r.kind);
+        }
     }
     for c in &spec.controllers {
         for k in std::iter::once(&c.for_).chain(&c.reads).chain(c.watches.iter().map(|w| &w.kind)) {
@@ -212,14 +217,19 @@ async fn setup(
         if managed(&v, &k) && !primary(&v, &k) {
             continue;
         }
-        let own = spec.resources.iter().find(|r| r.api_version == v && r.kind == k);
+        // The script's resource, in the version `v`.
+        let own = spec
+            .resources
+            .iter()
+            .find(|r| r.kind == k && v.rsplit_once('/').is_some_and(|(g, _)| g == r.group))
+            .and_then(|r| r.all_versions().into_iter().find(|x| r.api_version_of(&x.name) == v));
         let found = world.kind(Some(&v), &k).await.map_err(FuzzError::World)?;
         let of_kind: Vec<Value> = samples
             .iter()
             .filter(|s| s["apiVersion"] == v.as_str() && s["kind"] == k.as_str())
             .cloned()
             .collect();
-        let spec_schema = own.and_then(|r| r.schema["properties"].get("spec").cloned());
+        let spec_schema = own.as_ref().and_then(|r| r.schema["properties"].get("spec").cloned());
         let writable = Writable {
             api_version: v.clone(),
             kind: k.clone(),

@@ -5,9 +5,12 @@
 //! makes the checks `ctop manifests` and the API server would make later: the CRDs'
 //! structural schemas and the rest of [`ctop_manifests::generate`], the names the script
 //! fixes ([`names`]), the samples against their CRD schema ([`samples`]), and the RBAC
-//! declarations of every kind a handler applies, patches or reads ([`rbac`]). Each problem is a [`frame::Finding`] printed with its location, a
-//! code frame and what to do; any error makes the command fail.
+//! declarations of every kind a handler applies, patches or reads ([`rbac`]), and the
+//! conversions of resources with several versions on every sample ([`conversion`]). Each
+//! problem is a [`frame::Finding`] printed with its location, a code frame and what to do;
+//! any error makes the command fail.
 
+mod conversion;
 mod frame;
 mod names;
 mod rbac;
@@ -16,6 +19,7 @@ mod tsc;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use ctop_runtime::{Limits, LoadError, Script, ScriptError, VmError};
@@ -51,7 +55,10 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<()> {
         let (samples, found) = samples::load(dir, script.spec());
         findings.extend(found);
         match ctop_runtime::values_from_yaml(&values) {
-            Ok(values) => findings.extend(rbac::check(dir, script, &samples, &values)),
+            Ok(values) => {
+                findings.extend(rbac::check(dir, script, &samples, &values));
+                findings.extend(conversion::check(script, &samples, &values));
+            }
             Err(e) => findings.push(Finding::error(
                 "values",
                 format!("the values file is not usable: {e}"),
@@ -87,7 +94,7 @@ fn load(
     dir: &Path,
     entry: &str,
     findings: &mut Vec<Finding>,
-) -> Option<(Script, ctop_manifests::ScriptBundle)> {
+) -> Option<(Arc<Script>, ctop_manifests::ScriptBundle)> {
     let bundle = match ctop_runtime::load_dir(dir, entry) {
         Ok(b) => b,
         Err(e) => {
@@ -97,7 +104,7 @@ fn load(
     };
     let script_bundle = ctop_manifests::ScriptBundle { gz: bundle.to_gz(), sha256: bundle.sha256_hex() };
     match Script::from_bundle(bundle, 1, Limits::default()) {
-        Ok(script) => Some((script, script_bundle)),
+        Ok(script) => Some((Arc::new(script), script_bundle)),
         Err(e) => {
             let location = match &e {
                 ScriptError::Vm(VmError::Exception {

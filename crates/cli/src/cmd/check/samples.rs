@@ -53,16 +53,21 @@ pub fn load(dir: &Path, spec: &OperatorSpec) -> (Vec<Sample>, Vec<Finding>) {
         };
         for mut object in docs.into_iter().filter(|d| !d.is_null()) {
             let mut refused = false;
-            let resource = spec.resources.iter().find(|r| {
-                object["apiVersion"] == r.api_version.as_str() && object["kind"] == r.kind.as_str()
+            // A sample may be in any version of a resource: it is checked against that one's schema.
+            let resource = spec.resources.iter().find_map(|r| {
+                let version = r.all_versions().into_iter().find(|v| {
+                    object["apiVersion"] == r.api_version_of(&v.name).as_str()
+                        && object["kind"] == r.kind.as_str()
+                })?;
+                Some((r, version.schema))
             });
-            if let Some(r) = resource {
+            if let Some((r, schema)) = resource {
                 let what = format!(
                     "{file}: {} {}",
                     r.kind,
                     object["metadata"]["name"].as_str().unwrap_or("(no name)")
                 );
-                for field in ctop_schema::prune(&mut object, &r.schema) {
+                for field in ctop_schema::prune(&mut object, &schema) {
                     findings.push(Finding::warning(
                         "sample",
                         format!("{what}: unknown field {field:?}: the API server drops it"),
@@ -72,8 +77,8 @@ pub fn load(dir: &Path, spec: &OperatorSpec) -> (Vec<Sample>, Vec<Finding>) {
                         )),
                     ));
                 }
-                ctop_schema::apply_defaults(&mut object, &r.schema);
-                let causes = ctop_schema::validate(&object, &r.schema);
+                ctop_schema::apply_defaults(&mut object, &schema);
+                let causes = ctop_schema::validate(&object, &schema);
                 if !causes.is_empty() {
                     findings.push(Finding::error(
                         "sample",
