@@ -58,6 +58,8 @@ pub const CONVERSION_PATH: &str = "/convert";
 pub mod cabundle;
 mod configuration;
 mod conn;
+mod conversion;
+mod conversion_review;
 pub mod dev;
 mod listener;
 pub mod review;
@@ -71,6 +73,7 @@ pub mod tls;
 
 pub use configuration::{ConfigurationOptions, Endpoint, configurations};
 pub use conn::ConnectionLimits;
+pub use conversion::{ConversionScript, converting_crds, converts};
 pub use ctop_core as core;
 pub use routes::{HandlerKind, Route, routes};
 pub use script::{AdmissionScript, HandlerCall, HandlerError};
