@@ -16,7 +16,7 @@ use ctop_webhook::{
     SelfIssued, ServerConfig, TlsSource,
 };
 use serde_json::{Value, json};
-use support::{allowed, client_config, connect, post};
+use support::{allowed, client_config, connect, converting_spec, post, single_version_spec};
 use tokio::sync::mpsc;
 
 /// Blocks the conversions that wait on it until it is opened.
@@ -78,28 +78,6 @@ impl ConversionScript for Widgets {
         }
         Ok(converted)
     }
-}
-
-/// An operator whose Widget has two versions and no admission handler.
-fn converting_spec() -> OperatorSpec {
-    serde_json::from_value(json!({
-        "resources": [{"apiVersion": "demo.ctop.dev/v2", "group": "demo.ctop.dev", "version": "v2",
-            "kind": "Widget", "plural": "widgets", "singular": "widget", "scope": "Namespaced",
-            "schema": {"type": "object"},
-            "versions": [
-                {"name": "v2", "served": true, "storage": true, "schema": {"type": "object"}},
-                {"name": "v1", "served": true, "storage": false, "schema": {"type": "object"}}]}],
-        "controllers": [{"index": 0, "name": "widget", "for": {"apiVersion": "demo.ctop.dev/v2", "kind": "Widget"},
-            "handlers": ["reconcile"]}],
-    }))
-    .unwrap()
-}
-
-/// The same operator with one version: nothing to convert.
-fn single_version_spec() -> OperatorSpec {
-    let mut spec = converting_spec();
-    spec.resources[0].versions.clear();
-    spec
 }
 
 fn widget(version: &str, name: &str, color: &str) -> Value {
@@ -186,7 +164,7 @@ fn config() -> ServerConfig {
 
 #[tokio::test]
 async fn converts_one_object_and_a_batch_in_order() {
-    let server = start(&converting_spec(), config()).await;
+    let server = start(&converting_spec(&["reconcile"]), config()).await;
     let mut c = server.client().await;
     let (status, bytes) =
         post(&mut c, CONVERSION_PATH, v1_review("u1", "demo.ctop.dev/v2", &[widget("v1", "a", "blue")]))
@@ -217,7 +195,7 @@ async fn converts_one_object_and_a_batch_in_order() {
 
 #[tokio::test]
 async fn a_v1beta1_review_is_answered_in_v1beta1() {
-    let server = start(&converting_spec(), config()).await;
+    let server = start(&converting_spec(&["reconcile"]), config()).await;
     let mut c = server.client().await;
     let body = review("apiextensions.k8s.io/v1beta1", "b1", "demo.ctop.dev/v2", &[widget("v1", "a", "blue")]);
     let (status, bytes) = post(&mut c, CONVERSION_PATH, body).await;
@@ -232,7 +210,7 @@ async fn a_v1beta1_review_is_answered_in_v1beta1() {
 
 #[tokio::test]
 async fn a_throwing_script_or_a_wrong_result_is_a_failure_with_its_message() {
-    let server = start(&converting_spec(), config()).await;
+    let server = start(&converting_spec(&["reconcile"]), config()).await;
     let mut c = server.client().await;
     let (status, bytes) =
         post(&mut c, CONVERSION_PATH, v1_review("t1", "demo.ctop.dev/v2", &[widget("v1", "a", "throw")]))
@@ -261,7 +239,8 @@ async fn a_throwing_script_or_a_wrong_result_is_a_failure_with_its_message() {
 
 #[tokio::test]
 async fn a_slow_conversion_fails_at_the_deadline_and_the_server_keeps_serving() {
-    let mut server = start(&converting_spec(), ServerConfig { concurrency: 1, ..config() }).await;
+    let mut server =
+        start(&converting_spec(&["reconcile"]), ServerConfig { concurrency: 1, ..config() }).await;
     let mut c = server.client().await;
     let (status, bytes) =
         post(&mut c, CONVERSION_PATH, v1_review("s1", "demo.ctop.dev/v2", &[widget("v1", "a", "wait")]))
@@ -279,7 +258,8 @@ async fn a_slow_conversion_fails_at_the_deadline_and_the_server_keeps_serving() 
 
 #[tokio::test]
 async fn busy_slots_are_a_failure_once_the_deadline_passes() {
-    let mut server = start(&converting_spec(), ServerConfig { concurrency: 1, ..config() }).await;
+    let mut server =
+        start(&converting_spec(&["reconcile"]), ServerConfig { concurrency: 1, ..config() }).await;
     let mut first = server.client().await;
     let waiting = tokio::spawn(async move {
         post(&mut first, CONVERSION_PATH, v1_review("b1", "demo.ctop.dev/v2", &[widget("v1", "a", "wait")]))
@@ -303,7 +283,8 @@ async fn busy_slots_are_a_failure_once_the_deadline_passes() {
 async fn admission_and_conversion_share_the_slots() {
     let routes = support::widget_routes();
     let mut server =
-        start_with(&converting_spec(), ServerConfig { concurrency: 1, ..config() }, &routes).await;
+        start_with(&converting_spec(&["reconcile"]), ServerConfig { concurrency: 1, ..config() }, &routes)
+            .await;
     let mut first = server.client().await;
     let validating = tokio::spawn(async move {
         let review = ctop_webhook::review_for("a1", "CREATE", &support::widget("blue"), None);
@@ -322,7 +303,7 @@ async fn admission_and_conversion_share_the_slots() {
 
 #[tokio::test]
 async fn malformed_reviews_get_400_with_the_reason() {
-    let server = start(&converting_spec(), config()).await;
+    let server = start(&converting_spec(&["reconcile"]), config()).await;
     let mut c = server.client().await;
     let cases: [(Vec<u8>, &str); 5] = [
         (b"{\"apiVersion\": ".to_vec(), "not JSON"),
@@ -349,7 +330,7 @@ async fn malformed_reviews_get_400_with_the_reason() {
 
 #[tokio::test]
 async fn without_versions_to_convert_the_path_is_a_404() {
-    let server = start(&single_version_spec(), config()).await;
+    let server = start(&single_version_spec(&["reconcile"]), config()).await;
     let mut c = server.client().await;
     let body = v1_review("n1", "demo.ctop.dev/v2", &[widget("v1", "a", "blue")]);
     let (status, bytes) = post(&mut c, CONVERSION_PATH, body.clone()).await;
@@ -359,17 +340,17 @@ async fn without_versions_to_convert_the_path_is_a_404() {
     // it takes it away again.
     let gate = server.gate.clone();
     let script = Arc::new(Widgets { gate, started: mpsc::unbounded_channel().0 });
-    server.admission.set_conversion(script.clone(), &converting_spec());
+    server.admission.set_conversion(script.clone(), &converting_spec(&["reconcile"]));
     let (status, _) = post(&mut c, CONVERSION_PATH, body.clone()).await;
     assert_eq!(status, 200);
-    server.admission.set_conversion(script, &single_version_spec());
+    server.admission.set_conversion(script, &single_version_spec(&["reconcile"]));
     let (status, _) = post(&mut c, CONVERSION_PATH, body).await;
     assert_eq!(status, 404);
 }
 
 #[tokio::test]
 async fn a_body_over_the_limit_gets_413_stating_the_limit() {
-    let server = start(&converting_spec(), ServerConfig { max_body: 1000, ..config() }).await;
+    let server = start(&converting_spec(&["reconcile"]), ServerConfig { max_body: 1000, ..config() }).await;
     let mut c = server.client().await;
     let mut big = widget("v1", "a", "blue");
     big["spec"]["padding"] = json!("x".repeat(2000));
