@@ -1,17 +1,29 @@
-//! The webhook of `ctop dev`: served on loopback with a freshly issued certificate, its
-//! Validating/MutatingWebhookConfigurations applied to the embedded cluster with that CA
-//! and an `https://127.0.0.1:PORT` URL, so the script's handlers are enforced with no
-//! setup. [`DevWebhook::reload`] serves a changed script and rewrites the configurations
-//! (deleting one whose kind of handler the script no longer has).
+//! The webhook of `ctop dev` and `ctop test`: served on loopback with a freshly issued
+//! certificate, its Validating/MutatingWebhookConfigurations applied to the embedded cluster
+//! with that CA and an `https://127.0.0.1:PORT` URL, so the script's handlers are enforced
+//! with no setup. [`DevWebhook::reload`] serves a changed script and rewrites the
+//! configurations (deleting one whose kind of handler the script no longer has).
+//!
+//! It converts too: [`DevWebhook::set_conversion`] serves the script's conversions on
+//! [`CONVERSION_PATH`], and [`DevWebhook::conversion`] is what the CRDs of the resources it
+//! converts point at (`spec.conversion.webhook.clientConfig`: the URL and the CA), the same
+//! for the server's whole life, so CRDs written once stay right across reloads. Writing
+//! those CRDs is the caller's business (it installs the CRDs anyway): install them after
+//! [`DevWebhook::start`], since they need the URL. [`DevWebhook::needed`] tells whether a
+//! script needs the server at all.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use ctop_core::OperatorSpec;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
 
+use crate::CONVERSION_PATH;
 use crate::configuration::{ConfigurationOptions, Endpoint, configurations};
+use crate::conversion::{ConversionScript, converts};
 use crate::routes::routes;
 use crate::script::AdmissionScript;
 use crate::server::{Admission, FailurePolicy, ServeError, ServerConfig, bind};
@@ -42,17 +54,53 @@ pub enum DevWebhookError {
     },
 }
 
+/// Where a CRD's conversion webhook reaches the dev server: its
+/// `spec.conversion.webhook.clientConfig`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConversionEndpoint {
+    /// The loopback URL, ending in [`CONVERSION_PATH`], e.g. `https://127.0.0.1:40123/convert`.
+    pub url: String,
+    /// The CA (PEM) that signed the server's certificate.
+    pub ca_pem: String,
+    /// The same CA base64-encoded, as `clientConfig.caBundle` holds it in JSON and YAML.
+    pub ca_bundle: String,
+}
+
+impl ConversionEndpoint {
+    /// `spec.conversion.webhook.clientConfig` of a CRD: `{"url": …, "caBundle": …}`.
+    #[must_use]
+    pub fn client_config(&self) -> serde_json::Value {
+        serde_json::json!({"url": self.url, "caBundle": self.ca_bundle})
+    }
+}
+
 /// A running dev webhook server; the server stops when this is dropped.
 pub struct DevWebhook {
     admission: Admission,
     base_url: String,
     ca_pem: String,
+    conversion: ConversionEndpoint,
     task: tokio::task::JoinHandle<()>,
 }
 
+impl std::fmt::Debug for DevWebhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DevWebhook").field("url", &self.base_url).finish_non_exhaustive()
+    }
+}
+
 impl DevWebhook {
+    /// Whether `spec` needs the dev server: it declares `validate` or `mutate` handlers, or
+    /// resources to convert. (`ctop dev` starts it on the embedded cluster either way, for a
+    /// later save to fill.)
+    #[must_use]
+    pub fn needed(spec: &OperatorSpec) -> bool {
+        !routes(spec).is_empty() || converts(spec)
+    }
+
     /// Serve `script`'s handlers (those `spec` declares; none yet is fine, a reload can add
-    /// them) on a free loopback port and apply their configurations through `client`.
+    /// them) on a free loopback port and apply their configurations through `client`. No
+    /// conversion is served until [`set_conversion`](Self::set_conversion).
     pub async fn start(
         client: &kube::Client,
         script: Arc<dyn AdmissionScript>,
@@ -75,7 +123,12 @@ impl DevWebhook {
                 tracing::error!(error = %e, "the dev webhook server stopped");
             }
         });
-        let hook = Self { admission, base_url, ca_pem: issued.ca_pem, task };
+        let conversion = ConversionEndpoint {
+            url: format!("{base_url}{CONVERSION_PATH}"),
+            ca_bundle: BASE64.encode(issued.ca_pem.as_bytes()),
+            ca_pem: issued.ca_pem.clone(),
+        };
+        let hook = Self { admission, base_url, ca_pem: issued.ca_pem, conversion, task };
         hook.configure(client, spec).await?;
         Ok(hook)
     }
@@ -86,8 +139,23 @@ impl DevWebhook {
         &self.base_url
     }
 
+    /// Where the CRDs of the resources the script converts point their conversion webhook
+    /// (`spec.conversion.webhook.clientConfig`); the same until the server is dropped.
+    #[must_use]
+    pub fn conversion(&self) -> &ConversionEndpoint {
+        &self.conversion
+    }
+
+    /// From the next request on, convert with `script` when `spec` has resources to convert
+    /// (a 404 on [`CONVERSION_PATH`] when it has none). Call it after [`start`](Self::start)
+    /// and after every [`reload`](Self::reload).
+    pub fn set_conversion(&self, script: Arc<dyn ConversionScript>, spec: &OperatorSpec) {
+        self.admission.set_conversion(script, spec);
+    }
+
     /// Serve `script` (declaring `spec`) from now on and rewrite the configurations for its
-    /// routes.
+    /// routes. The conversion is left as it is: call [`set_conversion`](Self::set_conversion)
+    /// too.
     pub async fn reload(
         &self,
         client: &kube::Client,

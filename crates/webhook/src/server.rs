@@ -7,6 +7,12 @@
 //! once one of [`ServerConfig::concurrency`] slots is free, within [`ServerConfig::timeout`]
 //! (waiting for a slot included). A handler that throws, breaks a script limit, or is late
 //! is answered per [`FailurePolicy`]; the server itself never stops over it.
+//!
+//! Conversions ([`CONVERSION_PATH`], when the script converts) go the same way, in the same
+//! slots: a conversion that fails, is late, finds every slot busy or returns another number
+//! of objects than it was sent is answered (HTTP 200) as a `Failure` with its message, which
+//! the API server shows; each review runs in a `conversion_review` tracing span with its
+//! `uid`, `desired_api_version` and number of `objects`.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -20,12 +26,16 @@ use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use bytes::Bytes;
-use ctop_core::AdmissionOutcome;
+use ctop_core::{AdmissionOutcome, OperatorSpec};
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::Semaphore;
+use tracing::Instrument as _;
 
+use crate::CONVERSION_PATH;
 use crate::conn::ConnectionLimits;
+use crate::conversion::{ConversionScript, converts};
+use crate::conversion_review;
 use crate::listener::TlsListener;
 use crate::review::{self, Answer};
 use crate::routes::{HandlerKind, Route};
@@ -131,12 +141,21 @@ struct Shared {
 struct Current {
     script: Arc<dyn AdmissionScript>,
     routes: HashMap<String, Arc<Route>>,
+    /// What answers on [`CONVERSION_PATH`], when the script converts.
+    conversion: Option<Arc<dyn ConversionScript>>,
+}
+
+/// What a request's path leads to.
+enum Target {
+    Admission(Arc<Route>, Arc<dyn AdmissionScript>),
+    Conversion(Arc<dyn ConversionScript>),
 }
 
 impl Admission {
-    /// Serve `routes` with `script`.
+    /// Serve `routes` with `script`. Nothing answers on [`CONVERSION_PATH`] until
+    /// [`set_conversion`](Self::set_conversion) is called with a spec that converts.
     pub fn new(script: Arc<dyn AdmissionScript>, routes: &[Route], config: ServerConfig) -> Self {
-        let current = Current { script, routes: index(routes) };
+        let current = Current { script, routes: index(routes), conversion: None };
         Self {
             shared: Arc::new(Shared {
                 current: RwLock::new(current),
@@ -147,13 +166,31 @@ impl Admission {
     }
 
     /// From the next request on, serve `routes` with `script` (requests in flight finish
-    /// with the previous script).
+    /// with the previous script). The conversion is left as it is: a reload calls
+    /// [`set_conversion`](Self::set_conversion) too.
     pub fn replace(&self, script: Arc<dyn AdmissionScript>, routes: &[Route]) {
-        let mut current = self.shared.current.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        *current = Current { script, routes: index(routes) };
+        let mut current = self.current();
+        current.script = script;
+        current.routes = index(routes);
     }
 
-    /// The axum app: `POST` on each route's path, `GET /healthz`, 404 elsewhere.
+    /// From the next request on, answer `ConversionReview`s on [`CONVERSION_PATH`] with
+    /// `script` when `spec` has resources to convert ([`converts`]); when it has none,
+    /// [`CONVERSION_PATH`] is a 404 (requests in flight finish with the previous script).
+    /// Call it after [`new`](Self::new) and after every [`replace`](Self::replace) of a
+    /// reloaded script. Conversions share the admission handlers' slots, deadline and body
+    /// limit ([`ServerConfig`]); the [`FailurePolicy`] does not apply to them: a failed
+    /// conversion is always answered as a `Failure` with its message.
+    pub fn set_conversion(&self, script: Arc<dyn ConversionScript>, spec: &OperatorSpec) {
+        self.current().conversion = converts(spec).then_some(script);
+    }
+
+    fn current(&self) -> std::sync::RwLockWriteGuard<'_, Current> {
+        self.shared.current.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The axum app: `POST` on each route's path and on [`CONVERSION_PATH`] when the script
+    /// converts, `GET /healthz`, 404 elsewhere.
     pub fn router(&self) -> Router {
         let max_body = self.shared.config.max_body;
         Router::new()
@@ -163,23 +200,33 @@ impl Admission {
                       method: Method,
                       uri: Uri,
                       body: Result<Bytes, BytesRejection>| async move {
+                    let path = uri.path();
                     let found = {
                         let current =
                             shared.current.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-                        current.routes.get(uri.path()).map(|r| (r.clone(), current.script.clone()))
+                        if path == CONVERSION_PATH {
+                            current.conversion.clone().map(Target::Conversion)
+                        } else {
+                            current.routes.get(path).map(|r| Target::Admission(r.clone(), current.script.clone()))
+                        }
                     };
                     match found {
-                        None => (StatusCode::NOT_FOUND, format!("no admission handler at {}\n", uri.path()))
+                        None if path == CONVERSION_PATH => (
+                            StatusCode::NOT_FOUND,
+                            format!("no conversion at {path}: the script declares no resource with several versions\n"),
+                        )
                             .into_response(),
+                        None => (StatusCode::NOT_FOUND, format!("no admission handler at {path}\n")).into_response(),
                         Some(_) if method != Method::POST => {
-                            (StatusCode::METHOD_NOT_ALLOWED, "admission reviews are POSTed\n").into_response()
+                            (StatusCode::METHOD_NOT_ALLOWED, "reviews are POSTed\n").into_response()
                         }
-                        Some((route, script)) => match body {
-                            Ok(body) => admit(&shared, script, &route, &body).await,
-                            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-                                too_large(max_body, &route)
+                        Some(target) => match (body, target) {
+                            (Ok(body), Target::Admission(route, script)) => {
+                                admit(&shared, script, &route, &body).await
                             }
-                            Err(e) => e.into_response(),
+                            (Ok(body), Target::Conversion(script)) => convert(&shared, script, &body).await,
+                            (Err(e), _) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => too_large(max_body, path),
+                            (Err(e), _) => e.into_response(),
                         },
                     }
                 },
@@ -191,8 +238,8 @@ impl Admission {
 
 /// The API server's words for a body over the limit (`Request entity too large: limit is
 /// 3145728`), so that the caller learns the limit.
-fn too_large(max_body: usize, route: &Route) -> Response {
-    tracing::info!(path = route.path, limit = max_body, "admission review body over the limit");
+fn too_large(max_body: usize, path: &str) -> Response {
+    tracing::info!(path, limit = max_body, "review body over the limit");
     (StatusCode::PAYLOAD_TOO_LARGE, format!("Request entity too large: limit is {max_body}\n"))
         .into_response()
 }
@@ -253,18 +300,9 @@ async fn call(
     route: &Route,
     request: &review::Request,
 ) -> Result<Answer, HandlerError> {
-    let timeout = shared.config.timeout;
-    let deadline = tokio::time::Instant::now() + timeout;
-    let permit = tokio::time::timeout_at(deadline, shared.slots.clone().acquire_owned())
-        .await
-        .map_err(|_| HandlerError::Busy { limit: shared.config.concurrency, after: timeout })?
-        .map_err(|_| HandlerError::Failed("the server is shutting down".into()))?;
     let (handler, controller) = (route.handler, route.controller);
     let (object, old_object, raw) = (request.object.clone(), request.old_object.clone(), request.raw.clone());
-    let task = tokio::task::spawn_blocking(move || {
-        // The slot is held until the script returns, even when the client gave up: a late
-        // handler still occupies a runtime.
-        let _permit = permit;
+    let outcome = blocking(shared, handler.as_str(), move || {
         script.call(&HandlerCall {
             handler,
             controller,
@@ -272,16 +310,102 @@ async fn call(
             old_object: old_object.as_ref(),
             request: &raw,
         })
-    });
-    let outcome = match tokio::time::timeout_at(deadline, task).await {
-        Err(_) => return Err(HandlerError::Timeout { handler: handler.as_str(), after: timeout }),
-        Ok(Err(join)) => return Err(HandlerError::Failed(format!("the handler panicked: {join}"))),
-        Ok(Ok(result)) => result?,
-    };
+    })
+    .await?;
     match handler {
         HandlerKind::Validate => Ok(validation(outcome)),
         HandlerKind::Mutate => mutation(&request.object, outcome),
     }
+}
+
+/// Run `f`, a call into the script, on the blocking pool once one of the server's slots is
+/// free, within the server's deadline (the wait for a slot included). Admission handlers and
+/// conversions share the slots and the deadline.
+async fn blocking<T: Send + 'static>(
+    shared: &Shared,
+    handler: &'static str,
+    f: impl FnOnce() -> Result<T, HandlerError> + Send + 'static,
+) -> Result<T, HandlerError> {
+    let timeout = shared.config.timeout;
+    let deadline = tokio::time::Instant::now() + timeout;
+    let permit = tokio::time::timeout_at(deadline, shared.slots.clone().acquire_owned())
+        .await
+        .map_err(|_| HandlerError::Busy { limit: shared.config.concurrency, after: timeout })?
+        .map_err(|_| HandlerError::Failed("the server is shutting down".into()))?;
+    let task = tokio::task::spawn_blocking(move || {
+        // The slot is held until the script returns, even when the client gave up: a late
+        // call still occupies a runtime.
+        let _permit = permit;
+        f()
+    });
+    match tokio::time::timeout_at(deadline, task).await {
+        Err(_) => Err(HandlerError::Timeout { handler, after: timeout }),
+        Ok(Err(join)) => Err(HandlerError::Failed(format!("the {handler} handler panicked: {join}"))),
+        Ok(Ok(result)) => result,
+    }
+}
+
+/// Answer a ConversionReview: the script's converted objects, or a `Failure` with its
+/// message (HTTP 200, so that the API server shows the message); 400 when the body is no
+/// ConversionReview.
+async fn convert(shared: &Shared, script: Arc<dyn ConversionScript>, body: &[u8]) -> Response {
+    let started = Instant::now();
+    let request = match conversion_review::parse(body) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::info!(path = CONVERSION_PATH, error = %e, "malformed conversion review");
+            return (StatusCode::BAD_REQUEST, format!("malformed ConversionReview: {e}\n")).into_response();
+        }
+    };
+    let span = tracing::info_span!(
+        "conversion_review",
+        uid = request.uid,
+        desired_api_version = request.desired_api_version,
+        objects = request.objects.len(),
+    );
+    async {
+        let converted = conversion(shared, script, &request).await;
+        if let Err(e) = &converted {
+            tracing::warn!(error = %e, "conversion failed");
+        }
+        tracing::debug!(
+            ok = converted.is_ok(),
+            took_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+            "conversion answered"
+        );
+        axum::Json(request.answer(converted.map_err(|e| e.to_string()))).into_response()
+    }
+    .instrument(span)
+    .await
+}
+
+/// The script's conversion of the request's objects, checked to be one object per object.
+async fn conversion(
+    shared: &Shared,
+    script: Arc<dyn ConversionScript>,
+    request: &conversion_review::Request,
+) -> Result<Vec<Value>, HandlerError> {
+    let sent = request.objects.len();
+    if sent == 0 {
+        // Nothing to convert: the script is not called (the API server does not send such
+        // reviews, but an empty list converts to an empty list).
+        return Ok(Vec::new());
+    }
+    let (desired, objects) = (request.desired_api_version.clone(), request.objects.clone());
+    let converted = blocking(shared, "convert", move || script.convert(&desired, &objects)).await?;
+    if converted.len() != sent {
+        return Err(HandlerError::Failed(format!(
+            "the conversion returned {} objects for the {sent} it was sent",
+            converted.len()
+        )));
+    }
+    if let Some((i, other)) = converted.iter().enumerate().find(|(_, o)| !o.is_object()) {
+        return Err(HandlerError::Failed(format!(
+            "the conversion returned a non-object for object {i}: {}",
+            short(other)
+        )));
+    }
+    Ok(converted)
 }
 
 /// A `validate` answer: allowed with its warnings, or denied (403) with its message.

@@ -154,6 +154,52 @@ pub fn widget_routes() -> Vec<Route> {
     ctop_webhook::routes(&spec)
 }
 
+/// An operator whose Widget has two versions, `v2` (the hub, stored) and `v1`, so that it
+/// converts, and one controller with `handlers`.
+pub fn converting_spec(handlers: &[&str]) -> ctop_webhook::core::OperatorSpec {
+    serde_json::from_value(serde_json::json!({
+        "resources": [{"apiVersion": "demo.ctop.dev/v2", "group": "demo.ctop.dev", "version": "v2",
+            "kind": "Widget", "plural": "widgets", "singular": "widget", "scope": "Namespaced",
+            "schema": {"type": "object"},
+            "versions": [
+                {"name": "v2", "served": true, "storage": true, "schema": {"type": "object"}},
+                {"name": "v1", "served": true, "storage": false, "schema": {"type": "object"}}]}],
+        "controllers": [{"index": 0, "name": "widget", "for": {"apiVersion": "demo.ctop.dev/v2", "kind": "Widget"},
+            "handlers": handlers}],
+    }))
+    .unwrap()
+}
+
+/// [`converting_spec`] with the one version `v2`: nothing to convert.
+pub fn single_version_spec(handlers: &[&str]) -> ctop_webhook::core::OperatorSpec {
+    let mut spec = converting_spec(handlers);
+    spec.resources[0].versions.clear();
+    spec
+}
+
+/// The name of the CRD of [`widget_crd`].
+pub const WIDGET_CRD: &str = "widgets.demo.ctop.dev";
+
+/// The CRD of a Widget with versions `v2` (stored) and `v1`, converted as `conversion`
+/// (its `spec.conversion`) says.
+pub fn widget_crd(
+    conversion: serde_json::Value,
+) -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+    let schema = serde_json::json!({"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"color": {"type": "string"}}}}}});
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": WIDGET_CRD},
+        "spec": {"group": "demo.ctop.dev", "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "versions": [
+                {"name": "v2", "served": true, "storage": true, "schema": schema},
+                {"name": "v1", "served": true, "storage": false, "schema": schema}],
+            "conversion": conversion},
+    }))
+    .unwrap()
+}
+
 /// A Widget with `color`.
 pub fn widget(color: &str) -> serde_json::Value {
     serde_json::json!({"apiVersion": "demo.ctop.dev/v1", "kind": "Widget",
