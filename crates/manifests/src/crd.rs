@@ -100,15 +100,19 @@ fn operator_crds_for(
         .collect()
 }
 
-/// The CRD of `resource` (see the [module docs](self)), checked as the API server would
-/// check it ([`Error::RejectedCrd`]). A resource with several versions is refused
-/// ([`Error::NoConversionEndpoint`]): use [`crd_with`].
+/// The CRD of `resource`: every version with its schema (`apiVersion`, `kind` and
+/// `metadata` added at the root), `served`, `storage`, `deprecated` and
+/// `deprecationWarning`, printer columns (plus Age) and the status subresource, and
+/// `spec.conversion: {strategy: None}`; checked as the API server would check it
+/// ([`Error::RejectedCrd`], [`Error::BadDeprecationWarning`]). A resource with several
+/// versions is refused ([`Error::NoConversionEndpoint`]): use [`crd_with`].
 pub fn crd(resource: &ResourceSpec, labels: &Map<String, Value>) -> Result<Value, Error> {
     crd_for(resource, labels, None)
 }
 
-/// [`crd()`] with the conversion webhook at `conversion` when `resource` has several
-/// versions.
+/// [`crd()`] with, when `resource` has several versions, `spec.conversion: {strategy:
+/// Webhook}`, `conversionReviewVersions: [v1]` and the `clientConfig` of `conversion`
+/// (always at [`CONVERSION_PATH`]).
 pub fn crd_with(
     resource: &ResourceSpec,
     labels: &Map<String, Value>,

@@ -195,7 +195,7 @@ mod tests {
         )
     }
 
-    /// A kubesim (kept running while the first is held) and its CRDs, as any client sees them.
+    /// A kubesim and its CRDs as any client sees them; the sim stops when the first is dropped.
     async fn kubesim_crds() -> (ctop_kubesim::KubeSim, kube::Api<kube::api::DynamicObject>) {
         let sim =
             ctop_kubesim::KubeSim::start(ctop_kubesim::Config { workloads: None, ..Default::default() })
@@ -245,8 +245,8 @@ mod tests {
         assert_eq!(theirs, ours);
     }
 
-    /// kubesim (the server the CRD checks are shared with) accepts every CRD `generate`
-    /// writes for a resource with several versions, storing it in the storage version.
+    /// kubesim (the server the CRD checks are shared with) accepts the CRD of a resource with
+    /// several versions, and records the storage version in `status.storedVersions`.
     #[tokio::test]
     async fn kubesim_accepts_a_converting_crd() {
         let (_sim, crds) = kubesim_crds().await;
