@@ -73,8 +73,8 @@ pub(crate) struct Resolved {
 /// SDK's guess (lowercase plural, namespaced) marked as such.
 pub(crate) fn resolve(spec: &OperatorSpec, kind: &KindRef) -> Resolved {
     let group = kind.group().to_owned();
-    if let Some(r) = spec.resources.iter().find(|r| r.api_version == kind.api_version && r.kind == kind.kind)
-    {
+    // Any version of the script's own resource: its plural and scope are the same in all.
+    if let Some(r) = spec.resources.iter().find(|r| r.group == group && r.kind == kind.kind) {
         return Resolved {
             group,
             plural: r.plural.clone(),

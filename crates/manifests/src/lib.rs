@@ -5,19 +5,26 @@
 //! `ctop manifests ./my-operator | kubectl apply --server-side -f -` is the whole deploy:
 //!
 //! 1. the `Namespace` (`<name>-system` unless told otherwise);
-//! 2. one `CustomResourceDefinition` per declared resource ([`crd()`]);
-//! 3. the `ServiceAccount` and least-privilege RBAC ([`permissions`], see [`rbac`]);
+//! 2. one `CustomResourceDefinition` per declared resource, with every version it declares
+//!    ([`crd_with`]); a resource with several versions converts through the operator's
+//!    webhook ([`ConversionEndpoint`]);
+//! 3. the `ServiceAccount` and least-privilege RBAC ([`permissions`], see [`rbac`]), with
+//!    what the storage migration needs when [`Options::migrate_storage`] asks for it;
 //! 4. a `ConfigMap` carrying `bundle.js.gz` (binaryData) and `values.yaml` (data);
 //! 5. a `Deployment` running `ctop run --bundle …` with the bundle's SHA-256 in a
 //!    pod-template annotation ([`BUNDLE_HASH_ANNOTATION`]): a changed script rolls the
 //!    pods, an unchanged one does not, and no image is rebuilt either way; its memory is
 //!    sized from the runtime's pool and limits ([`memory()`]), which it passes to `ctop run`;
-//! 6. for scripts with `validate`/`mutate` handlers, the webhook Service, the
-//!    Validating/MutatingWebhookConfigurations and the RBAC to patch their `caBundle`
-//!    (see `webhook.rs`: the operator issues its certificate and patches the CA in);
+//! 6. for scripts with `validate`/`mutate` handlers or resources with several versions, the
+//!    webhook Service, the Validating/MutatingWebhookConfigurations of the handlers, and the
+//!    RBAC to patch the `caBundle` of those and of the converting CRDs (see `webhook.rs`: the
+//!    operator issues its certificate and patches the CA in);
 //! 7. whatever the [`Plugin`]s add or change ([`PodDisruptionBudget`], [`NetworkPolicy`]:
 //!    ingress to the served ports, egress to DNS, the API server and the script's fetch
 //!    destinations).
+//!
+//! Before writing over a previous generation, check with [`removed_versions`] that the
+//! script still declares every version objects may be stored in (see `stored.rs`).
 //!
 //! Start with [`generate`]; [`Manifests::to_yaml`] prints the result. The same inputs
 //! always give the same bytes: documents come in a fixed order, object keys sorted, RBAC
@@ -31,13 +38,17 @@ mod plugin;
 pub mod rbac;
 mod schema_check;
 pub mod sizing;
+mod stored;
 mod webhook;
 mod workload;
 
 use ctop_core::OperatorSpec;
 use serde_json::{Map, Value, json};
 
-pub use crd::{APPLYSET_PARENT_TYPE_LABEL, crd, operator_crds};
+pub use crd::{
+    APPLYSET_PARENT_TYPE_LABEL, ConversionEndpoint, crd, crd_name, crd_with, operator_crds,
+    operator_crds_with,
+};
 pub use netpol::NetworkPolicy;
 pub use options::{
     BUNDLE_FILE, BUNDLE_HASH_ANNOTATION, ContainerResources, DEFAULT_CONCURRENCY, DEFAULT_IMAGE,
@@ -49,6 +60,7 @@ pub use plugin::{Context, Plugin, PluginError, PodDisruptionBudget, ServedPort};
 pub use rbac::{Permissions, permissions};
 pub use schema_check::SchemaProblem;
 pub use sizing::{BASE_MEMORY, CALL_SLACK, Memory, memory};
+pub use stored::{RemovedVersion, removed_versions};
 
 /// Bytes a ConfigMap's `data` and `binaryData` values may hold together (binaryData counted
 /// decoded, keys not counted): the API server's `ValidateConfigMap`
@@ -157,6 +169,33 @@ pub enum Error {
         /// What it reported.
         source: PluginError,
     },
+    /// A resource has several versions, so its CRD converts through the operator's webhook,
+    /// and no endpoint for that webhook was given ([`crd()`], [`operator_crds`]).
+    #[error(
+        "{crd} has several versions, which the API server converts by calling the operator's conversion \
+         webhook, but no address of that webhook was given; install the CRDs `ctop manifests` writes, which \
+         point at the operator's webhook Service"
+    )]
+    NoConversionEndpoint {
+        /// The CRD's name.
+        crd: String,
+    },
+    /// The API server would refuse CRD `crd`: the deprecation warning the script gives a
+    /// version is too long or holds a character that is not printable.
+    #[error(
+        "the API server would refuse CRD {crd}: {field}: {message} (change the deprecated: text of version \
+         {version} in the script)"
+    )]
+    BadDeprecationWarning {
+        /// The CRD's name.
+        crd: String,
+        /// The version.
+        version: String,
+        /// The server's field, `spec.versions[i].deprecationWarning`.
+        field: String,
+        /// The server's message.
+        message: String,
+    },
     /// A document could not be written as YAML (a bug: documents are plain JSON).
     #[error("cannot write YAML: {0}")]
     Yaml(#[from] ctop_core::yaml::SerializeError),
@@ -240,8 +279,9 @@ pub fn generate(
 
     let mut docs = vec![workload::namespace(options, &labels)];
     let mut crd_names = std::collections::BTreeSet::new();
+    let conversion = webhook::conversion_endpoint(options);
     for resource in &spec.resources {
-        let doc = crd(resource, &labels)?;
+        let doc = crd_with(resource, &labels, &conversion)?;
         let name = doc["metadata"]["name"].as_str().unwrap_or_default().to_owned();
         if !crd_names.insert(name.clone()) {
             return Err(Error::DuplicateCrd(name));
@@ -257,7 +297,14 @@ pub fn generate(
     docs.extend(rbac::documents(&perms, options, &labels));
     docs.push(workload::config_map(options, bundle, &labels));
     let memory = memory(spec, options)?;
-    docs.push(workload::deployment(options, bundle, &memory, &labels, &selector));
+    docs.push(workload::deployment(options, options.migrates(spec), bundle, &memory, &labels, &selector));
+    if options.migrate_storage && !options.migrates(spec) {
+        notes.push(
+            "storage migration was asked for, but the script declares no resource with several versions: \
+             nothing to migrate, so ctop run is not given --migrate-storage"
+                .to_owned(),
+        );
+    }
 
     webhook::add(spec, options, &labels, &selector, &mut docs);
     if bundle.gz.len() * 4 / 3 > CLIENT_SIDE_APPLY_LIMIT {

@@ -14,7 +14,8 @@ pub const DEFAULT_IMAGE: &str = concat!("ghcr.io/cloudticon/ct-operator:", env!(
 
 /// Script runtimes for reconciles, as `ctop run --concurrency` defaults to.
 pub const DEFAULT_CONCURRENCY: u16 = 4;
-/// Script runtimes for admission calls, as `ctop run --webhook-concurrency` defaults to.
+/// Script runtimes for admission and conversion calls, as `ctop run --webhook-concurrency`
+/// defaults to.
 pub const DEFAULT_WEBHOOK_CONCURRENCY: u16 = 4;
 /// QuickJS memory of one script runtime, as `ctop run --script-memory` defaults to.
 pub const DEFAULT_SCRIPT_MEMORY: ByteSize = ByteSize::mib(64);
@@ -25,8 +26,8 @@ pub const DEFAULT_MAX_OUTPUT: ByteSize = ByteSize::mib(16);
 pub const METRICS_PORT: u16 = 8080;
 /// Port of the `/healthz` and `/readyz` endpoints of `ctop run`.
 pub const HEALTH_PORT: u16 = 8081;
-/// Port of the admission webhook server of `ctop run --webhook-port` (scripts with
-/// `validate`/`mutate` handlers).
+/// Port of the webhook server of `ctop run --webhook-port` (scripts with `validate`/`mutate`
+/// handlers or resources with several versions).
 pub const WEBHOOK_PORT: u16 = 9443;
 
 /// Where the ConfigMap is mounted in the operator's container.
@@ -118,8 +119,9 @@ pub struct Options {
     pub webhook_failure_policy: ctop_webhook::FailurePolicy,
     /// Script runtimes for reconciles (`ctop run --concurrency`); at least 1.
     pub concurrency: u16,
-    /// Script runtimes for admission calls (`ctop run --webhook-concurrency`), for scripts
-    /// with `validate`/`mutate` handlers; at least 1.
+    /// Script runtimes for admission and conversion calls (`ctop run --webhook-concurrency`),
+    /// for scripts with `validate`/`mutate` handlers or resources with several versions; at
+    /// least 1.
     pub webhook_concurrency: u16,
     /// QuickJS memory of one script runtime (`ctop run --script-memory`).
     pub script_memory: ByteSize,
@@ -129,12 +131,18 @@ pub struct Options {
     /// (`ctop run --egress`, e.g. a URL that comes from the values); the NetworkPolicy
     /// plugin opens them too.
     pub egress: Vec<EgressRule>,
+    /// Migrate the stored objects of every resource with several versions to its storage
+    /// version (`ctop run --migrate-storage`): the leader rewrites each object with a no-op
+    /// update, then removes the other versions from the CRD's `status.storedVersions`, so
+    /// that a later script may drop them. The RBAC gains what that takes (see
+    /// [`crate::rbac`]); nothing when the script converts no resource.
+    pub migrate_storage: bool,
 }
 
 impl Options {
     /// Defaults for an operator called `name`: namespace `<name>-system`, the default image,
     /// one replica, cluster-wide, empty values, the runtime's default pool and limits, no
-    /// extra egress.
+    /// extra egress, no storage migration.
     #[must_use]
     pub fn new(name: impl Into<String>) -> Self {
         Self {
@@ -152,7 +160,14 @@ impl Options {
             script_memory: DEFAULT_SCRIPT_MEMORY,
             max_output: DEFAULT_MAX_OUTPUT,
             egress: Vec::new(),
+            migrate_storage: false,
         }
+    }
+
+    /// Whether the operator migrates stored objects: asked for, and the script has
+    /// resources with several versions.
+    pub(crate) fn migrates(&self, spec: &ctop_core::OperatorSpec) -> bool {
+        self.migrate_storage && spec.converting().next().is_some()
     }
 
     /// The namespace the operator runs in.

@@ -110,8 +110,8 @@ impl Context<'_> {
         &self.selector
     }
 
-    /// The ports the operator's pods serve: metrics, health probes, and the admission
-    /// webhook when the script declares `validate`/`mutate` handlers.
+    /// The ports the operator's pods serve: metrics, health probes, and the webhook when
+    /// the script declares `validate`/`mutate` handlers or resources with several versions.
     #[must_use]
     pub fn ports(&self) -> Vec<ServedPort> {
         let mut ports = vec![

@@ -1,16 +1,22 @@
 //! Every CRD `ctop manifests` writes passes the checks the API server makes when the CRD
 //! is created (`ctop_schema`: the decoder's type check, then the structural-schema, default,
-//! OpenAPI-keyword and CEL-rule checks), the same code kubesim refuses CRDs with. A CRD
-//! either would refuse fails here instead, with the server's cause and where to change the
-//! script.
+//! OpenAPI-keyword and CEL-rule checks), the same code kubesim refuses CRDs with, for the
+//! schema of every version. A CRD either would refuse fails here instead, with the server's
+//! cause and where to change the script. The server's checks of a version's
+//! `deprecationWarning` (at most 256 bytes, printable characters only) are made here too.
 
 use ctop_core::ResourceSpec;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::Error;
 
-/// Where kubesim and the server report schema errors for a one-version CRD.
-const BASE: &str = "spec.versions[0].schema.openAPIV3Schema";
+/// Longest `deprecationWarning` the API server accepts, in bytes.
+const MAX_DEPRECATION_WARNING: usize = 256;
+
+/// Where kubesim and the server report schema errors of the version at `index`.
+fn base(index: usize) -> String {
+    format!("spec.versions[{index}].schema.openAPIV3Schema")
+}
 
 /// One reason the API server would refuse a generated CRD.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,6 +28,8 @@ pub struct SchemaProblem {
     pub message: String,
     /// The path in the resource's `z` schema, e.g. `spec.size`.
     pub script_path: String,
+    /// Which version's schema, for a resource with several (`None` for one).
+    pub version: Option<String>,
     /// What to change in the script, when the cause says.
     pub change: Option<&'static str>,
 }
@@ -30,9 +38,13 @@ impl std::fmt::Display for SchemaProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.field, self.message)?;
         let at = if self.script_path.is_empty() { "the root" } else { &self.script_path };
+        let schema = match &self.version {
+            Some(version) => format!("the script's {version} schema"),
+            None => "the script's schema".to_owned(),
+        };
         match self.change {
-            Some(change) => write!(f, " (in the script's schema at {at}: {change})"),
-            None => write!(f, " (in the script's schema at {at})"),
+            Some(change) => write!(f, " (in {schema} at {at}: {change})"),
+            None => write!(f, " (in {schema} at {at})"),
         }
     }
 }
@@ -94,26 +106,76 @@ fn change(field: &str, message: &str) -> Option<&'static str> {
 
 /// Refuses `doc` (the CRD of `resource`) when the API server would.
 pub(crate) fn check(doc: &Value, resource: &ResourceSpec) -> Result<(), Error> {
-    let crd = format!("{}.{}", resource.plural, resource.group);
-    if let Some(message) = ctop_schema::decode_error(doc) {
-        let problem =
-            SchemaProblem { field: BASE.to_owned(), message, script_path: String::new(), change: None };
-        return Err(Error::RejectedCrd { crd, problems: vec![problem] });
+    let crd = crate::crd::crd_name(resource);
+    let versions = doc.pointer("/spec/versions").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    let named = |v: &Value| resource.converts().then(|| v["name"].as_str().unwrap_or_default().to_owned());
+    // The decoder stops at the first mismatch and names no version: find the version by
+    // decoding each alone.
+    for (i, v) in versions.iter().enumerate() {
+        if let Some(message) = ctop_schema::decode_error(&json!({"spec": {"versions": [v]}})) {
+            let problem = SchemaProblem {
+                field: base(i),
+                message,
+                script_path: String::new(),
+                version: named(v),
+                change: None,
+            };
+            return Err(Error::RejectedCrd { crd, problems: vec![problem] });
+        }
     }
-    let Some(schema) = doc.pointer("/spec/versions/0/schema/openAPIV3Schema") else { return Ok(()) };
-    let problems: Vec<SchemaProblem> = ctop_schema::check_structural(schema, BASE)
-        .into_iter()
-        .map(|c| {
-            let rest = c.field.strip_prefix(BASE).unwrap_or_default();
+    let mut problems = Vec::new();
+    for (i, v) in versions.iter().enumerate() {
+        let Some(schema) = v.pointer("/schema/openAPIV3Schema") else { continue };
+        let base = base(i);
+        problems.extend(ctop_schema::check_structural(schema, &base).into_iter().map(|c| {
+            let rest = c.field.strip_prefix(base.as_str()).unwrap_or_default();
             SchemaProblem {
                 script_path: script_path(rest),
+                version: named(v),
                 change: change(&c.field, &c.message),
                 field: c.field,
                 message: c.message,
             }
-        })
-        .collect();
-    if problems.is_empty() { Ok(()) } else { Err(Error::RejectedCrd { crd, problems }) }
+        }));
+    }
+    if !problems.is_empty() {
+        return Err(Error::RejectedCrd { crd, problems });
+    }
+    for (i, v) in versions.iter().enumerate() {
+        if let Some(warning) = v["deprecationWarning"].as_str()
+            && let Some(reason) = deprecation_warning_error(warning)
+        {
+            return Err(Error::BadDeprecationWarning {
+                crd,
+                version: v["name"].as_str().unwrap_or_default().to_owned(),
+                field: format!("spec.versions[{i}].deprecationWarning"),
+                message: format!("Invalid value: {}: {reason}", ctop_schema::go::quote(warning)),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Why the API server refuses `warning` as a `deprecationWarning`, in its words
+/// (apiextensions-apiserver `validateDeprecationWarning`): the first reason only.
+fn deprecation_warning_error(warning: &str) -> Option<String> {
+    if warning.len() > MAX_DEPRECATION_WARNING {
+        return Some(format!("must be <= {MAX_DEPRECATION_WARNING} characters long"));
+    }
+    if warning.is_empty() {
+        return Some("must not be an empty string".to_owned());
+    }
+    // Go's unicode.IsPrint: letters, marks, numbers, punctuation, symbols and the ASCII
+    // space; other spaces, controls and format characters are not printable.
+    let printable = |c: char| {
+        c == ' '
+            || !(c.is_control()
+                || c.is_whitespace()
+                || matches!(c as u32, 0xAD | 0x200B..=0x200F | 0x2028..=0x202E | 0x2060..=0x2064 | 0xFEFF))
+    };
+    warning.char_indices().find(|(_, c)| !printable(*c)).map(|(i, _)| {
+        format!("must only contain printable UTF-8 characters; non-printable character found at index {i}")
+    })
 }
 
 #[cfg(test)]
@@ -133,12 +195,29 @@ mod tests {
         )
     }
 
-    #[tokio::test]
-    async fn kubesim_refuses_what_manifests_refuses_with_the_same_causes() {
+    /// A kubesim and its CRDs as any client sees them; the sim stops when the first is dropped.
+    async fn kubesim_crds() -> (ctop_kubesim::KubeSim, kube::Api<kube::api::DynamicObject>) {
         let sim =
             ctop_kubesim::KubeSim::start(ctop_kubesim::Config { workloads: None, ..Default::default() })
                 .await
                 .expect("kubesim starts");
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig()).expect("kubeconfig parses");
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .expect("kubeconfig loads");
+        let client = kube::Client::try_from(config).expect("client");
+        let crds = kube::Api::<kube::api::DynamicObject>::all_with(
+            client,
+            &kube::api::ApiResource::erase::<
+                k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+            >(&()),
+        );
+        (sim, crds)
+    }
+
+    #[tokio::test]
+    async fn kubesim_refuses_what_manifests_refuses_with_the_same_causes() {
+        let (_sim, crds) = kubesim_crds().await;
         let resource = bad_defaults();
         let Err(Error::RejectedCrd { problems, .. }) = crate::crd(&resource, &Map::new()) else {
             panic!("manifests must refuse the CRD")
@@ -154,19 +233,8 @@ mod tests {
         assert_eq!(problems[1].script_path, "spec.replicas");
 
         // The same CRD, unchecked, sent to kubesim over HTTP as any client would.
-        let kubeconfig = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig()).expect("kubeconfig parses");
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .expect("kubeconfig loads");
-        let client = kube::Client::try_from(config).expect("client");
-        let crds = kube::Api::<kube::api::DynamicObject>::all_with(
-            client,
-            &kube::api::ApiResource::erase::<
-                k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-            >(&()),
-        );
-        let unchecked: kube::api::DynamicObject =
-            serde_json::from_value(crate::crd::crd_document(&resource, &Map::new())).expect("a CRD object");
+        let document = crate::crd::crd_document(&resource, &Map::new(), json!({"strategy": "None"}));
+        let unchecked: kube::api::DynamicObject = serde_json::from_value(document).expect("a CRD object");
         let status = match crds.create(&kube::api::PostParams::default(), &unchecked).await {
             Err(kube::Error::Api(status)) => status,
             other => panic!("kubesim must refuse the CRD, got {other:?}"),
@@ -175,6 +243,24 @@ mod tests {
         let causes = status.details.map(|d| d.causes).unwrap_or_default();
         let theirs: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
         assert_eq!(theirs, ours);
+    }
+
+    /// kubesim (the server the CRD checks are shared with) accepts the CRD of a resource with
+    /// several versions, and records the storage version in `status.storedVersions`.
+    #[tokio::test]
+    async fn kubesim_accepts_a_converting_crd() {
+        let (_sim, crds) = kubesim_crds().await;
+        let endpoint = crate::ConversionEndpoint::Service {
+            namespace: "op-system".into(),
+            name: "op-webhook".into(),
+            port: 443,
+        };
+        let doc = crate::crd_with(&crate::crd::tests::converting(), &Map::new(), &endpoint).expect("checked");
+        let object: kube::api::DynamicObject = serde_json::from_value(doc).expect("a CRD object");
+        let created =
+            crds.create(&kube::api::PostParams::default(), &object).await.expect("kubesim accepts it");
+        assert_eq!(created.data["status"]["storedVersions"], json!(["v1beta1"]));
+        assert_eq!(created.data["spec"]["conversion"]["strategy"], "Webhook");
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //! limits `ctop run` is given.
 //!
 //! `ctop run` holds one QuickJS runtime per concurrent call: `--concurrency` of them for
-//! reconciles, and `--webhook-concurrency` more for admission when the script has
-//! `validate`/`mutate` handlers (the manifests then generate the webhook and pass
-//! `--webhook-port`). A runtime's heap is capped at `--script-memory`; what a call returns
+//! reconciles, and `--webhook-concurrency` more for admission and conversion when the
+//! script has `validate`/`mutate` handlers or resources with several versions (the
+//! manifests then generate the webhook and pass `--webhook-port`). A runtime's heap is capped at `--script-memory`; what a call returns
 //! is copied out of it under `--max-output`. So the worst case, every runtime busy and at
 //! its caps at once, is bounded, and the limit is that bound:
 //!
@@ -47,7 +47,7 @@ const MIB: u64 = 1 << 20;
 /// The container's memory and how it was reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Memory {
-    /// Script runtimes `ctop run` will hold: reconciles, plus admission when served.
+    /// Script runtimes `ctop run` will hold: reconciles, plus the webhook's when served.
     pub runtimes: u32,
     /// What one runtime may take: script memory + max output + [`CALL_SLACK`].
     pub per_runtime: ByteSize,

@@ -566,3 +566,132 @@ fn the_config_map_limit_is_the_api_servers_1_mib_of_data() {
         matches!(generate(&spec(), &just_over, &o, &[]), Err(Error::TooLarge { bundle, values: 5 }) if bundle == CONFIG_MAP_LIMIT - 4)
     );
 }
+
+/// [`spec`] whose WebApp has a second version, v1beta1, in which objects are stored.
+fn converting_spec() -> OperatorSpec {
+    let mut s = spec();
+    let hub = s.resources[0].all_versions().remove(0);
+    let old = ctop_core::VersionSpec {
+        name: "v1beta1".into(),
+        storage: true,
+        deprecated: Some(ctop_core::Deprecation { warning: None }),
+        ..hub.clone()
+    };
+    s.resources[0].versions = vec![ctop_core::VersionSpec { storage: false, ..hub }, old];
+    s
+}
+
+fn role<'a>(m: &'a Manifests, kind: &str, name: &str) -> Option<&'a Value> {
+    m.documents.iter().find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+}
+
+#[test]
+fn a_one_version_resource_converts_nothing_and_has_no_webhook() {
+    let m = generate_default(&Options::new("op"));
+    let crd = m.documents.iter().find(|d| d["metadata"]["name"] == "webapps.apps.example.com").expect("crd");
+    assert_eq!(crd["spec"]["conversion"], json!({"strategy": "None"}));
+    for kind in ["Service", "ValidatingWebhookConfiguration"] {
+        assert!(!kinds(&m).contains(&kind), "{kind}");
+    }
+    assert!(role(&m, "ClusterRole", "op-webhook").is_none());
+    assert!(!args(&m).iter().any(|a| a == "--webhook-port"));
+}
+
+#[test]
+fn a_converting_script_gets_the_webhook_server_and_the_crd_points_at_it() {
+    let s = converting_spec();
+    let m = generate(&s, &bundle(1), &Options::new("op"), &[&NetworkPolicy]).unwrap();
+    assert!(m.notes.is_empty(), "{:?}", m.notes);
+    let crd = m.documents.iter().find(|d| d["metadata"]["name"] == "webapps.apps.example.com").expect("crd");
+    assert_eq!(
+        crd["spec"]["conversion"]["webhook"]["clientConfig"],
+        json!({"service": {"namespace": "op-system", "name": "op-webhook", "path": ctop_webhook::CONVERSION_PATH, "port": 443}})
+    );
+    let names: Vec<_> =
+        crd["spec"]["versions"].as_array().unwrap().iter().map(|v| v["name"].clone()).collect();
+    assert_eq!(names, [json!("v1"), json!("v1beta1")]);
+
+    // No admission handlers: no configurations, but the Service, port, flags and TLS Secret.
+    let k = kinds(&m);
+    assert!(!k.contains(&"ValidatingWebhookConfiguration") && !k.contains(&"MutatingWebhookConfiguration"));
+    let svc = find(&m, "Service");
+    assert_eq!(
+        (&svc["metadata"]["name"], &svc["spec"]["ports"][0]["port"]),
+        (&json!("op-webhook"), &json!(443))
+    );
+    let a = args(&m);
+    for flag in
+        ["--webhook-port", "9443", "--tls-secret", "op-webhook-tls", "--tls-host", "op-webhook.op-system.svc"]
+    {
+        assert!(a.iter().any(|x| x == flag), "{a:?} lacks {flag}");
+    }
+    let container = &find(&m, "Deployment")["spec"]["template"]["spec"]["containers"][0];
+    assert!(container["ports"].as_array().unwrap().iter().any(|p| p["name"] == "webhook"));
+    assert!(role(&m, "Role", "op-webhook-tls").is_some(), "the shared certificate's Secret");
+    // 64 + (4 + 4) × 88: conversions run on the webhook's runtimes.
+    assert_eq!(memory_of(&m), ("152Mi".into(), "768Mi".into()));
+    let policy = find(&m, "NetworkPolicy");
+    assert!(policy["spec"]["ingress"][0]["ports"].as_array().unwrap().iter().any(|p| p["port"] == 9443));
+
+    // The caBundle keeper may get and patch exactly the converting CRDs, nothing else.
+    let webhook = role(&m, "ClusterRole", "op-webhook").expect("the caBundle role");
+    assert_eq!(
+        webhook["rules"],
+        json!([{"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
+                "resourceNames": ["webapps.apps.example.com"], "verbs": ["get", "patch"]}])
+    );
+    assert!(
+        m.documents.iter().any(|d| d["kind"] == "ClusterRoleBinding" && d["roleRef"]["name"] == "op-webhook"),
+        "bound"
+    );
+    // Not migrating: neither the flag nor the CRD status rule.
+    assert!(!a.iter().any(|x| x == "--migrate-storage"));
+    let manager = role(&m, "ClusterRole", "op-manager").expect("the manager role");
+    assert!(!manager["rules"].to_string().contains("customresourcedefinitions"), "{}", manager["rules"]);
+}
+
+#[test]
+fn admission_and_conversion_share_one_server_and_one_role() {
+    let mut s = converting_spec();
+    s.controllers[0].handlers = vec!["reconcile".into(), "validate".into()];
+    let m = generate(&s, &bundle(1), &Options::new("op"), &[]).unwrap();
+    assert_eq!(kinds(&m).iter().filter(|k| **k == "Service").count(), 1);
+    assert_eq!(args(&m).iter().filter(|a| *a == "--webhook-port").count(), 1);
+    let webhook = role(&m, "ClusterRole", "op-webhook").expect("the caBundle role");
+    assert_eq!(
+        webhook["rules"],
+        json!([
+            {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"],
+             "resourceNames": ["op"], "verbs": ["get", "update"]},
+            {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
+             "resourceNames": ["webapps.apps.example.com"], "verbs": ["get", "patch"]},
+        ])
+    );
+}
+
+#[test]
+fn storage_migration_is_passed_to_ctop_run_and_granted_only_when_asked() {
+    let options = Options { migrate_storage: true, ..Options::new("op") };
+    let m = generate(&converting_spec(), &bundle(1), &options, &[]).unwrap();
+    let a = args(&m);
+    assert!(a.iter().any(|x| x == "--migrate-storage"), "{a:?}");
+    let manager = role(&m, "ClusterRole", "op-manager").expect("the manager role");
+    let crd_status: Vec<&Value> = manager["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["resources"] == json!(["customresourcedefinitions/status"]))
+        .collect();
+    assert_eq!(
+        crd_status,
+        [&json!({"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions/status"],
+                 "resourceNames": ["webapps.apps.example.com"], "verbs": ["get", "patch", "update"]})]
+    );
+
+    // Nothing converts: no flag, no grant, a note saying why.
+    let m = generate(&spec(), &bundle(1), &options, &[]).unwrap();
+    assert!(!args(&m).iter().any(|x| x == "--migrate-storage"));
+    assert_eq!(without_bundle(&m), without_bundle(&generate_default(&Options::new("op"))));
+    assert_eq!(m.notes.len(), 1);
+    assert!(m.notes[0].contains("nothing to migrate"), "{:?}", m.notes);
+}

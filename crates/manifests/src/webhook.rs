@@ -1,20 +1,27 @@
-//! The admission webhook documents, for scripts that declare `validate` or `mutate`
-//! handlers: a Service in front of the operator's pods, the Validating and/or Mutating
-//! WebhookConfiguration (paths from [`ctop_webhook::routes`], so they match the server), the
-//! Deployment's webhook port and flags, and RBAC that lets the operator set `caBundle` on
-//! exactly those two configurations (`resourceNames`).
+//! The webhook documents, for scripts that declare `validate` or `mutate` handlers or
+//! resources with several versions (which the API server converts by calling the operator
+//! at [`ctop_webhook::CONVERSION_PATH`], on the same HTTPS server and port): a Service in
+//! front of the operator's pods, the Validating and/or Mutating WebhookConfiguration (paths
+//! from [`ctop_webhook::routes`], so they match the server), the Deployment's webhook port
+//! and flags, and RBAC that lets the operator set `caBundle` on exactly those two
+//! configurations and on the CRDs of the resources it converts (`resourceNames`). The CRDs
+//! point at the Service through [`conversion_endpoint`].
 //!
 //! Default TLS mode: the first pod issues a CA and certificate and keeps them in the Secret
 //! `<name>-webhook-tls` (`ctop run --tls-secret`), every replica serves that one, and each
-//! patches the CA into the configurations, which are generated without a `caBundle`. Until
+//! patches the CA into the configurations and the converting CRDs'
+//! `spec.conversion.webhook.clientConfig`, which are generated without a `caBundle`. Until
 //! one has, the API server cannot verify the webhook, so with `failurePolicy: Fail` writes
-//! of the handled kinds fail for the first seconds after a deploy. The operator gets `get`
-//! and `update` on that Secret by name and `create` on Secrets in its namespace (a Role).
+//! of the handled kinds fail for the first seconds after a deploy, and so does every request
+//! for a converting kind in a version other than the one an object is stored in. The
+//! operator gets `get` and `update` on that Secret by name and `create` on Secrets in its
+//! namespace (a Role).
 
 use ctop_core::OperatorSpec;
 use ctop_webhook::{ConfigurationOptions, Endpoint, HandlerKind, configurations, routes};
 use serde_json::{Map, Value, json};
 
+use crate::crd::{ConversionEndpoint, crd_name};
 use crate::options::{DEFAULT_WEBHOOK_CONCURRENCY, Options, WEBHOOK_PORT};
 
 /// Port of the webhook Service (the API server calls it; the pod listens on [`WEBHOOK_PORT`]).
@@ -30,10 +37,20 @@ pub(crate) fn tls_secret_name(options: &Options) -> String {
     format!("{}-webhook-tls", options.name)
 }
 
-/// Whether `spec` has `validate`/`mutate` handlers, so the webhook is generated and `ctop run`
-/// serves it (with runtimes of its own).
+/// Whether `spec` has `validate`/`mutate` handlers or resources to convert, so the webhook
+/// is generated and `ctop run` serves it (with runtimes of its own).
 pub(crate) fn served(spec: &OperatorSpec) -> bool {
-    !routes(spec).is_empty()
+    !routes(spec).is_empty() || spec.converting().next().is_some()
+}
+
+/// Where the CRDs of converting resources send their `ConversionReview`s: the webhook
+/// Service, which only exists when [`served`].
+pub(crate) fn conversion_endpoint(options: &Options) -> ConversionEndpoint {
+    ConversionEndpoint::Service {
+        namespace: options.namespace(),
+        name: service_name(options),
+        port: SERVICE_PORT,
+    }
 }
 
 /// Add the webhook documents for `spec` to `docs` (which already hold the Deployment).
@@ -45,7 +62,8 @@ pub(crate) fn add(
     docs: &mut Vec<Value>,
 ) {
     let routes = routes(spec);
-    if routes.is_empty() {
+    let converting: Vec<String> = spec.converting().map(crd_name).collect();
+    if routes.is_empty() && converting.is_empty() {
         return;
     }
     let namespace = options.namespace();
@@ -95,8 +113,9 @@ pub(crate) fn add(
     }));
 
     // Get and update only the configurations the routes produce (those whose caBundle the
-    // operator keeps): a validate-only operator is granted nothing on mutating ones.
-    let resources: Vec<&str> = [
+    // operator keeps): a validate-only operator is granted nothing on mutating ones. Get and
+    // patch only the CRDs it converts for.
+    let configuration_resources: Vec<&str> = [
         (HandlerKind::Mutate, "mutatingwebhookconfigurations"),
         (HandlerKind::Validate, "validatingwebhookconfigurations"),
     ]
@@ -104,17 +123,31 @@ pub(crate) fn add(
     .filter(|(kind, _)| routes.iter().any(|r| r.handler == *kind))
     .map(|(_, resource)| resource)
     .collect();
+    let mut rules = Vec::new();
+    if !configuration_resources.is_empty() {
+        rules.push(json!({
+            "apiGroups": ["admissionregistration.k8s.io"],
+            "resources": configuration_resources,
+            "resourceNames": [options.name],
+            "verbs": ["get", "update"],
+        }));
+    }
+    if !converting.is_empty() {
+        let mut names = converting;
+        names.sort();
+        rules.push(json!({
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "resourceNames": names,
+            "verbs": ["get", "patch"],
+        }));
+    }
     let role = format!("{}-webhook", options.name);
     docs.push(json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
         "metadata": {"name": role, "labels": labels},
-        "rules": [{
-            "apiGroups": ["admissionregistration.k8s.io"],
-            "resources": resources,
-            "resourceNames": [options.name],
-            "verbs": ["get", "update"],
-        }],
+        "rules": rules,
     }));
     docs.push(json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",

@@ -58,9 +58,9 @@ fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// The arguments of `ctop run` in the container (the image's entrypoint is `ctop`): the
-/// pool and limits the memory was sized from, when not `ctop run`'s defaults, and the
-/// deployer's extra egress.
-pub(crate) fn run_args(options: &Options) -> Vec<String> {
+/// pool and limits the memory was sized from, when not `ctop run`'s defaults, the
+/// deployer's extra egress, and `--migrate-storage` when `migrate`.
+pub(crate) fn run_args(options: &Options, migrate: bool) -> Vec<String> {
     let mut args = vec![
         "run".to_owned(),
         "--bundle".to_owned(),
@@ -76,6 +76,9 @@ pub(crate) fn run_args(options: &Options) -> Vec<String> {
     }
     if options.sharding {
         args.push("--sharding".to_owned());
+    }
+    if migrate {
+        args.push("--migrate-storage".to_owned());
     }
     if options.concurrency != DEFAULT_CONCURRENCY {
         args.extend(["--concurrency".to_owned(), options.concurrency.to_string()]);
@@ -93,8 +96,10 @@ pub(crate) fn run_args(options: &Options) -> Vec<String> {
     args
 }
 
+/// The Deployment running `ctop run` ([`run_args`]; `migrate`: with `--migrate-storage`).
 pub(crate) fn deployment(
     options: &Options,
+    migrate: bool,
     bundle: &ScriptBundle,
     memory: &Memory,
     labels: &Map<String, Value>,
@@ -122,7 +127,7 @@ pub(crate) fn deployment(
     let container = json!({
         "name": "operator",
         "image": options.image,
-        "args": run_args(options),
+        "args": run_args(options, migrate),
         "env": [pod_name, pod_namespace],
         "ports": [
             {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},

@@ -1,10 +1,15 @@
 //! `ctop manifests`: the documents that deploy an operator, as multi-document YAML.
+//!
+//! Written over a previous generation (`-o FILE` that exists), it first checks that the
+//! script still declares every version the previous CRDs list
+//! ([`ctop_manifests::removed_versions`]): objects may be stored in them until the storage
+//! migration has run, so dropping one is refused unless `--versions-migrated` confirms it.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use ctop_manifests::{Options, ScriptBundle, WatchScope};
+use ctop_manifests::{Options, RemovedVersion, ScriptBundle, WatchScope};
 use ctop_runtime::diagnostic::Framed;
 use ctop_runtime::{Limits, Script};
 
@@ -29,7 +34,9 @@ pub struct ManifestsArgs {
     /// The values file [default: DIR/values.yaml when it exists, else empty values].
     #[arg(long)]
     values: Option<PathBuf>,
-    /// Write to this file instead of standard output.
+    /// Write to this file instead of standard output. When it holds a previous generation,
+    /// a version of a resource it lists that the script no longer declares is refused
+    /// (objects may still be stored in it; see --versions-migrated).
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Pod replicas (the operator elects a leader among them).
@@ -68,8 +75,9 @@ pub struct ManifestsArgs {
         value_parser = clap::value_parser!(u16).range(1..),
     )]
     concurrency: u16,
-    /// Script runtimes for admission calls, for scripts with validate/mutate handlers
-    /// (`ctop run --webhook-concurrency`); sizes the memory limit.
+    /// Script runtimes for admission and conversion calls, for scripts with validate/mutate
+    /// handlers or resources with several versions (`ctop run --webhook-concurrency`); sizes
+    /// the memory limit.
     #[arg(
         long,
         value_name = "N",
@@ -95,6 +103,18 @@ pub struct ManifestsArgs {
     /// Fail (writes fail while the operator is unreachable) or Ignore.
     #[arg(long, default_value = "Fail")]
     webhook_failure_policy: ctop_webhook::FailurePolicy,
+    /// Migrate the stored objects of every resource with several versions to its storage
+    /// version (`ctop run --migrate-storage`): the operator rewrites each object once, then
+    /// removes the other versions from the CRD's status.storedVersions, so that a later
+    /// script may drop them. Adds the RBAC that takes: get, list and update on those
+    /// resources, and get, update and patch on their CRDs' status.
+    #[arg(long)]
+    migrate_storage: bool,
+    /// Confirm that the versions the script no longer declares hold no objects any more
+    /// (`kubectl get crd <name> -o jsonpath='{.status.storedVersions}'` no longer lists
+    /// them), so that the CRDs may drop them.
+    #[arg(long)]
+    versions_migrated: bool,
 }
 
 fn values_text(args: &ManifestsArgs) -> anyhow::Result<String> {
@@ -107,6 +127,66 @@ fn values_text(args: &ManifestsArgs) -> anyhow::Result<String> {
         Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => Ok("{}\n".to_owned()),
         Err(e) => Err(e).with_context(|| format!("cannot read the values file {}", path.display())),
     }
+}
+
+/// The documents of the previous generation at `path`: none when there is no such file.
+fn previous_documents(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(e).with_context(|| {
+                format!(
+                    "cannot read {} to check that the new CRDs keep every stored version; make it readable, \
+                     or pass -o with another file",
+                    path.display()
+                )
+            });
+        }
+    };
+    ctop_core::yaml::documents(&text).with_context(|| {
+        format!(
+            "{} is not YAML, so the versions its CRDs list cannot be checked before it is replaced; fix or \
+             remove it, or pass -o with another file",
+            path.display()
+        )
+    })
+}
+
+/// Why writing over `path` is refused: `removed` (not empty) may still hold objects.
+fn removal_refused(removed: &[RemovedVersion], path: &Path) -> String {
+    let versions: Vec<String> = removed.iter().map(ToString::to_string).collect();
+    let mut crds: Vec<&str> = removed.iter().map(|r| r.crd.as_str()).collect();
+    crds.dedup();
+    let commands: Vec<String> = crds
+        .iter()
+        .map(|crd| format!("`kubectl get crd {crd} -o jsonpath='{{.status.storedVersions}}'`"))
+        .collect();
+    let (them, lists) = if removed.len() == 1 { ("it", "lists") } else { ("them", "list") };
+    format!(
+        "the script no longer declares {}, which the manifests in {} {lists}: objects may still be stored in \
+         {them}, and the API server refuses a CRD that drops a version objects are stored in. Keep {them} \
+         declared (with `served: false` if {them} should not be served) until the storage migration has run \
+         (deploy with `ctop manifests --migrate-storage`; its progress is in the operator's /status) and {} \
+         no longer {lists} {them}; then run ctop manifests again with --versions-migrated",
+        versions.join(", "),
+        path.display(),
+        commands.join(" and ")
+    )
+}
+
+/// Refuses to write over a previous generation at `path` whose CRDs list a version `spec`
+/// no longer declares, unless `confirmed` (`--versions-migrated`); returns what is dropped.
+fn check_stored_versions(
+    path: &Path,
+    spec: &ctop_core::OperatorSpec,
+    confirmed: bool,
+) -> anyhow::Result<Vec<RemovedVersion>> {
+    let removed = ctop_manifests::removed_versions(&previous_documents(path)?, spec);
+    if !removed.is_empty() && !confirmed {
+        anyhow::bail!("{}", removal_refused(&removed, path));
+    }
+    Ok(removed)
 }
 
 fn write_output(path: Option<&Path>, yaml: &str) -> anyhow::Result<()> {
@@ -152,6 +232,7 @@ pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
     options.max_output = args.max_output;
     options.resources.memory_request = args.memory_request;
     options.resources.memory_limit = args.memory_limit;
+    options.migrate_storage = args.migrate_storage;
     options.watch = match (&args.watch_namespace, args.namespace_scoped) {
         (Some(ns), _) => WatchScope::Namespace(ns.clone()),
         (None, true) => WatchScope::Namespace(options.namespace()),
@@ -169,6 +250,11 @@ pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
     for note in &manifests.notes {
         tracing::warn!("{note}");
     }
+    if let Some(path) = &args.output {
+        for dropped in check_stored_versions(path, spec, args.versions_migrated)? {
+            tracing::warn!("the CRD drops {dropped}, confirmed migrated with --versions-migrated");
+        }
+    }
     write_output(args.output.as_deref(), &manifests.to_yaml()?)?;
     tracing::info!(
         name = options.name,
@@ -183,6 +269,96 @@ pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory as _;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A CronTab operator declaring `versions` (the first the hub; stored in the last).
+    fn spec(versions: &[&str]) -> ctop_core::OperatorSpec {
+        let hub = versions[0];
+        let declared: Vec<serde_json::Value> = versions
+            .iter()
+            .map(|v| json!({"name": v, "served": true, "storage": *v == versions[versions.len() - 1], "schema": {"type": "object"}}))
+            .collect();
+        let declared = if versions.len() > 1 { declared } else { vec![] };
+        serde_json::from_value(json!({
+            "resources": [{
+                "apiVersion": format!("batch.example.com/{hub}"), "group": "batch.example.com", "version": hub,
+                "kind": "CronTab", "plural": "crontabs", "singular": "crontab",
+                "schema": {"type": "object"}, "versions": declared,
+            }],
+            "controllers": [{"index": 0, "name": "crontab", "for": {"apiVersion": format!("batch.example.com/{hub}"), "kind": "CronTab"}}],
+        }))
+        .expect("a spec")
+    }
+
+    /// `ctop manifests -o` of `spec` into a file in `dir`.
+    fn previous(dir: &Path, spec: &ctop_core::OperatorSpec) -> PathBuf {
+        let bundle = ScriptBundle { gz: vec![0x1f, 0x8b], sha256: "00".repeat(32) };
+        let m = ctop_manifests::generate(spec, &bundle, &Options::new("op"), &[]).expect("manifests");
+        let path = dir.join("op.yaml");
+        std::fs::write(&path, m.to_yaml().expect("yaml")).expect("written");
+        path
+    }
+
+    #[test]
+    fn dropping_a_version_the_previous_generation_lists_is_refused_until_confirmed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = previous(dir.path(), &spec(&["v2", "v1"]));
+        // Still declared (and more): fine.
+        assert_eq!(check_stored_versions(&path, &spec(&["v2", "v1"]), false).expect("kept"), []);
+        assert_eq!(check_stored_versions(&path, &spec(&["v3", "v2", "v1"]), false).expect("added"), []);
+
+        let err = check_stored_versions(&path, &spec(&["v2"]), false).expect_err("v1 dropped").to_string();
+        assert_eq!(
+            err,
+            format!(
+                "the script no longer declares version v1 of crontabs.batch.example.com, which the manifests in {} \
+                 lists: objects may still be stored in it, and the API server refuses a CRD that drops a version \
+                 objects are stored in. Keep it declared (with `served: false` if it should not be served) until \
+                 the storage migration has run (deploy with `ctop manifests --migrate-storage`; its progress is in \
+                 the operator's /status) and `kubectl get crd crontabs.batch.example.com -o \
+                 jsonpath='{{.status.storedVersions}}'` no longer lists it; then run ctop manifests again with \
+                 --versions-migrated",
+                path.display()
+            )
+        );
+        let dropped = check_stored_versions(&path, &spec(&["v2"]), true).expect("confirmed");
+        assert_eq!(
+            dropped.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["version v1 of crontabs.batch.example.com"]
+        );
+    }
+
+    #[test]
+    fn without_a_previous_generation_there_is_nothing_to_check() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        assert_eq!(
+            check_stored_versions(&dir.path().join("new.yaml"), &spec(&["v2"]), false).expect("first"),
+            []
+        );
+        let junk = dir.path().join("junk.yaml");
+        std::fs::write(&junk, "a: [").expect("written");
+        let err = check_stored_versions(&junk, &spec(&["v2"]), false).expect_err("not YAML");
+        assert!(err.to_string().ends_with("fix or remove it, or pass -o with another file"), "{err}");
+    }
+
+    #[test]
+    fn several_dropped_versions_are_named_together() {
+        let removed = [
+            RemovedVersion { crd: "a.x.io".into(), version: "v1".into() },
+            RemovedVersion { crd: "a.x.io".into(), version: "v2".into() },
+            RemovedVersion { crd: "b.x.io".into(), version: "v1".into() },
+        ];
+        let text = removal_refused(&removed, Path::new("out.yaml"));
+        assert!(text.starts_with("the script no longer declares version v1 of a.x.io, version v2 of a.x.io, version v1 of b.x.io, which the manifests in out.yaml list: objects may still be stored in them"), "{text}");
+        assert!(
+            text.contains(
+                "`kubectl get crd a.x.io -o jsonpath='{.status.storedVersions}'` and `kubectl get crd b.x.io"
+            ),
+            "{text}"
+        );
+    }
 
     /// The defaults `ctop manifests` sizes the memory with are those `ctop run` uses when the
     /// Deployment does not pass them.

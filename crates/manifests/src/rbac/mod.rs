@@ -7,11 +7,19 @@
 //! | `.reads(kind)`, `.watches(kind)` | get, list, watch | none |
 //! | `.permission(rule)` | the rule's verbs | only if the rule names it |
 //! | always | `events.k8s.io` events: create, patch; `coordination.k8s.io` leases: get, create, update (sharded: also list, watch, delete); `ctop.dev` controllerstatuses: get, create, patch (own namespace) | |
+//! | [`Options::migrate_storage`], per resource with several versions | get, list, update, cluster-wide | `customresourcedefinitions/status` of its CRD (by name): get, update, patch |
 //!
 //! Only primary kinds get `/status`: the script's `setStatus` and `setCondition` write the
 //! object being reconciled, and applying a child never writes its status (that is the
 //! child's own controller's), so a kind that is only managed, read or watched needs none.
 //! A kind that is one controller's primary and another's managed kind gets both grants.
+//!
+//! The storage migration (`ctop run --migrate-storage`) rewrites every stored object of a
+//! converting resource with a no-op update, in every namespace even when the operator
+//! watches one (`status.storedVersions` is the whole CRD's), then removes the old versions
+//! from `status.storedVersions`; what it needs beyond a primary kind's grants is added, and
+//! only when asked for. The caBundle of the converting CRDs and of the admission
+//! configurations is granted by the webhook's own ClusterRole (`webhook.rs`), not here.
 //!
 //! Every grant is split into atoms (place, group, resource, names, verb), deduplicated,
 //! dropped when a broader atom covers it, and grouped back into rules in sorted order, so
@@ -43,6 +51,12 @@ const LEASES: &[&str] = &["get", "create", "update"];
 const SHARDED_LEASES: &[&str] = &["get", "create", "update", "list", "watch", "delete"];
 /// Each controller's health object (server-side applied: creating one takes `create`).
 const CONTROLLER_STATUSES: &[&str] = &["get", "create", "patch"];
+/// The storage migration on each converting resource: list the objects, rewrite each in the
+/// storage version with a no-op update (a PUT; reading it again takes `get`).
+const MIGRATE: &[&str] = &["get", "list", "update"];
+/// The storage migration on the converting CRDs' status: read `storedVersions`, then drop
+/// the migrated versions from it.
+const CRD_STATUS: &[&str] = &["get", "update", "patch"];
 
 /// Where a grant holds: cluster-wide (ClusterRole) or in one namespace (Role).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -225,6 +239,15 @@ pub fn permissions(spec: &OperatorSpec, options: &Options) -> Permissions {
         CONTROLLER_STATUSES,
     );
 
+    if options.migrates(spec) {
+        let mut crds = Vec::new();
+        for r in spec.converting() {
+            c.add(&Place::Cluster, &r.group, &r.plural, &[], MIGRATE);
+            crds.push(crate::crd::crd_name(r));
+        }
+        c.add(&Place::Cluster, "apiextensions.k8s.io", "customresourcedefinitions/status", &crds, CRD_STATUS);
+    }
+
     let atoms = minimal(&c.atoms);
     let mut out = Permissions { notes: c.notes.into_iter().collect(), ..Permissions::default() };
     let mut by_place: BTreeMap<&Place, Vec<&Atom>> = BTreeMap::new();
@@ -331,305 +354,4 @@ pub(crate) fn documents(perms: &Permissions, options: &Options, labels: &Map<Str
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use ctop_core::{ControllerSpec, ResourceSpec, Scope, WatchSpec};
-
-    fn kind(api_version: &str, kind: &str) -> KindRef {
-        KindRef { api_version: api_version.into(), kind: kind.into() }
-    }
-
-    fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
-        PolicyRule {
-            api_groups: vec![group.into()],
-            resources: resources.iter().map(|s| (*s).into()).collect(),
-            verbs: verbs.iter().map(|s| (*s).into()).collect(),
-            resource_names: vec![],
-        }
-    }
-
-    #[test]
-    fn uncovered_breaks_rules_down_like_the_api_server() {
-        let named = |r: PolicyRule, names: &[&str]| PolicyRule {
-            resource_names: names.iter().map(|s| (*s).into()).collect(),
-            ..r
-        };
-        let held = vec![
-            rule("", &["configmaps"], &["get", "list"]),
-            rule("apps", &["*"], &["*"]),
-            rule("", &["*/status"], &["get"]),
-            named(rule("rbac.authorization.k8s.io", &["clusterroles"], &["bind"]), &["admin"]),
-        ];
-        assert!(
-            uncovered(&held, &[rule("apps", &["deployments", "replicasets"], &["create", "delete"])])
-                .is_empty()
-        );
-        assert!(uncovered(&held, &[rule("", &["pods/status"], &["get"])]).is_empty());
-        assert_eq!(
-            uncovered(&held, &[rule("", &["configmaps", "pods/status"], &["get", "watch"])]),
-            [rule("", &["configmaps"], &["watch"]), rule("", &["pods/status"], &["watch"])]
-        );
-        // Names: a named grant covers only those names, never an unnamed request.
-        let bind = rule("rbac.authorization.k8s.io", &["clusterroles"], &["bind"]);
-        assert!(uncovered(&held, &[named(bind.clone(), &["admin"])]).is_empty());
-        assert_eq!(
-            uncovered(&held, &[named(bind.clone(), &["admin", "edit"])]),
-            [named(bind.clone(), &["edit"])]
-        );
-        assert_eq!(uncovered(&held, std::slice::from_ref(&bind)), [bind]);
-    }
-
-    fn spec(ctl: ControllerSpec) -> OperatorSpec {
-        OperatorSpec {
-            resources: vec![ResourceSpec {
-                api_version: "apps.example.com/v1".into(),
-                group: "apps.example.com".into(),
-                version: "v1".into(),
-                kind: "App".into(),
-                plural: "apps".into(),
-                singular: "app".into(),
-                scope: Scope::Namespaced,
-                ..Default::default()
-            }],
-            controllers: vec![ControllerSpec {
-                name: "app".into(),
-                for_: kind("apps.example.com/v1", "App"),
-                ..ctl
-            }],
-        }
-    }
-
-    /// What every operator gets in its own namespace: its Lease and its controllers'
-    /// `ControllerStatus` objects.
-    fn leases() -> Vec<PolicyRule> {
-        vec![
-            rule("coordination.k8s.io", &["leases"], &["create", "get", "update"]),
-            rule("ctop.dev", &["controllerstatuses"], &["create", "get", "patch"]),
-        ]
-    }
-
-    #[test]
-    fn a_sharded_operator_may_watch_and_delete_its_leases() {
-        let options = Options { sharding: true, ..Options::new("op") };
-        let p = permissions(&spec(ControllerSpec::default()), &options);
-        assert_eq!(
-            p.namespaces["op-system"][0],
-            rule("coordination.k8s.io", &["leases"], &["create", "delete", "get", "list", "update", "watch"])
-        );
-    }
-
-    #[test]
-    fn a_bare_operator_gets_its_kind_events_and_leases_only() {
-        let p = permissions(&spec(ControllerSpec::default()), &Options::new("op"));
-        assert_eq!(
-            p.cluster,
-            vec![
-                rule("apps.example.com", &["apps"], &["get", "list", "patch", "update", "watch"]),
-                rule("apps.example.com", &["apps/finalizers"], &["update"]),
-                rule("apps.example.com", &["apps/status"], &["get", "patch", "update"]),
-                rule("events.k8s.io", &["events"], &["create", "patch"]),
-            ]
-        );
-        assert_eq!(p.namespaces, BTreeMap::from([("op-system".to_owned(), leases())]));
-        assert!(p.notes.is_empty());
-    }
-
-    #[test]
-    fn manages_reads_watches_and_permissions() {
-        let ctl = ControllerSpec {
-            manages: vec![kind("apps/v1", "Deployment"), kind("v1", "Secret"), kind("v1", "Service")],
-            reads: vec![kind("v1", "ConfigMap"), kind("v1", "Secret")],
-            watches: vec![
-                WatchSpec { kind: kind("v1", "Node"), ..Default::default() },
-                WatchSpec { kind: kind("v1", "Pod"), namespace: Some("infra".into()), ..Default::default() },
-            ],
-            permissions: vec![
-                PolicyRule {
-                    api_groups: vec!["".into()],
-                    resources: vec!["pods/log".into()],
-                    verbs: vec!["get".into()],
-                    resource_names: vec![],
-                },
-                PolicyRule {
-                    api_groups: vec!["".into()],
-                    resources: vec!["configmaps".into()],
-                    verbs: vec!["update".into()],
-                    resource_names: vec!["b".into(), "a".into()],
-                },
-            ],
-            ..Default::default()
-        };
-        let p = permissions(&spec(ctl), &Options::new("op"));
-        let core: Vec<_> = p.cluster.iter().filter(|r| r.api_groups == [""]).cloned().collect();
-        let full = &["create", "delete", "get", "list", "patch", "update", "watch"];
-        assert_eq!(
-            core,
-            vec![
-                PolicyRule {
-                    resource_names: vec!["a".into(), "b".into()],
-                    ..rule("", &["configmaps"], &["update"])
-                },
-                rule("", &["configmaps", "nodes"], &["get", "list", "watch"]),
-                rule("", &["pods/log"], &["get"]),
-                rule("", &["secrets", "services"], full),
-            ]
-        );
-        assert!(p.cluster.contains(&rule("apps", &["deployments"], full)));
-        let infra = &p.namespaces["infra"];
-        assert_eq!(infra, &vec![rule("", &["pods"], &["get", "list", "watch"])]);
-        // Least privilege: nothing beyond what was declared.
-        let granted: BTreeSet<_> = p.cluster.iter().flat_map(|r| r.resources.clone()).collect();
-        let expected = [
-            "apps",
-            "apps/finalizers",
-            "apps/status",
-            "configmaps",
-            "deployments",
-            "events",
-            "nodes",
-            "pods/log",
-            "secrets",
-            "services",
-        ];
-        assert_eq!(granted, expected.iter().map(|s| (*s).to_owned()).collect());
-        assert!(
-            !p.cluster
-                .iter()
-                .any(|r| r.verbs.contains(&"*".to_owned()) || r.verbs.contains(&"deletecollection".into()))
-        );
-    }
-
-    /// Every `<plural>/status` resource granted anywhere (cluster-wide or in a Role).
-    fn status_resources(p: &Permissions) -> BTreeSet<String> {
-        p.cluster
-            .iter()
-            .chain(p.namespaces.values().flatten())
-            .flat_map(|r| r.resources.iter())
-            .filter(|r| r.ends_with("/status"))
-            .cloned()
-            .collect()
-    }
-
-    #[test]
-    fn only_primary_kinds_get_status_writes() {
-        let ctl = ControllerSpec {
-            manages: vec![kind("apps/v1", "Deployment"), kind("v1", "Namespace")],
-            reads: vec![kind("v1", "ConfigMap")],
-            watches: vec![
-                WatchSpec { kind: kind("v1", "Node"), ..Default::default() },
-                WatchSpec { kind: kind("v1", "Pod"), namespace: Some("infra".into()), ..Default::default() },
-            ],
-            ..Default::default()
-        };
-        let status = rule("apps.example.com", &["apps/status"], &["get", "patch", "update"]);
-        let only_apps = BTreeSet::from(["apps/status".to_owned()]);
-
-        // Cluster-wide: the primary keeps its status rule; the managed Deployment (and the
-        // read, watched and cluster-scoped kinds) get none, applying a child never touches
-        // its status.
-        let p = permissions(&spec(ctl.clone()), &Options::new("op"));
-        assert!(p.cluster.contains(&status), "{:?}", p.cluster);
-        assert_eq!(status_resources(&p), only_apps);
-        let full = &["create", "delete", "get", "list", "patch", "update", "watch"];
-        assert!(p.cluster.contains(&rule("apps", &["deployments"], full)));
-        assert!(!p.cluster.iter().any(|r| r.resources.contains(&"deployments/status".to_owned())));
-
-        // The same in Roles when one namespace is watched.
-        let mut o = Options::new("op");
-        o.watch = WatchScope::Namespace("apps".into());
-        let p = permissions(&spec(ctl), &o);
-        assert!(p.namespaces["apps"].contains(&status), "{:?}", p.namespaces);
-        assert_eq!(status_resources(&p), only_apps);
-    }
-
-    #[test]
-    fn a_kind_primary_elsewhere_keeps_its_status_rule() {
-        // Controller "app" manages Deployments; controller "deploy" reconciles them and
-        // writes their status, so deployments/status is granted for the second one.
-        let mut s =
-            spec(ControllerSpec { manages: vec![kind("apps/v1", "Deployment")], ..Default::default() });
-        s.controllers.push(ControllerSpec {
-            index: 1,
-            name: "deploy".into(),
-            for_: kind("apps/v1", "Deployment"),
-            ..Default::default()
-        });
-        let p = permissions(&s, &Options::new("op"));
-        assert!(p.cluster.contains(&rule("apps", &["deployments/status"], &["get", "patch", "update"])));
-        assert_eq!(
-            status_resources(&p),
-            BTreeSet::from(["apps/status".to_owned(), "deployments/status".to_owned()])
-        );
-    }
-
-    #[test]
-    fn broader_grants_absorb_narrower_ones() {
-        let ctl = ControllerSpec {
-            reads: vec![kind("v1", "ConfigMap")],
-            watches: vec![WatchSpec {
-                kind: kind("v1", "ConfigMap"),
-                namespace: Some("x".into()),
-                ..Default::default()
-            }],
-            permissions: vec![PolicyRule {
-                api_groups: vec!["".into()],
-                resources: vec!["configmaps".into()],
-                verbs: vec!["*".into()],
-                resource_names: vec![],
-            }],
-            ..Default::default()
-        };
-        let p = permissions(&spec(ctl), &Options::new("op"));
-        assert!(p.cluster.contains(&rule("", &["configmaps"], &["*"])));
-        assert!(!p.namespaces.contains_key("x"), "covered cluster-wide: {:?}", p.namespaces);
-    }
-
-    #[test]
-    fn one_watched_namespace_uses_roles_and_cluster_rules_only_for_cluster_kinds() {
-        let ctl = ControllerSpec {
-            manages: vec![kind("v1", "Secret"), kind("v1", "Namespace")],
-            ..Default::default()
-        };
-        let mut o = Options::new("op");
-        o.watch = WatchScope::Namespace("apps".into());
-        let p = permissions(&spec(ctl.clone()), &o);
-        let full = &["create", "delete", "get", "list", "patch", "update", "watch"];
-        assert_eq!(p.cluster, vec![rule("", &["namespaces"], full)]);
-        assert_eq!(p.namespaces["op-system"], leases());
-        let apps = &p.namespaces["apps"];
-        assert!(apps.contains(&rule("", &["secrets"], full)));
-        assert!(apps.contains(&rule("apps.example.com", &["apps/status"], &["get", "patch", "update"])));
-        assert!(apps.contains(&rule("events.k8s.io", &["events"], &["create", "patch"])));
-
-        // Watching the operator's own namespace: one Role holds leases and the rest.
-        o.watch = WatchScope::Namespace("op-system".into());
-        let p = permissions(&spec(ctl), &o);
-        assert_eq!(p.namespaces.keys().collect::<Vec<_>>(), ["op-system"]);
-        assert!(p.namespaces["op-system"].contains(&leases()[0]));
-    }
-
-    #[test]
-    fn unknown_kinds_are_guessed_and_reported() {
-        let ctl =
-            ControllerSpec { reads: vec![kind("cert-manager.io/v1", "Certificate")], ..Default::default() };
-        let p = permissions(&spec(ctl), &Options::new("op"));
-        assert!(p.cluster.contains(&rule("cert-manager.io", &["certificates"], &["get", "list", "watch"])));
-        assert_eq!(p.notes.len(), 1);
-        assert!(p.notes[0].contains("Certificate"), "{:?}", p.notes);
-    }
-
-    #[test]
-    fn rbac_documents_bind_the_service_account() {
-        let p = permissions(&spec(ControllerSpec::default()), &Options::new("op"));
-        let docs = documents(&p, &Options::new("op"), &Map::new());
-        let kinds: Vec<_> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
-        assert_eq!(kinds, ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]);
-        assert_eq!(
-            docs[1]["subjects"],
-            json!([{"kind": "ServiceAccount", "name": "op", "namespace": "op-system"}])
-        );
-        assert_eq!(docs[1]["roleRef"]["name"], "op-manager");
-        assert_eq!(docs[3]["roleRef"]["kind"], "Role");
-        assert_eq!(docs[2]["metadata"]["namespace"], "op-system");
-    }
-}
+mod tests;
