@@ -52,6 +52,16 @@ pub enum ConversionEndpoint {
     },
 }
 
+impl From<&ctop_webhook::dev::ConversionEndpoint> for ConversionEndpoint {
+    /// The dev webhook's loopback URL and CA (`ctop dev`, `ctop test`).
+    fn from(dev: &ctop_webhook::dev::ConversionEndpoint) -> Self {
+        ConversionEndpoint::Url {
+            url: dev.url.strip_suffix(CONVERSION_PATH).unwrap_or(&dev.url).to_owned(),
+            ca_bundle: dev.ca_pem.clone(),
+        }
+    }
+}
+
 impl ConversionEndpoint {
     /// The `clientConfig` of a CRD's conversion webhook.
     fn client_config(&self) -> Value {

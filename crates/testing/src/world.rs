@@ -98,6 +98,19 @@ pub struct World {
     _dir: tempfile::TempDir,
 }
 
+/// The script's conversions behind the webhook server's trait.
+struct ScriptConversion(Arc<ScriptHandlers>);
+
+impl ctop_webhook::ConversionScript for ScriptConversion {
+    fn convert(
+        &self,
+        desired_api_version: &str,
+        objects: &[Value],
+    ) -> Result<Vec<Value>, ctop_webhook::HandlerError> {
+        self.0.convert(desired_api_version, objects).map_err(ctop_webhook::HandlerError::Failed)
+    }
+}
+
 /// The script's admission handlers behind the webhook server's trait.
 struct ScriptAdmission(Arc<ScriptHandlers>);
 
@@ -153,7 +166,6 @@ impl World {
         script.set_clock(Arc::new(move || epoch + virtual_start.elapsed()));
         let script = Arc::new(script);
         let spec = script.spec().clone();
-        let crds = ctop_manifests::operator_crds(&spec)?;
         let sim = Arc::new(
             KubeSim::start(Config {
                 tls: false,
@@ -168,22 +180,28 @@ impl World {
         let kubeconfig = tmp.path().join("kubeconfig");
         sim.write_kubeconfig(&kubeconfig).map_err(|e| kube_error("cannot write the kubeconfig", e))?;
         let client = client_of(&sim).await?;
+        let script_handlers = Arc::new(ScriptHandlers::new(script, &config.env, &config.values));
+        // The script's validate/mutate handlers and conversions, served as `ctop dev` serves
+        // them: kubesim calls them over HTTPS on every write of the kinds they cover, and on
+        // every request in another version than an object is stored in. Started before the
+        // CRDs, which point at it.
+        let webhook = if ctop_webhook::dev::DevWebhook::needed(&spec) {
+            let admission = Arc::new(ScriptAdmission(script_handlers.clone()));
+            let hook = ctop_webhook::dev::DevWebhook::start(&client, admission, &spec)
+                .await
+                .map_err(|e| kube_error("cannot serve the admission handlers", e))?;
+            hook.set_conversion(Arc::new(ScriptConversion(script_handlers.clone())), &spec);
+            Some(hook)
+        } else {
+            None
+        };
+        let crds = match &webhook {
+            Some(hook) => ctop_manifests::operator_crds_with(&spec, &hook.conversion().into())?,
+            None => ctop_manifests::operator_crds(&spec)?,
+        };
         ctop_controller::install_crds(&client, &crds, MANAGER)
             .await
             .map_err(|e| kube_error("cannot install the CRDs", e))?;
-        let script_handlers = Arc::new(ScriptHandlers::new(script, &config.env, &config.values));
-        // The script's validate/mutate handlers, served as `ctop dev` serves them: kubesim
-        // calls them over HTTPS on every write of the kinds they cover.
-        let webhook = if ctop_webhook::routes(&spec).is_empty() {
-            None
-        } else {
-            let admission = Arc::new(ScriptAdmission(script_handlers.clone()));
-            Some(
-                ctop_webhook::dev::DevWebhook::start(&client, admission, &spec)
-                    .await
-                    .map_err(|e| kube_error("cannot serve the admission handlers", e))?,
-            )
-        };
         let handlers: Arc<dyn Handlers> = script_handlers.clone();
         let recorder = Arc::new(Recorder::new(handlers));
         let recording = recorder.recording();
@@ -555,8 +573,20 @@ impl World {
                 add(Some(&k.api_version), &k.kind);
             }
         }
+        // The script's resources are listed in the version its handlers see; an object a step
+        // applied in another version is the same object (an expectation in that version reads
+        // it through the API server's conversion).
+        let another_version = |v: Option<&str>, k: &str| {
+            let group = v.map(crate::state::group_of);
+            self.spec
+                .resources
+                .iter()
+                .any(|r| r.kind == k && group == Some(r.group.as_str()) && v != Some(&r.api_version))
+        };
         for r in self.applied.lock().iter() {
-            add(r.api_version.as_deref(), &r.kind);
+            if !another_version(r.api_version.as_deref(), &r.kind) {
+                add(r.api_version.as_deref(), &r.kind);
+            }
         }
         let mut objects = Vec::new();
         let mut seen = std::collections::HashSet::new();

@@ -73,6 +73,19 @@ pub fn start_cluster(dir: &Path) -> (Proc, PathBuf) {
     start_sim_with(dir, &["--pod-start", "100ms"])
 }
 
+/// [`start_cluster`] that calls the conversion and admission webhooks of the Service
+/// `namespace/name` on `127.0.0.1:port` (`ctop sim --webhook-service`), as a cluster would
+/// reach the operator's webhook Service.
+pub fn start_cluster_with_webhook(dir: &Path, service: &str, port: u16) -> (Proc, PathBuf) {
+    let mapping = format!("{service}=127.0.0.1:{port}");
+    start_sim_with(dir, &["--pod-start", "100ms", "--webhook-service", &mapping])
+}
+
+/// A port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
 fn start_sim_with(dir: &Path, extra: &[&str]) -> (Proc, PathBuf) {
     let kubeconfig = dir.join("kc");
     let sim = Proc(

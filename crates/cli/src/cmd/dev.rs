@@ -16,7 +16,7 @@ use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
 
-use super::webhook::ScriptAdmission;
+use super::webhook::{ScriptAdmission, ScriptConversion};
 
 /// The port kubesim tries first (a free one is picked when it is busy).
 const DEFAULT_ADDR: (Ipv4Addr, u16) = (Ipv4Addr::LOCALHOST, 16443);
@@ -74,9 +74,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             .await
             .context("the script could not be loaded (fix the error that follows and run ctop dev again)")?,
     );
-    ctop_controller::install_crds(&client, &crds(&script)?, MANAGER).await?;
     let env = script_env();
+    // The webhook first: a resource with several versions has its CRD point at it.
     let webhook = dev_webhook(sim.is_some(), &client, &script, &env, &values).await?;
+    ctop_controller::install_crds(&client, &crds(&script, webhook.as_ref())?, MANAGER).await?;
     if !args.no_samples {
         apply_samples(&client, &args.dir.join("samples"), MANAGER).await;
     }
@@ -139,7 +140,7 @@ impl DevSource for ScriptSource {
 
     async fn load(&mut self) -> Result<Reload, LoadError> {
         let script = Arc::new(load(&self.dir, &self.entry, &self.flags).await?);
-        let crds = crds(&script)?;
+        let crds = crds(&script, self.webhook.as_ref())?;
         self.loaded = Some(script.clone());
         Ok(Reload { handlers: self.handlers(&script), crds })
     }
@@ -154,6 +155,9 @@ impl DevSource for ScriptSource {
         if let Err(e) = hook.reload(&self.client, admission, script.spec()).await {
             tracing::error!("{e}; the webhooks keep their previous configuration");
         }
+        let conversion =
+            Arc::new(ScriptConversion::new(script.clone(), self.env.clone(), self.values.clone()));
+        hook.set_conversion(conversion, script.spec());
     }
 }
 
@@ -169,7 +173,18 @@ async fn dev_webhook(
 ) -> anyhow::Result<Option<DevWebhook>> {
     if embedded {
         let admission = Arc::new(ScriptAdmission::new(script.clone(), env.clone(), values.clone()));
-        return Ok(Some(DevWebhook::start(client, admission, script.spec()).await?));
+        let hook = DevWebhook::start(client, admission, script.spec()).await?;
+        let conversion = Arc::new(ScriptConversion::new(script.clone(), env.clone(), values.clone()));
+        hook.set_conversion(conversion, script.spec());
+        return Ok(Some(hook));
+    }
+    if ctop_webhook::converts(script.spec()) {
+        anyhow::bail!(
+            "the script's {} have several versions, and with --context the cluster cannot call this machine's \
+             conversion webhook; develop them on the embedded cluster (ctop dev without --context), or deploy \
+             with ctop manifests",
+            ctop_webhook::converting_crds(script.spec()).join(", ")
+        );
     }
     if !ctop_webhook::routes(script.spec()).is_empty() {
         tracing::warn!(
@@ -261,7 +276,11 @@ async fn load(dir: &Path, entry: &str, flags: &super::ScriptFlags) -> anyhow::Re
     Ok(script)
 }
 
-/// The CRDs of `script`'s resources and the ControllerStatus CRD.
-fn crds(script: &Script) -> Result<Vec<Value>, ctop_manifests::Error> {
-    ctop_manifests::operator_crds(script.spec())
+/// The CRDs of `script`'s resources and the ControllerStatus CRD; a resource with several
+/// versions converts through `webhook` (there is one whenever kubesim is embedded).
+fn crds(script: &Script, webhook: Option<&DevWebhook>) -> Result<Vec<Value>, ctop_manifests::Error> {
+    match webhook {
+        Some(hook) => ctop_manifests::operator_crds_with(script.spec(), &hook.conversion().into()),
+        None => ctop_manifests::operator_crds(script.spec()),
+    }
 }

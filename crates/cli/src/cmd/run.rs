@@ -100,8 +100,9 @@ pub struct RunArgs {
     /// Development mode: no leader election, text logs.
     #[arg(long)]
     pub dev: bool,
-    /// Also serve the script's validate/mutate handlers as an HTTPS admission webhook on
-    /// this port (every replica serves, leader or not).
+    /// Also serve the script's validate/mutate handlers as an HTTPS admission webhook, and
+    /// its conversions between the versions of its resources as their conversion webhook
+    /// (`/convert`), on this port (every replica serves, leader or not).
     #[arg(long)]
     webhook_port: Option<u16>,
     /// With a self-issued certificate: the name of the Validating/MutatingWebhookConfiguration
@@ -146,15 +147,35 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     let values = values_from_yaml(&super::values_text(&args.dir, args.values.as_deref())?)
         .context("the values file is not a YAML mapping")?;
-    let install_crds =
-        if args.install_crds { ctop_manifests::operator_crds(script.spec())? } else { Vec::new() };
+    let name = super::operator_name(args.name.as_deref(), &args.dir, script.spec())?;
+    let namespace = args.lease_namespace.clone().or_else(|| std::env::var("POD_NAMESPACE").ok());
+    let namespace = namespace.unwrap_or_else(|| "default".into());
+    // A resource with several versions converts through the operator's webhook Service, as
+    // `ctop manifests` names it; the webhook server keeps its CA in the CRD.
+    let install_crds = if args.install_crds {
+        let endpoint = ctop_manifests::ConversionEndpoint::Service {
+            namespace: namespace.clone(),
+            name: format!("{name}-webhook"),
+            port: 443,
+        };
+        ctop_manifests::operator_crds_with(script.spec(), &endpoint)?
+    } else {
+        Vec::new()
+    };
+    if ctop_webhook::converts(script.spec()) && args.webhook_port.is_none() {
+        tracing::warn!(
+            crds = ctop_webhook::converting_crds(script.spec()).join(","),
+            "the script's resources have several versions, and this run serves no conversion webhook: the API \
+             server needs one to convert them (run with --webhook-port, as ctop manifests does, or keep another \
+             server of this script running)"
+        );
+    }
     if args.sharding && args.dev {
         anyhow::bail!("--sharding needs Leases and --dev turns them off; drop one of the two flags");
     }
     if args.retry_qps.is_nan() || args.retry_qps < 0.0 {
         anyhow::bail!("--retry-qps must be 0 (no global limit) or more");
     }
-    let name = super::operator_name(args.name.as_deref(), &args.dir, script.spec())?;
     let options = RunOptions {
         kubeconfig: args.kubeconfig,
         context: args.context,
@@ -163,11 +184,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         health_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.health_port)),
         metrics_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.metrics_port)),
         leader_elect: args.leader_elect && !args.dev,
-        lease_namespace: args
-            .lease_namespace
-            .or_else(|| std::env::var("POD_NAMESPACE").ok())
-            .unwrap_or_else(|| "default".into()),
-        name,
+        lease_namespace: namespace,
+        name: name.clone(),
         identity: args.identity,
         install_crds,
         retry_limit: RetryLimit { qps: args.retry_qps, burst: args.retry_burst },
@@ -183,6 +201,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     };
     let script = Arc::new(script);
     let env = script_env();
+    // The CRDs of a script that converts name the webhook Service: a self-issued
+    // certificate must be valid for it.
+    let mut webhook_flags = args.webhook.clone();
+    let service_host = format!("{name}-webhook.{}.svc", options.lease_namespace);
+    if ctop_webhook::converts(script.spec()) && !webhook_flags.tls_hosts.contains(&service_host) {
+        webhook_flags.tls_hosts.push(service_host);
+    }
     let webhook = match args.webhook_port {
         Some(port) => {
             // Admission calls get runtimes of their own, with their own deadline: looping
@@ -197,7 +222,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
                     options.kubeconfig.as_deref(),
                     &values,
                     port,
-                    &args.webhook,
+                    &webhook_flags,
                     args.webhook_configuration,
                     usize::from(args.webhook_concurrency),
                 )

@@ -1,7 +1,9 @@
 //! `ctop webhook serve`: the script's `validate`/`mutate` handlers as an HTTPS admission
-//! webhook. Also the glue `ctop run --webhook-port` and `ctop dev` share: the
-//! [`ScriptAdmission`] adapter from `ctop_runtime::Script` to `ctop_webhook::AdmissionScript`,
-//! the TLS and limit flags ([`WebhookFlags`]) and [`start`]. `ctop dev`'s own server is
+//! webhook, and its conversions between the versions of its resources as the CRDs'
+//! conversion webhook (`/convert`). Also the glue `ctop run --webhook-port` and `ctop dev`
+//! share: the [`ScriptAdmission`] and [`ScriptConversion`] adapters from
+//! `ctop_runtime::Script` to `ctop_webhook`'s traits, the TLS and limit flags
+//! ([`WebhookFlags`]) and [`start`]. `ctop dev`'s own server is
 //! `ctop_webhook::dev::DevWebhook`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -13,8 +15,8 @@ use ctop_core::AdmissionOutcome;
 use ctop_runtime::{Script, ScriptHandlers};
 use ctop_runtime::{script_env, values_from_yaml};
 use ctop_webhook::{
-    Admission, AdmissionScript, Bound, FailurePolicy, HandlerCall, HandlerError, SelfIssued, ServerConfig,
-    TlsSource,
+    Admission, AdmissionScript, Bound, ConversionScript, FailurePolicy, HandlerCall, HandlerError,
+    SelfIssued, ServerConfig, TlsSource,
 };
 use serde_json::Value;
 
@@ -199,6 +201,23 @@ impl AdmissionScript for ScriptAdmission {
     }
 }
 
+/// The script's conversions behind `ctop_webhook`'s trait ([`ScriptHandlers::convert`]: the
+/// script's error, when it fails, is the message the API server shows).
+pub struct ScriptConversion(ScriptHandlers);
+
+impl ScriptConversion {
+    /// Convert with `script`, its handlers seeing these `env` and `values`.
+    pub fn new(script: Arc<Script>, env: Value, values: Value) -> Self {
+        Self(ScriptHandlers::new(script, &env, &values))
+    }
+}
+
+impl ConversionScript for ScriptConversion {
+    fn convert(&self, desired_api_version: &str, objects: &[Value]) -> Result<Vec<Value>, HandlerError> {
+        self.0.convert(desired_api_version, objects).map_err(HandlerError::Failed)
+    }
+}
+
 /// A bound webhook server and, when self-issued, its certificate.
 pub struct Started {
     /// The server, ready to run.
@@ -222,10 +241,14 @@ pub async fn start(
         tracing::info!(path = r.path, controller = r.controller_name, "admission route");
     }
     let admission = Admission::new(
-        Arc::new(ScriptAdmission::new(script, env, values)),
+        Arc::new(ScriptAdmission::new(script.clone(), env.clone(), values.clone())),
         &routes,
         flags.server_config(concurrency),
     );
+    for crd in ctop_webhook::converting_crds(script.spec()) {
+        tracing::info!(path = ctop_webhook::CONVERSION_PATH, crd, "conversion route");
+    }
+    admission.set_conversion(Arc::new(ScriptConversion::new(script.clone(), env, values)), script.spec());
     let (tls, issued) = flags.tls(kubeconfig).await?;
     let bound = ctop_webhook::bind(addr, &tls, admission.router()).await?;
     Ok(Started { bound, issued })
@@ -241,9 +264,10 @@ pub async fn run(args: WebhookArgs) -> anyhow::Result<()> {
 /// `webhook serve` and `run --webhook-port` were asked for a server with nothing to serve.
 /// (`ctop dev` starts one anyway, for a later save to fill, and does not warn.)
 fn warn_without_handlers(script: &Script) {
-    if ctop_webhook::routes(script.spec()).is_empty() {
+    if ctop_webhook::routes(script.spec()).is_empty() && !ctop_webhook::converts(script.spec()) {
         tracing::warn!(
-            "the script declares no validate or mutate handler: the webhook server answers only /healthz"
+            "the script declares no validate or mutate handler and no resource with several versions: the \
+             webhook server answers only /healthz"
         );
     }
 }
@@ -282,11 +306,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `ctop run --webhook-port`: serve the handlers of the running script next to its
-/// controllers; with a self-issued certificate, keep the CA in the configurations named
-/// `configuration` that the script's routes produce (the validating one for `validate`
-/// handlers, the mutating one for `mutate` handlers; checked every 10 s, written only when
-/// it differs, a missing one warned about once). Returns the serving task.
+/// `ctop run --webhook-port`: serve the handlers and conversions of the running script next
+/// to its controllers; with a self-issued certificate, keep the CA in the configurations
+/// named `configuration` that the script's routes produce (the validating one for
+/// `validate` handlers, the mutating one for `mutate` handlers) and in the CRDs of the
+/// resources it converts (checked every 10 s, written only when it differs, a missing one
+/// warned about once). Returns the serving task.
 pub async fn spawn_for_run(
     script: Arc<Script>,
     kubeconfig: Option<&std::path::Path>,
@@ -297,7 +322,7 @@ pub async fn spawn_for_run(
     concurrency: usize,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     warn_without_handlers(&script);
-    let routes = ctop_webhook::routes(script.spec());
+    let spec = script.spec().clone();
     let started = start(
         script,
         script_env(),
@@ -308,9 +333,16 @@ pub async fn spawn_for_run(
         kubeconfig,
     )
     .await?;
-    let targets = configuration
-        .map(|name| ctop_webhook::cabundle::Configurations::for_routes(&name, &routes))
-        .filter(|t| !t.is_empty());
+    // Without a configuration name there are no webhook configurations to keep, but the
+    // converting CRDs still need the CA.
+    let targets = match configuration {
+        Some(name) => ctop_webhook::cabundle::Configurations::for_spec(&name, &spec),
+        None => ctop_webhook::cabundle::Configurations {
+            crds: ctop_webhook::converting_crds(&spec),
+            ..Default::default()
+        },
+    };
+    let targets = Some(targets).filter(|t| !t.is_empty());
     let patcher = match (&started.issued, targets) {
         (Some(issued), Some(targets)) => {
             let client = kube_client(kubeconfig).await?;
