@@ -118,7 +118,7 @@ fn errors_name_the_file_and_line() {
     );
     assert_eq!(
         error("oracles:\n  idempotency: no\nsteps:\n  - advance: 1s\n"),
-        "tests/t.yaml:2: oracles: no oracle \"idempotency\"; the oracles are controller-owner, observed-generation, errors-reported, idempotence, failed-apply-prunes-nothing, deletion-cleans-up"
+        "tests/t.yaml:2: oracles: no oracle \"idempotency\"; the oracles are controller-owner, observed-generation, errors-reported, idempotence, failed-apply-prunes-nothing, deletion-cleans-up, conversion-round-trip"
     );
     assert_eq!(
         error("oracles:\n  idempotence: \"\"\nsteps:\n  - advance: 1s\n"),
