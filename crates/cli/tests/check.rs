@@ -469,3 +469,39 @@ fn conversions_run_on_every_sample_and_a_lost_field_is_an_error() {
     assert!(!out.contains("samples/v2.yaml: Demo two"), "v2 → v1 → v2 keeps everything: {out}");
     assert!(!out.contains("error TS"), "the versions type-check: {out}");
 }
+
+/// A version that the CRDs last deployed (or a cluster's) may hold objects in cannot leave
+/// the script: `ctop check --previous` says what to do; once the cluster's storedVersions no
+/// longer lists it, the check passes.
+#[test]
+fn a_version_still_stored_cannot_be_dropped() {
+    let (_tmp, dir) = init();
+    let crd = |stored: &str| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: demos.demo.example.com\n\
+             spec:\n  group: demo.example.com\n  versions:\n  - {{name: v1, served: true, storage: true}}\n  \
+             - {{name: v1alpha1, served: false, storage: false}}\nstatus:\n  storedVersions: {stored}\n"
+        )
+    };
+    let previous = dir.join("crd.yaml");
+    std::fs::write(&previous, crd("[v1, v1alpha1]")).expect("write");
+    let out = ctop(
+        &["check", &dir.display().to_string(), "--previous", &previous.display().to_string()],
+        &tsc_path(),
+    );
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "error versions: the script no longer declares version v1alpha1 of demos.demo.example.com"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("--migrate-storage"), "{text}");
+    std::fs::write(&previous, crd("[v1]")).expect("write");
+    let out = ctop(
+        &["check", &dir.display().to_string(), "--previous", &previous.display().to_string()],
+        &tsc_path(),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+}

@@ -130,7 +130,7 @@ fn values_text(args: &ManifestsArgs) -> anyhow::Result<String> {
 }
 
 /// The documents of the previous generation at `path`: none when there is no such file.
-fn previous_documents(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
+pub(crate) fn previous_documents(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -154,7 +154,7 @@ fn previous_documents(path: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
 }
 
 /// Why writing over `path` is refused: `removed` (not empty) may still hold objects.
-fn removal_refused(removed: &[RemovedVersion], path: &Path) -> String {
+pub(crate) fn removal_refused(removed: &[RemovedVersion], path: &Path) -> String {
     let versions: Vec<String> = removed.iter().map(ToString::to_string).collect();
     let mut crds: Vec<&str> = removed.iter().map(|r| r.crd.as_str()).collect();
     crds.dedup();

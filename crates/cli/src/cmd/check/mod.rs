@@ -37,6 +37,12 @@ pub struct CheckArgs {
     /// The values file [default: DIR/values.yaml when it exists, else empty values].
     #[arg(long)]
     values: Option<PathBuf>,
+    /// CRDs to compare the script's versions with: the manifests last deployed (`ctop
+    /// manifests -o FILE`), or a cluster's (`kubectl get crd NAME -o yaml`, whose
+    /// status.storedVersions is exact); a version they hold objects in that the script no
+    /// longer declares is an error.
+    #[arg(long, value_name = "FILE")]
+    previous: Option<PathBuf>,
 }
 
 /// Run every check on `args.dir`, print the findings, fail if any is an error.
@@ -50,6 +56,9 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<()> {
     if let Some((script, bundle)) = &loaded {
         controllers = script.spec().controllers.len();
         findings.extend(names::check(script.spec()));
+        if let Some(path) = &args.previous {
+            findings.extend(dropped_versions(path, script.spec()));
+        }
         let values = super::values_text(dir, args.values.as_deref())?;
         findings.extend(manifests(dir, script, bundle, &values));
         let (samples, found) = samples::load(dir, script.spec());
@@ -132,6 +141,43 @@ fn load(
 }
 
 /// A load error, at its position when it is in a file.
+/// A version the CRDs in `path` may hold objects in that the script no longer declares.
+fn dropped_versions(path: &Path, spec: &ctop_core::OperatorSpec) -> Option<Finding> {
+    if !path.is_file() {
+        return Some(Finding::error(
+            "versions",
+            format!("--previous {}: no such file", path.display()),
+            Some(
+                "pass the manifests last deployed (ctop manifests -o FILE) or kubectl get crd NAME -o yaml"
+                    .into(),
+            ),
+        ));
+    }
+    let previous = match super::manifests::previous_documents(path) {
+        // `kubectl get crd -o yaml` of several CRDs is one List.
+        Ok(docs) => docs
+            .into_iter()
+            .flat_map(|d| match d["items"].as_array() {
+                Some(items) if d["kind"] == "List" => items.clone(),
+                _ => vec![d],
+            })
+            .collect::<Vec<_>>(),
+        Err(e) => {
+            return Some(Finding::error(
+                "versions",
+                format!("{e:#}"),
+                Some(
+                    "pass --previous a file of YAML documents (ctop manifests -o, kubectl get crd -o yaml)"
+                        .into(),
+                ),
+            ));
+        }
+    };
+    let removed = ctop_manifests::removed_versions(&previous, spec);
+    (!removed.is_empty())
+        .then(|| Finding::error("versions", super::manifests::removal_refused(&removed, path), None))
+}
+
 fn load_finding(dir: &Path, e: &LoadError) -> Finding {
     let text = e.to_string();
     let help = Some("ctop run, dev, bundle and manifests refuse the script the same way".to_owned());
