@@ -60,6 +60,7 @@ mod ssa;
 mod store;
 mod table;
 mod tls;
+mod webhook;
 mod workloads;
 
 pub use admission::{Attributes as AdmissionAttributes, Caller as WebhookCaller, Operation};

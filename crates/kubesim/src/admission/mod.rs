@@ -40,29 +40,17 @@
 //! patched objects are not re-defaulted or pruned here (the caller should do it); audit
 //! annotations are dropped; only loopback addresses are dialled (other hosts fail to connect).
 
-mod transport;
-mod verify;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
-use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::Poll;
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use bytes::Bytes;
-use http_body_util::{BodyExt as _, Full};
-use rustls::CertificateError;
-use rustls_pki_types::pem::PemObject as _;
-use rustls_pki_types::{CertificateDer, ServerName};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
-use transport::*;
+
+use crate::webhook::{Target, str_at, unexpected_status};
 
 /// The admission operation of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -418,69 +406,26 @@ impl Caller {
             })?;
         let uid = crate::meta::new_uid();
         let body = review_request(&uid, version, attrs, object).to_string();
-        let target = self
-            .target(hook.spec)
+        let cc = hook.spec.get("clientConfig").unwrap_or(&Value::Null);
+        let target = Target::new(cc, &self.service_hosts)
             .map_err(|e| Failure::Calling(format!("could not get REST client: {e}")))?;
         let timeout = match hook.spec.get("timeoutSeconds").and_then(Value::as_u64) {
             Some(secs) => Duration::from_secs(secs),
             None => self.default_timeout,
         };
-        let mut path = target.path.clone();
-        if !timeout.is_zero() {
-            path = format!("{path}?timeout={}", go_duration(timeout));
-        }
-        let url = format!("https://{}{path}", target.authority);
-        let (code, is_text, body) = tokio::time::timeout(timeout, post(&target, &path, body))
+        let answer = target
+            .post(timeout, body)
             .await
-            .unwrap_or_else(|_| Err("context deadline exceeded".into()))
-            .map_err(|e| Failure::Calling(format!("failed to call webhook: Post {url:?}: {e}")))?;
-        if !(200..=206).contains(&code) {
-            let message = unexpected_status(code, is_text, &body);
+            .map_err(|e| Failure::Calling(format!("failed to call webhook: {e}")))?;
+        if !(200..=206).contains(&answer.code) {
+            let message = unexpected_status(answer.code, answer.is_text, &answer.body);
             return Err(Failure::Calling(format!("failed to call webhook: {message}")));
         }
+        let body = answer.body;
         let review =
             decode_review(&body).map_err(|e| Failure::Calling(format!("failed to call webhook: {e}")))?;
         verify_review(&uid, version, mutating, review)
             .map_err(|e| Failure::Calling(format!("received invalid webhook response: {e}")))
-    }
-
-    /// Where and how to reach a webhook, from its `clientConfig`.
-    fn target(&self, spec: &Value) -> Result<Target, String> {
-        let cc = spec.get("clientConfig").unwrap_or(&Value::Null);
-        let ca = BASE64
-            .decode(str_at(cc, "caBundle"))
-            .map_err(|e| format!("unable to load root certificates: {e}"))?;
-        let roots = root_store(&ca)?;
-        if let Some(url) = cc.get("url").and_then(Value::as_str) {
-            let rest = url.strip_prefix("https://").ok_or("'https' is the only allowed URL scheme")?;
-            let rest = rest.split(['?', '#']).next().unwrap_or_default();
-            let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
-            let (host, port) = split_host_port(authority)?;
-            let port = port.unwrap_or(443);
-            let server_name = ServerName::try_from(host.to_string()).map_err(|e| e.to_string())?;
-            return Ok(Target {
-                authority: join_host_port(host, port),
-                dial: resolve_loopback(host, port),
-                server_name,
-                path: clean_path(path),
-                roots,
-            });
-        }
-        let svc = cc.get("service").ok_or("no url or service in clientConfig")?;
-        let (ns, name) = (str_at(svc, "namespace"), str_at(svc, "name"));
-        let port = svc.get("port").and_then(Value::as_u64).unwrap_or(443);
-        let host = format!("{name}.{ns}.svc");
-        let dial = match self.service_hosts.get(&format!("{ns}/{name}")) {
-            Some(addr) => split_host_port(addr).and_then(|(h, p)| resolve_loopback(h, p.unwrap_or(443))),
-            None => Err(format!("service {name:?} not found")),
-        };
-        Ok(Target {
-            authority: format!("{host}:{port}"),
-            dial,
-            server_name: ServerName::try_from(host).map_err(|e| e.to_string())?,
-            path: clean_path(str_at(svc, "path")),
-            roots,
-        })
     }
 }
 
@@ -791,51 +736,23 @@ fn verify_review(uid: &str, version: &str, mutating: bool, review: Value) -> Res
     })
 }
 
-/// The error the Go REST client makes of a non-2xx answer (`NewGenericServerResponse`).
-fn unexpected_status(code: u16, is_text: bool, body: &[u8]) -> String {
-    if let Ok(status) = serde_json::from_slice::<Value>(body)
-        && str_at(&status, "kind") == "Status"
-        && str_at(&status, "status") == "Failure"
-    {
-        return str_at(&status, "message").to_string();
-    }
-    let server = if is_text {
-        String::from_utf8_lossy(&body[..body.len().min(2048)]).trim().to_string()
-    } else {
-        "unknown".to_string()
-    };
-    match code {
-        409 => "the server reported a conflict".into(),
-        404 => "the server could not find the requested resource".into(),
-        400 => "the server rejected our request for an unknown reason".into(),
-        401 => "the server has asked for the client to provide credentials".into(),
-        403 => server,
-        405 => "the server does not allow this method on the requested resource".into(),
-        422 => "the server rejected our request due to an error in our request".into(),
-        429 => "the server has received too many requests and has asked us to try again later".into(),
-        503 => "the server is currently unable to handle the request".into(),
-        504 => "the server was unable to return a response in the time allotted, but may still be processing the request".into(),
-        500.. => format!("an error on the server ({server:?}) has prevented the request from succeeding"),
-        _ => format!("the server responded with the status code {code} but did not return more information"),
-    }
-}
-
-/// Go's `time.Duration.String()` for whole seconds, rounded up like the dispatcher does.
-fn go_duration(d: Duration) -> String {
-    let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
-    match (secs / 3600, secs / 60 % 60, secs % 60) {
-        (0, 0, s) => format!("{s}s"),
-        (0, m, s) => format!("{m}m{s}s"),
-        (h, m, s) => format!("{h}h{m}m{s}s"),
-    }
-}
-
-/// Formats UNIX seconds as RFC 3339 in UTC (`2006-01-02T15:04:05Z`).
-fn rfc3339(secs: u64) -> String {
-    i64::try_from(secs).ok().and_then(|s| jiff::Timestamp::from_second(s).ok()).map_or_else(
-        || format!("{secs}s after the Unix epoch"),
-        |t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
-    )
+/// Polls all futures concurrently; outputs in input order.
+async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(move |cx| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(v) => *output = Some(v),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending { Poll::Pending } else { Poll::Ready(outputs.drain(..).flatten().collect()) }
+    })
+    .await
 }
 
 #[cfg(test)]
