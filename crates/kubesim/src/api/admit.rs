@@ -83,7 +83,7 @@ impl Api {
         // create) has.
         let url_name = if opts.from_apply { name } else { "" };
         self.rbac_escalation_permitted(rt, ns, url_name, None, &obj, opts)?;
-        self.validate(rt, &mut obj, None, opts, warnings)?;
+        self.validate(rt, &mut obj, None, None, opts, warnings)?;
         self.admit_validate(rt, &req, Some(&obj), warnings).await?;
         self.owner_references_permitted(rt, ns, name, None, &obj, opts)?;
         Ok(obj)

@@ -250,7 +250,15 @@ impl Api {
             new = mutated;
         }
         self.rbac_escalation_permitted(rt, ns, name, Some(live), &new, opts)?;
-        self.validate(rt, &mut new, Some(live), opts, &mut warnings)?;
+        if rt.kind == "CustomResourceDefinition" && sub.is_none() {
+            // The CRD strategy's PrepareForUpdate: the status stays the stored one, with the
+            // storage version added to storedVersions, before validation sees it.
+            if let Some(status) = live.get("status") {
+                new["status"] = status.clone();
+            }
+            establish_crd(&mut new);
+        }
+        self.validate(rt, &mut new, Some(live), sub, opts, &mut warnings)?;
         self.admit_validate(rt, &req, Some(&new), &mut warnings).await?;
         self.owner_references_permitted(rt, ns, name, Some(live), &new, opts)?;
         if deleting(live) {
@@ -275,12 +283,6 @@ impl Api {
             meta_mut(&mut new).insert("generation".into(), json!(g + 1));
         }
         Self::as_read_back(rt, &mut new, opts);
-        if rt.kind == "CustomResourceDefinition" && sub.is_none() {
-            if let Some(status) = live.get("status") {
-                new["status"] = status.clone();
-            }
-            establish_crd(&mut new);
-        }
         if track {
             let now = meta::now();
             new = ssa::update(

@@ -158,3 +158,9 @@ pub(crate) fn go_duration(d: Duration) -> String {
 pub(crate) fn str_at<'a>(value: &'a Value, key: &str) -> &'a str {
     value.get(key).and_then(Value::as_str).unwrap_or("")
 }
+
+/// Whether `pem` (a decoded `caBundle`) loads as trust roots, as `ValidateCABundle` checks
+/// it (`util/webhook/validation.go`, client-go's `rootCertPool`); the error in their words.
+pub(crate) fn check_ca_bundle(pem: &[u8]) -> Result<(), String> {
+    root_store(pem).map(drop)
+}
