@@ -41,6 +41,7 @@ mod authz;
 mod builtin;
 mod cleanup;
 pub mod clock;
+mod conversion;
 mod convert;
 mod crd_shape;
 mod error;

@@ -259,6 +259,11 @@ impl Caller {
         Caller { service_hosts, default_timeout: Duration::from_secs(10) }
     }
 
+    /// Where webhook Services are reached: `"namespace/name"` → `"host:port"`.
+    pub(crate) fn service_hosts(&self) -> &HashMap<String, String> {
+        &self.service_hosts
+    }
+
     /// Sets the timeout used when a webhook has no `timeoutSeconds` (the API default is 10s).
     pub fn with_default_timeout(mut self, timeout: Duration) -> Self {
         self.default_timeout = timeout;
