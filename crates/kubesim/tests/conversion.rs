@@ -54,6 +54,8 @@ struct Hook {
 struct HookState {
     reviews: Mutex<Vec<Value>>,
     mode: Mutex<Mode>,
+    /// The AdmissionReviews `/mutate` received.
+    admissions: Mutex<Vec<Value>>,
 }
 
 impl Hook {
@@ -62,8 +64,15 @@ impl Hook {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let tls = TlsListener::new(listener, cert.acceptor().expect("acceptor")).expect("tls");
-        let state = Arc::new(HookState { reviews: Mutex::new(Vec::new()), mode: Mutex::new(Mode::Convert) });
-        let app = axum::Router::new().route("/convert", post(review)).with_state(state.clone());
+        let state = Arc::new(HookState {
+            reviews: Mutex::new(Vec::new()),
+            mode: Mutex::new(Mode::Convert),
+            admissions: Mutex::new(Vec::new()),
+        });
+        let app = axum::Router::new()
+            .route("/convert", post(review))
+            .route("/mutate", post(mutate))
+            .with_state(state.clone());
         tokio::spawn(async move {
             let _ = axum::serve(tls, app).await;
         });
@@ -120,6 +129,17 @@ async fn review(State(state): State<Arc<HookState>>, Json(review): Json<Value>) 
     Json(json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
         "response": {"uid": request["uid"], "convertedObjects": objects, "result": result},
+    }))
+}
+
+/// A mutating admission webhook: sets `spec.replicas` to 5.
+async fn mutate(State(state): State<Arc<HookState>>, Json(review): Json<Value>) -> Json<Value> {
+    state.admissions.lock().expect("admissions").push(review.clone());
+    let patch = json!([{"op": "replace", "path": "/spec/replicas", "value": 5}]);
+    Json(json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "response": {"uid": review["request"]["uid"], "allowed": true, "patchType": "JSONPatch",
+                     "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string())},
     }))
 }
 
@@ -587,4 +607,50 @@ async fn a_crd_whose_webhook_client_cannot_be_made_serves_none_of_its_objects() 
         (err.code, err.reason.as_str(), err.message.as_str()),
         (500, "InternalError", "Internal error occurred: error resolving resource")
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_admission_webhook_for_another_version_sees_the_object_converted() {
+    let (_sim, client, hook, in_v1, in_v2) = converting_crontabs().await;
+    let config = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "replicas"},
+        "webhooks": [{
+            "name": "replicas.stable.example.com", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+            "clientConfig": {"url": hook.url.replace("/convert", "/mutate"),
+                             "caBundle": base64::engine::general_purpose::STANDARD.encode(&hook.ca_pem)},
+            "rules": [{"operations": ["CREATE"], "apiGroups": ["stable.example.com"], "apiVersions": ["v1"], "resources": ["crontabs"]}],
+        }],
+    });
+    let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration");
+    let configs: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(&gvk, "mutatingwebhookconfigurations"),
+    );
+    configs
+        .create(&PostParams::default(), &serde_json::from_value(config).expect("config"))
+        .await
+        .expect("install");
+
+    // Created in v2: the webhook, whose rules name v1 only (matchPolicy Equivalent by
+    // default), gets it in v1, and its patch comes back in v2.
+    let created = in_v2.create(&PostParams::default(), &crontab("a", "v2", v2("3"))).await.expect("create");
+    assert_eq!(created.data["spec"]["replicas"], 5);
+    let admissions = std::mem::take(&mut *hook.state.admissions.lock().expect("admissions"));
+    let request = &admissions[0]["request"];
+    assert_eq!(
+        (request["kind"]["version"].as_str(), request["requestKind"]["version"].as_str()),
+        (Some("v1"), Some("v2"))
+    );
+    assert_eq!(request["object"]["apiVersion"], V1);
+    assert_eq!(request["object"]["spec"]["schedule"], v1("3"));
+    assert_eq!(schedule(&in_v1.get("a").await.expect("get")), v1("3"));
+    assert_eq!(
+        hook.calls()[..3],
+        [call(&[V2], V1), call(&[V1], V2), call(&[V2], V1)],
+        "to v1 for the webhook, the patched object back to v2, then to v1 for storage"
+    );
+    // A request in v1 needs no conversion for it.
+    in_v1.create(&PostParams::default(), &crontab("b", "v1", v1("4"))).await.expect("create");
+    assert_eq!(hook.calls(), []);
 }

@@ -35,8 +35,23 @@
 //! - A dry-run request to a webhook whose `sideEffects` is not `None`/`NoneOnDryRun` fails with
 //!   400 `admission webhook "x" does not support dry run`, whatever the failure policy.
 //!
+//! - `matchPolicy: Equivalent` (the default): a webhook whose rules do not name the request's
+//!   version but name another version of the same resource ([`Attributes::equivalent_versions`],
+//!   a CRD's versions in `spec.versions` order) is called in that version, the earliest rule
+//!   first: `kind`/`resource` name it, `requestKind`/`requestResource` the request's; the object
+//!   and old object are converted to it (the crate's CRD converter, through the conversion
+//!   webhook; a failure is 500 `Internal error occurred: ...`), and what a mutating webhook
+//!   changed there is converted back when a webhook in another version comes next or the
+//!   round ends (a failure answers the converter's text, 500 without reason), as the
+//!   dispatchers' versioned attributes do. `matchPolicy: Exact` tries the request's version
+//!   only. The public [`Caller::mutate`] and [`Caller::validate`] convert by rewriting
+//!   `apiVersion` (a CRD without a conversion webhook).
+//!
 //! Not covered: `matchConditions` (CEL) are ignored (the webhook is treated as matching);
-//! `matchPolicy: Equivalent` is treated as `Exact` (no equivalent resources/versions are tried);
+//! equivalence between resources other than a CRD's versions (the built-in kinds' old groups,
+//! e.g. `extensions/v1beta1` Deployments, and their resource renames) is not tried, kubesim
+//! serving one version of each built-in kind; an object a mutating webhook patched in an
+//! equivalent version is not defaulted with that version's schema before it goes back;
 //! patched objects are not re-defaulted or pruned here (the caller should do it); audit
 //! annotations are dropped; only loopback addresses are dialled (other hosts fail to connect).
 
@@ -122,6 +137,49 @@ pub struct Attributes {
     /// Labels of the request's namespace (or of the stored Namespace for a Namespace request);
     /// `None` when the namespace does not exist.
     pub namespace_labels: Option<BTreeMap<String, String>>,
+    /// The versions of the same resource a webhook with `matchPolicy: Equivalent` (the
+    /// default) is called in when its rules name one of them but not `version`, in the
+    /// order the server tries them (a CRD's `spec.versions`); empty for the built-in kinds.
+    pub equivalent_versions: Vec<String>,
+}
+
+/// Converts an object of the request's resource to another of its versions, for a webhook
+/// matched through an equivalent version; the error is the converter's text.
+pub(crate) trait VersionConverter: Sync {
+    /// `object` in `version`.
+    fn convert<'a>(
+        &'a self,
+        object: &'a Value,
+        version: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>>;
+}
+
+/// What the public entry points convert with: only `apiVersion` changes (a CRD's strategy
+/// `None`).
+struct RenameOnly;
+
+impl VersionConverter for RenameOnly {
+    fn convert<'a>(
+        &'a self,
+        object: &'a Value,
+        version: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>> {
+        let mut out = object.clone();
+        let group = str_at(object, "apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
+        out["apiVersion"] =
+            json!(if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") });
+        Box::pin(std::future::ready(Ok(out)))
+    }
+}
+
+/// The object and old object a webhook matched in another version than the request's sees
+/// (apiserver `admission.VersionedAttributes`): converted when first needed, and converted
+/// back when a webhook changed it and one in another version comes next, or the round ends.
+struct Versioned {
+    version: String,
+    object: Option<Value>,
+    old: Option<Value>,
+    dirty: bool,
 }
 
 /// Why admission rejected a request. `Display` is the message of the `Status` body.
@@ -172,6 +230,13 @@ pub enum AdmissionError {
         /// The namespace name.
         namespace: String,
     },
+    /// An object a mutating webhook changed in an equivalent version could not be converted
+    /// back to the request's: the converter's error as is (500, no reason).
+    #[error("{message}")]
+    Conversion {
+        /// The converter's text.
+        message: String,
+    },
 }
 
 impl AdmissionError {
@@ -179,7 +244,9 @@ impl AdmissionError {
     pub fn code(&self) -> u16 {
         match self {
             AdmissionError::Denied { code, .. } => *code,
-            AdmissionError::CallFailed { .. } | AdmissionError::Internal { .. } => 500,
+            AdmissionError::CallFailed { .. }
+            | AdmissionError::Internal { .. }
+            | AdmissionError::Conversion { .. } => 500,
             AdmissionError::DryRunUnsupported { .. } => 400,
             AdmissionError::NamespaceNotFound { .. } => 404,
         }
@@ -192,6 +259,7 @@ impl AdmissionError {
             AdmissionError::CallFailed { .. } | AdmissionError::Internal { .. } => "InternalError",
             AdmissionError::DryRunUnsupported { .. } => "BadRequest",
             AdmissionError::NamespaceNotFound { .. } => "NotFound",
+            AdmissionError::Conversion { .. } => "",
         }
     }
 
@@ -212,7 +280,7 @@ impl AdmissionError {
             AdmissionError::NamespaceNotFound { namespace } => {
                 Some(json!({ "name": namespace, "kind": "namespaces" }))
             }
-            AdmissionError::DryRunUnsupported { .. } => None,
+            AdmissionError::DryRunUnsupported { .. } | AdmissionError::Conversion { .. } => None,
         };
         if let Some(details) = details {
             status["details"] = details;
@@ -289,6 +357,18 @@ impl Caller {
         attrs: &Attributes,
         warnings: &mut Vec<String>,
     ) -> Result<Option<Value>, AdmissionError> {
+        self.mutate_converting(configs, attrs, &RenameOnly, warnings).await
+    }
+
+    /// Like [`Caller::mutate_into`], converting the objects with `converter` for webhooks
+    /// matched through an equivalent version.
+    pub(crate) async fn mutate_converting(
+        &self,
+        configs: &[Value],
+        attrs: &Attributes,
+        converter: &dyn VersionConverter,
+        warnings: &mut Vec<String>,
+    ) -> Result<Option<Value>, AdmissionError> {
         let mut object = attrs.object.clone();
         if is_exempt(attrs) {
             return Ok(object);
@@ -300,16 +380,25 @@ impl Caller {
             if round == 1 && !changed_any {
                 break;
             }
+            // Each round is one dispatch of the server's, with versioned attributes of its own.
+            let mut versioned: Option<Versioned> = None;
             for hook in &hooks {
-                if !should_call(hook.spec, attrs, object.as_ref())?
-                    || (round == 1 && !reinvoke.contains(&hook.id))
-                {
+                let Some(version) = should_call(hook.spec, attrs, object.as_ref())? else { continue };
+                if round == 1 && !reinvoke.contains(&hook.id) {
                     continue;
                 }
-                let outcome = match self.call(hook, attrs, object.as_ref(), true).await {
+                let (target, old) = if version == attrs.version {
+                    settle(attrs, converter, &mut object, &mut versioned).await?;
+                    (&mut object, attrs.old_object.as_ref())
+                } else {
+                    let Versioned { object, old, .. } =
+                        reach(attrs, converter, &mut object, &mut versioned, &version).await?;
+                    (object, old.as_ref())
+                };
+                let outcome = match self.call(hook, attrs, &version, target.as_ref(), old, true).await {
                     Ok(reply) => {
                         warnings.extend(reply.warnings.iter().cloned());
-                        apply_reply(hook.name, reply, &mut object)
+                        apply_reply(hook.name, reply, target)
                     }
                     Err(failure) => Err(failure),
                 };
@@ -323,11 +412,15 @@ impl Caller {
                 if changed {
                     reinvoke.extend(invoked.drain());
                     changed_any = true;
+                    if let Some(held) = versioned.as_mut().filter(|v| v.version == version) {
+                        held.dirty = true;
+                    }
                 }
                 if str_at(hook.spec, "reinvocationPolicy") == "IfNeeded" {
                     invoked.insert(hook.id);
                 }
             }
+            settle(attrs, converter, &mut object, &mut versioned).await?;
         }
         Ok(object)
     }
@@ -351,19 +444,43 @@ impl Caller {
         attrs: &Attributes,
         warnings: &mut Vec<String>,
     ) -> Result<(), AdmissionError> {
+        self.validate_converting(configs, attrs, &RenameOnly, warnings).await
+    }
+
+    /// Like [`Caller::validate_into`], converting the objects with `converter` for webhooks
+    /// matched through an equivalent version (once per version, before any call).
+    pub(crate) async fn validate_converting(
+        &self,
+        configs: &[Value],
+        attrs: &Attributes,
+        converter: &dyn VersionConverter,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), AdmissionError> {
         if is_exempt(attrs) {
             return Ok(());
         }
         let mut selected = Vec::new();
+        let mut versions: Vec<Versioned> = Vec::new();
         for hook in collect_hooks(configs) {
-            if should_call(hook.spec, attrs, attrs.object.as_ref())? {
-                selected.push(hook);
+            let Some(version) = should_call(hook.spec, attrs, attrs.object.as_ref())? else { continue };
+            if version != attrs.version && !versions.iter().any(|v| v.version == version) {
+                let mut object = attrs.object.clone();
+                let mut held = None;
+                reach(attrs, converter, &mut object, &mut held, &version).await?;
+                versions.extend(held);
             }
+            selected.push((hook, version));
         }
-        let calls = selected.iter().map(|h| self.call(h, attrs, attrs.object.as_ref(), false));
+        let calls = selected.iter().map(|(h, version)| {
+            let (object, old) = match versions.iter().find(|v| v.version == *version) {
+                Some(v) => (v.object.as_ref(), v.old.as_ref()),
+                None => (attrs.object.as_ref(), attrs.old_object.as_ref()),
+            };
+            self.call(h, attrs, version, object, old, false)
+        });
         let results = join_all(calls.collect()).await;
         let mut first = None;
-        for (hook, result) in selected.iter().zip(results) {
+        for ((hook, _), result) in selected.iter().zip(results) {
             let outcome = match result {
                 Ok(reply) => {
                     warnings.extend(reply.warnings.iter().cloned());
@@ -378,12 +495,15 @@ impl Caller {
         first.map_or(Ok(()), Err)
     }
 
-    /// Calls one webhook and verifies its answer.
+    /// Calls one webhook in `version` (the request's, or the equivalent one its rules
+    /// matched) with the objects in that version, and verifies its answer.
     async fn call(
         &self,
         hook: &Hook<'_>,
         attrs: &Attributes,
+        version: &str,
         object: Option<&Value>,
+        old: Option<&Value>,
         mutating: bool,
     ) -> Result<Reply, Failure> {
         if attrs.dry_run {
@@ -397,7 +517,7 @@ impl Caller {
             }
         }
         let versions = hook.spec.get("admissionReviewVersions").and_then(Value::as_array);
-        let version = versions
+        let review_version = versions
             .into_iter()
             .flatten()
             .filter_map(Value::as_str)
@@ -410,7 +530,7 @@ impl Caller {
                 )
             })?;
         let uid = crate::meta::new_uid();
-        let body = review_request(&uid, version, attrs, object).to_string();
+        let body = review_request(&uid, review_version, attrs, version, object, old).to_string();
         let cc = hook.spec.get("clientConfig").unwrap_or(&Value::Null);
         let target = Target::new(cc, &self.service_hosts)
             .map_err(|e| Failure::Calling(format!("could not get REST client: {e}")))?;
@@ -429,7 +549,7 @@ impl Caller {
         let body = answer.body;
         let review =
             decode_review(&body).map_err(|e| Failure::Calling(format!("failed to call webhook: {e}")))?;
-        verify_review(&uid, version, mutating, review)
+        verify_review(&uid, review_version, mutating, review)
             .map_err(|e| Failure::Calling(format!("received invalid webhook response: {e}")))
     }
 }
@@ -525,10 +645,14 @@ fn collect_hooks(configs: &[Value]) -> Vec<Hook<'_>> {
 }
 
 /// Whether a webhook applies to the request (apiserver `generic.Webhook.ShouldCallHook`).
-fn should_call(spec: &Value, attrs: &Attributes, object: Option<&Value>) -> Result<bool, AdmissionError> {
+fn should_call(
+    spec: &Value,
+    attrs: &Attributes,
+    object: Option<&Value>,
+) -> Result<Option<String>, AdmissionError> {
     let ns_match = namespace_matches(spec, attrs, object);
     if matches!(ns_match, Ok(false)) {
-        return Ok(false);
+        return Ok(None);
     }
     let selector = spec.get("objectSelector").unwrap_or(&Value::Null);
     let obj_match = if is_empty_selector(selector) {
@@ -542,15 +666,72 @@ fn should_call(spec: &Value, attrs: &Attributes, object: Option<&Value>) -> Resu
             .map_err(|message| AdmissionError::Internal { message })
     };
     if matches!(obj_match, Ok(false)) {
-        return Ok(false);
+        return Ok(None);
     }
-    let rules = spec.get("rules").and_then(Value::as_array);
-    if !rules.into_iter().flatten().any(|r| rule_matches(r, attrs)) {
-        return Ok(false);
-    }
+    let rules: Vec<&Value> = spec.get("rules").and_then(Value::as_array).into_iter().flatten().collect();
+    let exact = rules.iter().any(|r| rule_matches(r, attrs, &attrs.version)).then(|| attrs.version.clone());
+    // matchPolicy defaults to Equivalent: the earliest rule that matches another version of
+    // the resource, in the order of the equivalents.
+    let equivalent = || {
+        if str_at(spec, "matchPolicy") == "Exact" {
+            return None;
+        }
+        rules.iter().find_map(|r| {
+            let mut others = attrs.equivalent_versions.iter().filter(|v| **v != attrs.version);
+            others.find(|v| rule_matches(r, attrs, v)).cloned()
+        })
+    };
+    let Some(version) = exact.or_else(equivalent) else { return Ok(None) };
     ns_match?;
     obj_match?;
-    Ok(true)
+    Ok(Some(version))
+}
+
+/// Brings the objects a webhook sees to `version` (not the request's): what `versioned`
+/// holds if it is in that version, else `object` and the old object converted, after
+/// [`settle`] gave back what a webhook changed in another version. A conversion that fails
+/// is the dispatcher's `NewInternalError`.
+async fn reach<'a>(
+    attrs: &Attributes,
+    converter: &dyn VersionConverter,
+    object: &mut Option<Value>,
+    versioned: &'a mut Option<Versioned>,
+    version: &str,
+) -> Result<&'a mut Versioned, AdmissionError> {
+    if versioned.as_ref().is_none_or(|v| v.version != version) {
+        settle(attrs, converter, object, versioned).await?;
+        let to = async |o: &Value| {
+            converter.convert(o, version).await.map_err(|message| AdmissionError::Internal { message })
+        };
+        let old = match &attrs.old_object {
+            Some(o) => Some(to(o).await?),
+            None => None,
+        };
+        let converted = match object.as_ref() {
+            Some(o) => Some(to(o).await?),
+            None => None,
+        };
+        *versioned = Some(Versioned { version: version.to_owned(), object: converted, old, dirty: false });
+    }
+    versioned.as_mut().ok_or_else(|| AdmissionError::Internal { message: "no versioned attributes".into() })
+}
+
+/// Gives the object a webhook changed in another version back to the request's version
+/// (the dispatcher's final `Convert`, whose error is the converter's own).
+async fn settle(
+    attrs: &Attributes,
+    converter: &dyn VersionConverter,
+    object: &mut Option<Value>,
+    versioned: &mut Option<Versioned>,
+) -> Result<(), AdmissionError> {
+    if let Some(held) = versioned.take()
+        && held.dirty
+        && let Some(changed) = held.object
+    {
+        let back = converter.convert(&changed, &attrs.version).await;
+        *object = Some(back.map_err(|message| AdmissionError::Conversion { message })?);
+    }
+    Ok(())
 }
 
 fn namespace_matches(
@@ -579,9 +760,10 @@ fn namespace_matches(
     selector_matches(selector, &labels).map_err(|message| AdmissionError::Internal { message })
 }
 
-/// Whether one `rules[]` entry matches (apiserver `predicates/rules.Matcher`).
-fn rule_matches(rule: &Value, attrs: &Attributes) -> bool {
-    let is_namespace = attrs.group.is_empty() && attrs.version == "v1" && attrs.resource == "namespaces";
+/// Whether one `rules[]` entry matches the request in `version` (apiserver
+/// `predicates/rules.Matcher`).
+fn rule_matches(rule: &Value, attrs: &Attributes, version: &str) -> bool {
+    let is_namespace = attrs.group.is_empty() && version == "v1" && attrs.resource == "namespaces";
     let scope = match rule.get("scope").and_then(Value::as_str) {
         None | Some("*") => true,
         Some("Namespaced") => !is_namespace && !attrs.namespace.is_empty(),
@@ -600,7 +782,7 @@ fn rule_matches(rule: &Value, attrs: &Attributes) -> bool {
     scope
         && listed("operations", attrs.operation.as_str())
         && listed("apiGroups", &attrs.group)
-        && listed("apiVersions", &attrs.version)
+        && listed("apiVersions", version)
         && resource
 }
 
@@ -624,10 +806,22 @@ fn labels_of(object: &Value) -> BTreeMap<String, String> {
     labels.into_iter().flatten().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect()
 }
 
-/// The `AdmissionReview` request body (apiserver `request.CreateV1AdmissionReview`).
-fn review_request(uid: &str, version: &str, attrs: &Attributes, object: Option<&Value>) -> Value {
-    let kind = json!({ "group": attrs.group, "version": attrs.version, "kind": attrs.kind });
-    let resource = json!({ "group": attrs.group, "version": attrs.version, "resource": attrs.resource });
+/// The `AdmissionReview` request body (apiserver `request.CreateV1AdmissionReview`): `kind`
+/// and `resource` in the version the webhook is called in, `requestKind` and
+/// `requestResource` in the request's.
+fn review_request(
+    uid: &str,
+    review_version: &str,
+    attrs: &Attributes,
+    version: &str,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> Value {
+    let kind = json!({ "group": attrs.group, "version": version, "kind": attrs.kind });
+    let resource = json!({ "group": attrs.group, "version": version, "resource": attrs.resource });
+    let request_kind = json!({ "group": attrs.group, "version": attrs.version, "kind": attrs.kind });
+    let request_resource =
+        json!({ "group": attrs.group, "version": attrs.version, "resource": attrs.resource });
     let mut user = Map::new();
     for (key, value) in [("username", &attrs.user.username), ("uid", &attrs.user.uid)] {
         if !value.is_empty() {
@@ -638,9 +832,9 @@ fn review_request(uid: &str, version: &str, attrs: &Attributes, object: Option<&
         user.insert("groups".into(), json!(attrs.user.groups));
     }
     let mut request = json!({
-        "uid": uid, "kind": kind, "resource": resource, "requestKind": kind,
-        "requestResource": resource, "operation": attrs.operation.as_str(), "userInfo": user,
-        "object": object, "oldObject": attrs.old_object, "dryRun": attrs.dry_run,
+        "uid": uid, "kind": kind, "resource": resource, "requestKind": request_kind,
+        "requestResource": request_resource, "operation": attrs.operation.as_str(), "userInfo": user,
+        "object": object, "oldObject": old, "dryRun": attrs.dry_run,
         "options": attrs.options,
     });
     for (key, value) in [
@@ -653,7 +847,7 @@ fn review_request(uid: &str, version: &str, attrs: &Attributes, object: Option<&
             request[key] = json!(value);
         }
     }
-    json!({ "kind": "AdmissionReview", "apiVersion": format!("admission.k8s.io/{version}"), "request": request })
+    json!({ "kind": "AdmissionReview", "apiVersion": format!("admission.k8s.io/{review_version}"), "request": request })
 }
 
 /// Decodes the response body the way the Go client would before verification.

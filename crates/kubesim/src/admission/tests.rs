@@ -263,13 +263,13 @@ fn rules_follow_the_real_matcher() {
     let mut status = pod_create();
     status.subresource = "status".into();
     status.operation = Operation::Update;
-    assert!(!rule_matches(&rule(json!(["pods"]), Value::Null), &status));
-    assert!(!rule_matches(&rule(json!(["*"]), Value::Null), &status));
-    assert!(rule_matches(&rule(json!(["pods/status"]), Value::Null), &status));
-    assert!(rule_matches(&rule(json!(["*/status"]), Value::Null), &status));
-    assert!(rule_matches(&rule(json!(["*/*"]), Value::Null), &status));
-    assert!(rule_matches(&rule(json!(["pods/*"]), json!("*")), &status));
-    assert!(!rule_matches(&rule(json!(["pods/scale"]), Value::Null), &status));
+    assert!(!rule_matches(&rule(json!(["pods"]), Value::Null), &status, "v1"));
+    assert!(!rule_matches(&rule(json!(["*"]), Value::Null), &status, "v1"));
+    assert!(rule_matches(&rule(json!(["pods/status"]), Value::Null), &status, "v1"));
+    assert!(rule_matches(&rule(json!(["*/status"]), Value::Null), &status, "v1"));
+    assert!(rule_matches(&rule(json!(["*/*"]), Value::Null), &status, "v1"));
+    assert!(rule_matches(&rule(json!(["pods/*"]), json!("*")), &status, "v1"));
+    assert!(!rule_matches(&rule(json!(["pods/scale"]), Value::Null), &status, "v1"));
 
     let ns = Attributes {
         version: "v1".into(),
@@ -279,17 +279,17 @@ fn rules_follow_the_real_matcher() {
         name: "team-a".into(),
         ..Attributes::default()
     };
-    assert!(rule_matches(&rule(json!(["namespaces"]), json!("Cluster")), &ns));
-    assert!(!rule_matches(&rule(json!(["namespaces"]), json!("Namespaced")), &ns));
+    assert!(rule_matches(&rule(json!(["namespaces"]), json!("Cluster")), &ns, "v1"));
+    assert!(!rule_matches(&rule(json!(["namespaces"]), json!("Namespaced")), &ns, "v1"));
     let node = Attributes {
         version: "v1".into(),
         kind: "Node".into(),
         resource: "nodes".into(),
         ..Attributes::default()
     };
-    assert!(rule_matches(&rule(json!(["nodes"]), json!("Cluster")), &node));
-    assert!(!rule_matches(&rule(json!(["nodes"]), json!("Namespaced")), &node));
-    assert!(!rule_matches(&rule(json!(["nodes"]), json!("Bogus")), &node));
+    assert!(rule_matches(&rule(json!(["nodes"]), json!("Cluster")), &node, "v1"));
+    assert!(!rule_matches(&rule(json!(["nodes"]), json!("Namespaced")), &node, "v1"));
+    assert!(!rule_matches(&rule(json!(["nodes"]), json!("Bogus")), &node, "v1"));
 }
 
 #[test]
@@ -674,4 +674,124 @@ fn helpers_match_go_formats() {
     assert_eq!(join_host_port("::1", 443), "[::1]:443");
     assert!(resolve_loopback("10.0.0.1", 443).is_err());
     assert_eq!(resolve_loopback("localhost", 1), Ok(SocketAddr::from(([127, 0, 0, 1], 1))));
+}
+
+/// A converter that records each conversion in an annotation, `"v2>v1"` style, or fails
+/// when asked for `fail_to`.
+struct Tagging {
+    fail_to: Option<&'static str>,
+}
+
+impl VersionConverter for Tagging {
+    fn convert<'a>(
+        &'a self,
+        object: &'a Value,
+        version: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>> {
+        Box::pin(async move {
+            if self.fail_to == Some(version) {
+                return Err(format!("cannot convert to {version}"));
+            }
+            let mut out = object.clone();
+            let from = str_at(object, "apiVersion").rsplit_once('/').map_or("", |(_, v)| v).to_owned();
+            let trail = object.pointer("/metadata/annotations/trail").and_then(Value::as_str).unwrap_or("");
+            out["metadata"]["annotations"]["trail"] = json!(format!("{trail}{from}>{version};"));
+            out["apiVersion"] = json!(format!("stable.example.com/{version}"));
+            Ok(out)
+        })
+    }
+}
+
+fn crontab_update() -> Attributes {
+    let crontab = |minute: &str| {
+        json!({ "apiVersion": "stable.example.com/v2", "kind": "CronTab",
+                "metadata": { "name": "c", "namespace": "default" }, "spec": { "minute": minute } })
+    };
+    Attributes {
+        operation: Operation::Update,
+        group: "stable.example.com".into(),
+        version: "v2".into(),
+        kind: "CronTab".into(),
+        resource: "crontabs".into(),
+        namespace: "default".into(),
+        name: "c".into(),
+        object: Some(crontab("2")),
+        old_object: Some(crontab("1")),
+        options: json!({ "apiVersion": "meta.k8s.io/v1", "kind": "UpdateOptions" }),
+        namespace_labels: Some(BTreeMap::new()),
+        equivalent_versions: vec!["v1".into(), "v2".into()],
+        ..Attributes::default()
+    }
+}
+
+fn v1_crontab_hook(ca: &Ca, extra: Value) -> Value {
+    let mut rules = json!({ "rules": [{ "operations": ["UPDATE"], "apiGroups": ["stable.example.com"], "apiVersions": ["v1"], "resources": ["crontabs"] }] });
+    for (k, v) in extra.as_object().unwrap() {
+        rules[k] = v.clone();
+    }
+    hook("h.example.com", ca, rules)
+}
+
+#[tokio::test]
+async fn an_equivalent_version_gets_the_objects_converted_and_its_patch_back() {
+    let ca = ca("ca");
+    let label = json!([{ "op": "add", "path": "/metadata/labels", "value": { "seen": "v1" } }]);
+    let (port, log) = serve(server_tls(&ca, &[SVC], false), Duration::ZERO, patcher(label)).await;
+    let configs = vec![config("MutatingWebhookConfiguration", "m", vec![v1_crontab_hook(&ca, json!({}))])];
+    let mut warnings = Vec::new();
+    let converter = Tagging { fail_to: None };
+    let out = caller(port)
+        .mutate_converting(&configs, &crontab_update(), &converter, &mut warnings)
+        .await
+        .unwrap()
+        .unwrap();
+    // Called in v1, the request's v2 in requestKind; both objects converted to v1.
+    let req = &log.all()[0].body["request"];
+    assert_eq!(req["kind"], json!({ "group": "stable.example.com", "version": "v1", "kind": "CronTab" }));
+    assert_eq!(req["resource"]["version"], "v1");
+    assert_eq!(req["requestKind"]["version"], "v2");
+    assert_eq!(
+        req["requestResource"],
+        json!({ "group": "stable.example.com", "version": "v2", "resource": "crontabs" })
+    );
+    assert_eq!(req["object"]["apiVersion"], "stable.example.com/v1");
+    assert_eq!(req["object"]["metadata"]["annotations"]["trail"], "v2>v1;");
+    assert_eq!(req["oldObject"]["spec"]["minute"], "1");
+    assert_eq!(req["oldObject"]["metadata"]["annotations"]["trail"], "v2>v1;");
+    // The patched object comes back to v2.
+    assert_eq!(out["apiVersion"], "stable.example.com/v2");
+    assert_eq!(out["metadata"]["labels"], json!({ "seen": "v1" }));
+    assert_eq!(out["metadata"]["annotations"]["trail"], "v2>v1;v1>v2;");
+
+    // matchPolicy Exact keeps it to the versions its rules name.
+    let exact = vec![config(
+        "MutatingWebhookConfiguration",
+        "m",
+        vec![v1_crontab_hook(&ca, json!({ "matchPolicy": "Exact" }))],
+    )];
+    let unchanged =
+        caller(port).mutate_converting(&exact, &crontab_update(), &converter, &mut warnings).await.unwrap();
+    assert_eq!(unchanged, crontab_update().object);
+    assert_eq!(log.count(), 1);
+
+    // Validating webhooks get the converted objects too; a failed conversion is an internal error.
+    let validators = vwc(vec![v1_crontab_hook(&ca, json!({}))]);
+    let (vport, vlog) = serve(server_tls(&ca, &[SVC], false), Duration::ZERO, allow_all()).await;
+    caller(vport)
+        .validate_converting(&validators, &crontab_update(), &converter, &mut warnings)
+        .await
+        .unwrap();
+    assert_eq!(vlog.all()[0].body["request"]["object"]["metadata"]["annotations"]["trail"], "v2>v1;");
+    let failing = Tagging { fail_to: Some("v1") };
+    let err = caller(vport)
+        .validate_converting(&validators, &crontab_update(), &failing, &mut warnings)
+        .await
+        .unwrap_err();
+    assert_eq!((err.code(), err.reason()), (500, "InternalError"));
+    assert_eq!(err.to_string(), "Internal error occurred: cannot convert to v1");
+    // A change that cannot go back to the request's version fails with the converter's words.
+    let back = Tagging { fail_to: Some("v2") };
+    let err =
+        caller(port).mutate_converting(&configs, &crontab_update(), &back, &mut warnings).await.unwrap_err();
+    assert_eq!((err.code(), err.reason(), err.to_string()), (500, "", "cannot convert to v2".to_owned()));
 }
