@@ -169,14 +169,17 @@ fn convert(o: &mut Value, desired: &str) {
 
 /// The CronTab CRD, stored in `storage`, converting through `hook` (strategy None without).
 fn crontab_crd(storage: &str, hook: Option<&Hook>) -> Value {
+    let status = json!({"type": "object", "properties": {"lastRun": {"type": "string"}}});
     let v1 = json!({"type": "object", "properties": {
         "spec": {"type": "object", "properties": {"schedule": {"type": "string"}, "replicas": {"type": "integer"}}},
+        "status": status,
     }});
     let schedule =
         Value::Object(FIELDS.iter().map(|k| ((*k).to_owned(), json!({"type": "string"}))).collect());
     let v2 = json!({"type": "object", "properties": {
         "spec": {"type": "object", "properties": {
             "schedule": {"type": "object", "properties": schedule}, "replicas": {"type": "integer"}}},
+        "status": status,
     }});
     let conversion = match hook {
         Some(h) => {
@@ -192,8 +195,10 @@ fn crontab_crd(storage: &str, hook: Option<&Hook>) -> Value {
             "group": "stable.example.com", "scope": "Namespaced",
             "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
             "versions": [
-                {"name": "v1", "served": true, "storage": storage == "v1", "schema": {"openAPIV3Schema": v1}},
-                {"name": "v2", "served": true, "storage": storage == "v2", "schema": {"openAPIV3Schema": v2}},
+                {"name": "v1", "served": true, "storage": storage == "v1", "schema": {"openAPIV3Schema": v1},
+                 "subresources": {"status": {}}},
+                {"name": "v2", "served": true, "storage": storage == "v2", "schema": {"openAPIV3Schema": v2},
+                 "subresources": {"status": {}}},
             ],
             "conversion": conversion,
         }
@@ -293,6 +298,27 @@ async fn objects_are_converted_through_the_webhook_on_reads_and_writes() {
         .expect("apply in v2");
     assert_eq!(schedule(&applied), v2("8"));
     assert_eq!(schedule(&in_v1.get("b").await.expect("get")), v1("8"));
+    // The status subresource too.
+    let status = in_v2
+        .patch_status("b", &PatchParams::default(), &Patch::Merge(json!({"status": {"lastRun": "now"}})))
+        .await
+        .expect("status in v2");
+    assert_eq!((status.data["status"]["lastRun"].as_str(), schedule(&status)), (Some("now"), v2("8")));
+    hook.take();
+    assert_eq!(in_v1.get("b").await.expect("get").data["status"]["lastRun"], "now");
+    // A dry run makes the same round trip and stores nothing.
+    let dry = in_v2
+        .create(&PostParams { dry_run: true, ..Default::default() }, &crontab("c", "v2", v2("0")))
+        .await
+        .expect("dry run");
+    assert_eq!(schedule(&dry), v2("0"));
+    assert_eq!(hook.calls(), [call(&[V2], V1), call(&[V1], V2)]);
+    assert_eq!(api_err(in_v1.get("c").await).code, 404);
+    // A deletion in v2 answers with the object in v2.
+    in_v1.create(&PostParams::default(), &crontab("d", "v1", v1("4"))).await.expect("create");
+    let deleted = in_v2.delete("d", &Default::default()).await.expect("delete in v2");
+    let deleted = deleted.left().expect("the deleted object");
+    assert_eq!(schedule(&deleted), v2("4"));
     hook.take();
 
     // A watch in v2 gets its initial objects in one review, then every change converted.

@@ -5,7 +5,9 @@
 //!
 //! Start at [`Api`]. The verbs live in one module each (`write`, `delete`), with what they
 //! share: `admit` (webhooks and admission plugins), `validate` (the checks before a write
-//! is stored), `defaults` (built-in defaulting) and `crd` (CRDs as objects).
+//! is stored), `defaults` (built-in defaulting), `crd` (CRDs as objects) and `versions`
+//! (what a read answers, the form a write works on and the form it stores: custom resources
+//! converted between their CRD's versions).
 
 mod admit;
 mod crd;
