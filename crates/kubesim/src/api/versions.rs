@@ -27,7 +27,16 @@ use crate::webhook::str_at;
 impl Api {
     /// `stored` as a read in `rt`'s version answers it.
     pub async fn served(&self, rt: &ResourceType, stored: &Value) -> Result<Value, ConversionError> {
-        Ok(convert::to_served(rt, &self.working(rt, stored).await?))
+        match webhook_definition(rt) {
+            Some(def) if str_at(stored, "apiVersion") != rt.gv => {
+                let mut out = self.convert_crd(def, stored.clone(), &rt.version).await?;
+                convert::out_in_place(rt, &mut out);
+                Ok(out)
+            }
+            // Without a webhook to call, only the apiVersion (and a built-in kind's form)
+            // changes.
+            _ => Ok(convert::to_served(rt, stored)),
+        }
     }
 
     /// The objects of a list as `rt` serves them, in their order; those the CRD's webhook
@@ -52,7 +61,8 @@ impl Api {
                 if str_at(before, "apiVersion") != rt.gv {
                     coerce(def, &rt.version, &mut o);
                 }
-                convert::to_served(rt, &o)
+                convert::out_in_place(rt, &mut o);
+                o
             })
             .collect())
     }

@@ -15,8 +15,9 @@ use super::path::{Query, truthy};
 use super::wire::{Shape, event_line, stream_response};
 use crate::api::Api;
 use crate::conversion::ConversionError;
+use crate::convert;
 use crate::error::ApiError;
-use crate::registry::ResourceType;
+use crate::registry::{Conversion, ResourceType};
 use crate::store::{Change, EventKind};
 use crate::table;
 
@@ -68,6 +69,10 @@ pub(super) async fn watch(
     let ns = ns.map(str::to_owned);
     let rt = rt.clone();
     let include_q = include(query);
+    // Whether objects go through a conversion webhook: then selectors see them as served (a
+    // webhook may change labels), as the API server's watchers do.
+    let converts =
+        rt.crd.as_ref().is_some_and(|c| matches!(c.definition.conversion, Conversion::Webhook { .. }));
     // Whether a selector may tell an object's versions apart (else only the namespace,
     // which never changes, does): then the object before a change is served too.
     let selective = ["labelSelector", "fieldSelector"]
@@ -76,7 +81,6 @@ pub(super) async fn watch(
     let in_namespace = move |o: &Value| -> bool {
         ns.as_deref().is_none_or(|n| o.pointer("/metadata/namespace").and_then(Value::as_str) == Some(n))
     };
-    // Selectors see objects as served: a conversion webhook may change labels.
     let matches = move |served: &Value| -> bool {
         labels.matches(served.pointer("/metadata/labels")) && fields.matches(served)
     };
@@ -129,8 +133,10 @@ pub(super) async fn watch(
             else {
                 return;
             };
-            for o in served {
-                if matches(&o) && tx.send(event_line("ADDED", &render(o))).await.is_err() {
+            for (o, stored) in served.into_iter().zip(&initial) {
+                if matches(if converts { &o } else { stored })
+                    && tx.send(event_line("ADDED", &render(o))).await.is_err()
+                {
                     return;
                 }
             }
@@ -142,18 +148,28 @@ pub(super) async fn watch(
             if !in_namespace(&c.object) {
                 return true;
             }
-            let Some(object) = serve(&api, &rt, async |api: &Api| api.served(&rt, &c.object).await, tx).await
-            else {
-                return false;
-            };
-            let now = matches(&object);
-            let before = match c.old.as_deref() {
-                None => false,
-                Some(_) if !selective => true,
-                Some(old) => match serve(&api, &rt, async |api: &Api| api.served(&rt, old).await, tx).await {
-                    Some(old) => matches(&old),
-                    None => return false,
-                },
+            // Without a conversion webhook the stored objects decide, and only what is sent
+            // is served.
+            let (object, now, before) = if converts {
+                let Some(object) =
+                    serve(&api, &rt, async |api: &Api| api.served(&rt, &c.object).await, tx).await
+                else {
+                    return false;
+                };
+                let before = match c.old.as_deref() {
+                    None => false,
+                    Some(_) if !selective => true,
+                    Some(old) => {
+                        match serve(&api, &rt, async |api: &Api| api.served(&rt, old).await, tx).await {
+                            Some(old) => matches(&old),
+                            None => return false,
+                        }
+                    }
+                };
+                let now = matches(&object);
+                (Some(object), now, before)
+            } else {
+                (None, matches(&c.object), c.old.as_deref().is_some_and(&matches))
             };
             let kind = match (c.kind, before, now) {
                 (EventKind::Added, _, true) => Some("ADDED"),
@@ -164,7 +180,10 @@ pub(super) async fn watch(
                 _ => None,
             };
             match kind {
-                Some(k) => tx.send(event_line(k, &render(object))).await.is_ok(),
+                Some(k) => {
+                    let object = object.unwrap_or_else(|| convert::to_served(&rt, &c.object));
+                    tx.send(event_line(k, &render(object))).await.is_ok()
+                }
                 None => true,
             }
         };
