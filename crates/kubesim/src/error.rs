@@ -271,6 +271,20 @@ impl ApiError {
         Self::new(500, "InternalError", message)
     }
 
+    /// `apierrors.NewInternalError`: 500 `Internal error occurred: <why>`, the text again as
+    /// the one cause.
+    pub fn internal_error(why: &str) -> Self {
+        let mut e = Self::internal(format!("Internal error occurred: {why}"));
+        e.causes = vec![StatusCause { reason: String::new(), message: why.to_owned(), field: String::new() }];
+        e
+    }
+
+    /// 500 for an error that is no API status: the API server's `ErrorToAPIStatus` answers
+    /// such an error with its text, code 500 and no reason.
+    pub fn unknown(message: impl Into<String>) -> Self {
+        Self::new(500, "", message)
+    }
+
     /// 504 Timeout.
     pub fn timeout(message: impl Into<String>) -> Self {
         Self::new(504, "Timeout", message)
@@ -377,6 +391,7 @@ struct WireDetails<'a> {
 
 #[derive(serde::Serialize)]
 struct WireCause<'a> {
+    #[serde(skip_serializing_if = "str::is_empty")]
     reason: &'a str,
     message: &'a str,
     #[serde(skip_serializing_if = "str::is_empty")]

@@ -65,10 +65,18 @@ pub async fn run(api: std::sync::Weak<Api>, mut work: mpsc::UnboundedReceiver<Wo
     }
 }
 
+/// The type to act on `obj` through: the version it is stored in when that is served (so
+/// that the collector's writes need no conversion webhook), else one of its kind.
 fn type_of(api: &Api, store: &str, obj: &Value) -> Option<Arc<ResourceType>> {
     let kind = obj["kind"].as_str().unwrap_or_default();
+    let api_version = obj["apiVersion"].as_str().unwrap_or_default();
     let types = api.registry.by_store(store);
-    types.iter().find(|t| t.kind == kind).or_else(|| types.first()).cloned()
+    types
+        .iter()
+        .find(|t| t.kind == kind && t.gv == api_version)
+        .or_else(|| types.iter().find(|t| t.kind == kind))
+        .or_else(|| types.first())
+        .cloned()
 }
 
 /// Do one piece of work; `false` when it should be retried.
@@ -266,11 +274,12 @@ async fn cleanup_crd(api: &Api, crd_name: &str) -> bool {
         .filter(|t| t.crd.as_ref().is_some_and(|c| c.crd_name == crd_name))
         .collect();
     let mut remaining = 0;
-    if let Some(rt) = types.first() {
-        let (_, table) = api.store.snapshot(&rt.store, false);
+    if let Some(store) = types.first().map(|t| t.store.clone()) {
+        let (_, table) = api.store.snapshot(&store, false);
         remaining = table.len();
         for obj in table.values() {
-            if !deleting(obj) && !delete_obj(api, rt, obj, "Background").await {
+            let Some(rt) = type_of(api, &store, obj) else { continue };
+            if !deleting(obj) && !delete_obj(api, &rt, obj, "Background").await {
                 return false;
             }
         }

@@ -11,8 +11,10 @@
 //! webhooks) and [`ServingCert`] / [`TlsListener`] (a self-issued TLS listener).
 //!
 //! The layers inside are, top down: `server` (HTTP routing, content negotiation, watch
-//! streams, authn/authz), `api` (what each verb does to an object, and the admission
-//! chain), `store` (one global resourceVersion,
+//! streams, authn/authz), `api` (what each verb does to an object, the admission chain,
+//! and objects between the version they are stored in and the version of a request, with
+//! `conversion`, CRD conversion webhooks, and `webhook`, the client side of webhook calls
+//! shared with `admission`), `store` (one global resourceVersion,
 //! tables, the watch history), and the pure rule modules: `ssa` (server-side apply and
 //! managedFields), `smp` (strategic merge patch), `crd_shape` (a CRD's list and map
 //! types for SSA), `printer_columns`, `builtin` (the built-in kinds' schemas, and decoding
@@ -41,6 +43,7 @@ mod authz;
 mod builtin;
 mod cleanup;
 pub mod clock;
+mod conversion;
 mod convert;
 mod crd_shape;
 mod error;
@@ -60,6 +63,7 @@ mod ssa;
 mod store;
 mod table;
 mod tls;
+mod webhook;
 mod workloads;
 
 pub use admission::{Attributes as AdmissionAttributes, Caller as WebhookCaller, Operation};

@@ -78,14 +78,45 @@ fn is_dns_label(s: &str) -> bool {
 /// RFC 1123 subdomain as Kubernetes checks it: the regex's dot-separated parts, 253
 /// characters in all (a part alone is not limited to 63, unlike a DNS label).
 fn is_subdomain(s: &str) -> bool {
+    s.len() <= 253 && subdomain_shape(s)
+}
+
+/// The regex of an RFC 1123 subdomain, without its length limit.
+fn subdomain_shape(s: &str) -> bool {
     !s.is_empty()
-        && s.len() <= 253
         && s.split('.').all(|part| {
             !part.is_empty()
                 && part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                 && !part.starts_with('-')
                 && !part.ends_with('-')
         })
+}
+
+/// apimachinery's `IsDNS1035Label`: what is wrong with `s` as a DNS-1035 label, in its words.
+pub fn dns1035_label_errors(s: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if s.len() > 63 {
+        errors.push("must be no more than 63 characters".to_owned());
+    }
+    let regex_ok = s.starts_with(|c: char| c.is_ascii_lowercase())
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.ends_with('-');
+    if !regex_ok {
+        errors.push(DNS1035_MSG.to_owned());
+    }
+    errors
+}
+
+/// apimachinery's `IsDNS1123Subdomain`: what is wrong with `s` as a subdomain, in its words.
+pub fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if s.len() > 253 {
+        errors.push("must be no more than 253 characters".to_owned());
+    }
+    if !subdomain_shape(s) {
+        errors.push(SUBDOMAIN_MSG.to_owned());
+    }
+    errors
 }
 
 /// Which name rule a kind follows.

@@ -77,6 +77,58 @@ pub struct CrdVersion {
     pub cel: ctop_schema::CelRules,
     /// `additionalPrinterColumns`.
     pub printer_columns: Vec<Value>,
+    /// The `Warning` every request in this version is answered with when it is
+    /// `deprecated`: its `deprecationWarning`, or the API server's default text.
+    pub deprecation: Option<String>,
+    /// What all versions of the CRD share.
+    pub definition: Arc<CrdDefinition>,
+}
+
+/// What every version of one CRD shares: where its objects are stored and how they convert
+/// between versions.
+#[derive(Debug)]
+pub struct CrdDefinition {
+    /// `spec.group`.
+    pub group: String,
+    /// `spec.names.listKind` (`<Kind>List` by default).
+    pub list_kind: String,
+    /// The version objects are written in (`storage: true`).
+    pub storage_version: String,
+    /// Every version of `spec.versions`, served or not, in its order, with its schema: a
+    /// conversion's result is pruned with its target version's.
+    pub versions: Vec<(String, Option<Value>)>,
+    /// `spec.conversion`.
+    pub conversion: Conversion,
+    /// Whether the server cannot make the conversion webhook's client (its `caBundle` does
+    /// not load): it then serves none of the CRD's objects.
+    pub unservable: bool,
+}
+
+/// A CRD's `spec.conversion.strategy`, with what it needs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Conversion {
+    /// `None`: only `apiVersion` changes.
+    None,
+    /// `Webhook`: a `ConversionReview` to `client_config` (a `clientConfig` as written), in
+    /// the first of `review_versions` the server knows.
+    Webhook {
+        /// `spec.conversion.webhook.clientConfig`.
+        client_config: Value,
+        /// `spec.conversion.webhook.conversionReviewVersions`.
+        review_versions: Vec<String>,
+    },
+}
+
+impl CrdDefinition {
+    /// `group/version`.
+    pub fn api_version(&self, version: &str) -> String {
+        join_gv(&self.group, version)
+    }
+
+    /// The schema of `version`, if the CRD has that version and it has one.
+    pub fn schema(&self, version: &str) -> Option<&Value> {
+        self.versions.iter().find(|(v, _)| v == version).and_then(|(_, s)| s.as_ref())
+    }
 }
 
 const ALL_VERBS: &[&str] =
@@ -457,12 +509,52 @@ pub fn crd_types(crd: &Value, shape_for: impl Fn(Option<&Value>) -> Arc<dyn Shap
     let namespaced = spec["scope"].as_str() != Some("Cluster");
     let crd_name = crd["metadata"]["name"].as_str().unwrap_or_default().to_owned();
     let store: StoreKey = Arc::from(format!("{group}/{plural}"));
+    let all_versions = spec["versions"].as_array().cloned().unwrap_or_default();
+    let conversion = match spec.pointer("/conversion/strategy").and_then(Value::as_str) {
+        Some("Webhook") => Conversion::Webhook {
+            client_config: webhook_client_config(spec),
+            review_versions: strings(
+                spec.pointer("/conversion/webhook/conversionReviewVersions").unwrap_or(&Value::Null),
+            ),
+        },
+        _ => Conversion::None,
+    };
+    let unservable = match &conversion {
+        Conversion::Webhook { client_config, .. } => {
+            crate::webhook::Target::new(client_config, &std::collections::HashMap::new()).is_err()
+        }
+        Conversion::None => false,
+    };
+    let definition = Arc::new(CrdDefinition {
+        group: group.clone(),
+        list_kind: names["listKind"].as_str().map_or_else(|| format!("{kind}List"), str::to_owned),
+        storage_version: all_versions
+            .iter()
+            .find(|v| v["storage"].as_bool() == Some(true))
+            .and_then(|v| v["name"].as_str())
+            .unwrap_or_default()
+            .to_owned(),
+        versions: all_versions
+            .iter()
+            .map(|v| {
+                let schema = v.pointer("/schema/openAPIV3Schema").filter(|s| !s.is_null()).cloned();
+                (v["name"].as_str().unwrap_or_default().to_owned(), schema)
+            })
+            .collect(),
+        conversion,
+        unservable,
+    });
     let mut out = Vec::new();
     for v in spec["versions"].as_array().into_iter().flatten() {
         if v["served"].as_bool() == Some(false) {
             continue;
         }
         let version = v["name"].as_str().unwrap_or_default().to_owned();
+        let deprecation =
+            (v["deprecated"].as_bool() == Some(true)).then(|| match v["deprecationWarning"].as_str() {
+                Some(text) => text.to_owned(),
+                None => default_deprecation_warning(&version, &group, &kind, &all_versions),
+            });
         let schema = v["schema"]["openAPIV3Schema"].clone();
         let schema = (!schema.is_null()).then_some(schema);
         let sub = &v["subresources"];
@@ -492,10 +584,45 @@ pub fn crd_types(crd: &Value, shape_for: impl Fn(Option<&Value>) -> Arc<dyn Shap
                 cel: schema.as_ref().map(ctop_schema::CelRules::compile).unwrap_or_default(),
                 schema,
                 printer_columns: v["additionalPrinterColumns"].as_array().cloned().unwrap_or_default(),
+                deprecation,
+                definition: definition.clone(),
             })),
         });
     }
     out
+}
+
+/// The conversion webhook's `clientConfig`, a whitespace-only `caBundle` left out as the
+/// server leaves it out (`webhook_converter.go`, `webhookClientConfigForCRD`).
+fn webhook_client_config(spec: &Value) -> Value {
+    use base64::Engine as _;
+    let mut cc = spec.pointer("/conversion/webhook/clientConfig").cloned().unwrap_or(Value::Null);
+    let bundle =
+        cc["caBundle"].as_str().and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
+    if bundle.is_some_and(|b| !b.is_empty() && b.trim_ascii().is_empty())
+        && let Some(m) = cc.as_object_mut()
+    {
+        m.remove("caBundle");
+    }
+    cc
+}
+
+/// The warning of a deprecated CRD version without a `deprecationWarning`
+/// (apiextensions-apiserver `pkg/apiserver/customresource_handler.go`,
+/// `defaultDeprecationWarning`): `<group>/<version> <Kind> is deprecated`, and where a served,
+/// non-deprecated version ranks above it, `; use <group>/<highest such version> <Kind>`.
+fn default_deprecation_warning(deprecated: &str, group: &str, kind: &str, versions: &[Value]) -> String {
+    let message = format!("{group}/{deprecated} {kind} is deprecated");
+    let newer = versions
+        .iter()
+        .filter(|v| v["served"].as_bool() == Some(true) && v["deprecated"].as_bool() != Some(true))
+        .filter_map(|v| v["name"].as_str())
+        .filter(|v| version_priority(v) > version_priority(deprecated))
+        .max_by_key(|v| version_priority(v));
+    match newer {
+        Some(v) => format!("{message}; use {group}/{v} {kind}"),
+        None => message,
+    }
 }
 
 /// `.spec.replicas` → `/spec/replicas`.

@@ -35,34 +35,37 @@
 //! - A dry-run request to a webhook whose `sideEffects` is not `None`/`NoneOnDryRun` fails with
 //!   400 `admission webhook "x" does not support dry run`, whatever the failure policy.
 //!
+//! - `matchPolicy: Equivalent` (the default): a webhook whose rules do not name the request's
+//!   version but name another version of the same resource ([`Attributes::equivalent_versions`],
+//!   a CRD's versions in `spec.versions` order) is called in that version, the earliest rule
+//!   first: `kind`/`resource` name it, `requestKind`/`requestResource` the request's; the object
+//!   and old object are converted to it (the crate's CRD converter, through the conversion
+//!   webhook; a failure is 500 `Internal error occurred: ...`), and what a mutating webhook
+//!   changed there is converted back when a webhook in another version comes next or the
+//!   round ends (a failure answers the converter's text, 500 without reason), as the
+//!   dispatchers' versioned attributes do. `matchPolicy: Exact` tries the request's version
+//!   only. The public [`Caller::mutate`] and [`Caller::validate`] convert by rewriting
+//!   `apiVersion` (a CRD without a conversion webhook).
+//!
 //! Not covered: `matchConditions` (CEL) are ignored (the webhook is treated as matching);
-//! `matchPolicy: Equivalent` is treated as `Exact` (no equivalent resources/versions are tried);
+//! equivalence between resources other than a CRD's versions (the built-in kinds' old groups,
+//! e.g. `extensions/v1beta1` Deployments, and their resource renames) is not tried, kubesim
+//! serving one version of each built-in kind; an object a mutating webhook patched in an
+//! equivalent version is not defaulted with that version's schema before it goes back;
 //! patched objects are not re-defaulted or pruned here (the caller should do it); audit
 //! annotations are dropped; only loopback addresses are dialled (other hosts fail to connect).
 
-mod transport;
-mod verify;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
-use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::Poll;
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use bytes::Bytes;
-use http_body_util::{BodyExt as _, Full};
-use rustls::CertificateError;
-use rustls_pki_types::pem::PemObject as _;
-use rustls_pki_types::{CertificateDer, ServerName};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
-use transport::*;
+
+use crate::webhook::{Target, str_at, unexpected_status};
 
 /// The admission operation of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -134,6 +137,49 @@ pub struct Attributes {
     /// Labels of the request's namespace (or of the stored Namespace for a Namespace request);
     /// `None` when the namespace does not exist.
     pub namespace_labels: Option<BTreeMap<String, String>>,
+    /// The versions of the same resource a webhook with `matchPolicy: Equivalent` (the
+    /// default) is called in when its rules name one of them but not `version`, in the
+    /// order the server tries them (a CRD's `spec.versions`); empty for the built-in kinds.
+    pub equivalent_versions: Vec<String>,
+}
+
+/// Converts an object of the request's resource to another of its versions, for a webhook
+/// matched through an equivalent version; the error is the converter's text.
+pub(crate) trait VersionConverter: Sync {
+    /// `object` in `version`.
+    fn convert<'a>(
+        &'a self,
+        object: &'a Value,
+        version: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>>;
+}
+
+/// What the public entry points convert with: only `apiVersion` changes (a CRD's strategy
+/// `None`).
+struct RenameOnly;
+
+impl VersionConverter for RenameOnly {
+    fn convert<'a>(
+        &'a self,
+        object: &'a Value,
+        version: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>> {
+        let mut out = object.clone();
+        let group = str_at(object, "apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
+        out["apiVersion"] =
+            json!(if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") });
+        Box::pin(std::future::ready(Ok(out)))
+    }
+}
+
+/// The object and old object a webhook matched in another version than the request's sees
+/// (apiserver `admission.VersionedAttributes`): converted when first needed, and converted
+/// back when a webhook changed it and one in another version comes next, or the round ends.
+struct Versioned {
+    version: String,
+    object: Option<Value>,
+    old: Option<Value>,
+    dirty: bool,
 }
 
 /// Why admission rejected a request. `Display` is the message of the `Status` body.
@@ -184,6 +230,13 @@ pub enum AdmissionError {
         /// The namespace name.
         namespace: String,
     },
+    /// An object a mutating webhook changed in an equivalent version could not be converted
+    /// back to the request's: the converter's error as is (500, no reason).
+    #[error("{message}")]
+    Conversion {
+        /// The converter's text.
+        message: String,
+    },
 }
 
 impl AdmissionError {
@@ -191,7 +244,9 @@ impl AdmissionError {
     pub fn code(&self) -> u16 {
         match self {
             AdmissionError::Denied { code, .. } => *code,
-            AdmissionError::CallFailed { .. } | AdmissionError::Internal { .. } => 500,
+            AdmissionError::CallFailed { .. }
+            | AdmissionError::Internal { .. }
+            | AdmissionError::Conversion { .. } => 500,
             AdmissionError::DryRunUnsupported { .. } => 400,
             AdmissionError::NamespaceNotFound { .. } => 404,
         }
@@ -204,6 +259,7 @@ impl AdmissionError {
             AdmissionError::CallFailed { .. } | AdmissionError::Internal { .. } => "InternalError",
             AdmissionError::DryRunUnsupported { .. } => "BadRequest",
             AdmissionError::NamespaceNotFound { .. } => "NotFound",
+            AdmissionError::Conversion { .. } => "",
         }
     }
 
@@ -224,7 +280,7 @@ impl AdmissionError {
             AdmissionError::NamespaceNotFound { namespace } => {
                 Some(json!({ "name": namespace, "kind": "namespaces" }))
             }
-            AdmissionError::DryRunUnsupported { .. } => None,
+            AdmissionError::DryRunUnsupported { .. } | AdmissionError::Conversion { .. } => None,
         };
         if let Some(details) = details {
             status["details"] = details;
@@ -271,6 +327,11 @@ impl Caller {
         Caller { service_hosts, default_timeout: Duration::from_secs(10) }
     }
 
+    /// Where webhook Services are reached: `"namespace/name"` → `"host:port"`.
+    pub(crate) fn service_hosts(&self) -> &HashMap<String, String> {
+        &self.service_hosts
+    }
+
     /// Sets the timeout used when a webhook has no `timeoutSeconds` (the API default is 10s).
     pub fn with_default_timeout(mut self, timeout: Duration) -> Self {
         self.default_timeout = timeout;
@@ -296,6 +357,18 @@ impl Caller {
         attrs: &Attributes,
         warnings: &mut Vec<String>,
     ) -> Result<Option<Value>, AdmissionError> {
+        self.mutate_converting(configs, attrs, &RenameOnly, warnings).await
+    }
+
+    /// Like [`Caller::mutate_into`], converting the objects with `converter` for webhooks
+    /// matched through an equivalent version.
+    pub(crate) async fn mutate_converting(
+        &self,
+        configs: &[Value],
+        attrs: &Attributes,
+        converter: &dyn VersionConverter,
+        warnings: &mut Vec<String>,
+    ) -> Result<Option<Value>, AdmissionError> {
         let mut object = attrs.object.clone();
         if is_exempt(attrs) {
             return Ok(object);
@@ -307,16 +380,25 @@ impl Caller {
             if round == 1 && !changed_any {
                 break;
             }
+            // Each round is one dispatch of the server's, with versioned attributes of its own.
+            let mut versioned: Option<Versioned> = None;
             for hook in &hooks {
-                if !should_call(hook.spec, attrs, object.as_ref())?
-                    || (round == 1 && !reinvoke.contains(&hook.id))
-                {
+                let Some(version) = should_call(hook.spec, attrs, object.as_ref())? else { continue };
+                if round == 1 && !reinvoke.contains(&hook.id) {
                     continue;
                 }
-                let outcome = match self.call(hook, attrs, object.as_ref(), true).await {
+                let (target, old) = if version == attrs.version {
+                    settle(attrs, converter, &mut object, &mut versioned).await?;
+                    (&mut object, attrs.old_object.as_ref())
+                } else {
+                    let Versioned { object, old, .. } =
+                        reach(attrs, converter, &mut object, &mut versioned, &version).await?;
+                    (object, old.as_ref())
+                };
+                let outcome = match self.call(hook, attrs, &version, target.as_ref(), old, true).await {
                     Ok(reply) => {
                         warnings.extend(reply.warnings.iter().cloned());
-                        apply_reply(hook.name, reply, &mut object)
+                        apply_reply(hook.name, reply, target)
                     }
                     Err(failure) => Err(failure),
                 };
@@ -330,11 +412,15 @@ impl Caller {
                 if changed {
                     reinvoke.extend(invoked.drain());
                     changed_any = true;
+                    if let Some(held) = versioned.as_mut().filter(|v| v.version == version) {
+                        held.dirty = true;
+                    }
                 }
                 if str_at(hook.spec, "reinvocationPolicy") == "IfNeeded" {
                     invoked.insert(hook.id);
                 }
             }
+            settle(attrs, converter, &mut object, &mut versioned).await?;
         }
         Ok(object)
     }
@@ -358,19 +444,43 @@ impl Caller {
         attrs: &Attributes,
         warnings: &mut Vec<String>,
     ) -> Result<(), AdmissionError> {
+        self.validate_converting(configs, attrs, &RenameOnly, warnings).await
+    }
+
+    /// Like [`Caller::validate_into`], converting the objects with `converter` for webhooks
+    /// matched through an equivalent version (once per version, before any call).
+    pub(crate) async fn validate_converting(
+        &self,
+        configs: &[Value],
+        attrs: &Attributes,
+        converter: &dyn VersionConverter,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), AdmissionError> {
         if is_exempt(attrs) {
             return Ok(());
         }
         let mut selected = Vec::new();
+        let mut versions: Vec<Versioned> = Vec::new();
         for hook in collect_hooks(configs) {
-            if should_call(hook.spec, attrs, attrs.object.as_ref())? {
-                selected.push(hook);
+            let Some(version) = should_call(hook.spec, attrs, attrs.object.as_ref())? else { continue };
+            if version != attrs.version && !versions.iter().any(|v| v.version == version) {
+                let mut object = attrs.object.clone();
+                let mut held = None;
+                reach(attrs, converter, &mut object, &mut held, &version).await?;
+                versions.extend(held);
             }
+            selected.push((hook, version));
         }
-        let calls = selected.iter().map(|h| self.call(h, attrs, attrs.object.as_ref(), false));
+        let calls = selected.iter().map(|(h, version)| {
+            let (object, old) = match versions.iter().find(|v| v.version == *version) {
+                Some(v) => (v.object.as_ref(), v.old.as_ref()),
+                None => (attrs.object.as_ref(), attrs.old_object.as_ref()),
+            };
+            self.call(h, attrs, version, object, old, false)
+        });
         let results = join_all(calls.collect()).await;
         let mut first = None;
-        for (hook, result) in selected.iter().zip(results) {
+        for ((hook, _), result) in selected.iter().zip(results) {
             let outcome = match result {
                 Ok(reply) => {
                     warnings.extend(reply.warnings.iter().cloned());
@@ -385,12 +495,15 @@ impl Caller {
         first.map_or(Ok(()), Err)
     }
 
-    /// Calls one webhook and verifies its answer.
+    /// Calls one webhook in `version` (the request's, or the equivalent one its rules
+    /// matched) with the objects in that version, and verifies its answer.
     async fn call(
         &self,
         hook: &Hook<'_>,
         attrs: &Attributes,
+        version: &str,
         object: Option<&Value>,
+        old: Option<&Value>,
         mutating: bool,
     ) -> Result<Reply, Failure> {
         if attrs.dry_run {
@@ -404,7 +517,7 @@ impl Caller {
             }
         }
         let versions = hook.spec.get("admissionReviewVersions").and_then(Value::as_array);
-        let version = versions
+        let review_version = versions
             .into_iter()
             .flatten()
             .filter_map(Value::as_str)
@@ -417,70 +530,27 @@ impl Caller {
                 )
             })?;
         let uid = crate::meta::new_uid();
-        let body = review_request(&uid, version, attrs, object).to_string();
-        let target = self
-            .target(hook.spec)
+        let body = review_request(&uid, review_version, attrs, version, object, old).to_string();
+        let cc = hook.spec.get("clientConfig").unwrap_or(&Value::Null);
+        let target = Target::new(cc, &self.service_hosts)
             .map_err(|e| Failure::Calling(format!("could not get REST client: {e}")))?;
         let timeout = match hook.spec.get("timeoutSeconds").and_then(Value::as_u64) {
             Some(secs) => Duration::from_secs(secs),
             None => self.default_timeout,
         };
-        let mut path = target.path.clone();
-        if !timeout.is_zero() {
-            path = format!("{path}?timeout={}", go_duration(timeout));
-        }
-        let url = format!("https://{}{path}", target.authority);
-        let (code, is_text, body) = tokio::time::timeout(timeout, post(&target, &path, body))
+        let answer = target
+            .post(timeout, body)
             .await
-            .unwrap_or_else(|_| Err("context deadline exceeded".into()))
-            .map_err(|e| Failure::Calling(format!("failed to call webhook: Post {url:?}: {e}")))?;
-        if !(200..=206).contains(&code) {
-            let message = unexpected_status(code, is_text, &body);
+            .map_err(|e| Failure::Calling(format!("failed to call webhook: {e}")))?;
+        if !(200..=206).contains(&answer.code) {
+            let message = unexpected_status(answer.code, answer.is_text, &answer.body);
             return Err(Failure::Calling(format!("failed to call webhook: {message}")));
         }
+        let body = answer.body;
         let review =
             decode_review(&body).map_err(|e| Failure::Calling(format!("failed to call webhook: {e}")))?;
-        verify_review(&uid, version, mutating, review)
+        verify_review(&uid, review_version, mutating, review)
             .map_err(|e| Failure::Calling(format!("received invalid webhook response: {e}")))
-    }
-
-    /// Where and how to reach a webhook, from its `clientConfig`.
-    fn target(&self, spec: &Value) -> Result<Target, String> {
-        let cc = spec.get("clientConfig").unwrap_or(&Value::Null);
-        let ca = BASE64
-            .decode(str_at(cc, "caBundle"))
-            .map_err(|e| format!("unable to load root certificates: {e}"))?;
-        let roots = root_store(&ca)?;
-        if let Some(url) = cc.get("url").and_then(Value::as_str) {
-            let rest = url.strip_prefix("https://").ok_or("'https' is the only allowed URL scheme")?;
-            let rest = rest.split(['?', '#']).next().unwrap_or_default();
-            let (authority, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
-            let (host, port) = split_host_port(authority)?;
-            let port = port.unwrap_or(443);
-            let server_name = ServerName::try_from(host.to_string()).map_err(|e| e.to_string())?;
-            return Ok(Target {
-                authority: join_host_port(host, port),
-                dial: resolve_loopback(host, port),
-                server_name,
-                path: clean_path(path),
-                roots,
-            });
-        }
-        let svc = cc.get("service").ok_or("no url or service in clientConfig")?;
-        let (ns, name) = (str_at(svc, "namespace"), str_at(svc, "name"));
-        let port = svc.get("port").and_then(Value::as_u64).unwrap_or(443);
-        let host = format!("{name}.{ns}.svc");
-        let dial = match self.service_hosts.get(&format!("{ns}/{name}")) {
-            Some(addr) => split_host_port(addr).and_then(|(h, p)| resolve_loopback(h, p.unwrap_or(443))),
-            None => Err(format!("service {name:?} not found")),
-        };
-        Ok(Target {
-            authority: format!("{host}:{port}"),
-            dial,
-            server_name: ServerName::try_from(host).map_err(|e| e.to_string())?,
-            path: clean_path(str_at(svc, "path")),
-            roots,
-        })
     }
 }
 
@@ -575,10 +645,14 @@ fn collect_hooks(configs: &[Value]) -> Vec<Hook<'_>> {
 }
 
 /// Whether a webhook applies to the request (apiserver `generic.Webhook.ShouldCallHook`).
-fn should_call(spec: &Value, attrs: &Attributes, object: Option<&Value>) -> Result<bool, AdmissionError> {
+fn should_call(
+    spec: &Value,
+    attrs: &Attributes,
+    object: Option<&Value>,
+) -> Result<Option<String>, AdmissionError> {
     let ns_match = namespace_matches(spec, attrs, object);
     if matches!(ns_match, Ok(false)) {
-        return Ok(false);
+        return Ok(None);
     }
     let selector = spec.get("objectSelector").unwrap_or(&Value::Null);
     let obj_match = if is_empty_selector(selector) {
@@ -592,15 +666,72 @@ fn should_call(spec: &Value, attrs: &Attributes, object: Option<&Value>) -> Resu
             .map_err(|message| AdmissionError::Internal { message })
     };
     if matches!(obj_match, Ok(false)) {
-        return Ok(false);
+        return Ok(None);
     }
-    let rules = spec.get("rules").and_then(Value::as_array);
-    if !rules.into_iter().flatten().any(|r| rule_matches(r, attrs)) {
-        return Ok(false);
-    }
+    let rules: Vec<&Value> = spec.get("rules").and_then(Value::as_array).into_iter().flatten().collect();
+    let exact = rules.iter().any(|r| rule_matches(r, attrs, &attrs.version)).then(|| attrs.version.clone());
+    // matchPolicy defaults to Equivalent: the earliest rule that matches another version of
+    // the resource, in the order of the equivalents.
+    let equivalent = || {
+        if str_at(spec, "matchPolicy") == "Exact" {
+            return None;
+        }
+        rules.iter().find_map(|r| {
+            let mut others = attrs.equivalent_versions.iter().filter(|v| **v != attrs.version);
+            others.find(|v| rule_matches(r, attrs, v)).cloned()
+        })
+    };
+    let Some(version) = exact.or_else(equivalent) else { return Ok(None) };
     ns_match?;
     obj_match?;
-    Ok(true)
+    Ok(Some(version))
+}
+
+/// Brings the objects a webhook sees to `version` (not the request's): what `versioned`
+/// holds if it is in that version, else `object` and the old object converted, after
+/// [`settle`] gave back what a webhook changed in another version. A conversion that fails
+/// is the dispatcher's `NewInternalError`.
+async fn reach<'a>(
+    attrs: &Attributes,
+    converter: &dyn VersionConverter,
+    object: &mut Option<Value>,
+    versioned: &'a mut Option<Versioned>,
+    version: &str,
+) -> Result<&'a mut Versioned, AdmissionError> {
+    if versioned.as_ref().is_none_or(|v| v.version != version) {
+        settle(attrs, converter, object, versioned).await?;
+        let to = async |o: &Value| {
+            converter.convert(o, version).await.map_err(|message| AdmissionError::Internal { message })
+        };
+        let old = match &attrs.old_object {
+            Some(o) => Some(to(o).await?),
+            None => None,
+        };
+        let converted = match object.as_ref() {
+            Some(o) => Some(to(o).await?),
+            None => None,
+        };
+        *versioned = Some(Versioned { version: version.to_owned(), object: converted, old, dirty: false });
+    }
+    versioned.as_mut().ok_or_else(|| AdmissionError::Internal { message: "no versioned attributes".into() })
+}
+
+/// Gives the object a webhook changed in another version back to the request's version
+/// (the dispatcher's final `Convert`, whose error is the converter's own).
+async fn settle(
+    attrs: &Attributes,
+    converter: &dyn VersionConverter,
+    object: &mut Option<Value>,
+    versioned: &mut Option<Versioned>,
+) -> Result<(), AdmissionError> {
+    if let Some(held) = versioned.take()
+        && held.dirty
+        && let Some(changed) = held.object
+    {
+        let back = converter.convert(&changed, &attrs.version).await;
+        *object = Some(back.map_err(|message| AdmissionError::Conversion { message })?);
+    }
+    Ok(())
 }
 
 fn namespace_matches(
@@ -629,9 +760,10 @@ fn namespace_matches(
     selector_matches(selector, &labels).map_err(|message| AdmissionError::Internal { message })
 }
 
-/// Whether one `rules[]` entry matches (apiserver `predicates/rules.Matcher`).
-fn rule_matches(rule: &Value, attrs: &Attributes) -> bool {
-    let is_namespace = attrs.group.is_empty() && attrs.version == "v1" && attrs.resource == "namespaces";
+/// Whether one `rules[]` entry matches the request in `version` (apiserver
+/// `predicates/rules.Matcher`).
+fn rule_matches(rule: &Value, attrs: &Attributes, version: &str) -> bool {
+    let is_namespace = attrs.group.is_empty() && version == "v1" && attrs.resource == "namespaces";
     let scope = match rule.get("scope").and_then(Value::as_str) {
         None | Some("*") => true,
         Some("Namespaced") => !is_namespace && !attrs.namespace.is_empty(),
@@ -650,7 +782,7 @@ fn rule_matches(rule: &Value, attrs: &Attributes) -> bool {
     scope
         && listed("operations", attrs.operation.as_str())
         && listed("apiGroups", &attrs.group)
-        && listed("apiVersions", &attrs.version)
+        && listed("apiVersions", version)
         && resource
 }
 
@@ -674,10 +806,22 @@ fn labels_of(object: &Value) -> BTreeMap<String, String> {
     labels.into_iter().flatten().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect()
 }
 
-/// The `AdmissionReview` request body (apiserver `request.CreateV1AdmissionReview`).
-fn review_request(uid: &str, version: &str, attrs: &Attributes, object: Option<&Value>) -> Value {
-    let kind = json!({ "group": attrs.group, "version": attrs.version, "kind": attrs.kind });
-    let resource = json!({ "group": attrs.group, "version": attrs.version, "resource": attrs.resource });
+/// The `AdmissionReview` request body (apiserver `request.CreateV1AdmissionReview`): `kind`
+/// and `resource` in the version the webhook is called in, `requestKind` and
+/// `requestResource` in the request's.
+fn review_request(
+    uid: &str,
+    review_version: &str,
+    attrs: &Attributes,
+    version: &str,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> Value {
+    let kind = json!({ "group": attrs.group, "version": version, "kind": attrs.kind });
+    let resource = json!({ "group": attrs.group, "version": version, "resource": attrs.resource });
+    let request_kind = json!({ "group": attrs.group, "version": attrs.version, "kind": attrs.kind });
+    let request_resource =
+        json!({ "group": attrs.group, "version": attrs.version, "resource": attrs.resource });
     let mut user = Map::new();
     for (key, value) in [("username", &attrs.user.username), ("uid", &attrs.user.uid)] {
         if !value.is_empty() {
@@ -688,9 +832,9 @@ fn review_request(uid: &str, version: &str, attrs: &Attributes, object: Option<&
         user.insert("groups".into(), json!(attrs.user.groups));
     }
     let mut request = json!({
-        "uid": uid, "kind": kind, "resource": resource, "requestKind": kind,
-        "requestResource": resource, "operation": attrs.operation.as_str(), "userInfo": user,
-        "object": object, "oldObject": attrs.old_object, "dryRun": attrs.dry_run,
+        "uid": uid, "kind": kind, "resource": resource, "requestKind": request_kind,
+        "requestResource": request_resource, "operation": attrs.operation.as_str(), "userInfo": user,
+        "object": object, "oldObject": old, "dryRun": attrs.dry_run,
         "options": attrs.options,
     });
     for (key, value) in [
@@ -703,7 +847,7 @@ fn review_request(uid: &str, version: &str, attrs: &Attributes, object: Option<&
             request[key] = json!(value);
         }
     }
-    json!({ "kind": "AdmissionReview", "apiVersion": format!("admission.k8s.io/{version}"), "request": request })
+    json!({ "kind": "AdmissionReview", "apiVersion": format!("admission.k8s.io/{review_version}"), "request": request })
 }
 
 /// Decodes the response body the way the Go client would before verification.
@@ -791,51 +935,23 @@ fn verify_review(uid: &str, version: &str, mutating: bool, review: Value) -> Res
     })
 }
 
-/// The error the Go REST client makes of a non-2xx answer (`NewGenericServerResponse`).
-fn unexpected_status(code: u16, is_text: bool, body: &[u8]) -> String {
-    if let Ok(status) = serde_json::from_slice::<Value>(body)
-        && str_at(&status, "kind") == "Status"
-        && str_at(&status, "status") == "Failure"
-    {
-        return str_at(&status, "message").to_string();
-    }
-    let server = if is_text {
-        String::from_utf8_lossy(&body[..body.len().min(2048)]).trim().to_string()
-    } else {
-        "unknown".to_string()
-    };
-    match code {
-        409 => "the server reported a conflict".into(),
-        404 => "the server could not find the requested resource".into(),
-        400 => "the server rejected our request for an unknown reason".into(),
-        401 => "the server has asked for the client to provide credentials".into(),
-        403 => server,
-        405 => "the server does not allow this method on the requested resource".into(),
-        422 => "the server rejected our request due to an error in our request".into(),
-        429 => "the server has received too many requests and has asked us to try again later".into(),
-        503 => "the server is currently unable to handle the request".into(),
-        504 => "the server was unable to return a response in the time allotted, but may still be processing the request".into(),
-        500.. => format!("an error on the server ({server:?}) has prevented the request from succeeding"),
-        _ => format!("the server responded with the status code {code} but did not return more information"),
-    }
-}
-
-/// Go's `time.Duration.String()` for whole seconds, rounded up like the dispatcher does.
-fn go_duration(d: Duration) -> String {
-    let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
-    match (secs / 3600, secs / 60 % 60, secs % 60) {
-        (0, 0, s) => format!("{s}s"),
-        (0, m, s) => format!("{m}m{s}s"),
-        (h, m, s) => format!("{h}h{m}m{s}s"),
-    }
-}
-
-/// Formats UNIX seconds as RFC 3339 in UTC (`2006-01-02T15:04:05Z`).
-fn rfc3339(secs: u64) -> String {
-    i64::try_from(secs).ok().and_then(|s| jiff::Timestamp::from_second(s).ok()).map_or_else(
-        || format!("{secs}s after the Unix epoch"),
-        |t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
-    )
+/// Polls all futures concurrently; outputs in input order.
+async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(move |cx| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(v) => *output = Some(v),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending { Poll::Pending } else { Poll::Ready(outputs.drain(..).flatten().collect()) }
+    })
+    .await
 }
 
 #[cfg(test)]

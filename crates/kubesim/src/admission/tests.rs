@@ -1,114 +1,18 @@
 //! Tests of admission: webhook calls over real TLS, certificates, denials, patches, failure policies.
 
 use super::*;
-use std::convert::Infallible;
-use std::sync::Mutex;
+use std::net::SocketAddr;
+use std::sync::Arc;
 
-use hyper::body::Incoming;
-use hyper::service::service_fn;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use rustls_pki_types::PrivateKeyDer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+use crate::webhook::test_server::{Ca, Handler, ca, serve, server_tls};
+use crate::webhook::{clean_path, go_duration, join_host_port, resolve_loopback, rfc3339, split_host_port};
+
 const SVC: &str = "hook.webhooks.svc";
-
-/// A test CA: its PEM and an issuer to sign server certificates.
-struct Ca {
-    pem: String,
-    issuer: Issuer<'static, KeyPair>,
-}
-
-fn ca(cn: &str) -> Ca {
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.distinguished_name.push(DnType::CommonName, cn);
-    let key = KeyPair::generate().unwrap();
-    let pem = params.self_signed(&key).unwrap().pem();
-    Ca { pem, issuer: Issuer::new(params, key) }
-}
-
-fn server_tls(ca: &Ca, names: &[&str], expired: bool) -> Arc<rustls::ServerConfig> {
-    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    let mut params = CertificateParams::new(names).unwrap();
-    if expired {
-        params.not_before = rcgen::date_time_ymd(2000, 1, 1);
-        params.not_after = rcgen::date_time_ymd(2001, 1, 1);
-    }
-    let key = KeyPair::generate().unwrap();
-    let cert = params.signed_by(&key, &ca.issuer).unwrap();
-    let key = PrivateKeyDer::Pkcs8(key.serialize_der().into());
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.der().clone()], key)
-        .unwrap();
-    Arc::new(config)
-}
-
-type Handler = Arc<dyn Fn(&Value) -> (u16, Value) + Send + Sync>;
-
-/// What a test server received: request URI, Host header, body.
-#[derive(Clone, Debug)]
-struct Seen {
-    uri: String,
-    host: String,
-    body: Value,
-}
-
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<Seen>>>);
-
-impl Log {
-    fn all(&self) -> Vec<Seen> {
-        self.0.lock().unwrap().clone()
-    }
-    fn count(&self) -> usize {
-        self.0.lock().unwrap().len()
-    }
-}
-
-/// Starts an HTTPS webhook server on 127.0.0.1:0; returns its port and request log.
-async fn serve(tls: Arc<rustls::ServerConfig>, delay: Duration, handler: Handler) -> (u16, Log) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let log = Log::default();
-    let log2 = log.clone();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let acceptor = tokio_rustls::TlsAcceptor::from(tls.clone());
-            let (log, handler) = (log2.clone(), handler.clone());
-            tokio::spawn(async move {
-                let Ok(stream) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let service = service_fn(move |req: http::Request<Incoming>| {
-                    let (log, handler) = (log.clone(), handler.clone());
-                    async move {
-                        let uri = req.uri().to_string();
-                        let host = req.headers()[http::header::HOST].to_str().unwrap().to_string();
-                        let bytes = req.into_body().collect().await.unwrap().to_bytes();
-                        let body: Value = serde_json::from_slice(&bytes).unwrap();
-                        log.0.lock().unwrap().push(Seen { uri, host, body: body.clone() });
-                        tokio::time::sleep(delay).await;
-                        let (code, out) = handler(&body);
-                        let response = http::Response::builder()
-                            .status(code)
-                            .header("content-type", "application/json")
-                            .body(Full::new(Bytes::from(out.to_string())))
-                            .unwrap();
-                        Ok::<_, Infallible>(response)
-                    }
-                });
-                let io = hyper_util::rt::TokioIo::new(stream);
-                let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
-            });
-        }
-    });
-    (port, log)
-}
 
 /// A well-formed v1 response echoing the request uid.
 fn respond(req: &Value, response: Value) -> (u16, Value) {
@@ -359,13 +263,13 @@ fn rules_follow_the_real_matcher() {
     let mut status = pod_create();
     status.subresource = "status".into();
     status.operation = Operation::Update;
-    assert!(!rule_matches(&rule(json!(["pods"]), Value::Null), &status));
-    assert!(!rule_matches(&rule(json!(["*"]), Value::Null), &status));
-    assert!(rule_matches(&rule(json!(["pods/status"]), Value::Null), &status));
-    assert!(rule_matches(&rule(json!(["*/status"]), Value::Null), &status));
-    assert!(rule_matches(&rule(json!(["*/*"]), Value::Null), &status));
-    assert!(rule_matches(&rule(json!(["pods/*"]), json!("*")), &status));
-    assert!(!rule_matches(&rule(json!(["pods/scale"]), Value::Null), &status));
+    assert!(!rule_matches(&rule(json!(["pods"]), Value::Null), &status, "v1"));
+    assert!(!rule_matches(&rule(json!(["*"]), Value::Null), &status, "v1"));
+    assert!(rule_matches(&rule(json!(["pods/status"]), Value::Null), &status, "v1"));
+    assert!(rule_matches(&rule(json!(["*/status"]), Value::Null), &status, "v1"));
+    assert!(rule_matches(&rule(json!(["*/*"]), Value::Null), &status, "v1"));
+    assert!(rule_matches(&rule(json!(["pods/*"]), json!("*")), &status, "v1"));
+    assert!(!rule_matches(&rule(json!(["pods/scale"]), Value::Null), &status, "v1"));
 
     let ns = Attributes {
         version: "v1".into(),
@@ -375,17 +279,17 @@ fn rules_follow_the_real_matcher() {
         name: "team-a".into(),
         ..Attributes::default()
     };
-    assert!(rule_matches(&rule(json!(["namespaces"]), json!("Cluster")), &ns));
-    assert!(!rule_matches(&rule(json!(["namespaces"]), json!("Namespaced")), &ns));
+    assert!(rule_matches(&rule(json!(["namespaces"]), json!("Cluster")), &ns, "v1"));
+    assert!(!rule_matches(&rule(json!(["namespaces"]), json!("Namespaced")), &ns, "v1"));
     let node = Attributes {
         version: "v1".into(),
         kind: "Node".into(),
         resource: "nodes".into(),
         ..Attributes::default()
     };
-    assert!(rule_matches(&rule(json!(["nodes"]), json!("Cluster")), &node));
-    assert!(!rule_matches(&rule(json!(["nodes"]), json!("Namespaced")), &node));
-    assert!(!rule_matches(&rule(json!(["nodes"]), json!("Bogus")), &node));
+    assert!(rule_matches(&rule(json!(["nodes"]), json!("Cluster")), &node, "v1"));
+    assert!(!rule_matches(&rule(json!(["nodes"]), json!("Namespaced")), &node, "v1"));
+    assert!(!rule_matches(&rule(json!(["nodes"]), json!("Bogus")), &node, "v1"));
 }
 
 #[test]
@@ -770,4 +674,124 @@ fn helpers_match_go_formats() {
     assert_eq!(join_host_port("::1", 443), "[::1]:443");
     assert!(resolve_loopback("10.0.0.1", 443).is_err());
     assert_eq!(resolve_loopback("localhost", 1), Ok(SocketAddr::from(([127, 0, 0, 1], 1))));
+}
+
+/// A converter that records each conversion in an annotation, `"v2>v1"` style, or fails
+/// when asked for `fail_to`.
+struct Tagging {
+    fail_to: Option<&'static str>,
+}
+
+impl VersionConverter for Tagging {
+    fn convert<'a>(
+        &'a self,
+        object: &'a Value,
+        version: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>> {
+        Box::pin(async move {
+            if self.fail_to == Some(version) {
+                return Err(format!("cannot convert to {version}"));
+            }
+            let mut out = object.clone();
+            let from = str_at(object, "apiVersion").rsplit_once('/').map_or("", |(_, v)| v).to_owned();
+            let trail = object.pointer("/metadata/annotations/trail").and_then(Value::as_str).unwrap_or("");
+            out["metadata"]["annotations"]["trail"] = json!(format!("{trail}{from}>{version};"));
+            out["apiVersion"] = json!(format!("stable.example.com/{version}"));
+            Ok(out)
+        })
+    }
+}
+
+fn crontab_update() -> Attributes {
+    let crontab = |minute: &str| {
+        json!({ "apiVersion": "stable.example.com/v2", "kind": "CronTab",
+                "metadata": { "name": "c", "namespace": "default" }, "spec": { "minute": minute } })
+    };
+    Attributes {
+        operation: Operation::Update,
+        group: "stable.example.com".into(),
+        version: "v2".into(),
+        kind: "CronTab".into(),
+        resource: "crontabs".into(),
+        namespace: "default".into(),
+        name: "c".into(),
+        object: Some(crontab("2")),
+        old_object: Some(crontab("1")),
+        options: json!({ "apiVersion": "meta.k8s.io/v1", "kind": "UpdateOptions" }),
+        namespace_labels: Some(BTreeMap::new()),
+        equivalent_versions: vec!["v1".into(), "v2".into()],
+        ..Attributes::default()
+    }
+}
+
+fn v1_crontab_hook(ca: &Ca, extra: Value) -> Value {
+    let mut rules = json!({ "rules": [{ "operations": ["UPDATE"], "apiGroups": ["stable.example.com"], "apiVersions": ["v1"], "resources": ["crontabs"] }] });
+    for (k, v) in extra.as_object().unwrap() {
+        rules[k] = v.clone();
+    }
+    hook("h.example.com", ca, rules)
+}
+
+#[tokio::test]
+async fn an_equivalent_version_gets_the_objects_converted_and_its_patch_back() {
+    let ca = ca("ca");
+    let label = json!([{ "op": "add", "path": "/metadata/labels", "value": { "seen": "v1" } }]);
+    let (port, log) = serve(server_tls(&ca, &[SVC], false), Duration::ZERO, patcher(label)).await;
+    let configs = vec![config("MutatingWebhookConfiguration", "m", vec![v1_crontab_hook(&ca, json!({}))])];
+    let mut warnings = Vec::new();
+    let converter = Tagging { fail_to: None };
+    let out = caller(port)
+        .mutate_converting(&configs, &crontab_update(), &converter, &mut warnings)
+        .await
+        .unwrap()
+        .unwrap();
+    // Called in v1, the request's v2 in requestKind; both objects converted to v1.
+    let req = &log.all()[0].body["request"];
+    assert_eq!(req["kind"], json!({ "group": "stable.example.com", "version": "v1", "kind": "CronTab" }));
+    assert_eq!(req["resource"]["version"], "v1");
+    assert_eq!(req["requestKind"]["version"], "v2");
+    assert_eq!(
+        req["requestResource"],
+        json!({ "group": "stable.example.com", "version": "v2", "resource": "crontabs" })
+    );
+    assert_eq!(req["object"]["apiVersion"], "stable.example.com/v1");
+    assert_eq!(req["object"]["metadata"]["annotations"]["trail"], "v2>v1;");
+    assert_eq!(req["oldObject"]["spec"]["minute"], "1");
+    assert_eq!(req["oldObject"]["metadata"]["annotations"]["trail"], "v2>v1;");
+    // The patched object comes back to v2.
+    assert_eq!(out["apiVersion"], "stable.example.com/v2");
+    assert_eq!(out["metadata"]["labels"], json!({ "seen": "v1" }));
+    assert_eq!(out["metadata"]["annotations"]["trail"], "v2>v1;v1>v2;");
+
+    // matchPolicy Exact keeps it to the versions its rules name.
+    let exact = vec![config(
+        "MutatingWebhookConfiguration",
+        "m",
+        vec![v1_crontab_hook(&ca, json!({ "matchPolicy": "Exact" }))],
+    )];
+    let unchanged =
+        caller(port).mutate_converting(&exact, &crontab_update(), &converter, &mut warnings).await.unwrap();
+    assert_eq!(unchanged, crontab_update().object);
+    assert_eq!(log.count(), 1);
+
+    // Validating webhooks get the converted objects too; a failed conversion is an internal error.
+    let validators = vwc(vec![v1_crontab_hook(&ca, json!({}))]);
+    let (vport, vlog) = serve(server_tls(&ca, &[SVC], false), Duration::ZERO, allow_all()).await;
+    caller(vport)
+        .validate_converting(&validators, &crontab_update(), &converter, &mut warnings)
+        .await
+        .unwrap();
+    assert_eq!(vlog.all()[0].body["request"]["object"]["metadata"]["annotations"]["trail"], "v2>v1;");
+    let failing = Tagging { fail_to: Some("v1") };
+    let err = caller(vport)
+        .validate_converting(&validators, &crontab_update(), &failing, &mut warnings)
+        .await
+        .unwrap_err();
+    assert_eq!((err.code(), err.reason()), (500, "InternalError"));
+    assert_eq!(err.to_string(), "Internal error occurred: cannot convert to v1");
+    // A change that cannot go back to the request's version fails with the converter's words.
+    let back = Tagging { fail_to: Some("v2") };
+    let err =
+        caller(port).mutate_converting(&configs, &crontab_update(), &back, &mut warnings).await.unwrap_err();
+    assert_eq!((err.code(), err.reason(), err.to_string()), (500, "", "cannot convert to v2".to_owned()));
 }

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use super::{Api, WriteOpts};
 use crate::admission::{self, Operation};
+use crate::conversion::{Converter, TIMEOUT};
 use crate::convert;
 use crate::error::ApiError;
 use crate::registry::ResourceType;
@@ -53,6 +54,11 @@ impl Api {
             },
             user: req.user.clone(),
             namespace_labels,
+            equivalent_versions: rt
+                .crd
+                .as_ref()
+                .map(|c| c.definition.versions.iter().map(|(v, _)| v.clone()).collect())
+                .unwrap_or_default(),
         }
     }
 
@@ -83,7 +89,7 @@ impl Api {
         // create) has.
         let url_name = if opts.from_apply { name } else { "" };
         self.rbac_escalation_permitted(rt, ns, url_name, None, &obj, opts)?;
-        self.validate(rt, &mut obj, None, opts, warnings)?;
+        self.validate(rt, &mut obj, None, None, opts, warnings)?;
         self.admit_validate(rt, &req, Some(&obj), warnings).await?;
         self.owner_references_permitted(rt, ns, name, None, &obj, opts)?;
         Ok(obj)
@@ -172,7 +178,11 @@ impl Api {
         }
         let attrs = self.admission_attrs(rt, req, object);
         let caller = self.webhooks.read().clone();
-        let out = caller.mutate_into(&configs, &attrs, warnings).await.map_err(admission_error)?;
+        let converter = AdmissionConverter { rt, service_hosts: caller.service_hosts() };
+        let out = caller
+            .mutate_converting(&configs, &attrs, &converter, warnings)
+            .await
+            .map_err(admission_error)?;
         Ok(out.map(|o| convert::to_stored(rt, o)))
     }
 
@@ -190,7 +200,34 @@ impl Api {
         }
         let attrs = self.admission_attrs(rt, req, object.cloned());
         let caller = self.webhooks.read().clone();
-        caller.validate_into(&configs, &attrs, warnings).await.map_err(admission_error)
+        let converter = AdmissionConverter { rt, service_hosts: caller.service_hosts() };
+        caller.validate_converting(&configs, &attrs, &converter, warnings).await.map_err(admission_error)
+    }
+}
+
+/// How admission converts a custom resource for a webhook matched through an equivalent
+/// version: with the CRD's converter, not pruned (the request scope's converter, which the
+/// dispatchers use, is the bare CRD converter: apiserver `admission.ConvertToGVK`).
+struct AdmissionConverter<'a> {
+    rt: &'a ResourceType,
+    service_hosts: &'a std::collections::HashMap<String, String>,
+}
+
+impl admission::VersionConverter for AdmissionConverter<'_> {
+    fn convert<'a>(
+        &'a self,
+        object: &'a Value,
+        version: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, String>> + Send + 'a>> {
+        Box::pin(async move {
+            let Some(crd) = &self.rt.crd else { return Ok(object.clone()) };
+            let converter = Converter {
+                definition: &crd.definition,
+                service_hosts: self.service_hosts,
+                timeout: TIMEOUT,
+            };
+            converter.one(object.clone(), version).await.map_err(|e| e.0)
+        })
     }
 }
 

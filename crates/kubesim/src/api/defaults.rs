@@ -61,6 +61,7 @@ impl Api {
                     spec.entry("volumeMode").or_insert_with(|| json!("Filesystem"));
                 }
             }
+            ("apiextensions.k8s.io", "CustomResourceDefinition") => super::crd::default_crd(obj),
             ("autoscaling", "HorizontalPodAutoscaler") => {
                 if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
                     spec.entry("minReplicas").or_insert_with(|| json!(1));

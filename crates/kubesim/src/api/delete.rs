@@ -22,9 +22,13 @@ impl Api {
         opts: &DeleteOpts,
     ) -> Result<Deleted, ApiError> {
         for _ in 0..16 {
-            let live = self.live(rt, ns, name).ok_or_else(|| ApiError::not_found(rt.gr(), name))?;
+            let stored = self.live(rt, ns, name).ok_or_else(|| ApiError::not_found(rt.gr(), name))?;
+            // The deletion works on the object in the request's version, and stores it back
+            // in the storage version while finalizers hold it.
+            let current = self.current(rt, stored).await?;
+            let live = &current.object;
             if let Some(uid) = &opts.uid {
-                let have = uid_of(&live).unwrap_or_default();
+                let have = uid_of(live).unwrap_or_default();
                 if uid != have {
                     return Err(ApiError::conflict(
                         rt.gr(),
@@ -36,7 +40,7 @@ impl Api {
                 }
             }
             if let Some(rv) = &opts.resource_version {
-                let have = object_rv(&live).to_string();
+                let have = object_rv(live).to_string();
                 if *rv != have {
                     return Err(ApiError::conflict(
                         rt.gr(),
@@ -52,14 +56,14 @@ impl Api {
                 ns,
                 name,
                 sub: None,
-                old: Some(&live),
+                old: Some(live),
                 dry_run: opts.dry_run,
                 user: &opts.user,
             };
             let mut warnings = Vec::new();
             self.admit_mutate(rt, &req, None, &mut warnings).await?;
             self.admit_validate(rt, &req, None, &mut warnings).await?;
-            let mut fins = finalizers(&live);
+            let mut fins = finalizers(live);
             let policy_fin = match opts.propagation.as_deref() {
                 Some("Foreground") => Some("foregroundDeletion"),
                 Some("Orphan") => Some("orphan"),
@@ -76,15 +80,15 @@ impl Api {
             let key = obj_key(rt, ns, name);
             if fins.is_empty() && !ns_pending {
                 if opts.dry_run {
-                    return Ok(Deleted::Gone(convert::to_served(rt, &live)));
+                    return Ok(Deleted::Gone(convert::to_served(rt, live)));
                 }
-                match self.store.remove(&rt.store, &key, object_rv(&live)) {
+                match self.store.remove(&rt.store, &key, object_rv(live)) {
                     Ok(change) => {
                         self.after_commit(rt, &change);
                         let body = if returns_deleted_object(rt) {
-                            convert::to_served(rt, &change.object)
+                            self.served(rt, &change.object).await?
                         } else {
-                            let mut details = json!({"name": name, "kind": rt.plural, "uid": uid_of(&live)});
+                            let mut details = json!({"name": name, "kind": rt.plural, "uid": uid_of(live)});
                             if !rt.group.is_empty() {
                                 details["group"] = json!(rt.group);
                             }
@@ -102,7 +106,7 @@ impl Api {
             let mut new = (*live).clone();
             let meta = meta_mut(&mut new);
             meta.insert("finalizers".into(), json!(fins));
-            if !deleting(&live) {
+            if !deleting(live) {
                 meta.insert("deletionTimestamp".into(), json!(meta::now()));
                 meta.insert("deletionGracePeriodSeconds".into(), json!(0));
                 if rt.generation {
@@ -113,16 +117,17 @@ impl Api {
             if is_ns {
                 new["status"]["phase"] = json!("Terminating");
             }
-            if new == *live {
-                return Ok(Deleted::Pending(convert::to_served(rt, &live)));
+            let new = self.to_storage(rt, new).await?;
+            if new == *current.stored {
+                return Ok(Deleted::Pending(convert::to_served(rt, live)));
             }
             if opts.dry_run {
-                return Ok(Deleted::Pending(convert::to_served(rt, &new)));
+                return Ok(Deleted::Pending(self.served(rt, &new).await?));
             }
-            match self.store.update(&rt.store, &key, object_rv(&live), new) {
+            match self.store.update(&rt.store, &key, object_rv(live), new) {
                 Ok(change) => {
                     self.after_commit(rt, &change);
-                    return Ok(Deleted::Pending(convert::to_served(rt, &change.object)));
+                    return Ok(Deleted::Pending(self.served(rt, &change.object).await?));
                 }
                 Err(CommitError::Missing) => return Err(ApiError::not_found(rt.gr(), name)),
                 Err(_) => continue,

@@ -5,7 +5,9 @@
 //!
 //! Start at [`Api`]. The verbs live in one module each (`write`, `delete`), with what they
 //! share: `admit` (webhooks and admission plugins), `validate` (the checks before a write
-//! is stored), `defaults` (built-in defaulting) and `crd` (CRDs as objects).
+//! is stored), `defaults` (built-in defaulting), `crd` (CRDs as objects) and `versions`
+//! (what a read answers, the form a write works on and the form it stores: custom resources
+//! converted between their CRD's versions).
 
 mod admit;
 mod crd;
@@ -13,6 +15,7 @@ mod defaults;
 mod delete;
 mod rbac;
 mod validate;
+mod versions;
 mod write;
 
 use std::sync::Arc;
@@ -22,7 +25,6 @@ use tokio::sync::mpsc;
 
 use crate::admission::{self};
 use crate::cleanup::{Role, Work, work_for};
-use crate::convert;
 use crate::error::{ApiError, StatusCause};
 use crate::registry::{Registry, ResourceType, StoreKey, crd_types};
 use crate::ssa;
@@ -145,6 +147,13 @@ pub enum Deleted {
     Pending(Value),
     /// The object is gone; for kinds that return it, the object, else a Success Status.
     Gone(Value),
+}
+
+/// An object a write starts from: as stored (its resourceVersion, and what a write that
+/// changes nothing compares with) and in the form the write works on ([`Api::working`]).
+struct Current {
+    stored: Arc<Value>,
+    object: Value,
 }
 
 /// The API logic over a store and a registry.
@@ -294,15 +303,19 @@ impl Api {
     }
 
     /// `GET` one object.
-    pub fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError> {
-        self.store
-            .get(&rt.store, &obj_key(rt, ns, name))
-            .map(|o| convert::to_served(rt, &o))
-            .ok_or_else(|| ApiError::not_found(rt.gr(), name))
+    pub async fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError> {
+        let stored = self.live(rt, ns, name).ok_or_else(|| ApiError::not_found(rt.gr(), name))?;
+        Ok(self.served(rt, &stored).await?)
     }
 
     fn live(&self, rt: &ResourceType, ns: &str, name: &str) -> Option<Arc<Value>> {
         self.store.get(&rt.store, &obj_key(rt, ns, name))
+    }
+
+    /// The object `stored` as a write in `rt`'s version sees it.
+    async fn current(&self, rt: &ResourceType, stored: Arc<Value>) -> Result<Current, ApiError> {
+        let object = self.working(rt, &stored).await?;
+        Ok(Current { stored, object })
     }
 
     /// Side effects of a committed change: CRD routes, garbage collection, namespaces.

@@ -7,7 +7,7 @@
 use ctop_schema as schema;
 use serde_json::{Value, json};
 
-use super::crd::validate_crd;
+use super::crd::{stored_versions_causes, validate_crd};
 use super::{Api, FieldValidation, WriteOpts, meta_mut, status_cause};
 use crate::error::ApiError;
 use crate::meta::{self, deleting};
@@ -111,12 +111,13 @@ impl Api {
     }
 
     /// Prune, default and validate a custom resource against its schema; metadata rules
-    /// for every kind.
+    /// for every kind. `sub` is the subresource written (`status`), if any.
     pub(super) fn validate(
         &self,
         rt: &ResourceType,
         obj: &mut Value,
         old: Option<&Value>,
+        sub: Option<&str>,
         opts: &WriteOpts,
         warnings: &mut Vec<String>,
     ) -> Result<(), ApiError> {
@@ -168,7 +169,12 @@ impl Api {
             if let Some(message) = ctop_schema::decode_error(obj) {
                 return Err(ApiError::bad_request(message));
             }
-            causes.extend(validate_crd(obj));
+            // The status strategy checks only the status's accepted names (which kubesim
+            // sets itself), not the spec nor the stored versions.
+            if sub.is_none() {
+                causes.extend(validate_crd(obj, old));
+                causes.extend(stored_versions_causes(obj, old.is_none()));
+            }
         }
         if causes.is_empty() {
             Ok(())

@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 use super::admit::Admit;
 use super::crd::establish_crd;
 use super::{
-    Api, PatchKind, SYSTEM_FIELDS, WriteOpts, Written, manager, meta_mut, obj_key, rt_scope, spec_part,
-    ssa_error,
+    Api, Current, PatchKind, SYSTEM_FIELDS, WriteOpts, Written, manager, meta_mut, obj_key, rt_scope,
+    spec_part, ssa_error,
 };
 use crate::admission::Operation;
 use crate::builtin;
@@ -78,7 +78,7 @@ impl Api {
         let body =
             ssa::update(None, body, &manager(&mgr, rt, None, &now), rt.shape.as_ref(), ssa::Scope::All)
                 .map_err(|e| ssa_error(rt, &name, e))?;
-        self.commit_create(rt, ns, &name, body, opts.dry_run, warnings)
+        self.commit_create(rt, ns, &name, body, opts.dry_run, warnings).await
     }
 
     /// What the server sets on every object it creates, whatever the verb: a Service's
@@ -127,7 +127,9 @@ impl Api {
         Ok(())
     }
 
-    fn commit_create(
+    /// Store a new object (in the storage version) and answer with it as stored, read
+    /// back in the request's version (a dry run makes the same round trip).
+    async fn commit_create(
         &self,
         rt: &ResourceType,
         ns: &str,
@@ -137,15 +139,16 @@ impl Api {
         warnings: Vec<String>,
     ) -> Result<Written, ApiError> {
         meta::omit_empty(&mut body);
+        let stored = self.to_storage(rt, body).await?;
         if dry_run {
-            return Ok(Written { object: convert::to_served(rt, &body), code: 201, warnings });
+            return Ok(Written { object: self.served(rt, &stored).await?, code: 201, warnings });
         }
         let change = self
             .store
-            .create(&rt.store, obj_key(rt, ns, name), body)
+            .create(&rt.store, obj_key(rt, ns, name), stored)
             .map_err(|_| ApiError::already_exists(rt.gr(), name))?;
         self.after_commit(rt, &change);
-        Ok(Written { object: convert::to_served(rt, &change.object), code: 201, warnings })
+        Ok(Written { object: self.served(rt, &change.object).await?, code: 201, warnings })
     }
 
     /// `PUT` on an object or its `/status`.
@@ -180,11 +183,13 @@ impl Api {
             _ => {}
         }
         let mgr = opts.manager();
-        self.write_over(rt, ns, name, sub, &live, body, opts, &mgr, true, warnings).await
+        let current = self.current(rt, live).await?;
+        self.write_over(rt, ns, name, sub, &current, body, opts, &mgr, true, warnings).await
     }
 
-    /// The shared tail of PUT and PATCH: carry system fields over from `live`, separate
-    /// spec and status, track managedFields, validate, commit.
+    /// The shared tail of PUT and PATCH: carry system fields over from the current object,
+    /// separate spec and status, track managedFields, validate, commit in the storage
+    /// version (a write that changes nothing there commits nothing).
     #[allow(clippy::too_many_arguments)]
     async fn write_over(
         &self,
@@ -192,13 +197,14 @@ impl Api {
         ns: &str,
         name: &str,
         sub: Option<&str>,
-        live: &Value,
+        current: &Current,
         mut new: Value,
         opts: &WriteOpts,
         mgr: &str,
         track: bool,
         mut warnings: Vec<String>,
     ) -> Result<Written, ApiError> {
+        let live = &current.object;
         // System metadata always comes from the live object.
         {
             let live_meta = live["metadata"].as_object().cloned().unwrap_or_default();
@@ -250,7 +256,17 @@ impl Api {
             new = mutated;
         }
         self.rbac_escalation_permitted(rt, ns, name, Some(live), &new, opts)?;
-        self.validate(rt, &mut new, Some(live), opts, &mut warnings)?;
+        // The CRD strategy's PrepareForUpdate: the status stays the stored one, with the
+        // storage version added to storedVersions, before validation sees it (and after
+        // managedFields tracking, which puts back the stored status).
+        let crd_status = (rt.kind == "CustomResourceDefinition" && sub.is_none()).then(|| {
+            if let Some(status) = live.get("status") {
+                new["status"] = status.clone();
+            }
+            establish_crd(&mut new);
+            new["status"].clone()
+        });
+        self.validate(rt, &mut new, Some(live), sub, opts, &mut warnings)?;
         self.admit_validate(rt, &req, Some(&new), &mut warnings).await?;
         self.owner_references_permitted(rt, ns, name, Some(live), &new, opts)?;
         if deleting(live) {
@@ -275,12 +291,6 @@ impl Api {
             meta_mut(&mut new).insert("generation".into(), json!(g + 1));
         }
         Self::as_read_back(rt, &mut new, opts);
-        if rt.kind == "CustomResourceDefinition" && sub.is_none() {
-            if let Some(status) = live.get("status") {
-                new["status"] = status.clone();
-            }
-            establish_crd(&mut new);
-        }
         if track {
             let now = meta::now();
             new = ssa::update(
@@ -292,16 +302,21 @@ impl Api {
             )
             .map_err(|e| ssa_error(rt, name, e))?;
         }
+        if let Some(status) = crd_status {
+            new["status"] = status;
+        }
         meta::omit_empty(&mut new);
-        if new == *live {
+        let removed = deleting(&new) && finalizers(&new).is_empty();
+        let new = self.to_storage(rt, new).await?;
+        if new == *current.stored {
             return Ok(Written { object: convert::to_served(rt, live), code: 200, warnings });
         }
         if opts.dry_run {
-            return Ok(Written { object: convert::to_served(rt, &new), code: 200, warnings });
+            return Ok(Written { object: self.served(rt, &new).await?, code: 200, warnings });
         }
         let key = obj_key(rt, ns, name);
-        let expected = object_rv(live);
-        let change = if deleting(&new) && finalizers(&new).is_empty() {
+        let expected = object_rv(&current.stored);
+        let change = if removed {
             self.store.remove(&rt.store, &key, expected)
         } else {
             self.store.update(&rt.store, &key, expected, new)
@@ -311,7 +326,7 @@ impl Api {
             _ => ApiError::stale(rt.gr(), name),
         })?;
         self.after_commit(rt, &change);
-        Ok(Written { object: convert::to_served(rt, &change.object), code: 200, warnings })
+        Ok(Written { object: self.served(rt, &change.object).await?, code: 200, warnings })
     }
 
     /// `PATCH` in any of the four formats, on an object or its `/status`. Apply creates
@@ -347,22 +362,24 @@ impl Api {
                 }
                 (_, None) => return Err(ApiError::not_found(rt.gr(), name)),
                 (PatchKind::Apply, Some(live)) => {
-                    self.apply_update(rt, ns, name, sub, &live, body, opts).await
+                    let current = self.current(rt, live).await?;
+                    self.apply_update(rt, ns, name, sub, &current, body, opts).await
                 }
                 (_, Some(live)) => {
-                    let served = convert::to_served(rt, &live);
+                    let current = self.current(rt, live).await?;
+                    let served = convert::to_served(rt, &current.object);
                     let mut patched = apply_patch(rt, &served, kind, body)?;
                     let warnings =
                         builtin::writes::check_patched(rt, kind, body, &mut patched, opts.field_validation)?;
                     if let Some(rv) = body.pointer("/metadata/resourceVersion").and_then(Value::as_str)
-                        && rv.parse::<u64>().ok() != Some(object_rv(&live))
+                        && rv.parse::<u64>().ok() != Some(object_rv(&current.stored))
                     {
                         return Err(ApiError::stale(rt.gr(), name));
                     }
                     self.check_identity(rt, ns, Some(name), &mut patched)?;
                     let patched = convert::to_stored(rt, patched);
                     let mgr = opts.manager();
-                    self.write_over(rt, ns, name, sub, &live, patched, opts, &mgr, true, warnings).await
+                    self.write_over(rt, ns, name, sub, &current, patched, opts, &mgr, true, warnings).await
                 }
             };
             match result {
@@ -419,7 +436,7 @@ impl Api {
             meta.remove(*f);
         }
         self.stamp_new(rt, name, &mut obj, opts, &now)?;
-        self.commit_create(rt, ns, name, obj, opts.dry_run, warnings)
+        self.commit_create(rt, ns, name, obj, opts.dry_run, warnings).await
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -429,7 +446,7 @@ impl Api {
         ns: &str,
         name: &str,
         sub: Option<&str>,
-        live: &Value,
+        current: &Current,
         body: &Value,
         opts: &WriteOpts,
     ) -> Result<Written, ApiError> {
@@ -438,7 +455,7 @@ impl Api {
         let mgr = opts.manager();
         let now = meta::now();
         let new = ssa::apply(
-            Some(live),
+            Some(&current.object),
             &config,
             &manager(&mgr, rt, sub, &now),
             opts.force,
@@ -446,7 +463,7 @@ impl Api {
             rt_scope(rt, sub),
         )
         .map_err(|e| ssa_error(rt, name, e))?;
-        self.write_over(rt, ns, name, sub, live, new, opts, &mgr, false, Vec::new()).await
+        self.write_over(rt, ns, name, sub, current, new, opts, &mgr, false, Vec::new()).await
     }
 }
 

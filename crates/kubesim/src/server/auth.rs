@@ -75,7 +75,7 @@ pub(super) async fn token_request(
     content_type: &str,
     body: Body,
 ) -> Result<Response, ApiError> {
-    srv.api.get(rt, ns, name)?;
+    srv.api.get(rt, ns, name).await?;
     let bytes = read_body(body).await?;
     let req = parse_json(&bytes, content_type)?;
     let token = format!("kubesim-sa.{}", crate::meta::new_uid().replace('-', ""));

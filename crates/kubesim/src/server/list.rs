@@ -11,10 +11,10 @@ use serde_json::{Value, json};
 use super::path::Query;
 use super::wire::{Shape, json_response};
 use crate::api::Api;
-use crate::convert;
 use crate::error::ApiError;
 use crate::registry::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
+use crate::store::ObjKey;
 use crate::table::{self, Include};
 
 pub(super) fn render_one(rt: &ResourceType, obj: Value, shape: Shape, query: &Query) -> Value {
@@ -47,7 +47,8 @@ pub(super) fn selectors(
 }
 
 /// The objects a list or deletecollection selects, in the served version, and the RV.
-pub(super) fn select(
+/// Selectors see the objects as served: a conversion webhook may change labels.
+pub(super) async fn select(
     api: &Api,
     rt: &ResourceType,
     ns: Option<&str>,
@@ -55,10 +56,12 @@ pub(super) fn select(
 ) -> Result<(Vec<Value>, u64), ApiError> {
     let (labels, fields) = selectors(query, rt)?;
     let (rv, table) = api.store.snapshot(&rt.store, false);
-    let items = table
-        .iter()
-        .filter(|((n, _), _)| ns.is_none_or(|ns| n == ns))
-        .map(|(_, o)| convert::to_served(rt, o))
+    let stored: Vec<Arc<Value>> =
+        table.iter().filter(|((n, _), _)| ns.is_none_or(|ns| n == ns)).map(|(_, o)| o.clone()).collect();
+    let items = api
+        .served_all(rt, &stored)
+        .await?
+        .into_iter()
         .filter(|o| labels.matches(o.pointer("/metadata/labels")) && fields.matches(o))
         .collect();
     Ok((items, rv))
@@ -70,7 +73,7 @@ pub(super) struct Continue {
     start: (String, String),
 }
 
-pub(super) fn list(
+pub(super) async fn list(
     api: &Api,
     rt: &ResourceType,
     ns: Option<&str>,
@@ -116,21 +119,27 @@ pub(super) fn list(
         Some(s) => Box::new(table.range(s.clone()..)),
         None => Box::new(table.iter()),
     };
+    let candidates: Vec<(ObjKey, Arc<Value>)> =
+        iter.filter(|(k, _)| ns.is_none_or(|ns| k.0 == ns)).map(|(k, o)| (k.clone(), o.clone())).collect();
+    // Objects are served (converted) as many at a time as the page still needs, and all
+    // those of one such chunk that a webhook converts go to it in one review. A full page has
+    // a continue token when objects remain, whether or not they match, as etcd's list has.
     let mut items = Vec::new();
     let mut next = None;
-    for (k, o) in iter {
-        if ns.is_some_and(|ns| k.0 != ns) {
-            continue;
-        }
-        let served = convert::to_served(rt, o);
-        if !(labels.matches(served.pointer("/metadata/labels")) && fields.matches(&served)) {
-            continue;
-        }
+    let mut rest = candidates.as_slice();
+    while !rest.is_empty() {
         if limit > 0 && items.len() == limit {
-            next = Some(k.clone());
+            next = Some(rest[0].0.clone());
             break;
         }
-        items.push(served);
+        let size = if limit > 0 { limit - items.len() } else { rest.len() };
+        let (chunk, after) = rest.split_at(size.min(rest.len()));
+        rest = after;
+        let stored: Vec<Arc<Value>> = chunk.iter().map(|(_, o)| o.clone()).collect();
+        let served = api.served_all(rt, &stored).await?;
+        items.extend(
+            served.into_iter().filter(|o| labels.matches(o.pointer("/metadata/labels")) && fields.matches(o)),
+        );
     }
     let mut meta = json!({"resourceVersion": rv.to_string()});
     if let Some(start) = next {

@@ -14,7 +14,9 @@ use super::auth::{authorize, review, token_request, user_info};
 use super::list::{list, render_one, select};
 use super::path::{Query, ResPath, truthy, verb_of};
 use super::watch::watch;
-use super::wire::{json_response, negotiate, parse_json, read_body, with_warnings};
+use super::wire::{
+    error_response, json_response, negotiate, parse_json, read_body, with_first_warning, with_warnings,
+};
 use crate::api::{Api, DeleteOpts, Deleted, FieldValidation, PatchKind, WriteOpts};
 use crate::authz::{Attributes, User};
 use crate::error::ApiError;
@@ -95,6 +97,35 @@ pub(super) async fn resource(
         attrs = attrs.with_subresource(sub);
     }
     authorize(srv, user, &attrs)?;
+    if rt.crd.as_ref().is_some_and(|c| c.definition.unservable) {
+        // The CRD handler could not make its serving info (the conversion webhook's client).
+        return Err(ApiError::internal_error("error resolving resource"));
+    }
+    // A deprecated CRD version warns on every request that reaches its handler, errors
+    // included (customresource_handler.go adds the warning before serving the verb).
+    let deprecation = rt.crd.as_ref().and_then(|c| c.deprecation.clone());
+    let answer = verbs(srv, method, p, &rt, query, headers, body, user).await;
+    Ok(match deprecation {
+        Some(text) => with_first_warning(answer.unwrap_or_else(|e| error_response(&e)), &text),
+        None => answer?,
+    })
+}
+
+/// The verb on an authorized request for `rt`.
+#[allow(clippy::too_many_arguments)]
+async fn verbs(
+    srv: &Arc<Server>,
+    method: &Method,
+    p: ResPath,
+    rt: &Arc<ResourceType>,
+    query: &Query,
+    headers: &HeaderMap,
+    body: Body,
+    user: Option<&User>,
+) -> Result<Response, ApiError> {
+    let ns = p.namespace.clone().unwrap_or_default();
+    let verb = verb_of(method, &p, query);
+    let rt = rt.clone();
     let content_type =
         headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
     let is_apply = content_type.starts_with("application/apply-patch");
@@ -115,13 +146,13 @@ pub(super) async fn resource(
         (&Method::GET, None, None) if truthy(query, "watch") => {
             watch(srv, &rt, p.namespace.as_deref(), query, shape).await
         }
-        (&Method::GET, None, None) => list(api, &rt, p.namespace.as_deref(), query, shape),
+        (&Method::GET, None, None) => list(api, &rt, p.namespace.as_deref(), query, shape).await,
         (&Method::GET, Some(name), None | Some("status")) => {
-            let obj = api.get(&rt, &ns, name)?;
+            let obj = api.get(&rt, &ns, name).await?;
             Ok(json_response(200, &render_one(&rt, obj, shape, query)))
         }
         (&Method::GET, Some(name), Some("scale")) if rt.scale.is_some() => {
-            Ok(json_response(200, &scale_of(&rt, &api.get(&rt, &ns, name)?)))
+            Ok(json_response(200, &scale_of(&rt, &api.get(&rt, &ns, name).await?)))
         }
         (&Method::POST, None, None) if rt.is_review() => {
             let body = parse_json(&read_body(body).await?, &content_type)?;
@@ -209,7 +240,7 @@ pub(super) async fn resource(
             let bytes = read_body(body).await?;
             let mut opts = DeleteOpts::from_body(&parse_json(&bytes, &content_type)?);
             opts.user = user_info(user);
-            let (items, _) = select(api, &rt, p.namespace.as_deref(), query)?;
+            let (items, _) = select(api, &rt, p.namespace.as_deref(), query).await?;
             for o in items {
                 let n = o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
                 let ons = o.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
@@ -291,7 +322,7 @@ pub(super) async fn scale_write(
 ) -> Result<Response, ApiError> {
     let Some(s) = &rt.scale else { return Err(ApiError::no_route()) };
     let body = parse_json(bytes, content_type)?;
-    let current = scale_of(rt, &api.get(rt, ns, name)?);
+    let current = scale_of(rt, &api.get(rt, ns, name).await?);
     let scale = if method == Method::PUT {
         body
     } else {

@@ -2,7 +2,7 @@
 //! every matching change from the store's history as it commits, with bookmarks, the
 //! `sendInitialEvents` end marker, selector transitions as ADDED/DELETED, and the timeout.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -13,9 +13,11 @@ use super::Server;
 use super::list::{include, selectors};
 use super::path::{Query, truthy};
 use super::wire::{Shape, event_line, stream_response};
+use crate::api::Api;
+use crate::conversion::ConversionError;
 use crate::convert;
 use crate::error::ApiError;
-use crate::registry::ResourceType;
+use crate::registry::{Conversion, ResourceType};
 use crate::store::{Change, EventKind};
 use crate::table;
 
@@ -67,15 +69,24 @@ pub(super) async fn watch(
     let ns = ns.map(str::to_owned);
     let rt = rt.clone();
     let include_q = include(query);
-    let matches = move |o: &Value| -> bool {
+    // Whether objects go through a conversion webhook: then selectors see them as served (a
+    // webhook may change labels), as the API server's watchers do.
+    let converts =
+        rt.crd.as_ref().is_some_and(|c| matches!(c.definition.conversion, Conversion::Webhook { .. }));
+    // Whether a selector may tell an object's versions apart (else only the namespace,
+    // which never changes, does): then the object before a change is served too.
+    let selective = ["labelSelector", "fieldSelector"]
+        .iter()
+        .any(|k| query.get(*k).is_some_and(|s| !s.trim().is_empty()));
+    let in_namespace = move |o: &Value| -> bool {
         ns.as_deref().is_none_or(|n| o.pointer("/metadata/namespace").and_then(Value::as_str) == Some(n))
-            && labels.matches(o.pointer("/metadata/labels"))
-            && fields.matches(o)
+    };
+    let matches = move |served: &Value| -> bool {
+        labels.matches(served.pointer("/metadata/labels")) && fields.matches(served)
     };
     let render = {
         let rt = rt.clone();
-        move |o: &Value| -> Value {
-            let served = convert::to_served(&rt, o);
+        move |served: Value| -> Value {
             match shape {
                 Shape::Full => served,
                 Shape::Partial => table::partial(&served),
@@ -112,17 +123,54 @@ pub(super) async fn watch(
             }
             event_line("BOOKMARK", &json!({"kind": kind_name, "apiVersion": api_version, "metadata": meta}))
         };
-        for o in &start.initial {
-            if matches(o) && tx.send(event_line("ADDED", &render(o))).await.is_err() {
+        // The current objects, served as a list is (one review for those a webhook
+        // converts); a conversion that fails ends the watch with an ERROR event, as the
+        // API server's etcd watcher does.
+        let initial: Vec<Arc<Value>> = start.initial.iter().filter(|o| in_namespace(o)).cloned().collect();
+        if !initial.is_empty() {
+            let Some(served) =
+                serve(&api, &rt, async |api: &Api| api.served_all(&rt, &initial).await, &tx).await
+            else {
                 return;
+            };
+            for (o, stored) in served.into_iter().zip(&initial) {
+                if matches(if converts { &o } else { stored })
+                    && tx.send(event_line("ADDED", &render(o))).await.is_err()
+                {
+                    return;
+                }
             }
         }
         if send_initial && bookmarks && tx.send(bookmark(start.rv, true)).await.is_err() {
             return;
         }
         let send_change = async |c: &Change, tx: &tokio::sync::mpsc::Sender<Bytes>| -> bool {
-            let now = matches(&c.object);
-            let before = c.old.as_deref().is_some_and(&matches);
+            if !in_namespace(&c.object) {
+                return true;
+            }
+            // Without a conversion webhook the stored objects decide, and only what is sent
+            // is served.
+            let (object, now, before) = if converts {
+                let Some(object) =
+                    serve(&api, &rt, async |api: &Api| api.served(&rt, &c.object).await, tx).await
+                else {
+                    return false;
+                };
+                let before = match c.old.as_deref() {
+                    None => false,
+                    Some(_) if !selective => true,
+                    Some(old) => {
+                        match serve(&api, &rt, async |api: &Api| api.served(&rt, old).await, tx).await {
+                            Some(old) => matches(&old),
+                            None => return false,
+                        }
+                    }
+                };
+                let now = matches(&object);
+                (Some(object), now, before)
+            } else {
+                (None, matches(&c.object), c.old.as_deref().is_some_and(&matches))
+            };
             let kind = match (c.kind, before, now) {
                 (EventKind::Added, _, true) => Some("ADDED"),
                 (EventKind::Modified, true, true) => Some("MODIFIED"),
@@ -132,7 +180,10 @@ pub(super) async fn watch(
                 _ => None,
             };
             match kind {
-                Some(k) => tx.send(event_line(k, &render(&c.object))).await.is_ok(),
+                Some(k) => {
+                    let object = object.unwrap_or_else(|| convert::to_served(&rt, &c.object));
+                    tx.send(event_line(k, &render(object))).await.is_ok()
+                }
                 None => true,
             }
         };
@@ -184,4 +235,23 @@ pub(super) async fn watch(
         }
     });
     Ok(stream_response(tokio_stream::wrappers::ReceiverStream::new(rx)))
+}
+
+/// What `convert` makes of objects with the API (while it lives), or `None` when the watch
+/// is to end: the server stopped, or a conversion failed and its `ERROR` event was sent.
+async fn serve<T>(
+    api: &Weak<Api>,
+    rt: &ResourceType,
+    convert: impl AsyncFnOnce(&Api) -> Result<T, ConversionError>,
+    tx: &tokio::sync::mpsc::Sender<Bytes>,
+) -> Option<T> {
+    let api = api.upgrade()?;
+    match convert(&api).await {
+        Ok(served) => Some(served),
+        Err(e) => {
+            tracing::debug!(resource = %rt.plural, error = %e, "watch ended by a failed conversion");
+            let _ = tx.send(event_line("ERROR", &e.watch_status())).await;
+            None
+        }
+    }
 }

@@ -35,10 +35,29 @@ pub(super) fn error_response(e: &ApiError) -> Response {
 
 pub(super) fn with_warnings(mut r: Response, warnings: &[String]) -> Response {
     for w in warnings {
-        let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
-        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+        if let Some(v) = warning_header(w) {
             r.headers_mut().append(header::WARNING, v);
         }
+    }
+    r
+}
+
+/// `Warning: 299 - "<text>"`, the text escaped as Go's warning recorder does.
+fn warning_header(text: &str) -> Option<HeaderValue> {
+    let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
+    HeaderValue::from_str(&format!("299 - \"{escaped}\"")).ok()
+}
+
+/// `r` with the warning `text` ahead of those it has (the API server's recorder keeps the
+/// order warnings were added in, and a deprecated version's comes first).
+pub(super) fn with_first_warning(mut r: Response, text: &str) -> Response {
+    let Some(first) = warning_header(text) else { return r };
+    let later: Vec<HeaderValue> =
+        r.headers().get_all(header::WARNING).iter().filter(|v| **v != first).cloned().collect();
+    r.headers_mut().remove(header::WARNING);
+    r.headers_mut().append(header::WARNING, first);
+    for v in later {
+        r.headers_mut().append(header::WARNING, v);
     }
     r
 }

@@ -2,21 +2,21 @@
 //! configuration's `caBundle` (with Go's certificate rules, `verify.rs`), the POST, and
 //! errors worded like Go's `net/http` and `crypto/tls` ones.
 
-#![allow(clippy::wildcard_imports)]
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use super::*;
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full};
+use rustls::CertificateError;
+use rustls_pki_types::pem::PemObject as _;
+use rustls_pki_types::{CertificateDer, ServerName};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
 
-/// How to reach one webhook.
-pub(super) struct Target {
-    /// `host:port` as in the URL and `Host` header.
-    pub(super) authority: String,
-    /// The address to dial, or the dial error.
-    pub(super) dial: Result<SocketAddr, String>,
-    pub(super) server_name: ServerName<'static>,
-    pub(super) path: String,
-    /// The `caBundle`'s certificates (empty: none was given).
-    pub(super) roots: Vec<CertificateDer<'static>>,
-}
+use super::{Target, verify};
 
 /// Dials, handshakes TLS and POSTs; errors are worded like Go's `net/http` ones.
 pub(super) async fn post(target: &Target, path: &str, body: String) -> Result<(u16, bool, Bytes), String> {
@@ -200,31 +200,8 @@ impl AsyncWrite for Sniff {
     }
 }
 
-/// Polls all futures concurrently; outputs in input order.
-pub(super) async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
-    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    std::future::poll_fn(move |cx| {
-        let mut pending = false;
-        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
-            if output.is_none() {
-                match future.as_mut().poll(cx) {
-                    Poll::Ready(v) => *output = Some(v),
-                    Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending { Poll::Pending } else { Poll::Ready(outputs.drain(..).flatten().collect()) }
-    })
-    .await
-}
-
-pub(super) fn str_at<'a>(value: &'a Value, key: &str) -> &'a str {
-    value.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
 /// Splits `host[:port]` (IPv6 in brackets).
-pub(super) fn split_host_port(s: &str) -> Result<(&str, Option<u16>), String> {
+pub(crate) fn split_host_port(s: &str) -> Result<(&str, Option<u16>), String> {
     let (host, port) = match s.strip_prefix('[') {
         Some(rest) => {
             let (host, after) = rest.split_once(']').ok_or_else(|| format!("invalid host {s:?}"))?;
@@ -239,12 +216,12 @@ pub(super) fn split_host_port(s: &str) -> Result<(&str, Option<u16>), String> {
     Ok((host, port))
 }
 
-pub(super) fn join_host_port(host: &str, port: u16) -> String {
+pub(crate) fn join_host_port(host: &str, port: u16) -> String {
     if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
 }
 
 /// Resolves a host to a loopback address; kubesim never dials anywhere else.
-pub(super) fn resolve_loopback(host: &str, port: u16) -> Result<SocketAddr, String> {
+pub(crate) fn resolve_loopback(host: &str, port: u16) -> Result<SocketAddr, String> {
     let ip = match host.parse::<IpAddr>() {
         Ok(ip) => ip,
         Err(_) if host.eq_ignore_ascii_case("localhost") => IpAddr::V4(Ipv4Addr::LOCALHOST),
@@ -259,7 +236,7 @@ pub(super) fn resolve_loopback(host: &str, port: u16) -> Result<SocketAddr, Stri
 }
 
 /// Go `path.Join("/", p)`: collapses slashes, resolves `.`/`..`, drops a trailing slash.
-pub(super) fn clean_path(path: &str) -> String {
+pub(crate) fn clean_path(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {
@@ -271,4 +248,12 @@ pub(super) fn clean_path(path: &str) -> String {
         }
     }
     format!("/{}", parts.join("/"))
+}
+
+/// Formats UNIX seconds as RFC 3339 in UTC (`2006-01-02T15:04:05Z`).
+pub(crate) fn rfc3339(secs: u64) -> String {
+    i64::try_from(secs).ok().and_then(|s| jiff::Timestamp::from_second(s).ok()).map_or_else(
+        || format!("{secs}s after the Unix epoch"),
+        |t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+    )
 }
