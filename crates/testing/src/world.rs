@@ -137,8 +137,10 @@ pub struct Kind {
 
 #[derive(Default)]
 struct Kinds {
-    /// By kind; several when groups share a kind name.
+    /// By kind, in each group's preferred version; several when groups share a kind name.
     by_kind: BTreeMap<String, Vec<Kind>>,
+    /// By kind, in the groups' other versions.
+    other_versions: BTreeMap<String, Vec<Kind>>,
 }
 
 impl World {
@@ -336,12 +338,24 @@ impl World {
             .map_err(|e| kube_error("API discovery failed", e))?;
         let mut kinds = Kinds::default();
         for group in discovery.groups() {
+            let preferred = group.preferred_version_or_latest().to_owned();
             for (ar, caps) in group.recommended_resources() {
                 kinds
                     .by_kind
                     .entry(ar.kind.clone())
                     .or_default()
                     .push(Kind { ar, namespaced: caps.scope == Scope::Namespaced });
+            }
+            // The other versions of a group's kinds (a resource with several versions):
+            // reached only when named with their apiVersion.
+            for version in group.versions().filter(|v| **v != preferred) {
+                for (ar, caps) in group.versioned_resources(version) {
+                    kinds
+                        .other_versions
+                        .entry(ar.kind.clone())
+                        .or_default()
+                        .push(Kind { ar, namespaced: caps.scope == Scope::Namespaced });
+                }
             }
         }
         *self.kinds.lock() = kinds;
@@ -368,8 +382,14 @@ impl World {
     fn lookup(&self, api_version: Option<&str>, kind: &str) -> Result<Option<Kind>, String> {
         let kinds = self.kinds.lock();
         let Some(all) = kinds.by_kind.get(kind) else { return Ok(None) };
-        let found: Vec<&Kind> =
+        let mut found: Vec<&Kind> =
             all.iter().filter(|k| api_version.is_none_or(|v| k.ar.api_version == v)).collect();
+        if found.is_empty()
+            && let Some(v) = api_version
+        {
+            let others = kinds.other_versions.get(kind).into_iter().flatten();
+            found = others.filter(|k| k.ar.api_version == v).collect();
+        }
         match found.as_slice() {
             [] => Ok(None),
             [one] => Ok(Some((*one).clone())),
