@@ -42,6 +42,7 @@ pub async fn install_crds(client: &Client, crds: &[Value], manager: &str) -> Res
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in crds {
         let name = crd["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+        drop_conversion_webhook(&api, &name, crd).await?;
         api.patch(&name, &PatchParams::apply(manager).force(), &Patch::Apply(crd))
             .await
             .map_err(|source| RunError::Kube { what: format!("cannot apply the CRD {name}"), source })?;
@@ -56,6 +57,34 @@ pub async fn install_crds(client: &Client, crds: &[Value], manager: &str) -> Res
             }
         }
     }
+    Ok(())
+}
+
+/// A CRD that converted through a webhook and now has one version: its conversion webhook
+/// goes first. The apply alone cannot remove it: the `caBundle` in it belongs to whoever
+/// set it (the operator's keeper, cert-manager), so it would stay, and the API server
+/// refuses a webhook beside `strategy: None`.
+async fn drop_conversion_webhook(
+    api: &Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>,
+    name: &str,
+    crd: &Value,
+) -> Result<(), RunError> {
+    if crd.pointer("/spec/conversion/strategy").and_then(Value::as_str) == Some("Webhook") {
+        return Ok(());
+    }
+    let live = api
+        .get_opt(name)
+        .await
+        .map_err(|source| RunError::Kube { what: format!("cannot read the CRD {name}"), source })?;
+    let converts = live.and_then(|l| l.spec.conversion).is_some_and(|c| c.strategy == "Webhook");
+    if !converts {
+        return Ok(());
+    }
+    tracing::info!(crd = name, "the CRD has one version now: its conversion webhook goes");
+    let patch = serde_json::json!({"spec": {"conversion": {"strategy": "None", "webhook": null}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(|source| {
+        RunError::Kube { what: format!("cannot drop the conversion webhook of {name}"), source }
+    })?;
     Ok(())
 }
 
