@@ -131,6 +131,16 @@ impl std::fmt::Display for ObjectRef {
 }
 
 impl ObjectRef {
+    /// Whether `other` names the same object, perhaps in another version of its kind (the
+    /// API server serves one object in every version of its resource).
+    pub fn same_object(&self, other: &ObjectRef) -> bool {
+        let group = |r: &ObjectRef| r.api_version.as_deref().map(crate::state::group_of).map(str::to_owned);
+        self.kind == other.kind
+            && self.namespace == other.namespace
+            && self.name == other.name
+            && group(self) == group(other)
+    }
+
     /// `Kind/name` or `Kind/namespace/name`, or a mapping with `kind`, `name` and optional
     /// `namespace` and `apiVersion`.
     pub fn from_value(v: &Value) -> Result<Self, String> {

@@ -199,7 +199,7 @@ impl Runner {
                 }
             },
             Action::Delete { target } | Action::DeleteChild { target } => {
-                self.alive.remove(target);
+                self.alive.retain(|r| !r.same_object(target));
                 match w.delete(target).await {
                     Ok(()) => "ok".to_owned(),
                     Err(e) if is_not_found(&e) => {

@@ -276,7 +276,8 @@ impl Planner {
             return None;
         }
         let target = self.rng.pick(&refs).clone();
-        self.written.remove(&target);
+        // Gone in every version it was written in.
+        self.written.retain(|r, _| !r.same_object(&target));
         Some(Action::Delete { target })
     }
 
