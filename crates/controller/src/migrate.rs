@@ -119,7 +119,7 @@ enum PassError {
     #[error(
         "{count} object(s) could not be rewritten in {to}, so {from} stays in status.storedVersions; first: {first}"
     )]
-    Objects { count: usize, to: String, from: String, first: String },
+    Objects { count: usize, to: String, from: String, first: String, stored: Vec<String>, migrated: u64 },
 }
 
 /// The migration of one resource.
@@ -178,8 +178,14 @@ impl Migration {
                     Err(e) => {
                         let message = e.to_string();
                         tracing::warn!(resource = self.crd_name(), error = message, "storage migration failed; trying again");
-                        let last = self.health.migration(&self.crd_name());
-                        let (stored, migrated) = last.map(|m| (m.stored_versions, m.migrated)).unwrap_or_default();
+                        let (stored, migrated) = match e {
+                            PassError::Objects { stored, migrated, .. } => (stored, migrated),
+                            _ => self
+                                .health
+                                .migration(&self.crd_name())
+                                .map(|m| (m.stored_versions, m.migrated))
+                                .unwrap_or_default(),
+                        };
                         self.report(MigrationPhase::Failed, &stored, migrated, Some(message));
                         RETRY
                     }
@@ -278,6 +284,8 @@ impl Migration {
                 to: declared.to_owned(),
                 from: old.join(", "),
                 first: first.clone(),
+                stored: stored.clone(),
+                migrated: progress.migrated,
             });
         }
         // Only now may the older versions go, and only if the storage version is the one

@@ -9,19 +9,20 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use common::{PRELUDE, client, eventually, sim};
+use common::{PRELUDE, client, eventually, http_get, sim};
 use ctop_controller::{LeaseTiming, RetryLimit, RunOptions, StorageMigration};
 use ctop_kubesim::KubeSim;
 use ctop_runtime::{Limits, Script, ScriptHandlers};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use serde_json::{Value, json};
 
 const CRD: &str = "widgets.test.ctop.dev";
 
 /// Widget v1 is the hub of the prelude; v2 renames `mode` to `style`. `storage` picks the
-/// stored version.
+/// stored version. The controller has no reconcile handler, so it does not run: only the
+/// migration writes the Widgets, and a changed resourceVersion means a rewrite.
 fn script(storage: &str) -> String {
     format!(
         r#"{PRELUDE}
@@ -31,7 +32,7 @@ widget.addVersion("v2", {{
   toHub: (o) => {{ const {{ style, ...rest }} = o.spec; return {{ ...o, spec: {{ ...rest, mode: style }} }}; }},
   fromHub: (o) => {{ const {{ mode, ...rest }} = o.spec; return {{ ...o, spec: {{ ...rest, style: mode }} }}; }},
 }});
-operator(widget).reconcile(() => Result.ok());
+operator(widget);
 "#,
         storage == "v2"
     )
@@ -57,13 +58,17 @@ impl ctop_webhook::ConversionScript for Convert {
 }
 
 /// The script storing `storage`, its conversions served to `sim`, its CRDs applied.
-async fn install(client: &Client, storage: &str) -> (Arc<ScriptHandlers>, ctop_webhook::dev::DevWebhook, tempfile::TempDir) {
+async fn install(
+    client: &Client,
+    storage: &str,
+) -> (Arc<ScriptHandlers>, ctop_webhook::dev::DevWebhook, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("operator.ct"), script(storage)).expect("write script");
     let script = Script::from_dir(dir.path(), "operator.ct", 2, Limits::default()).expect("the script loads");
     let handlers = Arc::new(ScriptHandlers::new(Arc::new(script), &json!({}), &json!({})));
     let spec = handlers.script().spec().clone();
-    let hook = ctop_webhook::dev::DevWebhook::start(client, Arc::new(NoAdmission), &spec).await.expect("webhook");
+    let hook =
+        ctop_webhook::dev::DevWebhook::start(client, Arc::new(NoAdmission), &spec).await.expect("webhook");
     let conversion = ScriptHandlers::new(handlers.script().clone(), &json!({}), &json!({}));
     hook.set_conversion(Arc::new(Convert(conversion)), &spec);
     let crds = ctop_manifests::operator_crds_with(&spec, &hook.conversion().into()).expect("crds");
@@ -72,7 +77,10 @@ async fn install(client: &Client, storage: &str) -> (Arc<ScriptHandlers>, ctop_w
 }
 
 fn widgets(client: &Client, version: &str) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("test.ctop.dev", version, "Widget"), "widgets");
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("test.ctop.dev", version, "Widget"),
+        "widgets",
+    );
     Api::namespaced_with(client.clone(), "default", &ar)
 }
 
@@ -97,7 +105,9 @@ fn operator(
     dir: &tempfile::TempDir,
     handlers: Arc<ScriptHandlers>,
     rate: u32,
-) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>, std::net::SocketAddr) {
+    let health =
+        std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port");
     let kubeconfig = dir.path().join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
     let options = RunOptions {
@@ -105,7 +115,7 @@ fn operator(
         context: None,
         namespace: None,
         concurrency: 2,
-        health_addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        health_addr: health,
         metrics_addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
         leader_elect: false,
         lease_namespace: "default".into(),
@@ -125,17 +135,19 @@ fn operator(
             panic!("the operator failed: {e}");
         }
     });
-    (stop, task)
+    (stop, task, health)
 }
 
-/// `n` Widgets written in v1 while v1 is stored, then v2 made the storage version.
-async fn stored_in_v1(sim: &KubeSim, client: &Client, n: usize) -> tempfile::TempDir {
+/// `n` Widgets written in v1 while v1 is stored.
+async fn stored_in_v1(client: &Client, n: usize) -> tempfile::TempDir {
     let (_, _hook, dir) = install(client, "v1").await;
     let api = widgets(client, "v1");
     for i in 0..n {
         let w = json!({"apiVersion": "test.ctop.dev/v1", "kind": "Widget",
             "metadata": {"name": format!("w-{i:03}")}, "spec": {"mode": format!("m{i}")}});
-        api.create(&PostParams::default(), &serde_json::from_value(w).expect("a widget")).await.expect("create");
+        api.create(&PostParams::default(), &serde_json::from_value(w).expect("a widget"))
+            .await
+            .expect("create");
     }
     assert_eq!(stored_versions(client).await, ["v1"]);
     dir
@@ -145,11 +157,11 @@ async fn stored_in_v1(sim: &KubeSim, client: &Client, n: usize) -> tempfile::Tem
 async fn objects_stored_in_v1_are_rewritten_and_v1_leaves_stored_versions() {
     let sim = sim().await;
     let client = client(&sim).await;
-    let _old = stored_in_v1(&sim, &client, 12).await;
+    let _old = stored_in_v1(&client, 12).await;
     let (handlers, _hook, dir) = install(&client, "v2").await;
     assert_eq!(stored_versions(&client).await, ["v1", "v2"]);
     let before = resource_versions(&client).await;
-    let (stop, task) = operator(&sim, &dir, handlers, 200);
+    let (stop, task, _) = operator(&sim, &dir, handlers, 200);
     eventually(30, "storedVersions is [v2]", || {
         let client = client.clone();
         async move { (stored_versions(&client).await == ["v2"]).then_some(()) }
@@ -177,11 +189,11 @@ async fn objects_stored_in_v1_are_rewritten_and_v1_leaves_stored_versions() {
 async fn a_new_leader_resumes_where_the_last_one_stopped() {
     let sim = sim().await;
     let client = client(&sim).await;
-    let _old = stored_in_v1(&sim, &client, 250).await;
+    let _old = stored_in_v1(&client, 250).await;
     let (handlers, _hook, dir) = install(&client, "v2").await;
     let before = resource_versions(&client).await;
     // Slow enough to stop it after its first page (100 objects) is recorded.
-    let (stop, task) = operator(&sim, &dir, handlers.clone(), 60);
+    let (stop, task, _) = operator(&sim, &dir, handlers.clone(), 60);
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     eventually(30, "the first page recorded", || {
         let crds = crds.clone();
@@ -194,11 +206,12 @@ async fn a_new_leader_resumes_where_the_last_one_stopped() {
     let _ = stop.send(());
     let _ = task.await;
     let middle = resource_versions(&client).await;
-    let done: Vec<&String> = middle.iter().filter(|(n, rv)| before.get(*n) != Some(rv)).map(|(n, _)| n).collect();
+    let done: Vec<&String> =
+        middle.iter().filter(|(n, rv)| before.get(*n) != Some(rv)).map(|(n, _)| n).collect();
     assert!(done.len() >= 100 && done.len() < 250, "{} rewritten before the stop", done.len());
     assert_eq!(stored_versions(&client).await, ["v1", "v2"], "not finished: v1 stays");
 
-    let (stop, task) = operator(&sim, &dir, handlers, 500);
+    let (stop, task, _) = operator(&sim, &dir, handlers, 500);
     eventually(60, "storedVersions is [v2]", || {
         let client = client.clone();
         async move { (stored_versions(&client).await == ["v2"]).then_some(()) }
@@ -207,7 +220,11 @@ async fn a_new_leader_resumes_where_the_last_one_stopped() {
     let after = resource_versions(&client).await;
     let first_page: Vec<&String> = middle.keys().take(100).collect();
     for name in first_page {
-        assert_eq!(after.get(name), middle.get(name), "{name} was done by the first leader and not rewritten again");
+        assert_eq!(
+            after.get(name),
+            middle.get(name),
+            "{name} was done by the first leader and not rewritten again"
+        );
     }
     for (name, rv) in &before {
         assert_ne!(after.get(name), Some(rv), "{name} was rewritten by one of the two");
@@ -220,31 +237,41 @@ async fn a_new_leader_resumes_where_the_last_one_stopped() {
 async fn an_object_that_cannot_be_rewritten_keeps_v1_stored_and_is_named() {
     let sim = sim().await;
     let client = client(&sim).await;
-    let _old = stored_in_v1(&sim, &client, 3).await;
+    let _old = stored_in_v1(&client, 3).await;
     let (handlers, _hook, dir) = install(&client, "v2").await;
     // The first rewrite is refused: the pass goes on with the others, then fails.
     sim.faults().fail("update", "widgets", 500, 1);
-    let (stop, task) = operator(&sim, &dir, handlers, 200);
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("ctop.dev", "v1alpha1", "ControllerStatus"),
-        "controllerstatuses",
-    );
-    let statuses: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
-    let migration = eventually(30, "the migration reported failed", || {
-        let statuses = statuses.clone();
+    let before = resource_versions(&client).await;
+    let (stop, task, health) = operator(&sim, &dir, handlers, 200);
+    // The two others are rewritten, the refused one is not, and v1 stays stored.
+    let rewritten = eventually(30, "the two others rewritten", || {
+        let (client, before) = (client.clone(), before.clone());
         async move {
-            let s = statuses.get("migrator-widget").await.ok()?;
-            let m = s.data["status"]["storageMigration"].clone();
-            (m["phase"] == "Failed").then_some(m)
+            let now = resource_versions(&client).await;
+            let changed: Vec<String> =
+                now.iter().filter(|(n, rv)| before.get(*n) != Some(rv)).map(|(n, _)| n.clone()).collect();
+            (changed.len() == 2).then_some(changed)
         }
     })
     .await;
+    assert_eq!(rewritten, ["w-001", "w-002"]);
+    // /status says why.
+    let migration = eventually(30, "the migration reported failed", || async move {
+        let (_, body) = http_get(health, "/status").await?;
+        let status: Value = serde_json::from_str(&body).ok()?;
+        let m = status["storageMigrations"][0].clone();
+        (m["phase"] == "Failed").then_some(m)
+    })
+    .await;
+    assert_eq!(migration["resource"], CRD);
+    assert_eq!(migration["migrated"], 2, "{migration}");
     let message = migration["message"].as_str().unwrap_or_default();
     assert!(
-        message.starts_with("1 object(s) could not be rewritten in v2, so v1 stays in status.storedVersions; first: default/w-000:"),
+        message.starts_with(
+            "1 object(s) could not be rewritten in v2, so v1 stays in status.storedVersions; first: default/w-000: 500"
+        ),
         "{migration}"
     );
-    assert_eq!(migration["migrated"], 2, "{migration}");
     assert_eq!(stored_versions(&client).await, ["v1", "v2"], "v1 stays while an object may be stored in it");
     let _ = stop.send(());
     let _ = task.await;

@@ -340,18 +340,25 @@ impl CaBundleKeeper {
     }
 
     /// [`check`](Self::check) now and then every `every`, for ever (abort the task to stop).
+    /// While a target is missing it looks sooner, from 250 ms doubling up to `every`: a CRD
+    /// or configuration applied just after the operator started calls it within a second.
     /// An API error is logged at each look that meets it.
     pub async fn run(mut self, every: Duration) {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let soon = Duration::from_millis(250).min(every);
+        let mut pause = soon;
         loop {
-            tick.tick().await;
-            if let Err(e) = self.check().await {
+            let failed = self.check().await.err();
+            if let Some(e) = &failed {
                 tracing::warn!(
                     error = %e,
                     retry_in = ?every,
                     "cannot set the caBundle of the webhook configurations and CRDs"
                 );
+            }
+            pause = if self.missing.is_empty() || failed.is_some() { every } else { (pause * 2).min(every) };
+            tokio::time::sleep(pause).await;
+            if self.missing.is_empty() {
+                pause = soon;
             }
         }
     }

@@ -151,7 +151,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let namespace = args.lease_namespace.clone().or_else(|| std::env::var("POD_NAMESPACE").ok());
     let namespace = namespace.unwrap_or_else(|| "default".into());
     // A resource with several versions converts through the operator's webhook Service, as
-    // `ctop manifests` names it; the webhook server keeps its CA in the CRD.
+    // `ctop manifests` names it; the webhook server keeps its CA in the CRD (and a
+    // self-issued one is in the CRDs installed here from the start).
     let install_crds = if args.install_crds {
         let endpoint = ctop_manifests::ConversionEndpoint::Service {
             namespace: namespace.clone(),
@@ -176,7 +177,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     if args.retry_qps.is_nan() || args.retry_qps < 0.0 {
         anyhow::bail!("--retry-qps must be 0 (no global limit) or more");
     }
-    let options = RunOptions {
+    let mut options = RunOptions {
         kubeconfig: args.kubeconfig,
         context: args.context,
         namespace: args.namespace,
@@ -216,18 +217,20 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             let admission = Script::from_bundle(bundle, args.webhook_concurrency.into(), admission_limits)
                 .context("the script could not be loaded for the webhook server")?;
             admission.configure_egress(&args.script_limits.egress, &own_ports);
-            Some(
-                super::webhook::spawn_for_run(
-                    Arc::new(admission),
-                    options.kubeconfig.as_deref(),
-                    &values,
-                    port,
-                    &webhook_flags,
-                    args.webhook_configuration,
-                    usize::from(args.webhook_concurrency),
-                )
-                .await?,
+            let (task, ca_pem) = super::webhook::spawn_for_run(
+                Arc::new(admission),
+                options.kubeconfig.as_deref(),
+                &values,
+                port,
+                &webhook_flags,
+                args.webhook_configuration,
+                usize::from(args.webhook_concurrency),
             )
+            .await?;
+            if let Some(ca) = ca_pem {
+                with_ca_bundle(&mut options.install_crds, &ca);
+            }
+            Some(task)
         }
         None => None,
     };
@@ -238,4 +241,17 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     result?;
     Ok(())
+}
+
+/// `ca_pem` as the `caBundle` of the conversion webhooks of `crds` (those that have one).
+fn with_ca_bundle(crds: &mut [serde_json::Value], ca_pem: &str) {
+    use base64::Engine as _;
+    let bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    for crd in crds {
+        if let Some(config) =
+            crd.pointer_mut("/spec/conversion/webhook/clientConfig").and_then(|c| c.as_object_mut())
+        {
+            config.insert("caBundle".into(), serde_json::Value::String(bundle.clone()));
+        }
+    }
 }

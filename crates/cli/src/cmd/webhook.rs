@@ -311,7 +311,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 /// named `configuration` that the script's routes produce (the validating one for
 /// `validate` handlers, the mutating one for `mutate` handlers) and in the CRDs of the
 /// resources it converts (checked every 10 s, written only when it differs, a missing one
-/// warned about once). Returns the serving task.
+/// warned about once). Returns the serving task and, when self-issued, the CA (PEM).
 pub async fn spawn_for_run(
     script: Arc<Script>,
     kubeconfig: Option<&std::path::Path>,
@@ -320,7 +320,7 @@ pub async fn spawn_for_run(
     flags: &WebhookFlags,
     configuration: Option<String>,
     concurrency: usize,
-) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+) -> anyhow::Result<(tokio::task::JoinHandle<()>, Option<String>)> {
     warn_without_handlers(&script);
     let spec = script.spec().clone();
     let started = start(
@@ -351,14 +351,16 @@ pub async fn spawn_for_run(
         }
         _ => None,
     };
-    Ok(tokio::spawn(async move {
+    let ca_pem = started.issued.as_ref().map(|i| i.ca_pem.clone());
+    let task = tokio::spawn(async move {
         if let Err(e) = started.bound.run(super::shutdown_signal()).await {
             tracing::error!(error = %e, "the webhook server stopped");
         }
         if let Some(p) = patcher {
             p.abort();
         }
-    }))
+    });
+    Ok((task, ca_pem))
 }
 
 /// A client from `kubeconfig`, or the inferred configuration.
