@@ -468,7 +468,14 @@ impl Applier {
         let keep: HashSet<Key> = prepared.iter().map(|p| p.key.clone()).collect();
         let known: HashMap<GroupKind, Resolved> =
             prepared.iter().map(|p| (p.key.group_kind.clone(), p.kind.clone())).collect();
+        let remembered: Vec<Key> = self
+            .memory
+            .lock()
+            .get(&owner.uid)
+            .map(|m| m.applied.keys().cloned().collect())
+            .unwrap_or_default();
         let scope = crate::prune::Scope {
+            remembered: &remembered,
             owner: &owner,
             set_id: &set_id,
             kinds: &recorded_kinds,

@@ -129,8 +129,9 @@ pub trait ChildCache: Send + Sync {
     fn get(&self, child: &ChildRef) -> Option<Arc<dyn CachedMeta>>;
     /// The cached objects of `api_version`/`kind` in `namespace` (`None`: cluster-scoped)
     /// labelled `applyset.kubernetes.io/part-of=<set_id>`, or `None` when this kind is not
-    /// cached (it is then listed from the API server). A cache that lags can only delay a
-    /// prune to a later pass: deletes carry a uid precondition.
+    /// cached (it is then listed from the API server). A cache that lags cannot make a prune
+    /// miss a child the applier applied itself: one it remembers that the cache does not
+    /// show is read from the API server; deletes carry uid and resourceVersion preconditions.
     fn members(
         &self,
         api_version: &str,

@@ -13,6 +13,12 @@
 //! name meanwhile nor one changed since it was read (say, orphaned by its owner's deletion)
 //! is hit on stale grounds; such a one is left to the next pass. They use background
 //! propagation, so the object's own dependents are garbage-collected.
+//!
+//! A cache may lag behind the applier's own writes: a child applied by the last pass may not
+//! be in it yet. So a child the applier remembers applying under this owner that a cached
+//! list does not show is read from the API server and judged the same way; without that, a
+//! pass that wants no children would find none, drop the owner's record, and leave the child
+//! for good.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -40,6 +46,8 @@ pub(crate) struct Scope<'a> {
     pub(crate) known: &'a HashMap<GroupKind, Resolved>,
     /// The caller's caches, asked before listing.
     pub(crate) cache: Option<&'a dyn crate::cache::ChildCache>,
+    /// The children the applier remembers applying under this owner.
+    pub(crate) remembered: &'a [Key],
 }
 
 /// Delete the former children in `scope`, adding them to `report.pruned` (and opted-out
@@ -79,7 +87,8 @@ pub(crate) async fn prune(
             let cached = scope.cache.and_then(|c| {
                 c.members(&resolved.resource.api_version, &resolved.resource.kind, place, scope.set_id)
             });
-            let listed: Vec<Arc<dyn CachedMeta>> = match cached {
+            let from_cache = cached.is_some();
+            let mut listed: Vec<Arc<dyn CachedMeta>> = match cached {
                 Some(items) => items,
                 None => match resolved.api(client, place).list_metadata(&selector).await {
                     Ok(list) => list.items.into_iter().map(|i| Arc::new(i) as Arc<dyn CachedMeta>).collect(),
@@ -92,6 +101,9 @@ pub(crate) async fn prune(
                     }
                 },
             };
+            if from_cache {
+                listed.extend(missed(client, &resolved, gk, place, scope, &listed).await?);
+            }
             for object in listed {
                 let (Some(name), Some(uid)) = (object.name(), object.uid()) else { continue };
                 let labelled = object.label(PART_OF_LABEL) == Some(scope.set_id);
@@ -147,4 +159,35 @@ pub(crate) async fn prune(
         }
     }
     Ok(left)
+}
+
+/// The children of kind `gk` in `place` that the applier remembers applying under this owner
+/// and that the cached `listed` does not show, as the API server has them now (gone ones
+/// left out).
+async fn missed(
+    client: &Client,
+    resolved: &Resolved,
+    gk: &GroupKind,
+    place: Option<&str>,
+    scope: &Scope<'_>,
+    listed: &[Arc<dyn CachedMeta>],
+) -> Result<Vec<Arc<dyn CachedMeta>>, (String, kube::Error)> {
+    let seen: HashSet<&str> = listed.iter().filter_map(|o| o.name()).collect();
+    let mut out: Vec<Arc<dyn CachedMeta>> = Vec::new();
+    for key in scope.remembered.iter().filter(|k| {
+        k.group_kind == *gk
+            && k.namespace.as_deref() == place.filter(|_| resolved.namespaced)
+            && !seen.contains(k.name.as_str())
+            && !scope.keep.contains(*k)
+    }) {
+        match resolved.api(client, place).get_metadata_opt(&key.name).await {
+            Ok(Some(object)) => {
+                tracing::debug!(kind = %gk, name = key.name, "a remembered child the cache does not show yet");
+                out.push(Arc::new(object));
+            }
+            Ok(None) => {}
+            Err(e) => return Err((format!("reading {gk} {}", key.name), e)),
+        }
+    }
+    Ok(out)
 }

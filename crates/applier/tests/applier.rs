@@ -514,3 +514,40 @@ async fn an_owner_left_without_children_is_no_applyset_parent_any_more() {
     applier.apply(&owner, Vec::<Value>::new()).await.expect("nothing");
     assert_eq!(rv(&reread(&client, &owner).await), before);
 }
+
+/// A cache that has seen nothing yet: every kind cached, no member in it.
+struct Lagging;
+
+impl ctop_applier::ChildCache for Lagging {
+    fn get(&self, _: &ChildRef) -> Option<std::sync::Arc<dyn ctop_applier::CachedMeta>> {
+        None
+    }
+    fn members(
+        &self,
+        _: &str,
+        _: &str,
+        _: Option<&str>,
+        _: &str,
+    ) -> Option<Vec<std::sync::Arc<dyn ctop_applier::CachedMeta>>> {
+        Some(Vec::new())
+    }
+}
+
+/// A pass that wants no children, run on a cache that has not seen the child the last pass
+/// applied yet, still prunes it (read from the API server) before it drops the record: the
+/// record gone with the child left would leave the child for good.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_child_the_cache_has_not_seen_yet_is_pruned_before_the_record_goes() {
+    let (_sim, client) = start().await;
+    let owner = create_app(&client, "default", "web").await;
+    let applier = Applier::new(client.clone(), ApplierConfig::default());
+    applier.apply(&owner, [config_map("a", "1")]).await.expect("apply");
+    let owner = reread(&client, &owner).await;
+    assert!(owner.labels().contains_key(ID_LABEL));
+    let none: [Value; 0] = [];
+    let report = applier.apply_cached(&owner, none, &Lagging).await.expect("the empty pass");
+    assert_eq!(names(&report.pruned), ["ConfigMap default/a"]);
+    assert!(get_config_map(&client, "default", "a").await.is_none(), "the child is gone");
+    let owner = reread(&client, &owner).await;
+    assert!(!owner.labels().contains_key(ID_LABEL), "no children, no record");
+}
