@@ -151,6 +151,17 @@ impl ScriptHandlers {
     /// impure call), or an output that is not `{convertedObjects: [...]}` with one object
     /// per input, as the message the webhook answers with.
     pub fn convert(&self, desired_api_version: &str, objects: &[Value]) -> Result<Vec<Value>, String> {
+        // A list page can hold hundreds of objects; each call converts a batch, so that its
+        // output stays far inside the call's output budget (`Limits::max_output`) and its
+        // time inside the call's deadline, whatever the page's size.
+        let mut out = Vec::with_capacity(objects.len());
+        for batch in objects.chunks(CONVERSION_BATCH) {
+            out.extend(self.convert_batch(desired_api_version, batch)?);
+        }
+        Ok(out)
+    }
+
+    fn convert_batch(&self, desired_api_version: &str, objects: &[Value]) -> Result<Vec<Value>, String> {
         let objects_json = Value::Array(objects.to_vec());
         let desired = Value::from(desired_api_version);
         let input = format!(r#"{{"desiredAPIVersion":{desired},"objects":{objects_json},{}}}"#, self.context);
@@ -191,6 +202,9 @@ impl ScriptHandlers {
         })
     }
 }
+
+/// Objects one `convert` dispatch converts at most (see [`ScriptHandlers::convert`]).
+const CONVERSION_BATCH: usize = 64;
 
 /// The output of the SDK's `convert` dispatch.
 #[derive(serde::Deserialize)]

@@ -108,3 +108,23 @@ fn a_round_trip_names_the_field_a_conversion_loses() {
         "{err}"
     );
 }
+
+#[test]
+fn a_list_page_of_many_objects_converts_whatever_its_size() {
+    let h = handlers(Limits::default());
+    // 1,000 objects of 300 small fields each (as managedFields make them): as one call's
+    // output, past its 16Mi budget (a serde_json::Value is many times its JSON).
+    let fields: serde_json::Map<String, Value> = (0..300).map(|i| (format!("k{i}"), json!(i))).collect();
+    let many: Vec<Value> = (0..1000)
+        .map(|i| {
+            let mut o = v1(&format!("c-{i:04}"), &format!("{} 3", i % 60));
+            o["metadata"]["annotations"] =
+                Value::Object(fields.iter().map(|(k, v)| (k.clone(), json!(v.to_string()))).collect());
+            o
+        })
+        .collect();
+    let hub = h.convert("batch.example.com/v2", &many).expect("a thousand objects convert");
+    assert_eq!(hub.len(), 1000);
+    assert_eq!(hub[999]["metadata"]["name"], "c-0999");
+    assert_eq!(hub[999]["spec"]["schedule"]["minute"], "39");
+}
