@@ -89,13 +89,17 @@ fn objects_written_in_v1_survive_a_storage_migration_and_the_drop_of_v1() {
     };
     assert_eq!(listed("v1"), "a b c d");
     assert_eq!(listed("v2"), "a b c d", "both versions list the same objects");
-    // A deprecated version says so to kubectl.
+    // A deprecated version says so to kubectl, and shows its own columns.
     let out = k.run(&["get", &format!("crontabs.v1.{GROUP}"), "a"]);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("v1 CronTab is deprecated"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("SCHEDULE") && table.contains("0 3 * * *"), "{table}");
+    let table = k.ok(&["get", &format!("crontabs.v2.{GROUP}"), "a"]);
+    assert!(table.contains("MINUTE") && table.contains("HOUR"), "{table}");
     stop(run);
 
     // 2. The example as it is (v2 stored), with the migration on: every object is rewritten
