@@ -309,21 +309,22 @@ impl Migration {
         Ok(())
     }
 
-    /// The objects of the resource, read and written in the hub version (always served).
-    fn objects(&self) -> Api<DynamicObject> {
+    /// The resource in the hub version (always served), which objects are read and written in.
+    fn hub(&self) -> ApiResource {
         let r = &self.resource;
-        let gvk = GroupVersionKind::gvk(&r.group, &r.version, &r.kind);
-        let ar = ApiResource::from_gvk_with_plural(&gvk, &r.plural);
-        Api::all_with(self.client.clone(), &ar)
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(&r.group, &r.version, &r.kind), &r.plural)
+    }
+
+    /// The objects of the resource in every namespace.
+    fn objects(&self) -> Api<DynamicObject> {
+        Api::all_with(self.client.clone(), &self.hub())
     }
 
     /// Write `obj` back unchanged: the API server stores it in the storage version.
     async fn rewrite(&self, obj: &DynamicObject) -> Result<(), String> {
-        let r = &self.resource;
-        let gvk = GroupVersionKind::gvk(&r.group, &r.version, &r.kind);
-        let ar = ApiResource::from_gvk_with_plural(&gvk, &r.plural);
+        let ar = self.hub();
         let name = obj.metadata.name.clone().unwrap_or_default();
-        let api: Api<DynamicObject> = match (&r.scope, &obj.metadata.namespace) {
+        let api: Api<DynamicObject> = match (&self.resource.scope, &obj.metadata.namespace) {
             (Scope::Namespaced, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &ar),
             _ => Api::all_with(self.client.clone(), &ar),
         };

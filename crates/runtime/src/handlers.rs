@@ -162,7 +162,8 @@ impl ScriptHandlers {
     }
 
     fn convert_batch(&self, desired_api_version: &str, objects: &[Value]) -> Result<Vec<Value>, String> {
-        let objects_json = Value::Array(objects.to_vec());
+        // Serialized in place: the objects are not copied into a new array first.
+        let objects_json = serde_json::to_string(objects).map_err(|e| format!("conversion: {e}"))?;
         let desired = Value::from(desired_api_version);
         let input = format!(r#"{{"desiredAPIVersion":{desired},"objects":{objects_json},{}}}"#, self.context);
         let watch = Arc::new(PurityWatch::default());
