@@ -56,6 +56,14 @@ pub struct StatusPatch {
 }
 
 impl StatusPatch {
+    /// The status `base` becomes under this patch, as a writer would send it (fields merged,
+    /// conditions merged by type, `observedGeneration` set); a patch the writer would
+    /// refuse leaves `base` as it is. For showing what a write changes.
+    #[must_use]
+    pub fn preview(&self, base: &Map<String, Value>) -> Map<String, Value> {
+        plan(base, self.clone(), None, "").map_or_else(|_| base.clone(), |p| p.status)
+    }
+
     /// A patch setting (or, with `null`, deleting) these status fields.
     #[must_use]
     pub fn from_fields(fields: Map<String, Value>) -> Self {

@@ -112,7 +112,7 @@ pub(crate) async fn deleting(
             finalizers: waits_for.iter().map(|f| (*f).clone()).collect(),
             children: children_left(ctx, owner),
         };
-        if let Some(status) = effects::write_status(ctx, owner, None, Err(&e)).await
+        if let Some(status) = effects::write_status(ctx, owner, None, Err(&e), None).await
             && status.is_gone()
         {
             return Err(status);

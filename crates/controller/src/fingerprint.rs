@@ -37,6 +37,8 @@ pub(crate) struct Fingerprint {
     reads: Vec<Read>,
     children: Vec<ChildRef>,
     next: Next,
+    /// The controller keeps the object's `Ready` condition from these children's health.
+    ready: bool,
 }
 
 impl Fingerprint {
@@ -59,7 +61,25 @@ impl Fingerprint {
             reads: recording.reads,
             children,
             next,
+            ready: false,
         })
+    }
+
+    /// This fingerprint, noting whether the controller keeps the object's `Ready` condition
+    /// from its children's health (the outcome did not set it).
+    pub(crate) fn keeping_ready(mut self, ready: bool) -> Self {
+        self.ready = ready;
+        self
+    }
+
+    /// Whether the controller keeps the object's `Ready` condition (see `keeping_ready`).
+    pub(crate) fn keeps_ready(&self) -> bool {
+        self.ready
+    }
+
+    /// The children the outcome applied.
+    pub(crate) fn children(&self) -> &[ChildRef] {
+        &self.children
     }
 
     /// The step the last outcome asked for, when a reconcile of `owner` by `handlers` now

@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use axum::Router;
 use axum::extract::State;
@@ -201,6 +201,7 @@ pub struct Health {
     inner: Arc<Mutex<BTreeMap<String, ControllerStatus>>>,
     sharding: Arc<Mutex<Option<crate::shard::members::ShardingStatus>>>,
     migrations: Arc<Mutex<BTreeMap<String, crate::migrate::MigrationStatus>>>,
+    inspector: crate::inspect::Inspector,
 }
 
 impl Health {
@@ -215,6 +216,11 @@ impl Health {
         let r = f(status);
         status.refresh();
         r
+    }
+
+    /// What the controllers show about their objects (see `inspect`).
+    pub fn inspector(&self) -> &crate::inspect::Inspector {
+        &self.inspector
     }
 
     /// Register a controller (not started, caches not synced). Idempotent.
@@ -321,19 +327,12 @@ impl Health {
 
 /// RFC 3339 UTC with second precision (`metav1.Time`).
 fn rfc3339(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// RFC 3339 UTC with millisecond precision (the reconcile history's times).
+pub(crate) fn rfc3339_millis(t: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -365,13 +364,16 @@ async fn metrics(State(metrics): State<Metrics>) -> Response {
     ([(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)], metrics.render()).into_response()
 }
 
-/// `/healthz`, `/readyz` and `/status`.
+/// `/healthz`, `/readyz`, `/status`, and the inspector's `/api/objects` and `/api/history`
+/// (see `inspect::api`).
 pub fn health_router(health: Health) -> Router {
+    let inspector = crate::inspect::api::history_router(health.inspector.clone());
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/status", get(status))
         .with_state(health)
+        .merge(inspector)
 }
 
 /// `/metrics`.
@@ -414,6 +416,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use std::time::UNIX_EPOCH;
 
     #[test]
     fn rfc3339_known_dates() {

@@ -10,7 +10,8 @@
 //! - the fingerprint of the last deterministic successful reconcile (see `fingerprint`);
 //! - whether a deletion is orphaning its children, or a child was deleted (the next
 //!   reconcile first makes sure the object is still there);
-//! - whether a sharded member has seen it arrive.
+//! - whether a sharded member has seen it arrive;
+//! - its reconcile history (see `history`), when the run keeps one.
 //!
 //! The applier keeps what it applied and wrote to the object's status by uid; forgetting
 //! an object forgets those too. An object is forgotten on its watch's Delete event, when a
@@ -27,6 +28,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Notify;
 
 use crate::fingerprint::Fingerprint;
+use crate::history::{Draft, Ended, Log, Reconcile, Trigger};
+use crate::inspect::ChangeTx;
 use crate::object::{Object, object_key};
 
 /// How long a trigger waits for a running reconcile of its primary before it counts.
@@ -43,6 +46,10 @@ pub(crate) struct Memory {
     ended: Notify,
     applier: Applier,
     gauges: Gauges,
+    /// Reconciles kept per object in its history; 0: no history.
+    keep: usize,
+    /// Told the key of each object whose history grew (see `inspect`).
+    changes: Option<ChangeTx>,
 }
 
 /// The series of `ctop_remembered_objects` of one controller.
@@ -81,6 +88,8 @@ struct Remembered {
     child_deleted: bool,
     /// A sharded member has seen it arrive.
     arrived: bool,
+    /// Its reconcile history (none when the run keeps none).
+    log: Option<Box<Log>>,
 }
 
 /// A reconcile of one primary in progress (see [`Memory::begin`]).
@@ -103,7 +112,15 @@ impl Memory {
     /// An empty memory; forgetting an object also forgets it in `applier` (and its status
     /// writer). `gauges` follow the sizes of the three.
     pub(crate) fn new(applier: Applier, gauges: Gauges) -> Self {
-        Self { objects: Mutex::default(), ended: Notify::new(), applier, gauges }
+        Self { objects: Mutex::default(), ended: Notify::new(), applier, gauges, keep: 0, changes: None }
+    }
+
+    /// This memory keeping the last `keep` reconciles of each object (0: none), and
+    /// telling `changes` the key of each object whose history grew.
+    pub(crate) fn with_history(mut self, keep: usize, changes: Option<ChangeTx>) -> Self {
+        self.keep = keep;
+        self.changes = changes;
+        self
     }
 
     /// Set the gauges to the sizes now (after a reconcile, which may have grown the
@@ -177,6 +194,9 @@ impl Memory {
             r.read = o.resource_version().map(|v| (written_key(kind, o.namespace(), o.name()), v.to_owned()));
             r.running += 1;
             r.started += 1;
+            if self.keep > 0 {
+                r.log.get_or_insert_default().begin(o.generation(), o.resource_version());
+            }
         });
         Running { memory: self, key }
     }
@@ -260,6 +280,68 @@ impl Memory {
         if let Some(r) = self.objects.lock().get_mut(key) {
             r.child_deleted = false;
         }
+    }
+
+    // ---- the history ----
+
+    /// Note that `trigger` queued the object at `key` (nothing without a history).
+    pub(crate) fn triggered(&self, key: &str, trigger: impl FnOnce() -> Trigger) {
+        if self.keep > 0 {
+            self.with(key, |r| r.log.get_or_insert_default().triggered(trigger()));
+        }
+    }
+
+    /// Note why the timer of the object at `key` was set (none: it was cleared).
+    pub(crate) fn timer(&self, key: &str, trigger: Option<Trigger>) {
+        if self.keep == 0 {
+            return;
+        }
+        if let Some(log) = self.objects.lock().get_mut(key).and_then(|r| r.log.as_mut()) {
+            log.timer(trigger);
+        }
+    }
+
+    /// Note something on the record of the reconcile of the object at `key` running now.
+    pub(crate) fn note(&self, key: &str, f: impl FnOnce(&mut Draft)) {
+        if self.keep == 0 {
+            return;
+        }
+        if let Some(draft) = self.objects.lock().get_mut(key).and_then(|r| r.log.as_mut()?.draft()) {
+            f(draft);
+        }
+    }
+
+    /// The reconcile of the object at `key` running now ended after `took`: its record is
+    /// kept (or, `skipped`, counted).
+    pub(crate) fn ended(&self, key: &str, took: Duration, skipped: bool, ended: impl FnOnce() -> Ended) {
+        if self.keep == 0 {
+            return;
+        }
+        if let Some(log) = self.objects.lock().get_mut(key).and_then(|r| r.log.as_mut()) {
+            log.end(self.keep, took, skipped, ended());
+        } else {
+            return;
+        }
+        if let Some(tx) = &self.changes {
+            tx.send(key);
+        }
+    }
+
+    /// Whether the object at `key` has a history (it reconciled since the run started).
+    pub(crate) fn has_history(&self, key: &str) -> bool {
+        self.keep > 0 && self.objects.lock().get(key).is_some_and(|r| r.log.is_some())
+    }
+
+    /// The history of the object at `key`: its records, oldest first, and the reconciles
+    /// skipped.
+    pub(crate) fn history(&self, key: &str) -> Option<(Vec<Reconcile>, u64)> {
+        self.objects.lock().get(key).and_then(|r| r.log.as_ref()).map(|l| l.records())
+    }
+
+    /// The last record of each object that has one, by key.
+    pub(crate) fn last_records(&self) -> HashMap<String, Reconcile> {
+        let objects = self.objects.lock();
+        objects.iter().filter_map(|(k, r)| Some((k.clone(), r.log.as_ref()?.last()?.clone()))).collect()
     }
 
     // ---- retries ----

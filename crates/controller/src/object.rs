@@ -245,6 +245,20 @@ impl Object {
         }
     }
 
+    /// The object's `status` (`null` when it has none).
+    pub(crate) fn status_json(&self) -> serde_json::Value {
+        if self.rest.is_empty() {
+            return serde_json::Value::Null;
+        }
+        #[derive(serde::Deserialize)]
+        struct Rest {
+            #[serde(default)]
+            status: serde_json::Value,
+        }
+        serde_json::from_str::<Rest>(&format!("{{{}}}", self.rest))
+            .map_or(serde_json::Value::Null, |r| r.status)
+    }
+
     /// Bytes held by this object's JSON text (for the memory figures).
     #[cfg(test)]
     pub(crate) fn rest_len(&self) -> usize {

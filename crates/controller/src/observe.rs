@@ -94,6 +94,35 @@ impl CacheView {
         std::mem::take(&mut *self.recording.lock())
     }
 
+    /// What the call read so far, as the reconcile history keeps it.
+    pub(crate) fn history_reads(&self) -> Vec<crate::history::Read> {
+        use crate::history::{Read as Noted, ReadCall};
+        let recording = self.recording.lock();
+        let kind = |i: usize| self.caches.get(i).map(|c| c.key.clone()).unwrap_or_default();
+        recording
+            .reads
+            .iter()
+            .map(|r| match r {
+                Read::Get { cache, namespace, name, version } => Noted {
+                    call: ReadCall::Get,
+                    kind: kind(*cache),
+                    namespace: namespace.clone(),
+                    name: Some(name.clone()),
+                    resource_version: version.clone(),
+                    count: None,
+                },
+                Read::List { cache, namespace, digest } => Noted {
+                    call: ReadCall::List,
+                    kind: kind(*cache),
+                    namespace: namespace.clone(),
+                    name: None,
+                    resource_version: None,
+                    count: Some(digest.count),
+                },
+            })
+            .collect()
+    }
+
     /// `o` as JSON text with the cache's apiVersion and kind.
     fn json(c: &Cached, o: &Object) -> String {
         o.to_json_as(&c.ar.api_version, &c.ar.kind)

@@ -45,6 +45,9 @@ pub struct RunOptions {
     /// drop those versions from their CRDs' `status.storedVersions` (`ctop run
     /// --migrate-storage`; see `migrate`), as the leader; `None`: never.
     pub migrate_storage: Option<crate::migrate::StorageMigration>,
+    /// Reconciles kept per object in its history (`ctop run --history`; see `history`;
+    /// [`crate::history::DEFAULT_KEPT`] by default); 0 keeps none and computes nothing of it.
+    pub history: usize,
 }
 
 /// The global bucket that failed reconciles are retried through, on top of the per-object

@@ -25,7 +25,7 @@ use kube::api::{Api, DynamicObject};
 use kube::runtime::events::{Event, EventType};
 use tracing::Instrument as _;
 
-pub use crate::effects::RECONCILED;
+pub use crate::effects::{READY, RECONCILED};
 
 use crate::call::Call;
 use crate::cluster::api_for;
@@ -34,6 +34,7 @@ use crate::effects::{self, Change, child_ref, describe, event_note};
 use crate::error::ReconcileError;
 use crate::fingerprint::Fingerprint;
 use crate::health::ReconcileResult;
+use crate::history::Ended;
 use crate::object::{Object, object_key};
 use crate::queue::Next;
 use crate::retry::backoff;
@@ -80,6 +81,20 @@ pub(crate) async fn reconcile(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Next, 
     let skipped = matches!(done, Ok(Done { skipped: true, .. }));
     let result = done.map(|d| d.next);
     let took = started.elapsed();
+    ctx.memory.ended(&key, took, skipped, || match &result {
+        Ok(next) => Ended::Succeeded {
+            next_in_seconds: match next {
+                Next::After(d) => Some(d.as_secs_f64()),
+                Next::AwaitChange => None,
+            },
+        },
+        Err(e) => Ended::Failed {
+            reason: e.reason().into(),
+            message: crate::history::cut(&e.to_string()),
+            code_frame: e.code_frame().map(|f| f.to_string()),
+            terminal: e.is_terminal(),
+        },
+    });
     work.finish();
     ctx.metrics.add_active_workers(&ctx.spec.name, -1);
     ctx.metrics.observe_work_duration(&ctx.spec.name, took);
@@ -183,6 +198,7 @@ async fn reconcile_object(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Done, Reco
     }
 
     let mut call = Call::new(ctx, Some(&owner));
+    let note_reads = |call: &Call| ctx.memory.note(&key, |d| d.reads(call.view.history_reads()));
     if !ctx.spec.always_run
         && let Some(fp) = ctx.memory.take_fingerprint(&key)
     {
@@ -190,16 +206,25 @@ async fn reconcile_object(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Done, Reco
             ctx.applier.children_intact(uid, children, cache)
         });
         if let Some(next) = holds {
+            // The handler's outcome stands, but a child's health may have changed.
+            if fp.keeps_ready()
+                && let Some(e) =
+                    effects::write_ready(ctx, &owner, effects::ready_condition(ctx, fp.children())).await
+            {
+                return Err(e);
+            }
             ctx.memory.set_fingerprint(&key, Some(fp));
             ctx.metrics.reconcile_skipped(&ctx.spec.name);
             return Ok(Done { next, skipped: true });
         }
     }
-    let out = match call.run(ctx, "reconcile", |h, c| h.reconcile(c)).await {
+    let out = call.run(ctx, "reconcile", |h, c| h.reconcile(c)).await;
+    note_reads(&call);
+    let out = match out {
         Ok(out) => out,
         Err(e) => {
             let e = ReconcileError::from(e);
-            if let Some(status) = effects::write_status(ctx, &owner, None, Err(&e)).await
+            if let Some(status) = effects::write_status(ctx, &owner, None, Err(&e), None).await
                 && status.is_gone()
             {
                 return Err(status);
@@ -224,6 +249,7 @@ async fn reconcile_object(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Done, Reco
     let children: Option<Vec<ChildRef>> = (out.patches.is_empty() && out.children.deletes.is_empty())
         .then(|| out.children.objects.iter().map(|o| child_ref(o, &owner)).collect::<Option<_>>())
         .flatten();
+    let keeps_ready = ctx.owns_status && !effects::sets_ready(&out);
     let carried = effects::carry_out(ctx, &owner, out, "reconcile").await;
     if let Some(e) = carried.failure {
         return Err(e);
@@ -238,6 +264,7 @@ async fn reconcile_object(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Done, Reco
     };
     let fingerprint = children.and_then(|children| {
         Fingerprint::of(&call.handlers, &owner, call.view.take_recording(), children, next)
+            .map(|fp| fp.keeping_ready(keeps_ready))
     });
     ctx.memory.set_fingerprint(&key, fingerprint);
     Ok(next.into())

@@ -4,9 +4,12 @@
 
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use tokio::time::Instant;
 
 use crate::context::Ctx;
+use crate::history::Trigger;
 use crate::object::{Object, split_key};
 use crate::queue::{Next, WorkQueue};
 use crate::reconcile::{error_policy, reconcile};
@@ -50,10 +53,21 @@ async fn work(queue: Arc<WorkQueue>, store: Store, ctx: Arc<Ctx>) {
             |o: &Object| ctx.shard.as_ref().is_some_and(|s| matches!(s.ownership(o), Ownership::Draining(_)));
         match store.get(ns, name) {
             Some(obj) if mine(&obj) => {
-                let next = match reconcile(obj.clone(), &ctx).await {
-                    Ok(next) => next,
-                    Err(e) => error_policy(&obj, &e, &ctx),
+                let (next, retry) = match reconcile(obj.clone(), &ctx).await {
+                    Ok(next) => (next, false),
+                    Err(e) => (error_policy(&obj, &e, &ctx), !e.is_terminal()),
                 };
+                ctx.memory.timer(
+                    &key,
+                    match next {
+                        Next::AwaitChange => None,
+                        _ if retry => Some(Trigger::Retry),
+                        Next::After(d) if ctx.spec.every.is_some_and(|e| d == Duration::from(e)) => {
+                            Some(Trigger::Tick)
+                        }
+                        Next::After(_) => Some(Trigger::Requeue),
+                    },
+                );
                 queue.schedule(
                     &key,
                     match next {

@@ -125,6 +125,7 @@ fn operator(
         retry_limit: RetryLimit::default(),
         sharding: false,
         migrate_storage: Some(StorageMigration { rate }),
+        history: ctop_controller::history::DEFAULT_KEPT,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {

@@ -197,6 +197,7 @@ impl Replica {
             retry_limit: RetryLimit::default(),
             sharding: true,
             migrate_storage: None,
+            history: ctop_controller::history::DEFAULT_KEPT,
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)

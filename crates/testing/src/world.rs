@@ -231,6 +231,7 @@ impl World {
             retry_limit: ctop_controller::RetryLimit::default(),
             sharding: false,
             migrate_storage: None,
+            history: ctop_controller::history::DEFAULT_KEPT,
         };
         let mut world = Self {
             sim,

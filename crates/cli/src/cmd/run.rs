@@ -90,6 +90,11 @@ pub struct RunArgs {
     /// Objects the storage migration rewrites per second at most.
     #[arg(long, default_value_t = 50, requires = "migrate_storage")]
     migrate_storage_rate: u32,
+    /// Reconciles kept per object in its history (what triggered each, what it read and did,
+    /// how it ended), served on the health port's /api/history and shown by `ctop trace`;
+    /// 0 keeps none.
+    #[arg(long, default_value_t = ctop_controller::history::DEFAULT_KEPT)]
+    history: usize,
     /// Retries of failed reconciles per second, across all controllers, once the burst is
     /// spent (on top of each object's exponential backoff).
     #[arg(long, default_value_t = 10.0)]
@@ -194,6 +199,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         migrate_storage: args
             .migrate_storage
             .then_some(ctop_controller::StorageMigration { rate: args.migrate_storage_rate.max(1) }),
+        history: args.history,
     };
     let timing = LeaseTiming {
         lease_duration: args.lease_duration.into(),

@@ -98,6 +98,7 @@ impl DevOptions {
             retry_limit: RetryLimit::default(),
             sharding: false,
             migrate_storage: None,
+            history: crate::history::DEFAULT_KEPT,
         };
         Self { run, poll: Duration::from_millis(500), replicas: 1 }
     }

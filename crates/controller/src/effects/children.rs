@@ -111,6 +111,31 @@ pub(crate) async fn apply_children(
         let kind = format!("{}/{}", child.api_version, child.kind);
         ctx.memory.wrote(&me, &kind, child.namespace.as_deref(), &child.name, version.clone());
     }
+    ctx.memory.note(&me, |d| {
+        use crate::history::{Child, ChildAction};
+        let child = |action: ChildAction, c: &ChildRef| Child {
+            action,
+            kind: format!("{}/{}", c.api_version, c.kind),
+            namespace: c.namespace.clone(),
+            name: c.name.clone(),
+        };
+        let applied = report.applied.iter().map(|c| {
+            let action = if report.adopted.contains(c) {
+                ChildAction::Adopted
+            } else if existing.contains(c) {
+                ChildAction::Configured
+            } else {
+                ChildAction::Created
+            };
+            child(action, c)
+        });
+        d.children(
+            applied
+                .chain(report.skipped.iter().map(|c| child(ChildAction::Unchanged, c)))
+                .chain(report.pruned.iter().map(|c| child(ChildAction::Pruned, c)))
+                .chain(report.kept.iter().map(|c| child(ChildAction::Kept, c))),
+        );
+    });
     ctx.metrics.applies(&ctx.spec.name, report.applied.len() as u64);
     ctx.metrics.applies_skipped(&ctx.spec.name, report.skipped.len() as u64);
     ctx.metrics.prunes(&ctx.spec.name, report.pruned.len() as u64);
@@ -197,6 +222,14 @@ pub(crate) async fn delete_children(
         match api.delete(&t.name, &params).await {
             Ok(_) => {
                 ctx.metrics.prunes(&ctx.spec.name, 1);
+                ctx.memory.note(&object_key(owner), |d| {
+                    d.children([crate::history::Child {
+                        action: crate::history::ChildAction::Deleted,
+                        kind: key.clone(),
+                        namespace: t.namespace.clone(),
+                        name: t.name.clone(),
+                    }]);
+                });
                 deleted += 1;
             }
             Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}

@@ -11,6 +11,19 @@ use crate::object::Object;
 /// (events of `onStart` without `regarding` are logged instead).
 pub(crate) async fn publish_events(ctx: &Ctx, owner: Option<&Object>, events: &[EventRecord]) {
     let own: Option<ObjectReference> = owner.map(|o| o.reference(&ctx.primary));
+    if let Some(o) = owner
+        && !events.is_empty()
+    {
+        ctx.memory.note(&crate::object::object_key(o), |d| {
+            for e in events {
+                let type_ = match e.type_ {
+                    EventType::Normal => "Normal",
+                    EventType::Warning => "Warning",
+                };
+                d.event(type_, &e.reason, &e.message);
+            }
+        });
+    }
     for e in events {
         let reference = match (&e.regarding, &own) {
             (Some(r), _) => ObjectReference {

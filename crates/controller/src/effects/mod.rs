@@ -20,8 +20,8 @@ pub(crate) use children::{apply_children, child_ref};
 pub(crate) use declared::{Write, check_declared, target_of};
 pub(crate) use events::{describe, event_note, publish_events};
 pub(crate) use finalizers::{Change, change_finalizers, children_finalizer};
-pub use status::RECONCILED;
-pub(crate) use status::write_status;
+pub use status::{READY, RECONCILED};
+pub(crate) use status::{ready_condition, sets_ready, write_ready, write_status};
 pub(crate) use writes::{apply_patches, apply_unowned};
 
 use ctop_core::{HandlerResult, ReconcileOutcome};
@@ -74,6 +74,10 @@ pub(crate) async fn carry_out(
     {
         failure = Some(e);
     }
+    // The children whose health makes the `Ready` condition, unless the handler sets it.
+    let ready_from: Option<Vec<ctop_applier::ChildRef>> =
+        (handler == "reconcile" && ctx.owns_status && !status::sets_ready(&out))
+            .then(|| out.children.objects.iter().filter_map(|o| child_ref(o, owner)).collect());
     let mut applied = true;
     let mut pruned = 0;
     if failure.is_none() {
@@ -110,7 +114,8 @@ pub(crate) async fn carry_out(
         None => Ok(()),
         Some(e) => Err(e),
     };
-    if let Some(e) = write_status(ctx, owner, status, status_result).await
+    let ready = ready_from.filter(|_| failure.is_none()).map(|c| status::ready_condition(ctx, &c));
+    if let Some(e) = write_status(ctx, owner, status, status_result, ready).await
         && failure.is_none()
     {
         failure = Some(e);

@@ -1,7 +1,8 @@
 //! An outcome's status: the handler's merge patch and conditions, plus the controller's own
-//! `Reconciled` condition and `observedGeneration` on the kinds the operator defines.
+//! `Reconciled` condition and `observedGeneration` on the kinds the operator defines, and
+//! their `Ready` condition from the children's health unless the handler sets it.
 
-use ctop_applier::{StatusPatch, StatusWrite};
+use ctop_applier::{ChildRef, StatusPatch, StatusWrite};
 use ctop_core::{Condition, ConditionStatus, ReconcileOutcome};
 use serde_json::Value;
 use tracing::Instrument as _;
@@ -16,8 +17,67 @@ use crate::object::{Object, object_key};
 /// otherwise. The handler's own conditions are left to it.
 pub const RECONCILED: &str = "Reconciled";
 
+/// The type of the condition the controller keeps on objects of the kinds the operator
+/// defines from the health of their children (kstatus' rules, `ctop-health`), after each
+/// successful reconcile whose outcome does not set it: `True` once every child is
+/// `Current`, else `False` naming the first child that is not (in the order the handler
+/// returned them) with its health as reason (`ChildInProgress`, `ChildFailed`, ...) and
+/// message (`Deployment shop: 1 of 2 replicas available`). A child's change re-evaluates
+/// it even when the handler is not called again.
+pub const READY: &str = "Ready";
+
+/// The `Ready` condition from the health of `children` as the caches hold them (see
+/// [`READY`]).
+pub(crate) fn ready_condition(ctx: &Ctx, children: &[ChildRef]) -> Condition {
+    let blocker = children.iter().find_map(|c| {
+        let key = format!("{}/{}", c.api_version, c.kind);
+        let cache = ctx.caches.iter().find(|x| x.key == key)?;
+        let health = match cache.store.get(c.namespace.as_deref().filter(|_| cache.namespaced), &c.name) {
+            Some(o) => ctop_health::health(&serde_json::from_str(&o.to_json(&cache.ar)).ok()?),
+            None => ctop_health::Health::not_found(),
+        };
+        (!health.is_current()).then_some((c, health))
+    });
+    match blocker {
+        None => Condition {
+            type_: READY.into(),
+            status: ConditionStatus::True,
+            reason: "ChildrenCurrent".into(),
+            message: match children.len() {
+                0 => "no children".into(),
+                1 => "its child is current".into(),
+                n => format!("all {n} children are current"),
+            },
+        },
+        Some((c, health)) => Condition {
+            type_: READY.into(),
+            status: ConditionStatus::False,
+            reason: format!("Child{}", health.status),
+            message: event_note(&format!("{} {}: {}", c.kind, c.name, health.message)),
+        },
+    }
+}
+
+/// Whether `out` sets the `Ready` condition itself (then the controller leaves it alone).
+pub(crate) fn sets_ready(out: &ReconcileOutcome) -> bool {
+    out.conditions.iter().any(|c| c.type_ == READY)
+        || out.status.as_ref().is_some_and(|s| {
+            s.get("conditions")
+                .and_then(Value::as_array)
+                .is_some_and(|l| l.iter().any(|c| c["type"] == READY))
+        })
+}
+
+/// Write the `Ready` condition `ready` alone on `owner` (after a reconcile whose handler was
+/// not called: a child's health changed); nothing is sent when it says the same.
+pub(crate) async fn write_ready(ctx: &Ctx, owner: &Object, ready: Condition) -> Option<ReconcileError> {
+    let patch = StatusPatch { conditions: vec![condition_json(&ready)], ..StatusPatch::default() };
+    write(ctx, owner, patch).await
+}
+
 /// Write the status of `owner`: the outcome's merge patch and conditions (when given), the
-/// controller's `Reconciled` condition and, when `result` is ok, `observedGeneration`.
+/// controller's `Reconciled` condition and, when `result` is ok, `observedGeneration`, and
+/// `ready` (see [`READY`]) when given.
 /// Only for kinds the operator defines; the write is remembered so its watch event does
 /// not trigger another reconcile. Returns the write's failure ([`ReconcileError::Gone`]
 /// when the object no longer exists).
@@ -26,6 +86,7 @@ pub(crate) async fn write_status(
     owner: &Object,
     out: Option<&ReconcileOutcome>,
     result: Result<(), &ReconcileError>,
+    ready: Option<Condition>,
 ) -> Option<ReconcileError> {
     let mut patch = StatusPatch::default();
     if let Some(out) = out {
@@ -55,14 +116,29 @@ pub(crate) async fn write_status(
         if result.is_ok() {
             patch.observed_generation = owner.generation();
         }
+        if let Some(ready) = ready.filter(|_| result.is_ok()) {
+            patch.conditions.push(condition_json(&ready));
+        }
     } else if patch.fields.is_empty() && patch.conditions.is_empty() {
         return None;
     }
+    write(ctx, owner, patch).await
+}
+
+/// Send `patch`, remembering the version it produced (its watch event is no trigger) and
+/// noting the status fields it changed in the reconcile's history.
+async fn write(ctx: &Ctx, owner: &Object, patch: StatusPatch) -> Option<ReconcileError> {
+    let key = object_key(owner);
+    ctx.memory.note(&key, |d| {
+        let before = owner.status_json();
+        let after = Value::Object(patch.preview(before.as_object().unwrap_or(&serde_json::Map::new())));
+        d.status(crate::history::status_changes(&before, &after));
+    });
     let written =
         ctx.applier.status_writer().write(owner, patch).instrument(tracing::info_span!("status")).await;
     match written {
         Ok(StatusWrite::Written { resource_version: Some(v) }) => {
-            ctx.memory.wrote(&object_key(owner), &ctx.primary_kind, owner.namespace(), owner.name(), v);
+            ctx.memory.wrote(&key, &ctx.primary_kind, owner.namespace(), owner.name(), v);
             None
         }
         Ok(_) => None,

@@ -18,6 +18,7 @@ use crate::cluster::{client, install_crds, kind_key, resolve};
 use crate::context::{Ctx, HandlerSource};
 use crate::error::RunError;
 use crate::health::{self, Health, Metrics};
+use crate::history::Trigger;
 use crate::informer::{EventScope, InformerPlan, Role, WatchSource, hold_initial};
 use crate::leader::{LeaderElector, Leadership, LeaseConfig};
 use crate::memory::{Gauges, Memory};
@@ -423,7 +424,8 @@ async fn start_controller(
         primary,
         namespaced,
         caches: Arc::new(caches),
-        memory: Memory::new(applier.clone(), gauges),
+        memory: Memory::new(applier.clone(), gauges)
+            .with_history(options.history, Some(health.inspector().changes(&name, namespaced))),
         applier,
         recorder: Recorder::new(client.clone(), reporter),
         client,
@@ -434,6 +436,7 @@ async fn start_controller(
         shard: shard.clone(),
     });
 
+    health.inspector().register(&ctx);
     #[cfg(test)]
     tests::started(&ctx);
     let mut triggers: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
@@ -498,9 +501,10 @@ async fn start_controller(
     triggers.push(
         triggers::everything(
             triggers::reloads(ctx.handlers.clone(), name.clone()),
-            primary_store.clone(),
+            ctx.clone(),
             queue.clone(),
             Priority::Change,
+            Trigger::ScriptReplaced,
         )
         .boxed(),
     );
@@ -509,7 +513,8 @@ async fn start_controller(
             .filter(|leading| std::future::ready(*leading))
             .map(|_| ());
         triggers.push(
-            triggers::everything(won, primary_store.clone(), queue.clone(), Priority::Background).boxed(),
+            triggers::everything(won, ctx.clone(), queue.clone(), Priority::Background, Trigger::Leader)
+                .boxed(),
         );
     }
     health.set_ready(&name, true);

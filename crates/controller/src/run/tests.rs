@@ -116,6 +116,7 @@ async fn run_and_stop(name: &str, sharding: bool) {
         retry_limit: RetryLimit::default(),
         sharding,
         migrate_storage: None,
+        history: crate::history::DEFAULT_KEPT,
     };
     let timing = LeaseTiming {
         lease_duration: Duration::from_secs(5),

@@ -11,6 +11,7 @@ use kube::runtime::watcher;
 
 use super::ECHO_CHECKS;
 use crate::context::Ctx;
+use crate::history::Trigger;
 use crate::object::{Object, label_owner};
 use crate::queue::{Priority, WorkQueue};
 
@@ -60,7 +61,17 @@ where
                 }
                 match owners.last() {
                     Some(owner) if !deleted && ctx.memory.is_echo(&kind, &o, owner).await => Vec::new(),
-                    _ => owners.into_iter().map(|k| (k, priority)).collect(),
+                    _ => {
+                        for owner in &owners {
+                            ctx.memory.triggered(owner, || Trigger::Child {
+                                kind: kind.clone(),
+                                namespace: o.namespace().map(str::to_owned),
+                                name: o.name().to_owned(),
+                                deleted,
+                            });
+                        }
+                        owners.into_iter().map(|k| (k, priority)).collect()
+                    }
                 }
             }
         })

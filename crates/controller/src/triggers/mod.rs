@@ -22,10 +22,10 @@ pub(crate) use children::children;
 pub(crate) use primary::primary;
 pub(crate) use watches::watches;
 
-use crate::context::HandlerSource;
+use crate::context::{Ctx, HandlerSource};
+use crate::history::Trigger;
 use crate::object::object_key;
 use crate::queue::{Priority, WorkQueue};
-use crate::store::Store;
 
 /// Triggers whose echo check may wait at once (see `Memory::is_echo`).
 const ECHO_CHECKS: usize = 1024;
@@ -47,18 +47,21 @@ pub(crate) fn reloads(
     })
 }
 
-/// Queue every object of `store` at `priority` on each item of `when`: with a replaced
-/// script (a change), or when this replica wins the Lease (instead of waiting for the
-/// requeue each object got while it was standing by).
+/// Queue every object of the primary cache at `priority` on each item of `when`, noting
+/// `why`: with a replaced script (a change), or when this replica wins the Lease (instead
+/// of waiting for the requeue each object got while it was standing by).
 pub(crate) async fn everything(
     when: impl futures::Stream<Item = ()> + Send + 'static,
-    store: Store,
+    ctx: Arc<Ctx>,
     queue: Arc<WorkQueue>,
     priority: Priority,
+    why: Trigger,
 ) {
     when.for_each(move |()| {
-        for o in store.state() {
-            queue.add(object_key(&o), priority);
+        for o in ctx.primaries().store.state() {
+            let key = object_key(&o);
+            ctx.memory.triggered(&key, || why.clone());
+            queue.add(key, priority);
         }
         std::future::ready(())
     })

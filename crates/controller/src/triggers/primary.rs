@@ -20,6 +20,7 @@ use super::ECHO_CHECKS;
 use super::predicate::Previous;
 use crate::context::Ctx;
 use crate::effects::Change;
+use crate::history::Trigger;
 use crate::object::{Object, object_key, split_key};
 use crate::queue::{Priority, WorkQueue};
 use crate::shard::Ownership;
@@ -138,7 +139,19 @@ pub(crate) async fn primary<S>(
                     a.admit(&ctx, &o, priority == Priority::Background).await;
                 }
                 let key = object_key(&o);
-                (!ctx.memory.is_echo(&ctx.primary_kind, &o, &key).await).then_some((key, priority))
+                if ctx.memory.is_echo(&ctx.primary_kind, &o, &key).await {
+                    return None;
+                }
+                ctx.memory.triggered(&key, || match priority {
+                    Priority::Change => Trigger::Changed {
+                        generation: o.generation(),
+                        resource_version: o.resource_version().map(str::to_owned),
+                    },
+                    // The first list after the start, or a relist.
+                    Priority::Background if ctx.memory.has_history(&key) => Trigger::Relisted,
+                    Priority::Background => Trigger::Started,
+                });
+                Some((key, priority))
             }
         }
     };

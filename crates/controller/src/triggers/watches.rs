@@ -11,6 +11,7 @@ use kube::runtime::watcher;
 use super::predicate::Previous;
 use crate::call::Call;
 use crate::context::Ctx;
+use crate::history::Trigger;
 use crate::object::{Object, object_key};
 use crate::queue::{Priority, WorkQueue};
 
@@ -94,13 +95,23 @@ pub(crate) async fn watches<S>(
     S: futures::Stream<Item = Result<watcher::Event<Object>, watcher::Error>> + Send + 'static,
 {
     let w = Arc::new(w);
+    let kind: Arc<str> = format!("{}/{}", ar.api_version, ar.kind).into();
     filter_events(events, w.predicate.clone())
         .then(move |(obj, priority)| {
             let ctx = ctx.clone();
             let w = w.clone();
             let obj = obj.typed(&ar);
+            let kind = kind.clone();
             async move {
+                let (namespace, name) = (obj.namespace().map(str::to_owned), obj.name().to_owned());
                 let keys = map_watched(&ctx, index, &w, obj).await;
+                for key in &keys {
+                    ctx.memory.triggered(key, || Trigger::Watched {
+                        kind: kind.to_string(),
+                        namespace: namespace.clone(),
+                        name: name.clone(),
+                    });
+                }
                 futures::stream::iter(keys.into_iter().map(move |k| (k, priority)))
             }
         })

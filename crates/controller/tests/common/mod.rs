@@ -316,6 +316,7 @@ async fn launch(
         retry_limit: RetryLimit::default(),
         sharding: false,
         migrate_storage: None,
+        history: ctop_controller::history::DEFAULT_KEPT,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
