@@ -49,6 +49,8 @@ enum Command {
     Run(Box<cmd::run::RunArgs>),
     /// Run kubesim, the embedded Kubernetes API server, until interrupted.
     Sim(cmd::sim::SimArgs),
+    /// Why an object is (not) Ready: its children's tree and health, last reconciles, events.
+    Trace(cmd::trace::TraceArgs),
     /// Run an operator's tests (DIR/tests/*.yaml) on an in-process kubesim with a virtual clock.
     Test(cmd::test::TestArgs),
     /// (Re)write the typings of an operator: ctop.d.ts and its own resources' interfaces.
@@ -94,6 +96,7 @@ fn main() -> ExitCode {
             Command::Run(args) => cmd::run::run(*args).await,
             Command::Sim(args) => cmd::sim::run(args).await,
             Command::Test(_) => Ok(()),
+            Command::Trace(args) => cmd::trace::run(&args).await,
             Command::Types(args) => cmd::init::types(&args),
             Command::Webhook(args) => cmd::webhook::run(args).await,
         }

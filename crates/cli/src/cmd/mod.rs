@@ -9,6 +9,7 @@ pub mod manifests;
 pub mod run;
 pub mod sim;
 pub mod test;
+pub mod trace;
 pub mod webhook;
 
 /// The limits of the script runtimes that every serving command takes.

@@ -110,6 +110,8 @@ pub struct Launch {
     pub serve: bool,
     /// The operator's name (field manager, Leases, event reporter) [default: `ctop-test`].
     pub name: Option<&'static str>,
+    /// Reconciles kept per object [default: `history::DEFAULT_KEPT`].
+    pub history: Option<usize>,
 }
 
 /// A running operator and its cluster (shared with other operators started on it).
@@ -316,7 +318,7 @@ async fn launch(
         retry_limit: RetryLimit::default(),
         sharding: false,
         migrate_storage: None,
-        history: ctop_controller::history::DEFAULT_KEPT,
+        history: how.history.unwrap_or(ctop_controller::history::DEFAULT_KEPT),
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
