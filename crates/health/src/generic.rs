@@ -276,6 +276,114 @@ mod tests {
     }
 
     #[test]
+    fn custom_resources_as_kstatus_judges_them() {
+        let my_cr = |metadata: serde_json::Value, status: serde_json::Value| {
+            object("something.example.com/v1", "MyCR", json!({"metadata": metadata, "status": status}))
+        };
+        let gen1 = || json!({"name": "x", "generation": 1});
+        check(&[
+            // kstatus: crdNoStatus, crdNoCondition: no known condition, so nothing to wait for.
+            Case::new(
+                "no status",
+                my_cr(gen1(), json!(null)),
+                Current,
+                "Current",
+                "no readiness condition to wait for",
+            ),
+            Case::new(
+                "only another condition",
+                my_cr(gen1(), json!({"conditions": [{"type": "SomeCondition", "status": "False"}]})),
+                Current,
+                "Current",
+                "no readiness condition to wait for",
+            ),
+            // kstatus: crdReady, crdNotReady.
+            Case::new(
+                "Ready",
+                my_cr(
+                    gen1(),
+                    json!({"conditions": [
+                    {"type": "Ready", "status": "True", "reason": "AllOk", "message": "All looks ok"}]}),
+                ),
+                Current,
+                "Ready",
+                "All looks ok",
+            ),
+            Case::new(
+                "not Ready yet",
+                my_cr(
+                    gen1(),
+                    json!({"observedGeneration": 1, "conditions": [
+                    {"type": "Ready", "status": "False", "reason": "NotReadyYet"}]}),
+                ),
+                InProgress,
+                "NotReadyYet",
+                "not ready",
+            ),
+            // kstatus: crdMismatchStatusGeneration: a Ready of an older generation says
+            // nothing of the spec in force.
+            Case::new(
+                "Ready, of an older generation",
+                my_cr(
+                    json!({"name": "x", "generation": 2}),
+                    json!({"observedGeneration": 1, "conditions": [{"type": "Ready", "status": "True"}]}),
+                ),
+                InProgress,
+                "GenerationNotObserved",
+                "generation 2 not yet observed, the status is of generation 1",
+            ),
+            Case::new(
+                "Ready, no generation to compare",
+                my_cr(
+                    json!({"name": "x"}),
+                    json!({"observedGeneration": 7, "conditions": [{"type": "Ready", "status": "True"}]}),
+                ),
+                Current,
+                "Ready",
+                "ready",
+            ),
+            Case::new(
+                "the first Ready with a known status decides",
+                my_cr(
+                    gen1(),
+                    json!({"conditions": [{"type": "Ready", "status": "Maybe"},
+                    {"type": "Ready", "status": "False", "reason": "Waiting", "message": "waiting for the database."},
+                    {"type": "Ready", "status": "True"}]}),
+                ),
+                InProgress,
+                "Waiting",
+                "waiting for the database",
+            ),
+            Case::new(
+                "Stalled wins over Ready",
+                my_cr(
+                    gen1(),
+                    json!({"conditions": [{"type": "Ready", "status": "True"},
+                    {"type": "Stalled", "status": "True", "reason": "InvalidSpec", "message": "spec.size must be even"}]}),
+                ),
+                Failed,
+                "InvalidSpec",
+                "spec.size must be even",
+            ),
+            // A primary of a ctop operator: the Ready condition the controller keeps from its
+            // children's health.
+            Case::new(
+                "a ctop primary waiting for a child",
+                my_cr(
+                    gen1(),
+                    json!({"observedGeneration": 1, "conditions": [
+                    {"type": "Reconciled", "status": "True", "reason": "ReconcileSucceeded"},
+                    {"type": "Ready", "status": "False", "reason": "ChildInProgress",
+                     "message": "Deployment shop: 1 of 2 replicas available"}]}),
+                ),
+                InProgress,
+                "ChildInProgress",
+                "Deployment shop: 1 of 2 replicas available",
+            ),
+        ]);
+    }
+
+    #[test]
     fn malformed_generic_fields() {
         check(&[
             Case::new(

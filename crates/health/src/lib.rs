@@ -26,6 +26,12 @@
 //! `Unknown` with reason `MalformedField` and the field's path, never a panic.
 //! [`Health::not_found`] is for an object that does not exist.
 //!
+//! The statuses and the order of the checks are kstatus'; the reasons and messages are
+//! ctop's own words (kstatus' reason `LessAvailable` with `Available: 1/2` is
+//! `ReplicasUnavailable` with `1 of 2 replicas available` here), but where they come from a
+//! condition, whose own reason and message are passed on as kstatus does. Each kind's tests
+//! name the kstatus case they mirror.
+//!
 //! Where this differs from kstatus: a `LoadBalancer` Service is `InProgress` until its
 //! `status.loadBalancer.ingress` has an IP or a hostname (kstatus only wants a cluster
 //! IP); a Pod the scheduler marked `Unschedulable` is `Failed` at once (kstatus waits 15

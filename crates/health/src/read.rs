@@ -234,7 +234,7 @@ mod tests {
         assert_eq!(conditions[0].message_or("x"), "Waiting for the database");
         assert_eq!(
             (conditions[1].status, conditions[1].reason_or("None"), conditions[1].message_or("none")),
-            ("", "None", "none")
+            ("", "None", "none".to_owned())
         );
         let bad = json!({"apiVersion": "v1", "kind": "Thing", "status": {"conditions": [{"type": "Ready"}, {"type": true}]}});
         let err = Object::new(&bad).expect("an object").conditions().expect_err("malformed");

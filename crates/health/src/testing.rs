@@ -25,6 +25,12 @@ impl Case {
     }
 }
 
+/// A case of a field of the wrong type: `Unknown`, reason `MalformedField`, and `message`
+/// naming the field.
+pub(crate) fn malformed(name: &'static str, object: Value, message: &'static str) -> Case {
+    Case::new(name, object, Status::Unknown, "MalformedField", message)
+}
+
 /// Judges every case and fails naming each one that came out otherwise.
 pub(crate) fn check(cases: &[Case]) {
     let wrong: Vec<String> = cases

@@ -768,6 +768,43 @@ export declare function cron(expression: string, options?: { timeZone?: string }
  */
 export declare function stringData(secret: { data?: { [key: string]: string }; stringData?: { [key: string]: string }; metadata?: ObjectMeta }): { [key: string]: string };
 
+/**
+ * An object's health, as kstatus (cli-utils) names it:
+ * - `Current`: its controller has done all it was asked (the latest spec is in effect and ready);
+ * - `InProgress`: still being worked on (a rollout, a pod starting, a generation not yet observed);
+ * - `Failed`: its controller gave up or cannot go on (a rollout past its deadline, a failed Job,
+ *   a crash-looping or unschedulable Pod, a `Stalled` condition); waiting will not help;
+ * - `Terminating`: being deleted (`metadata.deletionTimestamp` is set);
+ * - `NotFound`: there is no object (`health(undefined)`);
+ * - `Unknown`: it cannot be judged (a field of the wrong type, an unknown Pod phase).
+ */
+export type HealthStatus = "Current" | "InProgress" | "Failed" | "Terminating" | "NotFound" | "Unknown";
+
+/** What `health(obj)` found. */
+export interface Health {
+  status: HealthStatus;
+  /** One CamelCase word for the cause: `ReplicasUnavailable`, `JobFailed`, `PodReady`, or a condition's own reason. */
+  reason: string;
+  /** A short sentence with the numbers, not naming the object: `1 of 2 replicas available`. */
+  message: string;
+}
+
+/**
+ * The health of a Kubernetes object by kstatus' rules (those of kubectl, Flux and kpt, and of
+ * the `Ready` condition ctop keeps on each primary): per kind for Deployment, StatefulSet,
+ * DaemonSet, ReplicaSet, Job, Pod, PersistentVolumeClaim, Service, PodDisruptionBudget and
+ * CustomResourceDefinition; by the `Ready`, `Reconciling` and `Stalled` conditions and
+ * `observedGeneration` for any other kind. Pure: it reads the object alone. `undefined` or
+ * `null` (a child `getObserved` did not find) is `NotFound`; anything else that is not an
+ * object throws a TypeError.
+ *
+ * ```ts
+ * const h = health(getObserved(Deployment, cr.metadata.name));
+ * if (h.status !== "Current") setStatus(cr, { phase: "Pending", message: h.message });
+ * ```
+ */
+export declare function health(obj: object | null | undefined): Health;
+
 /** `n` (default 32) random characters from [a-zA-Z0-9]. */
 export declare function randomString(n?: number): string;
 /** Milliseconds since the epoch. */

@@ -1423,6 +1423,30 @@ export function stringData(secret) {
   return Object.assign(out, secret.stringData ?? {});
 }
 
+/**
+ * The health of a Kubernetes object by the rules of kstatus (cli-utils), which kubectl,
+ * Flux and kpt judge readiness with, and with which the controller keeps each primary's
+ * `Ready` condition: `{status, reason, message}`, status one of `Current`, `InProgress`,
+ * `Failed`, `Terminating`, `NotFound`, `Unknown`. The host computes it (`ctop-health`) from
+ * the object alone, so it is pure: it may run anywhere, conversions included. `undefined`
+ * and `null` (what `getObserved` gives for a child not there yet) are `NotFound`.
+ */
+export function health(obj) {
+  if (obj != null && !isPlainObject(obj)) {
+    throw new TypeError(`health(obj): expected a Kubernetes object (with apiVersion and kind), got ${typeOf(obj)}`);
+  }
+  const h = host();
+  if (typeof h.health !== "function") throw new Error("health() is not available in this runtime");
+  let text;
+  try {
+    text = JSON.stringify(obj ?? null);
+  } catch (e) {
+    throw new TypeError(`health(obj): the object cannot be written as JSON: ${e.message}`);
+  }
+  const { status, reason, message } = h.health(text);
+  return { status, reason, message };
+}
+
 /** Response headers with case-insensitive `get`. */
 class ResponseHeaders {
   #map;

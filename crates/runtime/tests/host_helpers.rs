@@ -1,5 +1,5 @@
 //! The SDK helpers that need the host, in real QuickJS: `cron(...)` schedules in time zones,
-//! and `stringData(secret)`.
+//! `stringData(secret)`, and `health(obj)`.
 
 use ctop_runtime::{Limits, Script, ScriptError};
 use serde_json::{Value, json};
@@ -14,7 +14,7 @@ fn script(source: &str) -> Result<Script, ScriptError> {
 /// `setStatus(cr, { out })`.
 fn reconcile_with(body: &str) -> Value {
     let source = format!(
-        r#"import {{ resource, operator, setStatus, cron, stringData, Secret }} from "ctop";
+        r#"import {{ resource, operator, setStatus, cron, stringData, health, Secret }} from "ctop";
 const app = resource("apps.example.com/v1", "App", {{}});
 operator(app).reconcile((cr) => {{
   const out = (() => {{ {body} }})();
@@ -99,6 +99,60 @@ fn string_data_decodes_what_the_api_server_returns() {
             "built": {"a": "b"},
             "bad": true,
             "binary": "stringData: data.k of x: the decoded bytes are not UTF-8 text; read the base64 `data` field instead",
+        })
+    );
+}
+
+#[test]
+fn health_judges_objects_by_kstatus_rules() {
+    let out = reconcile_with(
+        r#"const shop = { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "shop", generation: 2 },
+                         spec: { replicas: 2 }, status: { observedGeneration: 2, replicas: 2, updatedReplicas: 2,
+                                                          readyReplicas: 1, availableReplicas: 1 } };
+           const pod = (phase, ready) => ({ apiVersion: "v1", kind: "Pod", metadata: { name: "shop-1" },
+                                            status: { phase, conditions: [{ type: "Ready", status: ready }] } });
+           return {
+             deployment: health(shop),
+             running: health(pod("Running", "True")),
+             starting: health(pod("Running", "False")),
+             missing: health(undefined),
+             malformed: health({ apiVersion: "v1", kind: "Pod", status: { phase: 1 } }),
+             noKind: health({ metadata: { name: "x" } }),
+           };"#,
+    );
+    let h = |status: &str, reason: &str, message: &str| json!({"status": status, "reason": reason, "message": message});
+    assert_eq!(
+        out,
+        json!({
+            "deployment": h("InProgress", "ReplicasUnavailable", "1 of 2 replicas available"),
+            "running": h("Current", "PodReady", "running and ready"),
+            "starting": h("InProgress", "PodNotReady", "running but not ready"),
+            "missing": h("NotFound", "NotFound", "not found"),
+            "malformed": h("Unknown", "MalformedField", "status.phase is not a string"),
+            "noKind": h("Unknown", "InvalidObject", "the object has no apiVersion"),
+        })
+    );
+}
+
+#[test]
+fn health_refuses_what_is_not_an_object_with_a_clear_error() {
+    let out = reconcile_with(
+        r#"const msg = (f) => { try { f(); return "no error"; } catch (e) { return `${e.name}: ${e.message}`; } };
+           const host = globalThis.__ct_host;
+           return {
+             name: msg(() => health("shop")),
+             list: msg(() => health([])),
+             notJson: msg(() => host.health("{")).startsWith("TypeError: health(obj): not a JSON object: "),
+             huge: msg(() => host.health(`"${"x".repeat(7 << 20)}"`)),
+           };"#,
+    );
+    assert_eq!(
+        out,
+        json!({
+            "name": "TypeError: health(obj): expected a Kubernetes object (with apiVersion and kind), got string",
+            "list": "TypeError: health(obj): expected a Kubernetes object (with apiVersion and kind), got array",
+            "notJson": true,
+            "huge": "RangeError: health(obj): the object's JSON is 7340034 bytes, more than the 6291456 read",
         })
     );
 }

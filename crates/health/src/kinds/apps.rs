@@ -18,10 +18,11 @@ fn reported(o: &Object<'_>, field: &str) -> Result<i64, Malformed> {
 
 /// More pods than asked for: a scale-down or the surge of a rollout still to go.
 fn extra(have: i64, want: i64) -> Option<Health> {
+    // Saturating: both counts come from the object, and a hostile one must not overflow.
     (have > want).then(|| {
         Health::in_progress(
             "ExtraReplicas",
-            format!("{} pending termination", count(have - want, "extra replica")),
+            format!("{} pending termination", count(have.saturating_sub(want), "extra replica")),
         )
     })
 }
@@ -95,7 +96,9 @@ pub(super) fn stateful_set(o: &Object<'_>) -> Result<Health, Malformed> {
     if let Some(partition) = o.int("spec.updateStrategy.rollingUpdate.partition")? {
         // Only the replicas with an ordinal at or above the partition are updated.
         let above = if partition > 0 { format!(" above partition {partition}") } else { String::new() };
-        if let Some(shortfall) = short("ReplicasNotUpdated", updated, want - partition, "replicas updated") {
+        // Saturating: a negative partition is invalid but may still be in the JSON given.
+        let above_partition = want.saturating_sub(partition);
+        if let Some(shortfall) = short("ReplicasNotUpdated", updated, above_partition, "replicas updated") {
             return Ok(Health { message: shortfall.message + &above, ..shortfall });
         }
         return Ok(if partition > 0 {
@@ -166,3 +169,6 @@ pub(super) fn replica_set(o: &Object<'_>) -> Result<Health, Malformed> {
     }
     Ok(Health::current("Available", format!("{} available", count(replicas, "replica"))))
 }
+
+#[cfg(test)]
+mod tests;

@@ -100,3 +100,6 @@ pub(super) fn service(o: &Object<'_>) -> Result<Health, Malformed> {
     }
     Ok(Health::in_progress("LoadBalancerPending", "waiting for the load balancer's IP or hostname"))
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,8 @@
 // The typing rules of issue 18, as code that must type-check with no casts.
 import {
-  resource, z, operator, apply, getObserved, listObserved, setStatus, cron, stringData, now,
-  Deployment, Service, Secret, Job, ConfigMap, type Kind, type KubeObject, type KindObject,
+  resource, z, operator, apply, getObserved, listObserved, setStatus, cron, stringData, now, health,
+  Deployment, Service, Secret, Job, ConfigMap, type Kind, type KubeObject, type KindObject, type Health,
+  type HealthStatus,
 } from "ctop";
 
 const app = resource("apps.example.com/v1", "App", {
@@ -53,7 +54,12 @@ operator(app)
     const missed: Date[] = schedule.between(cr.status?.lastRun ?? now() - 3_600_000, now(), { limit: 100 });
     setStatus(cr, { lastRun: missed.at(-1)?.toISOString(), owned: total + all.length });
 
-    void [active, uid, rv, next, applied];
+    // Is a child ready? A child not there yet (undefined) is NotFound.
+    const ready: Health = health(dep);
+    const stuck: boolean = ready.status === "Failed" || jobs.some((j) => health(j).status === "Failed");
+    const statuses: HealthStatus[] = [health(undefined).status, health(secret ?? null).status];
+
+    void [active, uid, rv, next, applied, ready.reason, ready.message, stuck, statuses];
   });
 
 operator(cluster).reconcile((cr) => {

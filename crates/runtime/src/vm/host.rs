@@ -89,6 +89,7 @@ pub(super) fn install_host<'js>(
     host.set("log", Function::new(ctx.clone(), log)?.with_name("log")?)?;
     host.set("fetch", Function::new(ctx.clone(), fetch)?.with_name("fetch")?)?;
     host.set("decodeBase64", Function::new(ctx.clone(), decode_base64)?.with_name("decodeBase64")?)?;
+    host.set("health", Function::new(ctx.clone(), health)?.with_name("health")?)?;
     crate::cron::install(ctx, &host)?;
     ctx.globals().set(HOST_GLOBAL, host)?;
     // A script must not replace the host functions (e.g. lift `maxChildren`).
@@ -198,6 +199,36 @@ fn decode_base64(ctx: Ctx<'_>, text: Coerced<String>) -> rquickjs::Result<String
             "the decoded bytes are not UTF-8 text; read the base64 `data` field instead",
         )
     })
+}
+
+/// Longest JSON text `__ct_host.health` reads: twice the 3 MiB body the API server accepts
+/// in one request, so any object it can store fits, while a script's runaway value cannot
+/// make the host parse (and hold) many times the runtime's own memory limit.
+const MAX_HEALTH_JSON: usize = 6 << 20;
+
+/// `__ct_host.health(objectJson)`: the object's health by kstatus' rules (`ctop-health`,
+/// the rules of the controller's `Ready` condition), as `{status, reason, message}`; the
+/// text `null` is `NotFound`. The SDK sends `JSON.stringify` of the script's value, so a
+/// `TypeError` (not JSON) or `RangeError` (too long) reaches only a caller going around it.
+fn health<'js>(ctx: Ctx<'js>, object: Coerced<String>) -> rquickjs::Result<Object<'js>> {
+    let text = object.0;
+    if text.len() > MAX_HEALTH_JSON {
+        return Err(Exception::throw_range(
+            &ctx,
+            &format!(
+                "health(obj): the object's JSON is {} bytes, more than the {MAX_HEALTH_JSON} read",
+                text.len()
+            ),
+        ));
+    }
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Exception::throw_type(&ctx, &format!("health(obj): not a JSON object: {e}")))?;
+    let verdict = ctop_health::health(&value);
+    let out = Object::new(ctx)?;
+    out.set("status", verdict.status.as_str())?;
+    out.set("reason", verdict.reason)?;
+    out.set("message", verdict.message)?;
+    Ok(out)
 }
 
 /// `__ct_host.fetch(url, initJson)`: what the host function needs.

@@ -38,6 +38,7 @@
 //! `__ct_host.randomString(n)` ([a-zA-Z0-9], OS randomness, `n` ≤ 1 MiB), `log(level, message,
 //! fieldsJson)` (a `tracing` event with target `ctop::script`; wrap calls in a span to attach
 //! the controller), `now()` (ms since the epoch), `decodeBase64(text)` (UTF-8 text),
+//! `health(objectJson)` (`{status, reason, message}` by kstatus' rules, `ctop-health`),
 //! `cronNext`/`cronBetween` (see [`crate::cron`]), and `fetch(url, initJson)`: a blocking
 //! HTTP/1.1 request (http and https only) returning `{status, statusText, headers, body, url}`
 //! or `{error}` as JSON, bounded by [`FetchLimits`] and by what is left of the call's

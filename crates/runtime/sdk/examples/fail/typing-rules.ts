@@ -1,5 +1,5 @@
 // Must NOT type-check: each marked line breaks one of the typing rules of examples/typings.ts.
-import { resource, z, operator, listObserved, getObserved, cron, stringData, ConfigMap, Job } from "ctop";
+import { resource, z, operator, listObserved, getObserved, cron, stringData, health, ConfigMap, Job } from "ctop";
 
 const platform = resource("apps.example.com/v1", "Platform", { scope: "Cluster", spec: { size: z.number() } });
 const app = resource("apps.example.com/v1", "App", { spec: { image: z.string() } });
@@ -17,7 +17,9 @@ operator(app).reconcile((cr) => {
   cron("*/5 * * * *", { timeZone: 1 }); // ERROR-5: a time zone is an IANA name
   const next: Date = cron("@daily").next(); // ERROR-6: a schedule may never run again
   const text: number = stringData({ data: { a: "eA==" } }).a; // ERROR-7: decoded values are strings
-  void [built, uid, next, text];
+  const done: boolean = health(cm).status === "Ready"; // ERROR-9: a status is one of kstatus' six
+  health("shop"); // ERROR-10: health takes the object, not its name
+  void [built, uid, next, text, done];
 });
 
 app.addVersion("v2", {
