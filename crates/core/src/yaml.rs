@@ -53,6 +53,14 @@ pub fn to_string<T: serde::Serialize>(value: &T) -> Result<String, SerializeErro
     serde_saphyr::to_string_with_options(value, options)
 }
 
+/// [`to_string`] with multi-line strings as literal block scalars (`|`) where their text
+/// allows it, for documents whose strings are meant to be read in place, such as a script
+/// in a ConfigMap. A block scalar is always a string, to YAML 1.1 readers too; a string a
+/// block cannot hold as it is (trailing spaces on a line, say) is still quoted.
+pub fn to_string_with_blocks<T: serde::Serialize>(value: &T) -> Result<String, SerializeError> {
+    serde_saphyr::to_string_with_options(value, serde_saphyr::SerializerOptions::default())
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
