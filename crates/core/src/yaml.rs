@@ -74,6 +74,15 @@ mod tests {
     }
 
     #[test]
+    fn blocks_hold_multi_line_strings_that_read_back_the_same() {
+        let v = json!({"script": "-- a: b\nreturn {}\n", "trailing": "x  \ny\n", "word": "on"});
+        let yaml = super::to_string_with_blocks(&v).expect("writes");
+        assert!(yaml.contains("script: |\n  -- a: b\n  return {}\n"), "{yaml}");
+        assert!(yaml.contains("word: 'on'") || yaml.contains("word: \"on\""), "{yaml}");
+        assert_eq!(super::from_str::<Value>(&yaml).expect("reads"), v);
+    }
+
+    #[test]
     fn a_stream_reads_document_by_document() {
         let docs: Vec<Value> = super::documents("a: 1\n---\n# nothing\n---\nb: on\n").expect("reads");
         assert_eq!(docs.iter().filter(|d| !d.is_null()).count(), 2, "{docs:?}");
