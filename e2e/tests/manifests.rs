@@ -346,3 +346,34 @@ fn generated_yaml_means_the_same_to_kubectl() {
         assert!(diffs.is_empty(), "kubectl read the YAML differently:\n{}", diffs.join("\n"));
     }
 }
+
+/// `ctop manifests --argocd-health` merges into the argocd-cm an Argo CD install already
+/// has, as the README applies it: the health check arrives as ctop wrote it (kubectl reads
+/// the script's YAML block the same), and Argo CD's own settings and labels stay.
+#[test]
+fn argocd_health_checks_merge_into_an_existing_argocd_cm() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sim = Sim::start(dir.path());
+    ok(&sim.kubectl(&["create", "namespace", "argocd"], ""), "create namespace");
+    let existing = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: argocd-cm\n  namespace: argocd\n  labels:\n    \
+                    app.kubernetes.io/name: argocd-cm\n    app.kubernetes.io/part-of: argocd\ndata:\n  \
+                    url: https://argocd.example.com\n";
+    ok(&sim.kubectl(&["create", "-f", "-"], existing), "create argocd-cm");
+
+    let webapp = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/webapp");
+    let yaml = manifests(&webapp, &["--argocd-health"]);
+    let meant: serde_json::Value = serde_yaml_ng::from_str(&yaml).expect("the output is YAML");
+    let key = "resource.customizations.health.apps.example.com_WebApp";
+    let script = meant["data"][key].as_str().expect("the WebApp check");
+    assert!(script.starts_with("-- Argo CD health") && script.ends_with("return hs\n"), "{script}");
+    let apply = ["apply", "--server-side", "--field-manager=ctop-argocd-health", "-f", "-"];
+    for _ in 0..2 {
+        ok(&sim.kubectl(&apply, &yaml), "kubectl apply the patch");
+        let got: serde_json::Value =
+            serde_json::from_str(&sim.get(&["configmap", "argocd-cm", "-n", "argocd", "-o", "json"]))
+                .expect("kubectl prints JSON");
+        assert_eq!(got["data"][key].as_str(), Some(script), "the script as written");
+        assert_eq!(got["data"]["url"], "https://argocd.example.com", "Argo CD's settings stay");
+        assert_eq!(got["metadata"]["labels"], meant["metadata"]["labels"]);
+    }
+}

@@ -53,6 +53,14 @@ pub fn to_string<T: serde::Serialize>(value: &T) -> Result<String, SerializeErro
     serde_saphyr::to_string_with_options(value, options)
 }
 
+/// [`to_string`] with multi-line strings as literal block scalars (`|`) where their text
+/// allows it, for documents whose strings are meant to be read in place, such as a script
+/// in a ConfigMap. A block scalar is always a string, to YAML 1.1 readers too; a string a
+/// block cannot hold as it is (trailing spaces on a line, say) is still quoted.
+pub fn to_string_with_blocks<T: serde::Serialize>(value: &T) -> Result<String, SerializeError> {
+    serde_saphyr::to_string_with_options(value, serde_saphyr::SerializerOptions::default())
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
@@ -63,6 +71,15 @@ mod tests {
         assert_eq!(v, json!({"a": "yes", "b": "on", "c": "0755", "d": "1_000", "e": true, "f": 3}));
         let v: Value = super::from_str("a: 1\na: 2\n").expect("a repeated key");
         assert_eq!(v, json!({"a": 2}));
+    }
+
+    #[test]
+    fn blocks_hold_multi_line_strings_that_read_back_the_same() {
+        let v = json!({"script": "-- a: b\nreturn {}\n", "trailing": "x  \ny\n", "word": "on"});
+        let yaml = super::to_string_with_blocks(&v).expect("writes");
+        assert!(yaml.contains("script: |\n  -- a: b\n  return {}\n"), "{yaml}");
+        assert!(yaml.contains("word: 'on'") || yaml.contains("word: \"on\""), "{yaml}");
+        assert_eq!(super::from_str::<Value>(&yaml).expect("reads"), v);
     }
 
     #[test]

@@ -23,6 +23,9 @@
 //!    ingress to the served ports, egress to DNS, the API server and the script's fetch
 //!    destinations).
 //!
+//! For Argo CD, [`argocd::health_checks`] writes the `argocd-cm` patch with a health check of
+//! every kind the operators reconcile (`ctop manifests --argocd-health`).
+//!
 //! Before writing over a previous generation, check with [`removed_versions`] that the
 //! script still declares every version objects may be stored in (see `stored.rs`).
 //!
@@ -30,6 +33,7 @@
 //! always give the same bytes: documents come in a fixed order, object keys sorted, RBAC
 //! rules merged and sorted.
 
+pub mod argocd;
 mod crd;
 mod kinds;
 pub mod netpol;
@@ -196,9 +200,29 @@ pub enum Error {
         /// The server's message.
         message: String,
     },
+    /// `ctop manifests --argocd-health` found no kind to write a health check for: the
+    /// script defines none, or none that one of its operators reconciles ([`argocd`]).
+    #[error("{}", no_health_checks(kinds))]
+    NoHealthChecks {
+        /// The kinds the script defines.
+        kinds: Vec<String>,
+    },
     /// A document could not be written as YAML (a bug: documents are plain JSON).
     #[error("cannot write YAML: {0}")]
     Yaml(#[from] ctop_core::yaml::SerializeError),
+}
+
+fn no_health_checks(kinds: &[String]) -> String {
+    if kinds.is_empty() {
+        return "the script defines no kind of its own (resource(...)), so there is no Argo CD health check to \
+                write: Argo CD judges built-in kinds itself"
+            .to_owned();
+    }
+    format!(
+        "no Argo CD health check to write: ctop keeps conditions only on the kinds an operator(...) of the \
+         script reconciles, and none reconciles {}",
+        kinds.join(" or ")
+    )
 }
 
 /// The generated documents, in the order they should be applied.

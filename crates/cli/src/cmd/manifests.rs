@@ -4,6 +4,9 @@
 //! script still declares every version the previous CRDs list
 //! ([`ctop_manifests::removed_versions`]): objects may be stored in them until the storage
 //! migration has run, so dropping one is refused unless `--versions-migrated` confirms it.
+//!
+//! With `--argocd-health` it prints instead the `argocd-cm` patch with an Argo CD health
+//! check of every kind the operators reconcile ([`ctop_manifests::argocd`]).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -115,6 +118,15 @@ pub struct ManifestsArgs {
     /// them), so that the CRDs may drop them.
     #[arg(long)]
     versions_migrated: bool,
+    /// Print, instead of the deploy manifests, the argocd-cm patch with an Argo CD health
+    /// check (Lua) for every kind the operators reconcile, so that Argo CD shows their health
+    /// from the Reconciled and Ready conditions; merge it with `kubectl apply --server-side
+    /// --field-manager=ctop-argocd-health -f -` or as a kustomize patch.
+    #[arg(long)]
+    argocd_health: bool,
+    /// The namespace Argo CD runs in, for --argocd-health [default: argocd].
+    #[arg(long, value_name = "NS", requires = "argocd_health")]
+    argocd_namespace: Option<String>,
 }
 
 fn values_text(args: &ManifestsArgs) -> anyhow::Result<String> {
@@ -202,6 +214,23 @@ fn write_output(path: Option<&Path>, yaml: &str) -> anyhow::Result<()> {
     }
 }
 
+/// `--argocd-health`: print the argocd-cm patch for the kinds of `spec`.
+fn argocd_health(args: &ManifestsArgs, spec: &ctop_core::OperatorSpec) -> anyhow::Result<()> {
+    let namespace = args.argocd_namespace.as_deref().unwrap_or(ctop_manifests::argocd::DEFAULT_NAMESPACE);
+    let checks = ctop_manifests::argocd::health_checks(spec, namespace)?;
+    for note in &checks.notes {
+        tracing::warn!("{note}");
+    }
+    write_output(args.output.as_deref(), &checks.to_yaml()?)?;
+    tracing::info!(
+        namespace,
+        kinds = checks.config_map["data"].as_object().map_or(0, serde_json::Map::len),
+        "Argo CD health checks written: merge them into argocd-cm with \
+         `kubectl apply --server-side --field-manager=ctop-argocd-health -f -`"
+    );
+    Ok(())
+}
+
 /// Load the script, generate the documents and print them.
 pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
     let bundle = ctop_runtime::load_dir(&args.dir, &args.entry)
@@ -217,6 +246,9 @@ pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
     let script = Script::from_bundle(bundle, 1, Limits::default())
         .context("the script failed while declaring its operators; fix it and run ctop manifests again")?;
     let spec = script.spec();
+    if args.argocd_health {
+        return argocd_health(args, spec);
+    }
 
     let mut options = Options::new(super::operator_name(args.name.as_deref(), &args.dir, spec)?);
     options.namespace = args.namespace.clone();
