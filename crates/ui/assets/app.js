@@ -123,6 +123,23 @@ function section(title, ...content) {
   return h("section", { class: "card" }, h("h2", null, title), content);
 }
 
+const isMap = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+// A condition's fields first, in the order kubectl prints them.
+const FIRST = ["status", "reason", "message"];
+
+// One changed field as [path, before, after] rows: a map (a condition) field by field,
+// only the fields that changed.
+function fieldChanges(path, before, after) {
+  if (!(isMap(before) || isMap(after)) || !(isMap(before) || before == null) || !(isMap(after) || after == null)) {
+    return [[path, before, after]];
+  }
+  const b = before || {};
+  const a = after || {};
+  const rank = (k) => (FIRST.includes(k) ? FIRST.indexOf(k) : FIRST.length);
+  const keys = [...new Set([...Object.keys(b), ...Object.keys(a)])].sort((x, y) => rank(x) - rank(y) || x.localeCompare(y));
+  return keys.filter((k) => JSON.stringify(b[k]) !== JSON.stringify(a[k])).map((k) => [path + "." + k, b[k], a[k]]);
+}
+
 // ---- the overview -----------------------------------------------------------------------
 
 function renderOverview(overview) {
@@ -223,8 +240,8 @@ function renderReconcile(r) {
         r.moreChildren ? h("p", { class: "muted" }, "+" + r.moreChildren + " more children") : null)
       : null,
     r.status.length
-      ? h("table", { class: "diff" }, h("tbody", null, r.status.map((f) => h("tr", null,
-        h("th", null, "status." + f.path), h("td", { class: "before" }, valueText(f.before)), h("td", { class: "arrow" }, "→"), h("td", { class: "after" }, valueText(f.after))))))
+      ? h("table", { class: "diff" }, h("tbody", null, r.status.flatMap((f) => fieldChanges("status." + f.path, f.before, f.after).map(([path, before, after]) => h("tr", null,
+        h("th", null, path), h("td", { class: "before" }, valueText(before)), h("td", { class: "arrow" }, "→"), h("td", { class: "after" }, valueText(after)))))))
       : null,
     r.events.length ? h("ul", { class: "notes" }, r.events.map((e) => h("li", { class: "event-" + e.type }, h("b", null, e.reason), " " + e.message))) : null,
     r.reads.length ? reads : null);
