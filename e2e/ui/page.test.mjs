@@ -1,16 +1,18 @@
-// The operator's page in a real browser: `ctop dev examples/webapp` on its embedded kubesim,
-// a WebApp created with kubectl, and Debian's chromium (headless, driven by puppeteer-core)
-// on the URL ctop dev prints. The page must show the WebApp Ready True, open its view from
-// the overview's link, draw the Deployment in its tree, and follow a change live, without
-// a reload. Screenshots go to $CARGO_TARGET_DIR/ui-screenshots (default target/); with
-// UPDATE_README_IMAGE=1 the object's view is also written to docs/img/page.png.
+// The operator's page in a real browser: `ctop dev` of a copy of examples/webapp on its
+// embedded kubesim, WebApps created with kubectl, and Debian's chromium (headless, driven by
+// puppeteer-core) on the URL ctop dev prints. The page must show the WebApp blog Ready True,
+// open its view from the overview's link, draw the Deployment in its tree, and follow a
+// change live, without a reload; a WebApp whose Pods fail shows Ready False and a red Pod,
+// and one the script throws on shows the failure with its code frame. Screenshots go to
+// $CARGO_TARGET_DIR/ui-screenshots (default target/); with UPDATE_README_IMAGE=1 the view
+// of flaky is also written to docs/img/page.png.
 //
 // Environment: CTOP_BIN (the binary; default $CARGO_TARGET_DIR/debug/ctop), CHROMIUM (default
 // /usr/bin/chromium), KUBECTL (default kubectl).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync, existsSync } from "node:fs";
+import { cpSync, mkdtempSync, mkdirSync, readFileSync, rmSync, existsSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,10 +29,10 @@ const shots = path.join(targetDir, "ui-screenshots");
 const START_TIMEOUT = 90_000;
 const WAIT_TIMEOUT = 60_000;
 
-const BLOG = `apiVersion: apps.example.com/v1
+const webApp = (name) => `apiVersion: apps.example.com/v1
 kind: WebApp
 metadata:
-  name: blog
+  name: ${name}
   namespace: default
 spec:
   image: nginx:1.27
@@ -38,10 +40,27 @@ spec:
   port: 8080
 `;
 
+// The copy's script throws on the WebApp "broken" (a failure with a code frame); kubesim
+// fails the Pods of the WebApp "flaky".
+const THROW_AT = "const name = cr.metadata.name;";
+const THROW = `${THROW_AT}\n    if (name === "broken") throw new Error("broken on purpose");`;
+const FAIL_PODS = "app.kubernetes.io/name=flaky:fail";
+
+function copyOperator(tmp) {
+  const dir = path.join(tmp, "webapp");
+  cpSync(path.join(root, "examples/webapp"), dir, { recursive: true });
+  const script = path.join(dir, "operator.ct");
+  const source = readFileSync(script, "utf8");
+  assert.ok(source.includes(THROW_AT), `examples/webapp/operator.ct no longer has ${THROW_AT}`);
+  writeFileSync(script, source.replace(THROW_AT, THROW));
+  return dir;
+}
+
 // `ctop dev`, with its output kept: stdout is read for the page's URL, and both are shown
 // when the test fails.
 function startDev(tmp, kubeconfig) {
-  const child = spawn(ctop, ["dev", path.join(root, "examples/webapp"), "--kubeconfig", kubeconfig, "--ui-port", "0"], {
+  const args = ["dev", copyOperator(tmp), "--kubeconfig", kubeconfig, "--ui-port", "0", "--pod-stage", FAIL_PODS];
+  const child = spawn(ctop, args, {
     cwd: tmp,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -102,7 +121,7 @@ test("the operator's page shows a WebApp, its tree and its reconciles, live", { 
   try {
     const url = await pageUrl(dev);
     assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
-    kubectl(kubeconfig, ["apply", "-f", "-"], BLOG);
+    kubectl(kubeconfig, ["apply", "-f", "-"], ["blog", "flaky", "broken"].map(webApp).join("---\n"));
 
     browser = await puppeteer.launch({
       executablePath: chromium,
@@ -124,7 +143,35 @@ test("the operator's page shows a WebApp, its tree and its reconciles, live", { 
     await page.waitForFunction(() => document.querySelector("#live.on"), { timeout: WAIT_TIMEOUT });
     assert.equal(await page.$eval(`${row} .health`, (e) => e.classList.contains("health-Current")), true);
     assert.ok(await page.$('tr[data-object="default/shop"]'), "the sample WebApp shop is listed too");
+    await page.waitForFunction(() => document.querySelector('tr[data-object="default/flaky"] .ready-False'), { timeout: WAIT_TIMEOUT });
+    await page.waitForFunction(() => document.querySelector('tr[data-object="default/broken"] .result.failed'), { timeout: WAIT_TIMEOUT });
     await page.screenshot({ path: path.join(shots, "overview.png"), fullPage: true });
+
+    // A link straight to an object's view: the failure, its message and its code frame.
+    await page.goto(url + "#object?controller=webapp&namespace=default&name=broken", { waitUntil: "domcontentloaded" });
+    await page.waitForFunction(
+      () => [...document.querySelectorAll(".reconcile.failed pre.frame")].some((f) => f.textContent.includes("operator.ct:")) &&
+        document.querySelector(".reconcile.failed .failure p")?.textContent.includes("broken on purpose"),
+      { timeout: WAIT_TIMEOUT },
+    );
+    await page.screenshot({ path: path.join(shots, "failure.png"), fullPage: true });
+
+    // Failing Pods: a red Pod in the tree.
+    await page.goto(url + "#object?controller=webapp&namespace=default&name=flaky", { waitUntil: "domcontentloaded" });
+    await page.waitForFunction(
+      () => [...document.querySelectorAll(".tree .node.health-Failed .kind")].some((k) => k.textContent === "Pod"),
+      { timeout: WAIT_TIMEOUT },
+    );
+    assert.equal(await page.$eval(".facts .badge", (b) => b.classList.contains("ready-False")), true, "flaky is not Ready");
+    await page.screenshot({ path: path.join(shots, "failing-pods.png"), fullPage: true });
+    if (process.env.UPDATE_README_IMAGE === "1") {
+      // The README's picture: every health colour but NotFound in one tree.
+      await page.screenshot({ path: path.join(root, "docs/img/page.png") });
+    }
+
+    // Back to the overview, and to blog through its link.
+    await page.goto(url, { waitUntil: "domcontentloaded" });
+    await page.waitForFunction((row) => document.querySelector(`${row} .ready-True`), { timeout: WAIT_TIMEOUT }, row);
 
     // Its view, through the link: a URL naming the object, and the tree with the Deployment.
     await page.click(`${row} a.object`);
@@ -159,10 +206,6 @@ test("the operator's page shows a WebApp, its tree and its reconciles, live", { 
     );
     const shot = path.join(shots, "object.png");
     await page.screenshot({ path: shot, fullPage: true });
-    if (process.env.UPDATE_README_IMAGE === "1") {
-      mkdirSync(path.join(root, "docs/img"), { recursive: true });
-      await page.screenshot({ path: path.join(root, "docs/img/page.png") });
-    }
     assert.deepEqual(problems, [], "the browser saw no error");
   } catch (e) {
     const tail = (s) => s.split("\n").slice(-40).join("\n");
