@@ -21,6 +21,8 @@ fi
 (cd crates/runtime/sdk && npm ci --no-audit --no-fund --loglevel=error && npm test)
 # The runtime's npm tests (crates/runtime/tests/npm.rs) load real packages from this lockfile.
 (cd crates/runtime/tests/npm && npm ci --no-audit --no-fund --loglevel=error)
+# The operator's page in a browser (e2e/ui: puppeteer-core, which downloads no browser).
+(cd e2e/ui && npm ci --no-audit --no-fund --loglevel=error)
 # Examples that import npm packages (examples/cronjob: cron-parser).
 for lock in examples/*/package-lock.json; do
   (cd "$(dirname "$lock")" && npm ci --no-audit --no-fund --loglevel=error)
@@ -47,6 +49,17 @@ if [ ! -x "$ctop" ]; then
   echo "error: $ctop is missing, though the tests step builds it (for crates/cli/tests/binary.rs)." >&2
   exit 1
 fi
+
+step "the operator's page in a real browser: ctop dev examples/webapp and headless Chromium"
+# Debian's chromium, never a downloaded browser build. The test fails (never skips) when
+# anything is missing.
+if ! command -v chromium >/dev/null 2>&1; then
+  { apt-get update -qq && apt-get install -y -qq chromium; } || {
+    echo "error: chromium is not installed and apt-get could not install it; the page's test needs it" >&2
+    exit 1
+  }
+fi
+(cd e2e/ui && CTOP_BIN="$ctop" CHROMIUM="$(command -v chromium)" node --test page.test.mjs)
 
 step "check: a scaffolded operator, every example and golden case pass ctop check"
 # ctop check type-checks with the real TypeScript compiler (the SDK's, put on PATH; an

@@ -218,6 +218,11 @@ impl Health {
         r
     }
 
+    /// No controllers yet, showing them in `inspector` (see `RunOptions::inspector`).
+    pub fn with_inspector(inspector: crate::inspect::Inspector) -> Self {
+        Self { inspector, ..Self::default() }
+    }
+
     /// What the controllers show about their objects (see `inspect`).
     pub fn inspector(&self) -> &crate::inspect::Inspector {
         &self.inspector

@@ -23,6 +23,11 @@ pub struct RunOptions {
     pub health_addr: SocketAddr,
     /// Where `/metrics` is served (port 0 picks one).
     pub metrics_addr: SocketAddr,
+    /// The registry the controllers show their objects in (`inspect`, served on the health
+    /// port and by the operator's page); `None`: one of the run's own. A caller that serves
+    /// the page itself passes one, which outlives the run (`ctop dev` keeps one page across
+    /// restarts of the controllers).
+    pub inspector: Option<crate::inspect::Inspector>,
     /// Elect a leader on a Lease; reconcile only while leading.
     pub leader_elect: bool,
     /// Namespace of the Lease.

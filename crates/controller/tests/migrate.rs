@@ -117,6 +117,7 @@ fn operator(
         concurrency: 2,
         health_addr: health,
         metrics_addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+        inspector: None,
         leader_elect: false,
         lease_namespace: "default".into(),
         name: "migrator".into(),

@@ -189,6 +189,7 @@ impl Replica {
             concurrency: 4,
             health_addr: loopback,
             metrics_addr: loopback,
+            inspector: None,
             leader_elect: false,
             lease_namespace: "default".into(),
             name: OPERATOR.into(),

@@ -223,6 +223,7 @@ impl World {
             concurrency: 2,
             health_addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
             metrics_addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            inspector: None,
             leader_elect: false,
             lease_namespace: "default".into(),
             name: "ctop".into(),

@@ -1,6 +1,7 @@
 //! `ctop dev`: kubesim in-process (unless `--context` names a cluster), the script's CRDs
 //! and samples, the operator, a reload on every save and a live summary of each CR.
 
+use std::io::Write as _;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -47,6 +48,10 @@ pub struct DevArgs {
     /// Do not apply DIR/samples/*.yaml.
     #[arg(long)]
     no_samples: bool,
+    /// The loopback port of the operator's page (its objects, their children's health and
+    /// reconciles, live); its URL is printed at start [default: a free port].
+    #[arg(long, default_value_t = 0)]
+    ui_port: u16,
     /// Run this many sharded members of the operator (as `ctop run --sharding` replicas
     /// would), each reconciling its share of the objects.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
@@ -92,6 +97,17 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let name = super::operator_name(None, &args.dir, script.spec())?;
     let mut options = DevOptions::new(kubeconfig.clone(), &name);
     options.replicas = args.replicas;
+    // One inspector for every restart of the controllers: the page keeps its URL and shows
+    // the controllers running now.
+    let inspector = ctop_ui::Inspector::default();
+    options.run.inspector = Some(inspector.clone());
+    let (page, page_task) = ctop_controller::health::serve_router(
+        SocketAddr::from((Ipv4Addr::LOCALHOST, args.ui_port)),
+        ctop_ui::router(inspector),
+    )
+    .await
+    .context("cannot serve the operator's page (choose another port with --ui-port)")?;
+    print_page(page);
     let source = ScriptSource {
         watch: SourceWatch::new(&args.dir),
         dir: args.dir,
@@ -104,12 +120,22 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         loaded: None,
     };
     let first = source.handlers(&script);
-    run_dev(first, source, options, super::shutdown_signal()).await?;
+    let ran = run_dev(first, source, options, super::shutdown_signal()).await;
+    page_task.abort();
+    ran?;
     if let Some(sim) = sim {
         tracing::info!("stopping kubesim");
         sim.shutdown();
     }
     Ok(())
+}
+
+/// `page: URL` on stdout, where the summary lines follow: what a user opens, and what a
+/// test reads.
+fn print_page(addr: SocketAddr) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "page: http://{addr}/");
+    let _ = out.flush();
 }
 
 /// The operator directory as the dev loop's source: a save anywhere in it loads the script

@@ -1,6 +1,6 @@
 //! `ctop run`: run an operator script against a cluster until interrupted.
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -48,6 +48,14 @@ pub struct RunArgs {
     /// Port of /metrics (0 picks a free one).
     #[arg(long, default_value_t = 8080)]
     metrics_port: u16,
+    /// Serve the operator's page (its objects, their children's health and reconciles,
+    /// live) on this port; off by default. Reach it with `kubectl port-forward`.
+    #[arg(long)]
+    ui_port: Option<u16>,
+    /// The address the page listens on. It reads the cluster with the operator's rights:
+    /// keep it on loopback unless something in front of it checks who asks.
+    #[arg(long, default_value = "127.0.0.1", requires = "ui_port")]
+    ui_address: IpAddr,
     /// Elect a leader on a Lease and reconcile only while leading.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     leader_elect: bool,
@@ -142,7 +150,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let script = Script::from_bundle(bundle.clone(), workers, limits).context(load_error)?;
     // The operator's own servers stay closed to the script's fetch.
     let own_ports: Vec<u16> =
-        [Some(args.health_port), Some(args.metrics_port), args.webhook_port].into_iter().flatten().collect();
+        [Some(args.health_port), Some(args.metrics_port), args.webhook_port, args.ui_port]
+            .into_iter()
+            .flatten()
+            .collect();
     script.configure_egress(&args.script_limits.egress, &own_ports);
     if script.spec().controllers.is_empty() {
         anyhow::bail!(
@@ -189,6 +200,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         concurrency: args.concurrency.max(1),
         health_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.health_port)),
         metrics_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.metrics_port)),
+        inspector: None,
         leader_elect: args.leader_elect && !args.dev,
         lease_namespace: namespace,
         name: name.clone(),
@@ -240,9 +252,24 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
+    let page = match args.ui_port {
+        Some(port) => {
+            let inspector = ctop_ui::Inspector::default();
+            options.inspector = Some(inspector.clone());
+            let (addr, task) = ctop_controller::health::serve_router(
+                SocketAddr::from((args.ui_address, port)),
+                ctop_ui::router(inspector),
+            )
+            .await
+            .context("cannot serve the operator's page")?;
+            tracing::info!("serving the operator's page on http://{addr}/");
+            Some(task)
+        }
+        None => None,
+    };
     let handlers = Arc::new(ScriptHandlers::new(script, &env, &values));
     let result = ctop_controller::run_with_lease(handlers, options, timing, super::shutdown_signal()).await;
-    if let Some(task) = webhook {
+    for task in [webhook, page].into_iter().flatten() {
         task.abort();
     }
     result?;

@@ -90,6 +90,7 @@ impl DevOptions {
             concurrency: 2,
             health_addr: loopback,
             metrics_addr: loopback,
+            inspector: None,
             leader_elect: false,
             lease_namespace: "default".into(),
             name: name.into(),

@@ -82,7 +82,7 @@ pub async fn run_reloadable(
     if !options.install_crds.is_empty() {
         install_crds(&client, &options.install_crds, &options.name).await?;
     }
-    let health = Health::new();
+    let health = options.inspector.clone().map_or_else(Health::new, Health::with_inspector);
     let metrics = Metrics::new();
     let (health_addr, health_task) =
         health::serve_router(options.health_addr, health::health_router(health.clone()))

@@ -108,6 +108,7 @@ async fn run_and_stop(name: &str, sharding: bool) {
         concurrency: 2,
         health_addr: loopback,
         metrics_addr: loopback,
+        inspector: None,
         leader_elect: false,
         lease_namespace: "default".into(),
         name: name.into(),

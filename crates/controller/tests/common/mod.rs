@@ -309,6 +309,7 @@ async fn launch(
         concurrency: 2,
         health_addr,
         metrics_addr,
+        inspector: None,
         leader_elect: how.leader_elect,
         lease_namespace: "default".into(),
         name: how.name.unwrap_or("ctop-test").into(),
