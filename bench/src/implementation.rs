@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use anyhow::bail;
 
-/// The names [`command`] knows, in the order the reports list them.
-pub const NAMES: [&str; 3] = ["ctop", "native", "kopf"];
+/// The names [`command`] knows, in the order the reports list them (`ctop-history-off`:
+/// ctop with `--history 0`, to weigh the reconcile history it keeps by default).
+pub const NAMES: [&str; 4] = ["ctop", "ctop-history-off", "native", "kopf"];
 
 /// Where each implementation's program is.
 #[derive(Debug, Clone)]
@@ -44,10 +45,13 @@ pub struct Launch<'a> {
 pub fn command(name: &str, programs: &Programs, launch: &Launch<'_>) -> anyhow::Result<Command> {
     let port = launch.metrics_port.to_string();
     Ok(match name {
-        "ctop" => {
+        "ctop" | "ctop-history-off" => {
             let mut c = Command::new(&programs.ctop);
             c.arg("run").arg(launch.example).arg("--kubeconfig").arg(launch.kubeconfig);
             c.args(["--leader-elect=false", "--health-port", "0", "--metrics-port", &port]);
+            if name == "ctop-history-off" {
+                c.args(["--history", "0"]);
+            }
             c.env("CTOP_LOG", "warn");
             c
         }
@@ -65,7 +69,7 @@ pub fn command(name: &str, programs: &Programs, launch: &Launch<'_>) -> anyhow::
             c.env("BENCH_METRICS_PORT", port);
             c
         }
-        other => bail!("unknown implementation {other:?} (ctop, native, kopf)"),
+        other => bail!("unknown implementation {other:?} (ctop, ctop-history-off, native, kopf)"),
     })
 }
 

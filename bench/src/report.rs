@@ -219,8 +219,9 @@ fn chart(path: &Path, runs: &[Run]) -> anyhow::Result<()> {
                 .enumerate()
                 .filter_map(|(g, size)| {
                     let r = runs.iter().find(|r| r.implementation == *imp && r.size == *size)?;
-                    let x0 = g as f64 + 0.1 + k as f64 * 0.27;
-                    Some(Rectangle::new([(x0, 0.0), (x0 + 0.25, value(r))], color.filled()))
+                    let width = 0.8 / impls.len() as f64;
+                    let x0 = g as f64 + 0.1 + k as f64 * width;
+                    Some(Rectangle::new([(x0, 0.0), (x0 + width * 0.92, value(r))], color.filled()))
                 })
                 .collect();
             c.draw_series(bars)?

@@ -209,7 +209,7 @@ pub struct Reconcile {
     /// What queued it (the first few, when several coalesced).
     pub triggers: Vec<Trigger>,
     /// Triggers beyond those listed.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub more_triggers: u32,
     /// The object's generation it reconciled.
     pub generation: Option<i64>,
@@ -218,12 +218,12 @@ pub struct Reconcile {
     /// What the handler read.
     pub reads: Vec<Read>,
     /// Reads beyond those listed.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub more_reads: u32,
     /// What it did to its children.
     pub children: Vec<Child>,
     /// Children beyond those listed.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub more_children: u32,
     /// The status fields its write changed.
     pub status: Vec<FieldChange>,
@@ -481,6 +481,24 @@ mod tests {
             records[2].triggers,
             vec![Trigger::Changed { generation: Some(4), resource_version: None }]
         );
+    }
+
+    #[test]
+    fn a_record_reads_back_from_its_json() {
+        let mut log = Log::default();
+        log.triggered(Trigger::Child {
+            kind: "v1/Secret".into(),
+            namespace: None,
+            name: "t".into(),
+            deleted: true,
+        });
+        log.begin(Some(1), Some("7"));
+        log.end(3, Duration::from_millis(2), false, Ended::Succeeded { next_in_seconds: Some(5.0) });
+        let record = log.records().0.pop().expect("a record");
+        let text = serde_json::to_string(&record).expect("JSON");
+        assert!(!text.contains("moreTriggers"), "zero counts are left out: {text}");
+        let back: Reconcile = serde_json::from_str(&text).expect("reads back");
+        assert_eq!(back, record);
     }
 
     #[test]

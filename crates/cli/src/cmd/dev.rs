@@ -108,6 +108,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     .await
     .context("cannot serve the operator's page (choose another port with --ui-port)")?;
     print_page(page);
+    remember_page(page);
     let source = ScriptSource {
         watch: SourceWatch::new(&args.dir),
         dir: args.dir,
@@ -136,6 +137,22 @@ fn print_page(addr: SocketAddr) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "page: http://{addr}/");
     let _ = out.flush();
+}
+
+/// Where `ctop dev` leaves its page's URL, for `ctop trace` run in the same directory.
+pub const DEV_PAGE: &str = ".ctop/dev/page";
+
+/// The page's URL in [`DEV_PAGE`]; a warning when it cannot be written (`ctop trace` then
+/// needs --operator).
+fn remember_page(addr: SocketAddr) {
+    let path = Path::new(DEV_PAGE);
+    let written = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(path, format!("http://{addr}\n")));
+    if let Err(e) = written {
+        tracing::warn!(error = %e, "cannot write {DEV_PAGE}: ctop trace needs --operator http://{addr}");
+    }
 }
 
 /// The operator directory as the dev loop's source: a save anywhere in it loads the script

@@ -71,7 +71,14 @@ pub(crate) fn sets_ready(out: &ReconcileOutcome) -> bool {
 /// Write the `Ready` condition `ready` alone on `owner` (after a reconcile whose handler was
 /// not called: a child's health changed); nothing is sent when it says the same.
 pub(crate) async fn write_ready(ctx: &Ctx, owner: &Object, ready: Condition) -> Option<ReconcileError> {
-    let patch = StatusPatch { conditions: vec![condition_json(&ready)], ..StatusPatch::default() };
+    // The generation the last successful reconcile observed (a skip means the object did not
+    // change since): without it the condition would lose its `observedGeneration`, and
+    // every skip would write.
+    let patch = StatusPatch {
+        conditions: vec![condition_json(&ready)],
+        observed_generation: owner.generation(),
+        ..StatusPatch::default()
+    };
     write(ctx, owner, patch).await
 }
 

@@ -321,14 +321,8 @@ impl Inspector {
         let json: Value = serde_json::from_str(&cached.to_json(&ctx.primary)).ok()?;
         let key = crate::object::object_key(&cached);
         let (history, skipped) = ctx.memory.history(&key).unwrap_or_default();
-        let mut problems = Vec::new();
-        let tree = match tree::build(&ctx.client, &json).await {
-            Ok(t) => t,
-            Err(e) => {
-                problems.push(error_chain(&e));
-                tree::Node::of(&json)
-            }
-        };
+        let (tree, refused) = tree::build(&ctx.client, &json).await;
+        let mut problems: Vec<String> = refused.iter().map(tree::TreeError::explain).collect();
         let events = match events(&ctx.client, &json).await {
             Ok(events) => events,
             Err(e) => {
@@ -348,21 +342,6 @@ impl Inspector {
             problems,
         })
     }
-}
-
-/// `e` and its causes, each once, `: `-separated.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = s.source();
-    }
-    out
 }
 
 /// The recent events of `o`, newest first.

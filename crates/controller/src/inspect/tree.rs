@@ -104,13 +104,55 @@ pub enum TreeError {
     },
 }
 
-/// The tree below `root` (an object as the API server returns it), read from the cluster.
-/// A kind that cannot be resolved (its CRD gone) is left out, not an error.
-pub async fn build(client: &Client, root: &Value) -> Result<Node, TreeError> {
-    let mut kinds = Kinds::default();
+impl TreeError {
+    /// What failed, in kubectl's words (the API server's message, not the client's dump).
+    #[must_use]
+    pub fn explain(&self) -> String {
+        match self {
+            TreeError::List { what, source } => {
+                format!("cannot list {what}: {}", crate::error::api_error_text(source))
+            }
+        }
+    }
+}
+
+/// The tree below `root` (an object as the API server returns it), read from the cluster,
+/// and the lists that failed (each once): a refused list (say, Pods the operator may not
+/// list) leaves those children out, not the rest. A kind that cannot be resolved (its CRD
+/// gone) is left out, not an error.
+pub async fn build(client: &Client, root: &Value) -> (Node, Vec<TreeError>) {
+    let mut walk = Walk::default();
     let mut node = Node::of(root);
-    fill(client, &mut kinds, root, &mut node, DEPTH).await?;
-    Ok(node)
+    fill(client, &mut walk, root, &mut node, DEPTH).await;
+    (node, walk.problems)
+}
+
+/// What one build keeps between the objects it visits.
+#[derive(Default)]
+struct Walk {
+    kinds: Kinds,
+    problems: Vec<TreeError>,
+}
+
+impl Walk {
+    /// The objects `list` finds, or none, the failure kept (once per kind and namespace).
+    async fn list(
+        &mut self,
+        client: &Client,
+        ar: &ApiResource,
+        ns: Option<&str>,
+        selector: Option<&str>,
+    ) -> Vec<Value> {
+        match list(client, ar, ns, selector).await {
+            Ok(found) => found,
+            Err(e) => {
+                if !self.problems.iter().any(|p| p.to_string() == e.to_string()) {
+                    self.problems.push(e);
+                }
+                Vec::new()
+            }
+        }
+    }
 }
 
 /// Kinds resolved during one build, by group and kind.
@@ -139,14 +181,14 @@ impl Kinds {
 
 fn fill<'a>(
     client: &'a Client,
-    kinds: &'a mut Kinds,
+    walk: &'a mut Walk,
     o: &'a Value,
     node: &'a mut Node,
     depth: usize,
-) -> futures::future::BoxFuture<'a, Result<(), TreeError>> {
+) -> futures::future::BoxFuture<'a, ()> {
     Box::pin(async move {
         if depth == 0 {
-            return Ok(());
+            return;
         }
         let mut found: Vec<Value> = Vec::new();
         let meta = &o["metadata"];
@@ -160,9 +202,9 @@ fn fill<'a>(
             let listed = meta["annotations"][CONTAINS_GROUP_KINDS_ANNOTATION].as_str().unwrap_or_default();
             let selector = format!("{PART_OF_LABEL}={id}");
             for gk in listed.split(',').filter_map(GroupKind::parse) {
-                let Some((ar, namespaced)) = kinds.resolve(client, &gk).await else { continue };
+                let Some((ar, namespaced)) = walk.kinds.resolve(client, &gk).await else { continue };
                 for ns in if namespaced { namespaces.clone() } else { vec![None] } {
-                    found.extend(list(client, &ar, ns, Some(&selector)).await?);
+                    found.extend(walk.list(client, &ar, ns, Some(&selector)).await);
                 }
             }
         }
@@ -178,7 +220,7 @@ fn fill<'a>(
                 kind: (*k).to_owned(),
                 plural: (*plural).to_owned(),
             };
-            let owned = list(client, &ar, namespace, None).await?.into_iter().filter(|c| {
+            let owned = walk.list(client, &ar, namespace, None).await.into_iter().filter(|c| {
                 c["metadata"]["ownerReferences"]
                     .as_array()
                     .is_some_and(|refs| refs.iter().any(|r| r["uid"].as_str() == Some(uid)))
@@ -193,10 +235,9 @@ fn fill<'a>(
         found.truncate(MAX_CHILDREN);
         for child in &found {
             let mut n = Node::of(child);
-            fill(client, kinds, child, &mut n, depth - 1).await?;
+            fill(client, walk, child, &mut n, depth - 1).await;
             node.children.push(n);
         }
-        Ok(())
     })
 }
 

@@ -38,10 +38,11 @@ pub struct TraceArgs {
     /// Use this context of the kubeconfig.
     #[arg(long)]
     pub context: Option<String>,
-    /// The running operator's health port, which serves its reconcile history (for a
-    /// deployed operator: `kubectl port-forward deploy/NAME 8081` first).
-    #[arg(long, default_value = "http://127.0.0.1:8081")]
-    pub operator: String,
+    /// The running operator's health port or page, which serve its reconcile history (for
+    /// a deployed operator: `kubectl port-forward deploy/NAME 8081` first) [default: the
+    /// page of the `ctop dev` running in this directory, else http://127.0.0.1:8081].
+    #[arg(long)]
+    pub operator: Option<String>,
     /// Reconciles to print, newest last.
     #[arg(long, default_value_t = 5)]
     pub last: usize,
@@ -78,19 +79,20 @@ pub async fn run(args: &TraceArgs) -> anyhow::Result<()> {
         Err(e) => return Err(e).with_context(|| format!("cannot get {}/{name}", resource.plural)),
     };
 
-    let mut problems = Vec::new();
-    let tree = match inspect::tree::build(&client, &object).await {
-        Ok(tree) => tree,
-        Err(e) => {
-            problems.push(format!("{:#}", anyhow::Error::new(e)));
-            inspect::tree::Node::of(&object)
-        }
-    };
+    let (tree, refused) = inspect::tree::build(&client, &object).await;
+    let mut problems: Vec<String> = refused.iter().map(inspect::tree::TreeError::explain).collect();
     let events: Vec<EventSummary> = inspect::events(&client, &object).await.unwrap_or_else(|e| {
-        problems.push(format!("cannot list the events: {e}"));
+        problems.push(format!("cannot list the events: {}", ctop_controller::api_error_text(&e)));
         Vec::new()
     });
-    let history = operator::history(&args.operator, &resource, &object).await;
+    let base = args.operator.clone().unwrap_or_else(|| {
+        std::fs::read_to_string(super::dev::DEV_PAGE)
+            .ok()
+            .map(|url| url.trim().to_owned())
+            .filter(|url| !url.is_empty())
+            .unwrap_or_else(|| "http://127.0.0.1:8081".into())
+    });
+    let history = operator::history(&base, &resource, &object).await;
     let trace = Trace { object, tree, events, history, problems, last: args.last, now: chrono::Utc::now() };
     print!("{}", trace.render());
     Ok(())
@@ -133,17 +135,36 @@ async fn resolve(client: &Client, kind: &str) -> anyhow::Result<(ApiResource, bo
         Some((name, group)) => (name.to_owned(), Some(group.to_owned())),
         None => (wanted.clone(), None),
     };
-    discovery
+    let found = discovery
         .groups()
         .filter(|g| group.as_deref().is_none_or(|want| g.name() == want))
         .flat_map(|g| g.recommended_resources())
         .find(|(ar, _)| {
             ar.plural == name || ar.kind.to_ascii_lowercase() == name || singular(&ar.plural) == name
         })
-        .map(|(ar, caps)| (ar, caps.scope == Scope::Namespaced))
-        .with_context(|| {
-            format!("the server doesn't have a resource type {kind:?}; kubectl api-resources lists them")
-        })
+        .map(|(ar, caps)| (ar, caps.scope == Scope::Namespaced));
+    if let Some(found) = found {
+        return Ok(found);
+    }
+    // Short names (`wa`) are not in kube's discovery: read them from each group's list.
+    for g in discovery.groups().filter(|g| group.as_deref().is_none_or(|want| g.name() == want)) {
+        let gv = g.preferred_version_or_latest();
+        let list = if g.name().is_empty() {
+            client.list_core_api_resources(gv).await
+        } else {
+            client.list_api_group_resources(&format!("{}/{gv}", g.name())).await
+        };
+        let Ok(list) = list else { continue };
+        let short = list.resources.iter().find(|r| {
+            r.short_names.as_ref().is_some_and(|names| names.iter().any(|s| s.eq_ignore_ascii_case(&name)))
+        });
+        if let Some(r) = short {
+            if let Some(found) = g.recommended_resources().into_iter().find(|(ar, _)| ar.plural == r.name) {
+                return Ok((found.0, found.1.scope == Scope::Namespaced));
+            }
+        }
+    }
+    anyhow::bail!("the server doesn't have a resource type {kind:?}; kubectl api-resources lists them")
 }
 
 /// `plural` without its plural ending, the way most kinds are named (`webapps` → `webapp`).
