@@ -9,6 +9,7 @@
 mod operator;
 mod print;
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -94,8 +95,8 @@ pub async fn run(args: &TraceArgs) -> anyhow::Result<()> {
     });
     let history = operator::history(&base, &resource, &object).await;
     let trace = Trace { object, tree, events, history, problems, last: args.last, now: chrono::Utc::now() };
-    print!("{}", trace.render());
-    Ok(())
+    let mut out = std::io::stdout().lock();
+    out.write_all(trace.render().as_bytes()).and_then(|()| out.flush()).context("cannot write to stdout")
 }
 
 /// The client: `--kubeconfig`/`--context`, else `ctop dev`'s cluster when its kubeconfig is
@@ -106,7 +107,7 @@ async fn client(args: &TraceArgs) -> anyhow::Result<Client> {
     let path = args.kubeconfig.clone().or_else(|| {
         let unset = std::env::var_os("KUBECONFIG").is_none_or(|v| v.is_empty());
         (unset && args.context.is_none() && dev.is_file()).then(|| {
-            eprintln!("using the cluster of ctop dev ({DEV_KUBECONFIG}); pass --kubeconfig for another");
+            tracing::info!("using the cluster of ctop dev ({DEV_KUBECONFIG}); pass --kubeconfig for another");
             dev.to_path_buf()
         })
     });
@@ -158,10 +159,10 @@ async fn resolve(client: &Client, kind: &str) -> anyhow::Result<(ApiResource, bo
         let short = list.resources.iter().find(|r| {
             r.short_names.as_ref().is_some_and(|names| names.iter().any(|s| s.eq_ignore_ascii_case(&name)))
         });
-        if let Some(r) = short {
-            if let Some(found) = g.recommended_resources().into_iter().find(|(ar, _)| ar.plural == r.name) {
-                return Ok((found.0, found.1.scope == Scope::Namespaced));
-            }
+        if let Some(r) = short
+            && let Some(found) = g.recommended_resources().into_iter().find(|(ar, _)| ar.plural == r.name)
+        {
+            return Ok((found.0, found.1.scope == Scope::Namespaced));
         }
     }
     anyhow::bail!("the server doesn't have a resource type {kind:?}; kubectl api-resources lists them")

@@ -308,13 +308,15 @@ fn field(f: &FieldChange) -> String {
     format!("{}: {} → {}", f.path, show(&f.before), show(&f.after))
 }
 
-/// A status value, a condition as `Status (Reason)`.
+/// A status value; a condition as `Status (Reason): message`.
 fn value(v: &Value) -> String {
-    match (v["status"].as_str(), v["type"].as_str()) {
-        (Some(status), Some(_)) => match v["reason"].as_str() {
-            Some(reason) if !reason.is_empty() => format!("{status} ({reason})"),
-            _ => status.to_owned(),
-        },
+    match (v["status"].as_str(), v["reason"].as_str()) {
+        (Some(status), Some(reason)) => {
+            match v["message"].as_str().filter(|m| !m.is_empty()) {
+                Some(message) => format!("{status} ({reason}): {message}"),
+                None => format!("{status} ({reason})"),
+            }
+        }
         _ => v.to_string(),
     }
 }

@@ -78,7 +78,7 @@ fn history() -> HistoryAnswer {
         status: vec![FieldChange {
             path: "conditions[Ready]".into(),
             before: None,
-            after: Some(json!({"type": "Ready", "status": "False", "reason": "ChildInProgress"})),
+            after: Some(json!({"status": "False", "reason": "ChildInProgress", "message": "Deployment shop: 0 of 2 replicas available"})),
         }],
         events: Vec::new(),
         ended: Ended::Succeeded { next_in_seconds: Some(300.0) },
@@ -148,7 +148,7 @@ WebApp/shop                 InProgress  ChildInProgress      Deployment shop: 1 
         "      why:      the operator started and listed it",
         "      children: created apps/v1/Deployment default/shop",
         "                1 unchanged",
-        "      status:   conditions[Ready]: (none) → False (ChildInProgress)",
+        "      status:   conditions[Ready]: (none) → False (ChildInProgress): Deployment shop: 0 of 2 replicas available",
         "  5s ago  took 3ms  generation 2  FAILED ScriptError: TypeError: cannot read property 'x' of undefined",
         "        12 | const x = spec.a.x;",
         "      why:      its child apps/v1/Deployment default/shop changed",
