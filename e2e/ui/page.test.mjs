@@ -145,6 +145,8 @@ test("the operator's page shows a WebApp, its tree and its reconciles, live", { 
     assert.ok(await page.$('tr[data-object="default/shop"]'), "the sample WebApp shop is listed too");
     await page.waitForFunction(() => document.querySelector('tr[data-object="default/flaky"] .ready-False'), { timeout: WAIT_TIMEOUT });
     await page.waitForFunction(() => document.querySelector('tr[data-object="default/broken"] .result.failed'), { timeout: WAIT_TIMEOUT });
+    // Its reconciles fail: its health says so, whatever its (absent) Ready condition says.
+    await page.waitForFunction(() => document.querySelector('tr[data-object="default/broken"] .health.health-Failed'), { timeout: WAIT_TIMEOUT });
     await page.screenshot({ path: path.join(shots, "overview.png"), fullPage: true });
 
     // A link straight to an object's view: the failure, its message and its code frame.

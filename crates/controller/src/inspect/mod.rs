@@ -149,7 +149,8 @@ pub struct Summary {
     /// The generation its status reports on.
     #[serde(default)]
     pub observed_generation: Option<i64>,
-    /// Its health (kstatus' rules: its `Ready` condition and `observedGeneration`).
+    /// Its health: kstatus' rules (its `Ready` condition and `observedGeneration`), but
+    /// `Failed` with the `Reconciled` condition's reason while its reconciles fail.
     pub health: Health,
     /// Its `Ready` condition.
     #[serde(default)]
@@ -178,14 +179,27 @@ impl Summary {
                 message: c["message"].as_str().unwrap_or_default().to_owned(),
             })
         };
+        let reconciled = condition(crate::effects::RECONCILED);
+        // kstatus reads a custom resource's Ready only; the operator knows more: an object
+        // whose reconciles fail is failing, whatever its children say.
+        let health = match &reconciled {
+            Some(c) if c.status == "False" && o["metadata"]["deletionTimestamp"].is_null() => {
+                ctop_health::Health {
+                    status: ctop_health::Status::Failed,
+                    reason: c.reason.clone(),
+                    message: c.message.clone(),
+                }
+            }
+            _ => ctop_health::health(o),
+        };
         Summary {
             namespace: o["metadata"]["namespace"].as_str().map(str::to_owned),
             name: o["metadata"]["name"].as_str().unwrap_or_default().to_owned(),
             generation: o["metadata"]["generation"].as_i64(),
             observed_generation: o["status"]["observedGeneration"].as_i64(),
-            health: ctop_health::health(o),
+            health,
             ready: condition("Ready"),
-            reconciled: condition(crate::effects::RECONCILED),
+            reconciled,
             deleting: !o["metadata"]["deletionTimestamp"].is_null(),
             last_reconcile: last.map(|r| r.started.clone()),
             last_ended: last.map(|r| r.ended.clone()),

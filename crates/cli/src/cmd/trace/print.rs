@@ -311,12 +311,10 @@ fn field(f: &FieldChange) -> String {
 /// A status value; a condition as `Status (Reason): message`.
 fn value(v: &Value) -> String {
     match (v["status"].as_str(), v["reason"].as_str()) {
-        (Some(status), Some(reason)) => {
-            match v["message"].as_str().filter(|m| !m.is_empty()) {
-                Some(message) => format!("{status} ({reason}): {message}"),
-                None => format!("{status} ({reason})"),
-            }
-        }
+        (Some(status), Some(reason)) => match v["message"].as_str().filter(|m| !m.is_empty()) {
+            Some(message) => format!("{status} ({reason}): {message}"),
+            None => format!("{status} ({reason})"),
+        },
         _ => v.to_string(),
     }
 }

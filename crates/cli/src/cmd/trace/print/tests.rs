@@ -78,7 +78,9 @@ fn history() -> HistoryAnswer {
         status: vec![FieldChange {
             path: "conditions[Ready]".into(),
             before: None,
-            after: Some(json!({"status": "False", "reason": "ChildInProgress", "message": "Deployment shop: 0 of 2 replicas available"})),
+            after: Some(
+                json!({"status": "False", "reason": "ChildInProgress", "message": "Deployment shop: 0 of 2 replicas available"}),
+            ),
         }],
         events: Vec::new(),
         ended: Ended::Succeeded { next_in_seconds: Some(300.0) },
