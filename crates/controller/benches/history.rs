@@ -1,8 +1,9 @@
 //! Memory of the reconcile history (dhat): the heap bytes per object of a full history
 //! (the default 10 records) of the WebApp operator's reconciles, for 1,000 and 10,000
-//! objects, as the controller's memory holds them (`VecDeque<Reconcile>` per object key).
-//! Each record is what a WebApp reconcile writes: the trigger, one read (the token Secret),
-//! three children, three status fields (`ready`, `phase`, the `Ready` condition), no event.
+//! objects, as the controller's memory holds them (the records' compact JSON lines,
+//! LZ4-compressed as one block per object). Each record is what a WebApp reconcile writes: the trigger, one read (the token
+//! Secret), three children, five status fields (`ready`, `phase`, the `Ready` condition's
+//! status, reason and message), no event.
 //! Printed as a Markdown table. The whole operator with the history on and off, side by
 //! side, is `ctop-bench --impls ctop,ctop-history-off` (RSS per CR).
 //!
@@ -10,7 +11,7 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 use ctop_controller::history::{
     Child, ChildAction, DEFAULT_KEPT, Ended, FieldChange, Read, ReadCall, Reconcile, Trigger,
@@ -32,9 +33,12 @@ fn record(name: &str, i: usize) -> Reconcile {
         namespace: Some("default".into()),
         name: format!("{name}{suffix}"),
     };
-    let ready = json!({"type": "Ready", "status": "True", "reason": "ChildrenCurrent",
-                       "message": "all 3 children are current", "observedGeneration": i,
-                       "lastTransitionTime": "2026-11-29T12:00:00Z"});
+    // How a reconcile that turns Ready True notes it: the condition's fields that changed.
+    let change = |path: &str, before: &str, after: &str| FieldChange {
+        path: path.into(),
+        before: Some(json!(before)),
+        after: Some(json!(after)),
+    };
     Reconcile {
         started: "2026-11-29T12:00:00.123Z".into(),
         took_ms: 2.5,
@@ -69,20 +73,38 @@ fn record(name: &str, i: usize) -> Reconcile {
                 before: Some(json!("Pending")),
                 after: Some(json!("Running")),
             },
-            FieldChange { path: "conditions[Ready]".into(), before: None, after: Some(ready) },
+            change("conditions[Ready].status", "False", "True"),
+            change("conditions[Ready].reason", "ChildInProgress", "ChildrenCurrent"),
+            change(
+                "conditions[Ready].message",
+                &format!("Deployment {name}: 1 of 2 replicas available"),
+                "all 3 children are current",
+            ),
         ],
         events: Vec::new(),
         ended: Ended::Succeeded { next_in_seconds: Some(300.0) },
     }
 }
 
-/// Bytes per object of `objects` full histories of `kept` records.
-fn per_object(objects: usize, kept: usize) -> f64 {
+/// One object's `records` as the controller keeps them (`history::Records`, private): their
+/// compact JSON lines, LZ4-compressed as one block.
+fn kept(records: impl Iterator<Item = Reconcile>) -> Box<[u8]> {
+    let mut text = String::new();
+    for r in records {
+        text.push_str(&serde_json::to_string(&r).unwrap());
+        text.push('\n');
+    }
+    lz4_flex::compress_prepend_size(text.as_bytes()).into_boxed_slice()
+}
+
+/// Bytes per object of `objects` full histories of `kept` records, kept as the controller
+/// keeps them.
+fn per_object(objects: usize, keep: usize) -> f64 {
     let before = heap();
-    let mut all: HashMap<String, VecDeque<Reconcile>> = HashMap::new();
+    let mut all: HashMap<String, Box<[u8]>> = HashMap::new();
     for o in 0..objects {
         let name = format!("webapp-{o:05}");
-        let records = (0..kept).map(|i| record(&name, i)).collect();
+        let records = if keep == 0 { Box::default() } else { kept((0..keep).map(|i| record(&name, i))) };
         all.insert(format!("default/{name}"), records);
     }
     let keys: usize = all.keys().map(String::capacity).sum();

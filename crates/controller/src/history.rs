@@ -12,7 +12,6 @@
 //! when it begins, its reads after the handler call, then whatever `effects` carries out,
 //! and the result when it ends. The inspector (`inspect`) serves the records as JSON.
 
-use std::collections::VecDeque;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -248,8 +247,8 @@ pub(crate) struct Log {
     timer: Option<Trigger>,
     /// The reconcile running now.
     draft: Option<Draft>,
-    /// The last reconciles, oldest first.
-    records: VecDeque<Reconcile>,
+    /// The last reconciles, oldest first (see [`Records`]).
+    records: Records,
     /// Reconciles skipped because nothing they would read had changed.
     skipped: u64,
 }
@@ -359,20 +358,77 @@ impl Log {
         record.started = crate::health::rfc3339_millis(started);
         record.took_ms = took.as_secs_f64() * 1000.0;
         record.ended = ended;
-        while self.records.len() >= keep.max(1) {
-            self.records.pop_front();
-        }
-        self.records.push_back(record);
+        self.records.push(&record, keep.max(1));
     }
 
     /// The records, oldest first, and the reconciles skipped.
     pub(crate) fn records(&self) -> (Vec<Reconcile>, u64) {
-        (self.records.iter().cloned().collect(), self.skipped)
+        (self.records.read(), self.skipped)
     }
 
-    /// The last record.
-    pub(crate) fn last(&self) -> Option<&Reconcile> {
-        self.records.back()
+    /// The records as kept (read them with [`Records::read`]).
+    pub(crate) fn kept(&self) -> &Records {
+        &self.records
+    }
+}
+
+/// The records of one object, as kept: their compact JSON, one per line, compressed as one
+/// block (LZ4). The records of one object repeat each other (its children's kinds and
+/// names, its status fields), so the block takes a fraction of the JSON, and the JSON a
+/// third of the structs; they are read back only when someone looks.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Records {
+    block: Box<[u8]>,
+    len: usize,
+}
+
+impl Records {
+    /// Keep `record`, with the last `keep - 1` before it.
+    fn push(&mut self, record: &Reconcile, keep: usize) {
+        // Serializing these types cannot fail (string keys, finite numbers): a record that
+        // somehow did not would be left out, not kept half.
+        let Ok(line) = serde_json::to_string(record) else { return };
+        let mut text = self.text();
+        while self.len >= keep {
+            match text.find('\n') {
+                Some(end) => drop(text.drain(..=end)),
+                None => text.clear(),
+            }
+            self.len -= 1;
+        }
+        text.push_str(&line);
+        text.push('\n');
+        self.len += 1;
+        self.block = lz4_flex::compress_prepend_size(text.as_bytes()).into_boxed_slice();
+    }
+
+    /// The JSON lines.
+    fn text(&self) -> String {
+        if self.block.is_empty() {
+            return String::new();
+        }
+        // The block is this type's own output: a failure would be a bug, and loses the
+        // history only.
+        lz4_flex::decompress_size_prepended(&self.block)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .unwrap_or_default()
+    }
+
+    /// The records, oldest first.
+    pub(crate) fn read(&self) -> Vec<Reconcile> {
+        self.text().lines().filter_map(|line| serde_json::from_str(line).ok()).collect()
+    }
+
+    /// The newest record.
+    pub(crate) fn last(&self) -> Option<Reconcile> {
+        self.read().pop()
+    }
+
+    /// How many records there are.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.len
     }
 }
 
@@ -432,6 +488,8 @@ fn condition_changes(before: Option<&Value>, after: Option<&Value>, out: &mut Ve
                 if let Some(m) = c.as_object_mut() {
                     m.remove("lastTransitionTime");
                     m.remove("type");
+                    // It moves with every spec change and says little.
+                    m.remove("observedGeneration");
                 }
                 Some((t, c))
             })
@@ -448,12 +506,29 @@ fn condition_changes(before: Option<&Value>, after: Option<&Value>, out: &mut Ve
         seen.push(t);
         let x = b.iter().find(|(k, _)| k == t).map(|(_, v)| v);
         let y = a.iter().find(|(k, _)| k == t).map(|(_, v)| v);
-        if x != y {
-            out.push(FieldChange {
+        match (x.and_then(Value::as_object), y.and_then(Value::as_object)) {
+            // A condition that stays: the fields that changed, each on its own.
+            (Some(x), Some(y)) => {
+                let mut fields: Vec<&String> = x.keys().chain(y.keys()).collect();
+                fields.sort();
+                fields.dedup();
+                for f in fields {
+                    if x.get(f) != y.get(f) {
+                        out.push(FieldChange {
+                            path: format!("conditions[{t}].{f}"),
+                            before: x.get(f).map(keep_value),
+                            after: y.get(f).map(keep_value),
+                        });
+                    }
+                }
+            }
+            // One that comes or goes: whole.
+            _ if x != y => out.push(FieldChange {
                 path: format!("conditions[{t}]"),
                 before: x.map(keep_value),
                 after: y.map(keep_value),
-            });
+            }),
+            _ => {}
         }
     }
 }
@@ -481,6 +556,32 @@ mod tests {
             records[2].triggers,
             vec![Trigger::Changed { generation: Some(4), resource_version: None }]
         );
+    }
+
+    #[test]
+    fn records_keep_the_last_ones_compressed() {
+        let mut records = Records::default();
+        let mut log = Log::default();
+        for i in 0..25 {
+            log.begin(Some(i), Some("1"));
+            log.draft().expect("a draft").children((0..3).map(|c| Child {
+                action: ChildAction::Configured,
+                kind: "apps/v1/Deployment".into(),
+                namespace: Some("default".into()),
+                name: format!("child-{c}"),
+            }));
+            let Some(Draft { record, .. }) = log.draft.take() else { panic!("a draft") };
+            records.push(&record, 10);
+        }
+        assert_eq!(records.len(), 10);
+        let read = records.read();
+        assert_eq!(
+            read.iter().map(|r| r.generation).collect::<Vec<_>>(),
+            (15..25).map(Some).collect::<Vec<_>>()
+        );
+        assert_eq!(records.last().and_then(|r| r.generation), Some(24));
+        let json: usize = read.iter().map(|r| serde_json::to_string(r).map_or(0, |t| t.len() + 1)).sum();
+        assert!(records.block.len() * 3 < json, "{} bytes for {json} of JSON", records.block.len());
     }
 
     #[test]
@@ -520,7 +621,7 @@ mod tests {
         log.timer(Some(Trigger::Tick));
         log.begin(None, None);
         log.end(10, Duration::ZERO, false, Ended::Succeeded { next_in_seconds: None });
-        assert_eq!(log.last().expect("record").triggers, vec![Trigger::Tick]);
+        assert_eq!(log.kept().last().expect("record").triggers, vec![Trigger::Tick]);
     }
 
     #[test]
@@ -535,10 +636,19 @@ mod tests {
         ]});
         let changes = status_changes(&before, &after);
         let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
-        assert_eq!(paths, ["conditions[Ready]", "phase", "url"]);
-        assert_eq!(changes[1].before, Some(json!("Pending")));
-        assert_eq!(changes[2].before, None);
-        assert_eq!(changes[0].after, Some(json!({"status": "True", "reason": "ChildrenCurrent"})));
+        assert_eq!(paths, ["conditions[Ready].reason", "conditions[Ready].status", "phase", "url"]);
+        assert_eq!(changes[2].before, Some(json!("Pending")));
+        assert_eq!(changes[3].before, None);
+        assert_eq!(changes[1].after, Some(json!("True")));
+        // A condition that appears is shown whole, without its times and generation.
+        let first = status_changes(
+            &json!({}),
+            &json!({"conditions": [
+                {"type": "Ready", "status": "False", "reason": "ChildInProgress", "lastTransitionTime": "a", "observedGeneration": 1}
+            ]}),
+        );
+        assert_eq!(first[0].path, "conditions[Ready]");
+        assert_eq!(first[0].after, Some(json!({"status": "False", "reason": "ChildInProgress"})));
     }
 
     #[test]

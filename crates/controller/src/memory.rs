@@ -341,7 +341,11 @@ impl Memory {
     /// The last record of each object that has one, by key.
     pub(crate) fn last_records(&self) -> HashMap<String, Reconcile> {
         let objects = self.objects.lock();
-        objects.iter().filter_map(|(k, r)| Some((k.clone(), r.log.as_ref()?.last()?.clone()))).collect()
+        let kept: Vec<(String, crate::history::Records)> =
+            objects.iter().filter_map(|(k, r)| Some((k.clone(), r.log.as_ref()?.kept().clone()))).collect();
+        drop(objects);
+        // Read outside the lock: the reconciles wait for none of it.
+        kept.into_iter().filter_map(|(k, records)| Some((k, records.last()?))).collect()
     }
 
     // ---- retries ----
