@@ -245,8 +245,8 @@ pub(crate) struct Log {
     more_pending: u32,
     /// Why the object's timer was set (it fires with no other trigger noted).
     timer: Option<Trigger>,
-    /// The reconcile running now.
-    draft: Option<Draft>,
+    /// The reconcile running now (boxed: most objects are idle, and their `Log` stays small).
+    draft: Option<Box<Draft>>,
     /// The last reconciles, oldest first (see [`Records`]).
     records: Records,
     /// Reconciles skipped because nothing they would read had changed.
@@ -338,18 +338,18 @@ impl Log {
             events: Vec::new(),
             ended: Ended::Succeeded { next_in_seconds: None },
         };
-        self.draft = Some(Draft { started: SystemTime::now(), record });
+        self.draft = Some(Box::new(Draft { started: SystemTime::now(), record }));
     }
 
     /// The draft of the reconcile running now.
     pub(crate) fn draft(&mut self) -> Option<&mut Draft> {
-        self.draft.as_mut()
+        self.draft.as_deref_mut()
     }
 
     /// The reconcile running now ended after `took`: stored (keeping the last `keep`), or
     /// counted when it was `skipped`.
     pub(crate) fn end(&mut self, keep: usize, took: Duration, skipped: bool, ended: Ended) {
-        let Some(Draft { started, mut record }) = self.draft.take() else { return };
+        let Some(Draft { started, mut record }) = self.draft.take().map(|d| *d) else { return };
         if skipped {
             self.skipped += 1;
             // Its triggers were looked at: the next record does not repeat them.
@@ -570,7 +570,7 @@ mod tests {
                 namespace: Some("default".into()),
                 name: format!("child-{c}"),
             }));
-            let Some(Draft { record, .. }) = log.draft.take() else { panic!("a draft") };
+            let Some(Draft { record, .. }) = log.draft.take().map(|d| *d) else { panic!("a draft") };
             records.push(&record, 10);
         }
         assert_eq!(records.len(), 10);
