@@ -55,10 +55,8 @@ pub struct RunOptions {
     pub history: usize,
 }
 
-/// The global bucket that failed reconciles are retried through, on top of the per-object
-/// exponential backoff (the later of the two wins), as controller-runtime's default rate
-/// limiter does: a burst of failures cannot turn into a storm of retries against the API.
-
+/// The timing of leader election on a Lease (and of a sharded member's Lease), with
+/// controller-runtime's names and defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LeaseTiming {
     /// How long a standby waits after the leader's last renewal before taking over.

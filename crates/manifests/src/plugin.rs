@@ -1,4 +1,4 @@
-//! The plugin interface (the plan's `pkg/plugin`): a step that sees every generated
+//! The plugin interface (after cloudticon's `pkg/plugin`): a step that sees every generated
 //! document and may add, change or remove documents. Plugins run in the order given, after
 //! the built-in documents exist, so they can adjust anything ctop generates.
 //!

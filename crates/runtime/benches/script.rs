@@ -1,4 +1,4 @@
-//! Script runtime benchmark: bundle build, VM cold start and one warm reconcile of the plan's
+//! Script runtime benchmark: bundle build, VM cold start and one warm reconcile of the SDK's
 //! WebApp, ctop against the bare QuickJS engine, printed as one Markdown table.
 //!
 //! `cargo bench -p ctop-runtime --bench script` (add `-- --quick` for a short run). Plain
@@ -210,7 +210,7 @@ fn main() {
         rows.push([what.to_owned(), n.to_string(), median, p99, note]);
     };
 
-    // 1. Bundle build of the plan's example.
+    // 1. Bundle build of the SDK's WebApp example.
     let plan_dir = tempfile::tempdir().unwrap();
     std::fs::write(plan_dir.path().join("operator.ct"), PLAN).unwrap();
     let build = bench(2, build_n, || load_dir(plan_dir.path(), "operator.ct").unwrap().to_gz());

@@ -47,7 +47,7 @@ pub struct Module {
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
     /// The bytes are not a valid gzip stream.
-    #[error("bundle is not valid gzip: {0}; rebuild it with `ctop build`")]
+    #[error("bundle is not valid gzip: {0}; rebuild it with `ctop bundle DIR -o bundle.js.gz`")]
     Gzip(#[source] std::io::Error),
     /// The decompressed bundle is larger than [`MAX_BUNDLE_JSON_BYTES`].
     #[error(

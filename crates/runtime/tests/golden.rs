@@ -19,7 +19,7 @@
 //! `git diff` afterwards. Scripts that draw random strings must be given inputs that make
 //! their output deterministic (e.g. the Secret holding the generated value is observed).
 //!
-//! Some cases copy a file of the repository (`plan`: the plan's example, `scaffold`: what
+//! Some cases copy a file of the repository (`plan`: the SDK's WebApp example, `scaffold`: what
 //! `ctop init` writes); the runner checks the copy is still identical (and blessing refreshes
 //! it), so the case cannot drift from its source.
 //!

@@ -1,4 +1,4 @@
-//! Scripts end to end in real QuickJS with the embedded SDK: the plan's example loads,
+//! Scripts end to end in real QuickJS with the embedded SDK: the SDK's WebApp example loads,
 //! declares the expected operator and reconciles; bad scripts fail precisely and leave the
 //! pool usable.
 
@@ -37,7 +37,7 @@ fn webapp_input() -> String {
 
 #[test]
 fn the_plans_example_declares_and_reconciles() {
-    let s = script(&[("operator.ct", PLAN)], Limits::default()).expect("the plan's example loads");
+    let s = script(&[("operator.ct", PLAN)], Limits::default()).expect("the WebApp example loads");
     let spec = s.spec();
     assert_eq!(spec.resources.len(), 1);
     let r = &spec.resources[0];

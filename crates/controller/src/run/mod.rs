@@ -1,6 +1,7 @@
 //! Running the controllers of an operator: [`run`], [`run_with_lease`] and
-//! [`run_reloadable`] start the health and metrics servers, the leader election, and one
-//! kube-runtime [`Controller`] per declared controller, with its watches and caches.
+//! [`run_reloadable`] start the health and metrics servers, the leader election (or the
+//! shard ring), and per declared controller ctop's own watches and caches, work queue and
+//! workers (see the crate docs for the flow of one reconcile).
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //! QuickJS runs it natively), import rewriting, then printing with a source map.
 //!
 //! Resolution rules:
-//! - `"ctop"` and the plan's `"https://github.com/cloudticon/k8s@master"` are the built-in
+//! - `"ctop"` and the URL specifier `"https://github.com/cloudticon/k8s@master"` are the built-in
 //!   module and become `"ctop"`; they are not loaded from disk.
 //! - Relative specifiers (`./x`, `../x`) are resolved against the importing file: the exact
 //!   file if it has a supported extension ([`EXTENSIONS`]), then `x.js` → `x.ts`, then `x`
