@@ -176,7 +176,17 @@ test("the operator's page shows a WebApp, its tree and its reconciles, live", { 
     await page.waitForFunction((row) => document.querySelector(`${row} .ready-True`), { timeout: WAIT_TIMEOUT }, row);
 
     // Its view, through the link: a URL naming the object, and the tree with the Deployment.
-    await page.click(`${row} a.object`);
+    // The overview is drawn again whenever an object changes (the failing WebApp retries
+    // every few seconds), so the link found may be replaced before the mouse gets there:
+    // click again on the new one.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await page.click(`${row} a.object`);
+        break;
+      } catch (e) {
+        if (attempt >= 10 || !String(e.message).includes("not clickable")) throw e;
+      }
+    }
     await page.waitForFunction(() => location.hash.startsWith("#object?"), { timeout: WAIT_TIMEOUT });
     const hash = new URLSearchParams((await page.evaluate(() => location.hash)).slice("#object?".length));
     assert.deepEqual([hash.get("controller"), hash.get("namespace"), hash.get("name")], ["webapp", "default", "blog"]);
