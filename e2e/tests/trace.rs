@@ -8,7 +8,6 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use common::{Kubectl, Proc};
 use ctop_e2e::binary;
@@ -42,11 +41,8 @@ fn ready_names_the_blocking_child_and_trace_shows_why() {
     // ctop dev writes its kubeconfig and its page's URL under .ctop/dev in its directory.
     let kubeconfig = tmp.path().join(".ctop/dev/kubeconfig");
     let page = tmp.path().join(".ctop/dev/page");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !(kubeconfig.exists() && page.exists()) {
-        assert!(Instant::now() < deadline, "ctop dev wrote no kubeconfig and page:\n{}", log(&stderr));
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_for(&kubeconfig);
+    common::wait_for(&page);
     let k = Kubectl { kubeconfig: kubeconfig.clone(), cache: tmp.path().join("cache") };
 
     // The sample `shop` runs: kubectl wait on Ready means what it says.
