@@ -284,10 +284,15 @@ impl Memory {
 
     // ---- the history ----
 
-    /// Note that `trigger` queued the object at `key` (nothing without a history).
+    /// Note that `trigger` queued the object at `key` (nothing without a history: then
+    /// `trigger` is not called). The key is queued too, so an object that is gone is
+    /// forgotten by the worker that finds it gone.
     pub(crate) fn triggered(&self, key: &str, trigger: impl FnOnce() -> Trigger) {
         if self.keep > 0 {
-            self.with(key, |r| r.log.get_or_insert_default().triggered(trigger()));
+            // Made before the lock is taken: it may ask this memory (a relist asks
+            // `has_history`), and the lock is not reentrant.
+            let trigger = trigger();
+            self.with(key, |r| r.log.get_or_insert_default().triggered(trigger));
         }
     }
 
@@ -553,5 +558,22 @@ mod tests {
         assert!(!m.observe(&deleting), "only the first sight of the deletion");
         assert_eq!(m.failed("ns/p"), 2);
         assert!(m.orphaning("ns/p"));
+    }
+
+    #[tokio::test]
+    async fn a_trigger_may_ask_the_memory_and_the_history_goes_with_the_object() {
+        let m = memory().with_history(crate::history::DEFAULT_KEPT, None);
+        let p = object(serde_json::json!({"metadata": {"name": "p", "namespace": "ns", "generation": 1}}));
+        // A relist asks whether the object has a history while making its trigger.
+        m.triggered("ns/p", || if m.has_history("ns/p") { Trigger::Relisted } else { Trigger::Started });
+        let running = m.begin("test/v1/Widget", &p);
+        drop(running);
+        m.ended("ns/p", Duration::from_millis(1), false, || Ended::Succeeded { next_in_seconds: None });
+        let (records, _) = m.history("ns/p").expect("a history");
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].triggers, vec![Trigger::Started]);
+        m.forget("ns/p");
+        assert!(m.history("ns/p").is_none(), "forgotten with the object");
+        assert!(!m.has_history("ns/p"));
     }
 }

@@ -142,16 +142,13 @@ pub(crate) async fn primary<S>(
                 if ctx.memory.is_echo(&ctx.primary_kind, &o, &key).await {
                     return None;
                 }
-                // Asked before `triggered`, which holds the memory's lock while it makes the
-                // trigger: asking inside would lock it again and hang the controller.
-                let relisted = matches!(priority, Priority::Background) && ctx.memory.has_history(&key);
                 ctx.memory.triggered(&key, || match priority {
                     Priority::Change => Trigger::Changed {
                         generation: o.generation(),
                         resource_version: o.resource_version().map(str::to_owned),
                     },
                     // The first list after the start, or a relist.
-                    Priority::Background if relisted => Trigger::Relisted,
+                    Priority::Background if ctx.memory.has_history(&key) => Trigger::Relisted,
                     Priority::Background => Trigger::Started,
                 });
                 Some((key, priority))
