@@ -31,6 +31,70 @@ pub trait Observer: Send + Sync {
     fn nondeterministic(&self, what: &'static str) {
         let _ = what;
     }
+    /// The value a nondeterministic source gives this call. `live` computes it as the
+    /// runtime would (reads the clock, draws randomness, sends the request); the default
+    /// returns that. A recorder notes what `live` gave, a replayer returns what was noted
+    /// instead of calling it. Called once per use of the source, after
+    /// [`Observer::nondeterministic`]; a wrapping observer must forward it.
+    fn supply(&self, source: Source<'_>, live: &mut dyn FnMut() -> Answer) -> Answer {
+        let _ = source;
+        live()
+    }
+}
+
+/// A nondeterministic source a call draws a value from (see [`Observer::supply`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source<'a> {
+    /// `now()` (the SDK's clock, and `cron(...).next()` without a time): milliseconds
+    /// since the epoch, a [`Answer::Number`].
+    Now,
+    /// `randomString(len)`: a [`Answer::Text`] of `len` characters.
+    RandomString {
+        /// The length asked for.
+        len: usize,
+    },
+    /// `fetch(url, init)`: the reply as the JSON text the SDK reads, a [`Answer::Text`].
+    Fetch {
+        /// The URL.
+        url: &'a str,
+        /// The request's options as JSON text (method, headers, body).
+        init: &'a str,
+    },
+    /// `Math.random()`: a [`Answer::Number`] in `[0, 1)`.
+    MathRandom,
+    /// `Date.now()`, `new Date()` without arguments, `Date()`: milliseconds since the
+    /// epoch, a [`Answer::Number`].
+    Date,
+    /// `performance.now()`: milliseconds since the context was made, a [`Answer::Number`].
+    PerformanceNow,
+    /// `performance.timeOrigin`: a [`Answer::Number`].
+    PerformanceTimeOrigin,
+}
+
+impl Source<'_> {
+    /// The source's name in recordings: `now`, `randomString`, `fetch`, `mathRandom`,
+    /// `date`, `performanceNow`, `performanceTimeOrigin`.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Source::Now => "now",
+            Source::RandomString { .. } => "randomString",
+            Source::Fetch { .. } => "fetch",
+            Source::MathRandom => "mathRandom",
+            Source::Date => "date",
+            Source::PerformanceNow => "performanceNow",
+            Source::PerformanceTimeOrigin => "performanceTimeOrigin",
+        }
+    }
+}
+
+/// The value a [`Source`] gave.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// A number (times in milliseconds, `Math.random`).
+    Number(f64),
+    /// A text (`randomString`, a `fetch` reply).
+    Text(String),
 }
 
 /// One handler call's input.

@@ -25,7 +25,9 @@ pub use bytes::{ByteSize, ByteSizeError};
 pub use duration::{Duration, DurationError};
 pub use egress::{EgressError, EgressHost, EgressPort, EgressRule, EgressScheme};
 pub use frame::CodeFrame;
-pub use handlers::{FailureKind, HandlerCall, HandlerError, HandlerFuture, Handlers, Observer};
+pub use handlers::{
+    Answer, FailureKind, HandlerCall, HandlerError, HandlerFuture, Handlers, Observer, Source,
+};
 pub use labels::{LabelSelector, LabelSelectorError};
 pub use outcome::{
     AdmissionOutcome, Children, Condition, ConditionStatus, EventRecord, EventType, FinalizeOutcome,

@@ -322,7 +322,58 @@ impl ReconcileOutcome {
     }
 }
 
+impl ReconcileOutcome {
+    /// The outcome as the SDK's output JSON: the inverse of [`ReconcileOutcome::from_output`]
+    /// (`from_output(o.to_output()) == o`). serde_json keeps object keys sorted, so equal
+    /// outcomes give equal text: recordings store outcomes in this form and compare them so.
+    #[must_use]
+    pub fn to_output(&self) -> Value {
+        let keep = self.children.prune == PruneMode::Keep;
+        let result = match &self.result {
+            HandlerResult::Ok => serde_json::json!({"type": "ok", "keep": keep}),
+            HandlerResult::Requeue { after } => {
+                serde_json::json!({"type": "requeue", "after": after, "keep": keep})
+            }
+            HandlerResult::Error { message } => serde_json::json!({"type": "error", "message": message}),
+        };
+        let deletes: Vec<Value> = self
+            .children
+            .deletes
+            .iter()
+            .map(|r| {
+                let mut metadata = Map::new();
+                metadata.insert("name".into(), r.name.clone().unwrap_or_default().into());
+                if let Some(ns) = &r.namespace {
+                    metadata.insert("namespace".into(), ns.clone().into());
+                }
+                serde_json::json!({
+                    "apiVersion": r.api_version.clone().unwrap_or_default(),
+                    "kind": r.kind.clone().unwrap_or_default(),
+                    "metadata": metadata,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "applies": self.children.objects,
+            "patches": self.patches,
+            "deletes": deletes,
+            "adopt": self.children.adopt,
+            "status": self.status,
+            "conditions": self.conditions,
+            "events": self.events,
+            "finalizers": self.finalizers,
+            "result": result,
+        })
+    }
+}
+
 impl MapOutcome {
+    /// The outcome as the mapper's output JSON, the inverse of [`MapOutcome::from_output`].
+    #[must_use]
+    pub fn to_output(&self) -> Value {
+        serde_json::json!({ "requests": self.requests })
+    }
+
     /// Read the output of a mapper call.
     pub fn from_output(output: Value) -> Result<Self, OutcomeError> {
         #[derive(Deserialize)]
@@ -408,6 +459,31 @@ mod tests {
             ReconcileOutcome::from_output("reconcile", json!({})).expect("reads").result,
             HandlerResult::Ok
         );
+    }
+
+    #[test]
+    fn an_outcome_written_as_output_reads_back_the_same() {
+        let out = json!({
+            "applies": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a"}}],
+            "patches": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p"}}],
+            "deletes": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"}}],
+            "adopt": [0],
+            "status": {"phase": "Ready", "gone": null},
+            "conditions": [{"type": "Ready", "status": "False", "reason": "Waiting", "message": "m"}],
+            "events": [{"type": "Warning", "reason": "Bad", "message": "m"}],
+            "finalizers": {"add": ["x"], "remove": ["y"]},
+            "result": {"type": "requeue", "after": "1m30s", "keep": true}
+        });
+        let o = ReconcileOutcome::from_output("reconcile", out).expect("reads");
+        let again = ReconcileOutcome::from_output("reconcile", o.to_output()).expect("reads back");
+        assert_eq!(again, o);
+        for result in [json!({"type": "ok"}), json!({"type": "error", "message": "no"})] {
+            let o = ReconcileOutcome::from_output("reconcile", json!({"result": result})).expect("reads");
+            assert_eq!(ReconcileOutcome::from_output("reconcile", o.to_output()).expect("reads back"), o);
+        }
+        let m =
+            MapOutcome::from_output(json!({"requests": [{"name": "a", "namespace": "ns"}]})).expect("reads");
+        assert_eq!(MapOutcome::from_output(m.to_output()).expect("reads back"), m);
     }
 
     #[test]
