@@ -135,9 +135,11 @@ impl ctop_core::Observer for CacheView {
         let c = &self.caches[i];
         let mut digest = Digest::default();
         let namespace = self.namespace.as_deref().filter(|_| c.namespaced);
-        let items: Vec<String> = c
-            .store
-            .in_namespace(namespace)
+        // In namespace-then-name order: the store's maps have none, and a script's output
+        // may follow the order it reads (a recording replays only if two runs agree).
+        let mut objects = c.store.in_namespace(namespace);
+        objects.sort_unstable_by(|a, b| (a.namespace(), a.name()).cmp(&(b.namespace(), b.name())));
+        let items: Vec<String> = objects
             .iter()
             .map(|o| {
                 digest.add(o);
@@ -240,5 +242,53 @@ impl Children<'_> {
                 && x.key.ends_with(kind)
                 && x.key.as_bytes().get(api_version.len()) == Some(&b'/')
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ctop_core::Observer as _;
+    use kube::core::{ApiResource, GroupVersionKind};
+    use kube::runtime::watcher;
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::Store;
+
+    #[test]
+    fn a_list_answers_in_namespace_then_name_order() {
+        let store = Store::default();
+        for (ns, name) in [("b", "y"), ("a", "z"), ("b", "a"), ("a", "b"), ("c", "m"), ("a", "a")] {
+            let o: Object =
+                serde_json::from_value(json!({"metadata": {"name": name, "namespace": ns}})).expect("object");
+            store.apply(&watcher::Event::Apply(o));
+        }
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "ConfigMap"));
+        let cached = Cached {
+            key: "v1/ConfigMap".into(),
+            ar,
+            namespaced: true,
+            store,
+            sets: None,
+            complete: Some(None),
+        };
+        let names = |view: &CacheView| -> Vec<String> {
+            let text = view.list("v1/ConfigMap").expect("observed");
+            let items: Vec<serde_json::Value> = serde_json::from_str(&text).expect("a JSON array");
+            items
+                .iter()
+                .map(|o| {
+                    let meta = &o["metadata"];
+                    format!(
+                        "{}/{}",
+                        meta["namespace"].as_str().unwrap_or(""),
+                        meta["name"].as_str().unwrap_or("")
+                    )
+                })
+                .collect()
+        };
+        let caches = Arc::new(vec![cached]);
+        let everywhere = CacheView::new(Arc::clone(&caches), false, None);
+        assert_eq!(names(&everywhere), ["a/a", "a/b", "a/z", "b/a", "b/y", "c/m"]);
     }
 }
