@@ -41,4 +41,4 @@ pub use load::{LoadError, load_dir};
 pub use pool::Pool;
 pub use script::{Script, ScriptError};
 pub use sources::SourceWatch;
-pub use vm::{Clock, ClockFn, Limits, Observer, Vm, VmError};
+pub use vm::{Answer, Clock, ClockFn, Limits, Observer, Source, Vm, VmError};

@@ -3,18 +3,41 @@
 //! (`now`, `randomString`, `fetch`), the built-ins that read the clock or randomness
 //! (`Math.random`, `Date`, `performance`), once per kind per call; a handler built from its
 //! inputs reports nothing; the hooked built-ins behave as in a bare QuickJS context, and a
-//! script cannot reach the originals past the hooks.
+//! script cannot reach the originals past the hooks. Each value they give comes from
+//! `Observer::supply`: a recorder sees the live values, a replayer's values are what the
+//! script gets, and a replayer's answer of the wrong kind is a `TypeError`.
 
 use std::sync::{Arc, Mutex};
 
-use ctop_runtime::{Limits, Observer, Script};
+use ctop_runtime::{Answer, Limits, Observer, Script, Source};
 use serde_json::{Value, json};
 
-/// An observer over fixed objects that records what the call reported.
+/// What a replaying [`Recorder`] supplies for a source.
+type Replay = Box<dyn Fn(Source<'_>) -> Answer + Send + Sync>;
+
+/// An observer over fixed objects that records what the call reported and each value
+/// supplied (with its source, as `{:?}`): the live one, or `replay`'s when set.
 #[derive(Default)]
 struct Recorder {
     objects: Vec<Value>,
     reported: Mutex<Vec<&'static str>>,
+    replay: Option<Replay>,
+    supplied: Mutex<Vec<(String, Answer)>>,
+}
+
+impl Recorder {
+    /// A recorder that supplies `replay`'s values instead of the live ones.
+    fn replaying(replay: impl Fn(Source<'_>) -> Answer + Send + Sync + 'static) -> Self {
+        Recorder { replay: Some(Box::new(replay)), ..Recorder::default() }
+    }
+
+    fn supplied(&self) -> Vec<(String, Answer)> {
+        self.supplied.lock().expect("lock").clone()
+    }
+
+    fn reported(&self) -> Vec<&'static str> {
+        self.reported.lock().expect("lock").clone()
+    }
 }
 
 impl Observer for Recorder {
@@ -41,6 +64,15 @@ impl Observer for Recorder {
 
     fn nondeterministic(&self, what: &'static str) {
         self.reported.lock().expect("lock").push(what);
+    }
+
+    fn supply(&self, source: Source<'_>, live: &mut dyn FnMut() -> Answer) -> Answer {
+        let answer = match &self.replay {
+            Some(replay) => replay(source),
+            None => live(),
+        };
+        self.supplied.lock().expect("lock").push((format!("{source:?}"), answer.clone()));
+        answer
     }
 }
 
@@ -75,9 +107,28 @@ fn input(spec: Value) -> String {
 /// reported.
 fn reconcile(script: &Script, spec: Value, objects: Vec<Value>) -> (Value, Vec<&'static str>) {
     let recorder = Arc::new(Recorder { objects, ..Recorder::default() });
+    let out = observed(script, spec, &recorder);
+    (out, recorder.reported())
+}
+
+/// Runs a reconcile observed by `recorder`: the status' `out`.
+fn observed(script: &Script, spec: Value, recorder: &Arc<Recorder>) -> Value {
     let out = script.dispatch_observed("reconcile", 0, &input(spec), recorder.clone()).expect("reconcile");
-    let reported = recorder.reported.lock().expect("lock").clone();
-    (out["status"]["out"].clone(), reported)
+    out["status"]["out"].clone()
+}
+
+/// The [`Source`] (its `name()`) a reported `what` supplies its values as.
+fn source_of(what: &str) -> &'static str {
+    match what {
+        "now()" => "now",
+        "randomString()" => "randomString",
+        "fetch()" => "fetch",
+        "Math.random()" => "mathRandom",
+        "Date" => "date",
+        "performance.now()" => "performanceNow",
+        "performance.timeOrigin" => "performanceTimeOrigin",
+        other => panic!("unknown kind {other}"),
+    }
 }
 
 /// Each snippet and the one name it must report.
@@ -108,9 +159,15 @@ fn each_nondeterministic_call_reports_its_name() {
     // The top level reads the clock too: at load there is no observer, and nothing fails.
     let script = operator("const loadedAt = Date.now();", &format!("switch (cr.spec.case) {{\n{switch}}}"));
     for (i, (snippet, what)) in CASES.iter().enumerate() {
-        let (out, reported) = reconcile(&script, json!({"case": i}), Vec::new());
-        assert_eq!(reported, [*what], "{snippet}");
+        let recorder = Arc::new(Recorder::default());
+        let out = observed(&script, json!({"case": i}), &recorder);
+        assert_eq!(recorder.reported(), [*what], "{snippet}");
         assert_ne!(out, json!(false), "{snippet} ran: {out}");
+        // Each value came through `supply`, as the source of the kind reported.
+        let supplied = recorder.supplied();
+        let name = source_of(what);
+        assert_eq!(supplied.len(), 1, "{snippet}: {supplied:?}");
+        assert!(supplied[0].0.to_lowercase().starts_with(&name.to_lowercase()), "{snippet}: {supplied:?}");
     }
 }
 
@@ -158,8 +215,11 @@ fn a_handler_built_from_its_inputs_reports_nothing() {
     );
     let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds", "namespace": "prod"},
                         "data": {"user": "YWxpY2U="}});
-    let (out, reported) = reconcile(&script, json!({}), vec![secret]);
-    assert_eq!(reported, Vec::<&str>::new(), "{out}");
+    let recorder = Arc::new(Recorder { objects: vec![secret], ..Recorder::default() });
+    let out = observed(&script, json!({}), &recorder);
+    assert_eq!(recorder.reported(), Vec::<&str>::new(), "{out}");
+    // `new Date(x)` with an argument reads no clock: nothing is supplied.
+    assert_eq!(recorder.supplied(), Vec::new(), "{out}");
     assert_eq!(
         out,
         json!({"at": 1577836800000_u64, "epoch": "1970-01-01T00:00:00.000Z", "copy": 1577836800000_u64,
@@ -284,4 +344,236 @@ fn an_error_thrown_through_a_hook_names_the_scripts_line() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// The time a replaying [`Recorder`] supplies for `now()`.
+const NOW: u64 = 1_600_000_000_000;
+/// The time it supplies for `Date` (with milliseconds, which `Date()`'s text drops).
+const DATE: u64 = 1_500_000_000_123;
+
+/// Fixed values for every source: `fetch` answers 200 with a body naming the request.
+fn fixed(source: Source<'_>) -> Answer {
+    match source {
+        Source::Now => Answer::Number(NOW as f64),
+        Source::Date => Answer::Number(DATE as f64),
+        Source::MathRandom => Answer::Number(0.25),
+        Source::PerformanceNow => Answer::Number(42.5),
+        Source::PerformanceTimeOrigin => Answer::Number(1234.5),
+        Source::RandomString { len } => Answer::Text("r".repeat(len)),
+        Source::Fetch { url, init } => Answer::Text(
+            json!({"status": 200, "statusText": "OK", "headers": {"x-replayed": "yes"},
+                   "body": json!({"url": url, "init": init}).to_string(), "url": url})
+            .to_string(),
+        ),
+    }
+}
+
+/// `new Date(ms).toString()` in a bare QuickJS context (in the host's time zone).
+fn date_text(ms: f64) -> String {
+    let runtime = rquickjs::Runtime::new().expect("runtime");
+    let context = rquickjs::Context::full(&runtime).expect("context");
+    context.with(|ctx| ctx.eval(format!("new Date({ms}).toString()")).expect("a date's text"))
+}
+
+/// A reconcile reading every source once (and `Date` four ways), returning what it got.
+const EVERY_SOURCE: &str = r#"
+  const res = fetch("http://127.0.0.1:9/refused", { method: "post", body: "hi" });
+  class Later extends Date { year() { return this.getUTCFullYear(); } }
+  const later = new Later();
+  return {
+    now: now(), dateNow: Date.now(), newDate: new Date().getTime(), dateString: Date(),
+    random: Math.random(), perfNow: performance.now(), origin: performance.timeOrigin,
+    token: randomString(8),
+    fetched: { status: res.status, ok: res.ok, header: res.headers.get("X-Replayed"), body: res.json() },
+    later: [later instanceof Later, later instanceof Date, later.getTime(), later.year()],
+    epoch: new Date(0).getTime(),
+  };"#;
+
+#[test]
+fn supplied_values_are_what_the_script_gets() {
+    let script = operator("", EVERY_SOURCE);
+    let recorder = Arc::new(Recorder::replaying(fixed));
+    let out = observed(&script, json!({}), &recorder);
+    // The string `Date()` returns is a date's at the supplied time.
+    let date_string = date_text(DATE as f64);
+    // Nothing listens on port 9 and no egress is declared: the reply is the replayer's, no
+    // request was sent.
+    let init = r#"{"method":"POST","headers":{},"body":"hi"}"#;
+    assert_eq!(
+        out,
+        json!({
+            "now": NOW, "dateNow": DATE, "newDate": DATE, "dateString": date_string,
+            "random": 0.25, "perfNow": 42.5, "origin": 1234.5, "token": "rrrrrrrr",
+            "fetched": {"status": 200, "ok": true, "header": "yes",
+                        "body": {"url": "http://127.0.0.1:9/refused", "init": init}},
+            "later": [true, true, DATE, 2017], "epoch": 0,
+        })
+    );
+    // `report` is told once per kind, before each kind's first value.
+    assert_eq!(
+        recorder.reported(),
+        [
+            "fetch()",
+            "Date",
+            "now()",
+            "Math.random()",
+            "performance.now()",
+            "performance.timeOrigin",
+            "randomString()"
+        ]
+    );
+    // One value per use; `new Date(0)` reads no clock.
+    let sources: Vec<String> = recorder.supplied().into_iter().map(|(source, _)| source).collect();
+    assert_eq!(
+        sources,
+        [
+            format!("Fetch {{ url: \"http://127.0.0.1:9/refused\", init: {init:?} }}"),
+            "Date".to_owned(),
+            "Now".to_owned(),
+            "Date".to_owned(),
+            "Date".to_owned(),
+            "Date".to_owned(),
+            "MathRandom".to_owned(),
+            "PerformanceNow".to_owned(),
+            "PerformanceTimeOrigin".to_owned(),
+            "RandomString { len: 8 }".to_owned(),
+        ]
+    );
+}
+
+/// `a` and `b` are the same number, give or take the last digit JSON text may round.
+fn close(a: &Value, b: f64) -> bool {
+    a.as_f64().is_some_and(|a| (a - b).abs() <= b.abs() * 1e-15)
+}
+
+#[test]
+fn a_recorder_sees_each_live_value_with_its_source() {
+    let script = operator(
+        "",
+        r#"let fetched;
+           try { fetch("http://127.0.0.1:9/", { method: "put" }); } catch (e) { fetched = e.message; }
+           return [randomString(8), now(), Date.now(), new Date().getTime(), Math.random(),
+                   performance.now(), performance.timeOrigin, fetched, typeof Date()];"#,
+    );
+    let recorder = Arc::new(Recorder::default());
+    let out = observed(&script, json!({}), &recorder);
+    let out = out.as_array().cloned().unwrap_or_default();
+    let supplied = recorder.supplied();
+    let sources: Vec<&str> = supplied.iter().map(|(source, _)| source.as_str()).collect();
+    let init = r#"{"method":"PUT","headers":{}}"#;
+    assert_eq!(
+        sources,
+        [
+            format!("Fetch {{ url: \"http://127.0.0.1:9/\", init: {init:?} }}").as_str(),
+            "RandomString { len: 8 }",
+            "Now",
+            "Date",
+            "Date",
+            "MathRandom",
+            "PerformanceNow",
+            "PerformanceTimeOrigin",
+            "Date",
+        ]
+    );
+    // No egress is declared: the live reply is the refusal the script got.
+    let Answer::Text(reply) = &supplied[0].1 else { panic!("fetch gave {:?}", supplied[0].1) };
+    let reply: Value = serde_json::from_str(reply).expect("the reply is JSON");
+    let error = reply["error"].as_str().expect("an error");
+    assert_eq!(out[7], json!(format!("fetch http://127.0.0.1:9/: {error}")));
+    // Each value the recorder saw is what the script got.
+    let Answer::Text(token) = &supplied[1].1 else { panic!("randomString gave {:?}", supplied[1].1) };
+    assert_eq!((token.len(), &out[0]), (8, &json!(token)));
+    for i in 1..7 {
+        let Answer::Number(n) = supplied[i + 1].1 else { panic!("{:?}", supplied[i + 1]) };
+        assert!(close(&out[i], n), "{}: {} is {n}", sources[i + 1], out[i]);
+    }
+    assert_eq!(out[8], json!("string"));
+    assert_eq!(
+        recorder.reported(),
+        [
+            "fetch()",
+            "randomString()",
+            "now()",
+            "Date",
+            "Math.random()",
+            "performance.now()",
+            "performance.timeOrigin"
+        ]
+    );
+}
+
+#[test]
+fn a_replayed_answer_of_the_wrong_kind_is_a_type_error() {
+    let script = operator(
+        "",
+        r#"switch (cr.spec.call) {
+             case "now": return now();
+             case "Date.now": return Date.now();
+             case "new Date": return new Date().getTime();
+             case "Date": return Date();
+             case "Math.random": return Math.random();
+             case "performance.now": return performance.now();
+             case "performance.timeOrigin": return performance.timeOrigin;
+             case "randomString": return randomString(8);
+             case "fetch": return fetch("http://127.0.0.1:9/").status;
+             case "caught": try { return Math.random(); } catch (e) { return `${e.name}: ${e.message}`; }
+           }"#,
+    );
+    let cases = [
+        ("now", "replay supplied a text for now()"),
+        ("Date.now", "replay supplied a text for Date"),
+        ("new Date", "replay supplied a text for Date"),
+        ("Date", "replay supplied a text for Date"),
+        ("Math.random", "replay supplied a text for Math.random()"),
+        ("performance.now", "replay supplied a text for performance.now()"),
+        ("performance.timeOrigin", "replay supplied a text for performance.timeOrigin"),
+        ("randomString", "replay supplied a number for randomString()"),
+        ("fetch", "replay supplied a number for fetch()"),
+    ];
+    // Every answer is of the other kind.
+    let wrong = |source: Source<'_>| match fixed(source) {
+        Answer::Number(_) => Answer::Text("1".to_owned()),
+        Answer::Text(_) => Answer::Number(1.0),
+    };
+    for (call, message) in cases {
+        let recorder: Arc<dyn Observer> = Arc::new(Recorder::replaying(wrong));
+        let error = script
+            .dispatch_observed("reconcile", 0, &input(json!({"call": call})), recorder)
+            .expect_err("a divergence fails the call");
+        match error {
+            ctop_runtime::VmError::Exception { name, message: got, .. } => {
+                assert_eq!((name.as_str(), got.as_str()), ("TypeError", message), "{call}");
+            }
+            other => panic!("{call}: {other:?}"),
+        }
+    }
+    // The script sees the error as it would any other.
+    let recorder = Arc::new(Recorder::replaying(wrong));
+    let out = observed(&script, json!({"call": "caught"}), &recorder);
+    assert_eq!(out, json!("TypeError: replay supplied a text for Math.random()"));
+}
+
+#[test]
+fn date_uses_the_originals_whatever_the_script_replaced() {
+    // `Date()` formats with the original `toString` and both read the original clock (the
+    // live value behind the supplied one), not what the script put in their place.
+    let script = operator(
+        "",
+        r#"Date.prototype.toString = () => "mine"; Date.now = () => 7;
+           return [Date(), new Date().getTime(), Date.now(), String(new Date(0)), typeof Date(0)];"#,
+    );
+    let recorder = Arc::new(Recorder::replaying(fixed));
+    let out = observed(&script, json!({}), &recorder);
+    assert_eq!(out, json!([date_text(DATE as f64), DATE, 7, "mine", "string"]));
+    let sources: Vec<String> = recorder.supplied().into_iter().map(|(source, _)| source).collect();
+    assert_eq!(sources, ["Date", "Date", "Date"]);
+    assert_eq!(recorder.reported(), ["Date"]);
+    // With the live clock, `Date()` is the text of a date at the time the recorder saw.
+    let script = operator("", "return Date();");
+    let recorder = Arc::new(Recorder::default());
+    let out = observed(&script, json!({}), &recorder);
+    let supplied = recorder.supplied();
+    let [(source, Answer::Number(ms))] = supplied.as_slice() else { panic!("{supplied:?}") };
+    assert_eq!(source, "Date");
+    assert_eq!(out, json!(date_text(*ms)));
 }

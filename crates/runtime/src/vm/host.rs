@@ -1,15 +1,19 @@
 //! The host functions a script's `globalThis.__ct_host` holds (see the list in the parent
 //! module's docs and `RUNTIME.md`): [`install_host`] builds the frozen object once per
-//! runtime; each function bounds what it takes from the script.
+//! runtime; each function bounds what it takes from the script. `now`, `randomString` and
+//! `fetch` report to the call's [`super::Observer`] and take their value from its
+//! [`super::Observer::supply`] (live: the clock, the OS generator, the request; see
+//! `nondet.rs`), so a recorder sees and a replayer gives what the script gets.
 
 use std::sync::Arc;
 
+use ctop_core::Source;
 use rand::TryRng;
 use rand::rngs::SysRng;
 use rquickjs::function::Opt;
 use rquickjs::{Coerced, Ctx, Exception, Function, Object, Value};
 
-use super::nondet::{Nondet, report};
+use super::nondet::{Nondet, report, supply_number, supply_text};
 use super::{Deadline, HOST_GLOBAL, MAX_LOG_TEXT, MAX_RANDOM_STRING, ObserverSlot, SnapshotSlot, describe};
 use crate::fetch::Fetcher;
 
@@ -59,24 +63,29 @@ pub(super) fn install_host<'js>(
         }
     };
     host.set("release", Function::new(ctx.clone(), release)?.with_name("release")?)?;
-    // `now`, `randomString` and `fetch` tell the call's observer first (see `nondet.rs`).
+    // `now`, `randomString` and `fetch` tell the call's observer first, then take their value
+    // from its `supply` (see `nondet.rs`).
     let slot = Arc::clone(&observer);
     let random = move |ctx: Ctx<'js>, n: f64| {
         report(&slot, Nondet::RandomString);
-        random_string(ctx, n)
+        let len = random_length(&ctx, n)?;
+        let source = Source::RandomString { len };
+        supply_text(&ctx, &slot, Nondet::RandomString, source, || random_string(&ctx, len))
     };
     host.set("randomString", Function::new(ctx.clone(), random)?.with_name("randomString")?)?;
     let slot = Arc::clone(&observer);
     let source = Arc::clone(&options.clock);
-    let clock = move || {
+    let clock = move |ctx: Ctx<'js>| {
         report(&slot, Nondet::Now);
-        source.now_ms()
+        supply_number(&ctx, &slot, Nondet::Now, Source::Now, || Ok(source.now_ms()))
     };
     host.set("now", Function::new(ctx.clone(), clock)?.with_name("now")?)?;
     let slot = Arc::clone(&observer);
-    let fetch = move |url: Coerced<String>, init: Opt<Coerced<String>>| {
+    let fetch = move |ctx: Ctx<'js>, url: Coerced<String>, init: Opt<Coerced<String>>| {
         report(&slot, Nondet::Fetch);
-        fetch.call(&url.0, init.0.map(|i| i.0))
+        let init = init.0.map_or_else(|| "{}".to_owned(), |i| i.0);
+        let source = Source::Fetch { url: &url.0, init: &init };
+        supply_text(&ctx, &slot, Nondet::Fetch, source, || Ok(fetch.call(&url.0, &init)))
     };
     let observed = move |ctx: Ctx<'_>,
                          op: Coerced<String>,
@@ -124,22 +133,27 @@ fn observed(
     }
 }
 
-/// `__ct_host.randomString(n)`: `n` characters of [a-zA-Z0-9] from the OS generator.
-fn random_string(ctx: Ctx<'_>, n: f64) -> rquickjs::Result<String> {
+/// The length `__ct_host.randomString(n)` asks for: a `RangeError` unless `n` is a whole
+/// number from 0 to [`MAX_RANDOM_STRING`].
+fn random_length(ctx: &Ctx<'_>, n: f64) -> rquickjs::Result<usize> {
     if !(n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= MAX_RANDOM_STRING as f64) {
         return Err(Exception::throw_range(
-            &ctx,
+            ctx,
             &format!("randomString: length must be an integer from 0 to {MAX_RANDOM_STRING}"),
         ));
     }
-    const ALPHABET: &[u8; 62] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     // `n` was checked to be a whole number in 0..=MAX_RANDOM_STRING.
-    let len = n as usize;
+    Ok(n as usize)
+}
+
+/// `__ct_host.randomString(n)`, live: `len` characters of [a-zA-Z0-9] from the OS generator.
+fn random_string(ctx: &Ctx<'_>, len: usize) -> rquickjs::Result<String> {
+    const ALPHABET: &[u8; 62] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let mut out = String::with_capacity(len);
     let mut buf = [0u8; 256];
     while out.len() < len {
         SysRng.try_fill_bytes(&mut buf).map_err(|e| {
-            Exception::throw_internal(&ctx, &format!("randomString: OS randomness failed: {e}"))
+            Exception::throw_internal(ctx, &format!("randomString: OS randomness failed: {e}"))
         })?;
         // 248 = 4 * 62: rejecting larger bytes keeps every character equally likely.
         for &b in buf.iter().filter(|&&b| b < 248) {
@@ -238,13 +252,14 @@ pub(super) struct HostFetch {
 }
 
 impl HostFetch {
-    /// Runs the request within what is left of the deadline and returns the reply JSON.
-    fn call(&self, url: &str, init: Option<String>) -> String {
+    /// Runs the request (`init`: its options as JSON text) within what is left of the
+    /// deadline and returns the reply JSON.
+    fn call(&self, url: &str, init: &str) -> String {
         let cap = self.deadline.remaining();
         let reply = if cap.is_some_and(|left| left.is_zero()) {
             "{\"error\":\"the script call's deadline has passed\"}".to_owned()
         } else {
-            self.fetcher.fetch_json(url, init.as_deref().unwrap_or("{}"), cap)
+            self.fetcher.fetch_json(url, init, cap)
         };
         // The interrupt handler could not run during the request: if the deadline passed,
         // mark it so the call fails with a timeout even if the script returns right away.

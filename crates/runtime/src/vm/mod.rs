@@ -53,7 +53,8 @@
 //! `now`, `randomString` and `fetch`, like `Math.random`, `Date.now()`, `new Date()` and
 //! `performance`, tell the call's [`Observer`] that the call is nondeterministic
 //! ([`Observer::nondeterministic`], once per kind per call; the list is in `nondet.rs` and
-//! `RUNTIME.md`).
+//! `RUNTIME.md`), and take each value they return from [`Observer::supply`] (live unless
+//! the observer replays a recording).
 //!
 //! # Threads
 //! rquickjs is built with its `parallel` feature so a `Vm` is [`Send`] and may move between
@@ -253,7 +254,7 @@ impl Loader for BundleLoader {
     }
 }
 
-pub use ctop_core::Observer;
+pub use ctop_core::{Answer, Observer, Source};
 
 /// The [`Observer`] of the call in progress, read by the `observed` host function and told
 /// about nondeterministic calls (`nondet.rs`).
@@ -433,7 +434,8 @@ impl Vm {
 
     /// [`Vm::dispatch`] with `observer` serving the handler's `getObserved` and
     /// `listObserved` (the input then carries no `observed`) and told about each kind of
-    /// nondeterministic call the handler makes ([`Observer::nondeterministic`]).
+    /// nondeterministic call the handler makes ([`Observer::nondeterministic`]), whose
+    /// values it supplies ([`Observer::supply`]).
     pub fn dispatch_observed(
         &mut self,
         handler: &str,
