@@ -105,16 +105,7 @@ fn dev_serves_reloads_and_survives_errors() {
     );
 
     // SIGTERM stops it cleanly.
-    let pid = dev.0.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = dev.0.try_wait().expect("try_wait") {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "ctop dev did not stop on SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = common::terminate(&mut dev);
     let mut log = String::new();
     let _ = std::fs::File::open(&stderr).and_then(|mut f| f.read_to_string(&mut log));
     assert!(status.success(), "ctop dev exited with {status}:\n{log}");

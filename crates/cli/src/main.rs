@@ -47,6 +47,8 @@ enum Command {
     Manifests(cmd::manifests::ManifestsArgs),
     /// Run an operator script against a cluster until interrupted.
     Run(Box<cmd::run::RunArgs>),
+    /// Run a recording's handler calls again against the script, or its next version.
+    Replay(cmd::replay::ReplayArgs),
     /// Run kubesim, the embedded Kubernetes API server, until interrupted.
     Sim(cmd::sim::SimArgs),
     /// Why an object is (not) Ready: its children's tree and health, last reconciles, events.
@@ -88,21 +90,22 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Bundle(args) => cmd::bundle::run(&args),
-            Command::Check(args) => cmd::check::run(&args),
-            Command::Dev(args) => cmd::dev::run(args).await,
-            Command::Init(args) => cmd::init::init(&args),
-            Command::Manifests(args) => cmd::manifests::run(&args),
-            Command::Run(args) => cmd::run::run(*args).await,
-            Command::Sim(args) => cmd::sim::run(args).await,
-            Command::Test(_) => Ok(()),
-            Command::Trace(args) => cmd::trace::run(&args).await,
-            Command::Types(args) => cmd::init::types(&args),
-            Command::Webhook(args) => cmd::webhook::run(args).await,
+            Command::Bundle(args) => cmd::bundle::run(&args).map(|()| 0),
+            Command::Check(args) => cmd::check::run(&args).map(|()| 0),
+            Command::Dev(args) => cmd::dev::run(args).await.map(|()| 0),
+            Command::Init(args) => cmd::init::init(&args).map(|()| 0),
+            Command::Manifests(args) => cmd::manifests::run(&args).map(|()| 0),
+            Command::Replay(args) => cmd::replay::run(&args).await,
+            Command::Run(args) => cmd::run::run(*args).await.map(|()| 0),
+            Command::Sim(args) => cmd::sim::run(args).await.map(|()| 0),
+            Command::Test(_) => Ok(0),
+            Command::Trace(args) => cmd::trace::run(&args).await.map(|()| 0),
+            Command::Types(args) => cmd::init::types(&args).map(|()| 0),
+            Command::Webhook(args) => cmd::webhook::run(args).await.map(|()| 0),
         }
     });
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             match cmd::code_frame(e.as_ref()) {
                 Some(frame) => tracing::error!("{e:#}\n{frame}"),

@@ -18,7 +18,8 @@
 //! - [`matching`]: partial matching of expectations;
 //! - [`golden`]: golden files (rendering, normalization, diffs);
 //! - [`oracles`] (checked after every step) and [`perturb`] (acting after the last step);
-//! - [`runner`]: one test file, start to end; [`report`]: text, summary line, JUnit XML.
+//! - [`runner`]: one test file, start to end; [`report`]: text, summary line, JUnit XML;
+//! - [`replay`]: `ctop replay`, a recording's calls run again against a script, and what differs.
 //!
 //! A fuzzer reuses the same parts: [`World::start`], then for each (random) step
 //! [`World::act`] and [`settle::settle`], then [`World::snapshot`] and the oracles
@@ -31,6 +32,7 @@ pub mod matching;
 pub mod oracles;
 pub mod perturb;
 pub mod record;
+pub mod replay;
 pub mod report;
 pub mod runner;
 pub mod settle;

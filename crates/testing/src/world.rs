@@ -147,6 +147,16 @@ impl World {
     /// Load the script, start kubesim, install the script's CRDs and start the operator.
     /// Its first lists are not awaited here: settle the world before the first step.
     pub async fn start(op: &Operator, config: &WorldConfig) -> Result<Self, WorldError> {
+        Self::start_wrapped(op, config, |handlers, _| handlers).await
+    }
+
+    /// [`World::start`], with the script's handlers wrapped by `wrap` (given them and the
+    /// script) before the controllers call them: a recording of every call, for instance.
+    pub async fn start_wrapped(
+        op: &Operator,
+        config: &WorldConfig,
+        wrap: impl FnOnce(Arc<dyn Handlers>, &Script) -> Arc<dyn Handlers>,
+    ) -> Result<Self, WorldError> {
         let (dir, entry) = (op.dir.clone(), op.entry.clone());
         // One runtime: calls run one at a time anyway (the recorder's gate), and a script that
         // keeps state between calls (a counter at module level) then sees every call in order,
@@ -205,6 +215,7 @@ impl World {
             .await
             .map_err(|e| kube_error("cannot install the CRDs", e))?;
         let handlers: Arc<dyn Handlers> = script_handlers.clone();
+        let handlers = wrap(handlers, script_handlers.script());
         let recorder = Arc::new(Recorder::new(handlers));
         let recording = recorder.recording();
         // Every write is noted at the virtual instant it happened (the task runs before the

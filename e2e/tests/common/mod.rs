@@ -52,6 +52,20 @@ impl Drop for Logged {
     }
 }
 
+/// Send `proc` SIGTERM and wait (20 s at most) for it to exit; its exit status.
+pub fn terminate(proc: &mut Proc) -> std::process::ExitStatus {
+    let pid = proc.0.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(s) = proc.0.try_wait().expect("try_wait") {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "the process did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Wait until `path` exists (e.g. the kubeconfig `ctop sim` writes once ready).
 pub fn wait_for(path: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);

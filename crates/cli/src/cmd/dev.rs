@@ -60,6 +60,8 @@ pub struct DevArgs {
     script_limits: super::ScriptFlags,
     #[command(flatten)]
     workloads: super::WorkloadFlags,
+    #[command(flatten)]
+    record: super::record::RecordFlags,
 }
 
 /// Run the dev loop until Ctrl-C or SIGTERM.
@@ -109,6 +111,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     .context("cannot serve the operator's page (choose another port with --ui-port)")?;
     print_page(page);
     remember_page(page);
+    let recorder = args.record.writer(&name, &env, &values)?;
     let source = ScriptSource {
         watch: SourceWatch::new(&args.dir),
         dir: args.dir,
@@ -119,11 +122,14 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         client,
         webhook,
         loaded: None,
+        recorder: recorder.clone(),
     };
     let first = source.handlers(&script);
     let ran = run_dev(first, source, options, super::shutdown_signal()).await;
     page_task.abort();
+    let closed = super::record::close(recorder);
     ran?;
+    closed?;
     if let Some(sim) = sim {
         tracing::info!("stopping kubesim");
         sim.shutdown();
@@ -168,11 +174,14 @@ struct ScriptSource {
     webhook: Option<DevWebhook>,
     /// The script of the last load, until it is activated.
     loaded: Option<Arc<Script>>,
+    /// Where `--record` writes every script's calls (each reload's under its bundle's sha).
+    recorder: Option<ctop_recording::RecordWriter>,
 }
 
 impl ScriptSource {
     fn handlers(&self, script: &Arc<Script>) -> Arc<dyn Handlers> {
-        Arc::new(ScriptHandlers::new(script.clone(), &self.env, &self.values))
+        let handlers = Arc::new(ScriptHandlers::new(script.clone(), &self.env, &self.values));
+        super::record::wrap(handlers, script, self.recorder.as_ref())
     }
 }
 

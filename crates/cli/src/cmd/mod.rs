@@ -6,6 +6,8 @@ pub mod dev;
 pub mod fuzz;
 pub mod init;
 pub mod manifests;
+pub mod record;
+pub mod replay;
 pub mod run;
 pub mod sim;
 pub mod test;

@@ -129,6 +129,8 @@ pub struct RunArgs {
     webhook_concurrency: u16,
     #[command(flatten)]
     webhook: super::webhook::WebhookFlags,
+    #[command(flatten)]
+    record: super::record::RecordFlags,
 }
 
 /// Load the script and run its controllers until Ctrl-C or SIGTERM.
@@ -267,13 +269,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let handlers = Arc::new(ScriptHandlers::new(script, &env, &values));
+    let recorder = args.record.writer(&name, &env, &values)?;
+    let handlers = Arc::new(ScriptHandlers::new(Arc::clone(&script), &env, &values));
+    let handlers = super::record::wrap(handlers, &script, recorder.as_ref());
     let result = ctop_controller::run_with_lease(handlers, options, timing, super::shutdown_signal()).await;
     for task in [webhook, page].into_iter().flatten() {
         task.abort();
     }
+    let closed = super::record::close(recorder);
     result?;
-    Ok(())
+    closed
 }
 
 /// `ca_pem` as the `caBundle` of the conversion webhooks of `crds` (those that have one).

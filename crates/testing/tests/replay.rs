@@ -1,0 +1,171 @@
+//! `ctop replay` in process: examples/webapp recorded while it reconciles two WebApps on an
+//! in-process kubesim, then every recorded call run again: against the recorded script it
+//! reproduces every output; against edited copies (a child dropped, a status field renamed,
+//! a throw on one object) the report names what changes, on which objects.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ctop_core::Handlers;
+use ctop_recording::{RecordOptions, RecordWriter, Recorder, Recording, Redaction, ScriptInfo, TapeEntry};
+use ctop_runtime::{Limits, Script};
+use ctop_testing::replay::{ExitCode, Report, Target, replay};
+use ctop_testing::settle::{MAX_CALLS, Quiet, settle};
+use ctop_testing::{Operator, World};
+use serde_json::json;
+
+fn webapp() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/webapp")
+}
+
+/// Records examples/webapp reconciling WebApps `hello` and `broken` into `file`.
+fn record(file: &Path) -> Recording {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let op = Operator { dir: webapp(), entry: "operator.ct".into() };
+        let config = ctop_testing::world::WorldConfig {
+            workloads: Some(ctop_kubesim::WorkloadConfig::default()),
+            values: ctop_testing::world::values_for(&op.dir, None).expect("values"),
+            env: json!({}),
+        };
+        let options = RecordOptions {
+            path: file.to_owned(),
+            max_size: "64Mi".parse().expect("size"),
+            keep: 3,
+            redaction: Redaction::Masked,
+            operator: "webapp".into(),
+            ctop_version: "test".into(),
+            sdk_sha256: "test".into(),
+        };
+        let writer =
+            RecordWriter::create(options, config.env.clone(), config.values.clone()).expect("recording");
+        let recorder = writer.clone();
+        let world =
+            World::start_wrapped(&op, &config, move |handlers: Arc<dyn Handlers>, script: &Script| {
+                let bundle = script.bundle();
+                let info = ScriptInfo {
+                    sha256: bundle.sha256_hex(),
+                    entry: bundle.entry.clone(),
+                    bundle_gz: bundle.to_gz(),
+                };
+                Arc::new(Recorder::new(handlers, info, recorder)) as Arc<dyn Handlers>
+            })
+            .await
+            .expect("world starts");
+        let quiet = Quiet {
+            quiet: std::time::Duration::from_secs(5),
+            timeout: std::time::Duration::from_secs(600),
+            max_calls: MAX_CALLS,
+        };
+        settle(&world, quiet).await.expect("quiet at start");
+        for name in ["hello", "broken"] {
+            let app = json!({"apiVersion": "apps.example.com/v1", "kind": "WebApp",
+                             "metadata": {"name": name, "namespace": "default"},
+                             "spec": {"image": "nginx:1.27", "replicas": 2}});
+            world.apply(&app).await.expect("applied");
+        }
+        settle(&world, quiet).await.expect("quiet with two WebApps");
+        world.stop().await;
+        let summary = writer.close().expect("recording closes");
+        assert!(summary.calls >= 2 && summary.dropped == 0, "{summary:?}");
+    });
+    ctop_recording::read(file).expect("the recording reads back")
+}
+
+fn replay_against(recording: &Recording, target: Target) -> Report {
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    rt.block_on(replay(recording, target)).expect("replays")
+}
+
+/// A copy of examples/webapp with `edit` applied to its script, loaded.
+fn edited(edit: impl FnOnce(&str) -> String) -> (tempfile::TempDir, Target) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let source = std::fs::read_to_string(webapp().join("operator.ct")).expect("script");
+    let changed = edit(&source);
+    assert_ne!(changed, source, "the edit changed nothing");
+    std::fs::write(dir.path().join("operator.ct"), changed).expect("write");
+    let script =
+        Script::from_dir(dir.path(), "operator.ct", 1, Limits::default()).expect("the edited script loads");
+    let target = Target::Script { script: Arc::new(script), label: "v2".into() };
+    (dir, target)
+}
+
+#[test]
+fn a_recording_replays_identically_against_its_script_and_names_what_a_new_version_changes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let recording = record(&tmp.path().join("webapp.ctrec"));
+    assert!(recording.complete, "{:?}", recording.notes);
+    // The token came from randomString: its value is on the tape, masked.
+    let supplied = recording
+        .calls
+        .iter()
+        .flat_map(|c| &c.tape)
+        .any(|t| matches!(t, TapeEntry::Supply { source, .. } if source == "randomString"));
+    assert!(supplied, "no randomString on any tape");
+
+    let same = replay_against(&recording, Target::Recorded);
+    assert_eq!(same.exit, ExitCode::Identical, "{}", same.text());
+    assert_eq!(same.identical, same.calls);
+    assert!(same.calls >= 2, "{}", same.text());
+
+    // v2 drops the Service.
+    let (_d, dropped) = edited(|s| {
+        let start = s.find("    apply(Service({").expect("the Service");
+        let end = start + s[start..].find("}));\n").expect("its end") + 5;
+        format!("{}{}", &s[..start], &s[end..])
+    });
+    let report = replay_against(&recording, dropped);
+    assert_eq!(report.exit, ExitCode::Differences, "{}", report.text());
+    assert!(
+        report.summary.iter().any(|l| l == "v2 prunes v1/Service on 2 of 2 WebApps"),
+        "{}",
+        report.text()
+    );
+    for name in ["default/hello", "default/broken"] {
+        assert!(report.objects.iter().any(|o| o.object == name), "{name} missing: {}", report.text());
+    }
+
+    // v2 renames status.phase to status.state.
+    let (_d, renamed) =
+        edited(|s| s.replace("setStatus(cr, { ready, phase:", "setStatus(cr, { ready, state:"));
+    let report = replay_against(&recording, renamed);
+    assert_eq!(report.exit, ExitCode::Differences, "{}", report.text());
+    assert!(
+        report.summary.iter().any(|l| l == "v2 removes status field phase on 2 of 2 WebApps"),
+        "{}",
+        report.text()
+    );
+    assert!(
+        report.summary.iter().any(|l| l == "v2 adds status field state on 2 of 2 WebApps"),
+        "{}",
+        report.text()
+    );
+    assert!(
+        report.text().contains("status phase: \"Pending\" → (absent)")
+            || report.text().contains("status phase: \"Running\" → (absent)"),
+        "{}",
+        report.text()
+    );
+
+    // v2 throws on one object.
+    let (_d, throws) = edited(|s| {
+        s.replacen(
+            "const name = cr.metadata.name;",
+            "const name = cr.metadata.name;\n    if (name === \"broken\") throw new Error(\"broken on purpose\");",
+            1,
+        )
+    });
+    let report = replay_against(&recording, throws);
+    assert_eq!(report.exit, ExitCode::NewFailures, "{}", report.text());
+    let line = report.summary.iter().find(|l| l.contains("now fail")).expect("a failure line");
+    assert!(
+        line.starts_with("1 object now fails: WebApp default/broken (") && line.contains("broken on purpose"),
+        "{line}"
+    );
+    assert!(!line.contains("default/hello"), "{line}");
+}
