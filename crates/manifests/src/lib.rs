@@ -41,6 +41,7 @@ mod options;
 mod plugin;
 pub mod rbac;
 mod schema_check;
+mod shadow;
 pub mod sizing;
 mod stored;
 mod webhook;
@@ -61,7 +62,8 @@ pub use options::{
     is_dns_label, name_from,
 };
 pub use plugin::{Context, Plugin, PluginError, PodDisruptionBudget, ServedPort};
-pub use rbac::{Permissions, permissions};
+pub use rbac::{Permissions, permissions, read_permissions};
+pub use shadow::{SHADOW_UI_PORT, generate_shadow};
 pub use schema_check::SchemaProblem;
 pub use sizing::{BASE_MEMORY, CALL_SLACK, Memory, memory};
 pub use stored::{RemovedVersion, removed_versions};

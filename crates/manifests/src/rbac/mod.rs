@@ -8,6 +8,7 @@
 //! | `.permission(rule)` | the rule's verbs | only if the rule names it |
 //! | always | `events.k8s.io` events: create, patch; `coordination.k8s.io` leases: get, create, update (sharded: also list, watch, delete); `ctop.dev` controllerstatuses: get, create, patch (own namespace) | |
 //! | [`Options::migrate_storage`], per resource with several versions | get, list, update, cluster-wide | `customresourcedefinitions/status` of its CRD (by name): get, update, patch |
+//! | shadow ([`read_permissions`]): instead of all the above, every kind above | get, list, watch; CRDs of undeclared custom kinds: get | none |
 //!
 //! Only primary kinds get `/status`: the script's `setStatus` and `setCondition` write the
 //! object being reconciled, and applying a child never writes its status (that is the
@@ -248,6 +249,51 @@ pub fn permissions(spec: &OperatorSpec, options: &Options) -> Permissions {
         c.add(&Place::Cluster, "apiextensions.k8s.io", "customresourcedefinitions/status", &crds, CRD_STATUS);
     }
 
+    collect(c)
+}
+
+/// The permissions of the operator's shadow (`ctop run --shadow`, `ctop manifests
+/// --shadow`): get, list and watch on every kind the operator reconciles, manages, reads or
+/// watches (and of `.permission()` rules only those verbs), and `get` on the CRDs of the
+/// custom kinds it uses without declaring them, which the shadow copies into its overlay.
+/// Nothing that writes: no `/status`, `/finalizers`, events, Leases or controller statuses.
+#[must_use]
+pub fn read_permissions(spec: &OperatorSpec, options: &Options) -> Permissions {
+    let mut c = Collector { spec, watch: &options.watch, atoms: BTreeSet::new(), notes: BTreeSet::new() };
+    let mut crds = BTreeSet::new();
+    for ctl in &spec.controllers {
+        let kinds = std::iter::once((&ctl.for_, None))
+            .chain(ctl.manages.iter().chain(&ctl.reads).map(|k| (k, None)))
+            .chain(ctl.watches.iter().map(|w| (&w.kind, w.namespace.as_deref())));
+        for (kind, namespace) in kinds {
+            c.kind(kind, namespace, READ, &[]);
+            let r = kinds::resolve(spec, kind);
+            if r.guessed && !r.group.is_empty() {
+                crds.insert(format!("{}.{}", r.plural, r.group));
+            }
+        }
+        for rule in &ctl.permissions {
+            let verbs: Vec<&str> =
+                rule.verbs.iter().map(String::as_str).filter(|v| READ.contains(v) || *v == "*").collect();
+            let verbs: Vec<&str> = if verbs.contains(&"*") { READ.to_vec() } else { verbs };
+            for group in &rule.api_groups {
+                for resource in &rule.resources {
+                    let namespaced = resource != "*" && kinds::resource_is_namespaced(spec, group, resource);
+                    let place = c.place_of(namespaced);
+                    c.add(&place, group, resource, &rule.resource_names, &verbs);
+                }
+            }
+        }
+    }
+    if !crds.is_empty() {
+        let names: Vec<String> = crds.into_iter().collect();
+        c.add(&Place::Cluster, "apiextensions.k8s.io", "customresourcedefinitions", &names, &["get"]);
+    }
+    collect(c)
+}
+
+/// The collected atoms as rules, by place.
+fn collect(c: Collector<'_>) -> Permissions {
     let atoms = minimal(&c.atoms);
     let mut out = Permissions { notes: c.notes.into_iter().collect(), ..Permissions::default() };
     let mut by_place: BTreeMap<&Place, Vec<&Atom>> = BTreeMap::new();
