@@ -40,6 +40,17 @@ pub enum Work {
     CrdCleanup(String),
 }
 
+/// A piece of work as the collector receives it: what to look at, and the request-write
+/// log entry of the change that gave it (see [`crate::store::RequestWrite`]), so that the
+/// writes it leads to are logged as that write's consequences.
+#[derive(Clone, Debug)]
+pub struct Task {
+    /// What to look at.
+    pub work: Work,
+    /// The sequence number of the logged change that gave the work, if it was logged.
+    pub because: Option<u64>,
+}
+
 /// What a committed change gives the collector to look at (computed as the change commits,
 /// so that only these few strings wait in the collector's queue, not the objects).
 pub fn work_for(change: &Change, role: &Role) -> Vec<Work> {

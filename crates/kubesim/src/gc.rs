@@ -4,7 +4,13 @@
 //!
 //! It receives the [`Work`] each change [`crate::api::Api`] commits gives it (worked out by
 //! `cleanup::work_for`) and acts through the same API, so its writes are ordinary watch
-//! events with their own resourceVersions. The API never calls it.
+//! events with their own resourceVersions. The API never calls it. Work that a logged
+//! change gave (an overlay's request writes, [`crate::store::RequestWrite`]) makes writes
+//! that are logged too, as that change's consequences.
+//!
+//! An owner counts as gone when no object has its uid; in an overlay, only when an object
+//! with that uid was deleted here ([`crate::store::Store::counts_as_gone`]): the overlay
+//! holds only what a mirror copied of a live cluster, so an unknown owner may well exist.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,18 +19,22 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::api::{Api, DeleteOpts, PatchKind, WriteOpts};
-use crate::cleanup::{Work, name_ns};
+use crate::cleanup::{Task, Work, name_ns};
 use crate::meta::{deleting, finalizers};
 use crate::registry::{ResourceType, StoreKey};
-use crate::store::{ObjKey, object_rv, uid_of};
+use crate::store::{ObjKey, WriteCause, object_rv, uid_of};
 
 const GC_MANAGER: &str = "kube-controller-manager";
 
-fn system_opts() -> WriteOpts {
+/// What the log records a write as: `None` when the work's cause was not logged.
+type LogAs = Option<WriteCause>;
+
+fn system_opts(log_as: LogAs) -> WriteOpts {
     WriteOpts {
         field_manager: Some(GC_MANAGER.into()),
         user_agent: GC_MANAGER.into(),
         user: gc_user(),
+        log_as,
         ..WriteOpts::default()
     }
 }
@@ -43,8 +53,8 @@ fn gc_user() -> crate::admission::UserInfo {
 }
 
 /// Run the collector until the API is dropped or stops sending work.
-pub async fn run(api: std::sync::Weak<Api>, mut work: mpsc::UnboundedReceiver<Work>) {
-    let (retry_tx, mut retry_rx) = mpsc::unbounded_channel::<Work>();
+pub async fn run(api: std::sync::Weak<Api>, mut work: mpsc::UnboundedReceiver<Task>) {
+    let (retry_tx, mut retry_rx) = mpsc::unbounded_channel::<Task>();
     loop {
         let next = tokio::select! {
             w = work.recv() => match w {
@@ -80,29 +90,37 @@ fn type_of(api: &Api, store: &str, obj: &Value) -> Option<Arc<ResourceType>> {
 }
 
 /// Do one piece of work; `false` when it should be retried.
-async fn step(api: &Api, work: &Work) -> bool {
-    match work {
+async fn step(api: &Api, task: &Task) -> bool {
+    // Its writes are logged when the change that gave the work was.
+    let gc = task.because.map(|because| WriteCause::GarbageCollector { because });
+    match &task.work {
         Work::OwnerGone(uid) => {
             for (loc, _) in api.store.dependents(uid) {
-                if !check_dependent(api, &loc.store, &loc.key).await {
+                if !check_dependent(api, &loc.store, &loc.key, gc).await {
                     return false;
                 }
             }
             true
         }
-        Work::Dependent(store, key) => check_dependent(api, store, key).await,
-        Work::Owner(uid) => finish_owner(api, uid).await,
-        Work::Namespace(ns) => cleanup_namespace(api, ns).await,
-        Work::CrdCleanup(name) => cleanup_crd(api, name).await,
+        Work::Dependent(store, key) => check_dependent(api, store, key, gc).await,
+        Work::Owner(uid) => finish_owner(api, uid, gc).await,
+        Work::Namespace(ns) => {
+            let log_as = task.because.map(|because| WriteCause::NamespaceCleanup { because });
+            cleanup_namespace(api, ns, log_as).await
+        }
+        Work::CrdCleanup(name) => {
+            cleanup_crd(api, name, task.because.map(|because| WriteCause::CrdCleanup { because })).await
+        }
     }
 }
 
-async fn delete_obj(api: &Api, rt: &ResourceType, obj: &Value, policy: &str) -> bool {
+async fn delete_obj(api: &Api, rt: &ResourceType, obj: &Value, policy: &str, log_as: LogAs) -> bool {
     let (ns, name) = name_ns(obj);
     let opts = DeleteOpts {
         propagation: Some(policy.into()),
         uid: uid_of(obj).map(str::to_owned),
         user: gc_user(),
+        log_as,
         ..DeleteOpts::default()
     };
     match api.delete(rt, &ns, &name, &opts).await {
@@ -117,12 +135,12 @@ async fn delete_obj(api: &Api, rt: &ResourceType, obj: &Value, policy: &str) -> 
 }
 
 /// Merge-patch `metadata` fields with a resourceVersion precondition.
-async fn patch_meta(api: &Api, rt: &ResourceType, obj: &Value, meta: Value) -> bool {
+async fn patch_meta(api: &Api, rt: &ResourceType, obj: &Value, meta: Value, log_as: LogAs) -> bool {
     let (ns, name) = name_ns(obj);
     let mut meta = meta;
     meta["resourceVersion"] = json!(object_rv(obj).to_string());
-    match api.patch(rt, &ns, &name, None, PatchKind::Merge, &json!({"metadata": meta}), &system_opts()).await
-    {
+    let body = json!({"metadata": meta});
+    match api.patch(rt, &ns, &name, None, PatchKind::Merge, &body, &system_opts(log_as)).await {
         Ok(_) => true,
         Err(e) if e.code == 404 => true,
         Err(e) => {
@@ -132,7 +150,7 @@ async fn patch_meta(api: &Api, rt: &ResourceType, obj: &Value, meta: Value) -> b
     }
 }
 
-async fn check_dependent(api: &Api, store: &StoreKey, key: &ObjKey) -> bool {
+async fn check_dependent(api: &Api, store: &StoreKey, key: &ObjKey, log_as: LogAs) -> bool {
     let Some(obj) = api.store.get(store, key) else { return true };
     let Some(rt) = type_of(api, store, &obj) else { return true };
     let refs: Vec<Value> =
@@ -142,6 +160,9 @@ async fn check_dependent(api: &Api, store: &StoreKey, key: &ObjKey) -> bool {
     }
     let mut alive = Vec::new();
     let mut foreground_owner = false;
+    // The latest logged deletion of an owner that is gone: what the writes below are
+    // logged as caused by (whatever change made the collector look).
+    let mut gone_because = None;
     for r in &refs {
         let uid = r["uid"].as_str().unwrap_or_default();
         if let Some((_, owner)) = api.store.by_uid(uid) {
@@ -149,21 +170,29 @@ async fn check_dependent(api: &Api, store: &StoreKey, key: &ObjKey) -> bool {
                 foreground_owner = true;
             }
             alive.push(r.clone());
+        } else if api.store.counts_as_gone(uid) {
+            gone_because = gone_because.max(api.store.deletion_seq(uid));
+        } else {
+            // An overlay's owner that was never here: the live cluster may have it.
+            alive.push(r.clone());
         }
     }
+    let for_gone = gone_because.map(|because| WriteCause::GarbageCollector { because }).or(log_as);
     if alive.is_empty() {
         if deleting(&obj) {
             return true;
         }
-        return delete_obj(api, &rt, &obj, "Background").await;
+        return delete_obj(api, &rt, &obj, "Background", for_gone).await;
     }
-    if alive.len() != refs.len() && !patch_meta(api, &rt, &obj, json!({"ownerReferences": alive})).await {
+    if alive.len() != refs.len()
+        && !patch_meta(api, &rt, &obj, json!({"ownerReferences": alive}), for_gone).await
+    {
         return false;
     }
     if foreground_owner {
         for r in &refs {
             if let Some(uid) = r["uid"].as_str()
-                && !finish_owner(api, uid).await
+                && !finish_owner(api, uid, log_as).await
             {
                 return false;
             }
@@ -172,7 +201,7 @@ async fn check_dependent(api: &Api, store: &StoreKey, key: &ObjKey) -> bool {
     true
 }
 
-async fn finish_owner(api: &Api, uid: &str) -> bool {
+async fn finish_owner(api: &Api, uid: &str, log_as: LogAs) -> bool {
     let Some((loc, owner)) = api.store.by_uid(uid) else { return true };
     if !deleting(&owner) {
         return true;
@@ -192,12 +221,12 @@ async fn finish_owner(api: &Api, uid: &str) -> bool {
                 .cloned()
                 .collect();
             let refs = if refs.is_empty() { Value::Null } else { Value::Array(refs) };
-            if !patch_meta(api, &drt, dep, json!({"ownerReferences": refs})).await {
+            if !patch_meta(api, &drt, dep, json!({"ownerReferences": refs}), log_as).await {
                 return false;
             }
         }
         let rest: Vec<&String> = fins.iter().filter(|f| *f != "orphan").collect();
-        return patch_meta(api, &rt, &owner, json!({"finalizers": rest})).await;
+        return patch_meta(api, &rt, &owner, json!({"finalizers": rest}), log_as).await;
     }
     if fins.iter().any(|f| f == "foregroundDeletion") {
         let mut blocking = false;
@@ -209,7 +238,7 @@ async fn finish_owner(api: &Api, uid: &str) -> bool {
             blocking |= blocks;
             if !deleting(dep) {
                 let Some(drt) = type_of(api, &dloc.store, dep) else { continue };
-                if !delete_obj(api, &drt, dep, "Foreground").await {
+                if !delete_obj(api, &drt, dep, "Foreground", log_as).await {
                     return false;
                 }
             }
@@ -220,13 +249,13 @@ async fn finish_owner(api: &Api, uid: &str) -> bool {
             let Some((_, owner)) = api.store.by_uid(uid) else { return true };
             let rest: Vec<String> =
                 finalizers(&owner).into_iter().filter(|f| f != "foregroundDeletion").collect();
-            return patch_meta(api, &rt, &owner, json!({"finalizers": rest})).await;
+            return patch_meta(api, &rt, &owner, json!({"finalizers": rest}), log_as).await;
         }
     }
     true
 }
 
-async fn cleanup_namespace(api: &Api, ns: &str) -> bool {
+async fn cleanup_namespace(api: &Api, ns: &str, log_as: LogAs) -> bool {
     let Some(rt) = api.registry.get("", "v1", "namespaces") else { return true };
     let Some(nsobj) = api.store.get(&rt.store, &(String::new(), ns.to_owned())) else { return true };
     if !deleting(&nsobj) {
@@ -238,7 +267,7 @@ async fn cleanup_namespace(api: &Api, ns: &str) -> bool {
             continue;
         }
         let Some(ort) = type_of(api, &loc.store, obj) else { continue };
-        if !delete_obj(api, &ort, obj, "Background").await {
+        if !delete_obj(api, &ort, obj, "Background", log_as).await {
             return false;
         }
     }
@@ -253,13 +282,13 @@ async fn cleanup_namespace(api: &Api, ns: &str) -> bool {
         .filter(|f| f.as_str() != Some("kubernetes"))
         .cloned()
         .collect();
-    match api.finalize_namespace(ns, &json!({"spec": {"finalizers": spec_fins}})) {
+    match api.finalize_namespace(ns, &json!({"spec": {"finalizers": spec_fins}}), &system_opts(log_as)) {
         Ok(_) => true,
         Err(e) => e.code == 404,
     }
 }
 
-async fn cleanup_crd(api: &Api, crd_name: &str) -> bool {
+async fn cleanup_crd(api: &Api, crd_name: &str, log_as: LogAs) -> bool {
     let Some(crt) = api.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions") else {
         return true;
     };
@@ -279,7 +308,7 @@ async fn cleanup_crd(api: &Api, crd_name: &str) -> bool {
         remaining = table.len();
         for obj in table.values() {
             let Some(rt) = type_of(api, &store, obj) else { continue };
-            if !deleting(obj) && !delete_obj(api, &rt, obj, "Background").await {
+            if !deleting(obj) && !delete_obj(api, &rt, obj, "Background", log_as).await {
                 return false;
             }
         }
@@ -289,5 +318,5 @@ async fn cleanup_crd(api: &Api, crd_name: &str) -> bool {
     }
     let rest: Vec<String> =
         finalizers(&crd).into_iter().filter(|f| f != "customresourcecleanup.apiextensions.k8s.io").collect();
-    patch_meta(api, &crt, &crd, json!({"finalizers": rest})).await
+    patch_meta(api, &crt, &crd, json!({"finalizers": rest}), log_as).await
 }

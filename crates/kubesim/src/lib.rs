@@ -10,6 +10,10 @@
 //! up their own admission webhooks can also use [`WebhookCaller`] (kubesim's client of
 //! webhooks) and [`ServingCert`] / [`TlsListener`] (a self-issued TLS listener).
 //!
+//! A kubesim can also be an *overlay* ([`Config::overlay`]): a mirror copies a live
+//! cluster's objects into it with [`KubeSim::import`], an operator's writes land in it,
+//! and [`KubeSim::request_writes`] tells what they were (the `overlay` module).
+//!
 //! The layers inside are, top down: `server` (HTTP routing, content negotiation, watch
 //! streams, authn/authz), `api` (what each verb does to an object, the admission chain,
 //! and objects between the version they are stored in and the version of a request, with
@@ -51,6 +55,7 @@ mod faults;
 mod gc;
 mod meta;
 mod openapi;
+mod overlay;
 mod printer_columns;
 mod proto;
 mod registry;
@@ -67,8 +72,10 @@ mod webhook;
 mod workloads;
 
 pub use admission::{Attributes as AdmissionAttributes, Caller as WebhookCaller, Operation};
+pub use api::{ImportEvent, Imported};
 pub use error::ApiError;
 pub use faults::{EXEMPT_HEADER as FAULT_EXEMPT_HEADER, FaultRule, Faults};
+pub use store::{REQUEST_WRITES_KEPT, RequestWrite, WriteCause, WriteEvent};
 pub use tls::{ClosingTls, ServingCert, TlsError, TlsListener};
 pub use workloads::{PodStage, StageOutcome, WorkloadConfig};
 
@@ -100,8 +107,13 @@ pub struct Config {
     pub tls: bool,
     /// Run workloads like a cluster (nodes, Deployments → ReplicaSets → Pods that become
     /// Ready, Service IPs and EndpointSlices, each namespace's ServiceAccount); `None` is a
-    /// bare API server.
+    /// bare API server. Ignored by an overlay.
     pub workloads: Option<WorkloadConfig>,
+    /// Be an overlay of a live cluster: its objects come in through [`KubeSim::import`],
+    /// no workload controllers run (whatever `workloads` says) and no Service gets a
+    /// cluster IP, the garbage collector takes an absent owner for gone only when it was
+    /// deleted here, and the writes of requests are logged ([`KubeSim::request_writes`]).
+    pub overlay: bool,
 }
 
 impl Default for Config {
@@ -115,6 +127,7 @@ impl Default for Config {
             bookmark_interval: Duration::from_secs(10),
             tls: true,
             workloads: None,
+            overlay: false,
         }
     }
 }
@@ -164,7 +177,7 @@ impl KubeSim {
         let (cleanup_tx, cleanup_rx) = mpsc::unbounded_channel();
         let history =
             store::HistoryLimits { events: config.watch_history, bytes: config.watch_history_bytes };
-        let api = Arc::new(Api::new(history, cleanup_tx));
+        let api = Arc::new(Api::new(history, cleanup_tx, config.overlay));
         tokio::spawn(gc::run(Arc::downgrade(&api), cleanup_rx));
         api.bootstrap().await.map_err(StartError::Seed)?;
         for obj in authz::bootstrap_objects() {
@@ -223,11 +236,14 @@ impl KubeSim {
             });
             None
         };
-        if let Some(workloads) = config.workloads.clone() {
+        if config.overlay && config.workloads.is_some() {
+            tracing::info!("kubesim is an overlay: the workload controllers do not run");
+        }
+        if let Some(workloads) = config.workloads.clone().filter(|_| !config.overlay) {
             let ca = cert.as_ref().map(|c| c.ca_pem.clone());
             workloads::start(&api, workloads, ca, server.faults.clone()).await.map_err(StartError::Seed)?;
         }
-        tracing::info!(%addr, authz = config.authz, tls = config.tls, "kubesim serving");
+        tracing::info!(%addr, authz = config.authz, tls = config.tls, overlay = config.overlay, "kubesim serving");
         Ok(Self { addr, api, server, admin_token, cert, shutdown: Mutex::new(Some(tx)) })
     }
 
@@ -253,8 +269,9 @@ impl KubeSim {
         self.api.store.history_usage()
     }
 
-    /// The resourceVersion of the latest change to any object: it moves on every write,
-    /// so a test can tell a quiet cluster from a busy one without a request.
+    /// The resourceVersion of the latest change to any object: it moves on every write
+    /// (an import's too), so a test can tell a quiet cluster from a busy one without a
+    /// request. `GET /kubesim/stats` reports it as `resourceVersion`.
     pub fn resource_version(&self) -> u64 {
         self.api.store.latest_rv()
     }

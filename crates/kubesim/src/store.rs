@@ -4,7 +4,8 @@
 //!
 //! Everything here runs under one short lock and never awaits; the request logic that
 //! computes new objects lives in [`crate::api`]. The history and what it may cost are in
-//! [`history`].
+//! [`history`]; what an overlay adds (raw imports, the uids deleted here, the log of
+//! request writes) is in [`overlay`] and [`writes`].
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
@@ -17,10 +18,13 @@ use tokio::sync::watch;
 use crate::registry::StoreKey;
 
 mod history;
+mod overlay;
+mod writes;
 
 use history::History;
 pub(crate) use history::footprint;
 pub use history::{Batch, HistoryLimits};
+pub use writes::{Attribution, CAPACITY as REQUEST_WRITES_KEPT, RequestWrite, WriteCause, WriteEvent};
 
 /// `(namespace, name)`; the namespace is empty for cluster-scoped objects.
 pub type ObjKey = (String, String);
@@ -52,6 +56,9 @@ pub struct Change {
     pub object: Arc<Value>,
     /// The object before the change, for updates and deletions.
     pub old: Option<Arc<Value>>,
+    /// The sequence number of the request-write log entry that records the change, when
+    /// an overlay logged it (see [`writes`]).
+    pub logged: Option<u64>,
 }
 
 /// Where an object lives.
@@ -81,6 +88,8 @@ struct State {
     dependents: HashMap<String, BTreeSet<Location>>,
     history: History,
     snapshots: VecDeque<(StoreKey, u64, Table)>,
+    /// What an overlay keeps besides (`None` unless [`Store::enable_overlay`]).
+    overlay: Option<overlay::Overlay>,
 }
 
 /// The store. Cheap to share behind an `Arc`.
@@ -142,6 +151,7 @@ impl Store {
                 dependents: HashMap::new(),
                 history: History::new(limits),
                 snapshots: VecDeque::new(),
+                overlay: None,
             }),
             latest: watch::Sender::new(1),
         }
@@ -211,10 +221,23 @@ impl Store {
         out
     }
 
-    /// Append a change whose object has footprint `object_bytes` to the history, release
-    /// the lock and wake the watchers. What the history dropped is freed after the lock
-    /// is released: freeing a large object is not free.
-    fn record(&self, mut st: MutexGuard<'_, State>, change: Change, object_bytes: usize) -> Arc<Change> {
+    /// Append a change whose object has footprint `object_bytes` to the history (and to
+    /// an overlay's request-write log when `by` attributes it), release the lock and wake
+    /// the watchers. What the history and the log dropped is freed after the lock is
+    /// released: freeing a large object is not free.
+    fn record(
+        &self,
+        mut st: MutexGuard<'_, State>,
+        mut change: Change,
+        object_bytes: usize,
+        by: Option<&Attribution>,
+    ) -> Arc<Change> {
+        let mut dropped_write = None;
+        if let (Some(overlay), Some(by)) = (st.overlay.as_mut(), by) {
+            let (seq, dropped) = overlay.writes.push(&change, by);
+            change.logged = Some(seq);
+            dropped_write = dropped;
+        }
         let change = Arc::new(change);
         let evicted = st.history.push(change.clone(), object_bytes);
         if evicted.by_bytes {
@@ -228,6 +251,7 @@ impl Store {
         self.latest.send_replace(change.rv);
         drop(st);
         drop(evicted);
+        drop(dropped_write);
         change
     }
 
@@ -249,8 +273,9 @@ impl Store {
 
     fn index(st: &mut State, loc: &Location, old: Option<&Value>, new: Option<&Value>) {
         if let Some(old) = old {
+            // An import may replace an object by one with another uid.
             if let Some(uid) = uid_of(old)
-                && new.is_none()
+                && new.and_then(uid_of) != Some(uid)
             {
                 st.uids.remove(uid);
             }
@@ -273,8 +298,15 @@ impl Store {
         }
     }
 
-    /// Store a new object, giving it the next resourceVersion.
-    pub fn create(&self, store: &StoreKey, key: ObjKey, mut obj: Value) -> Result<Arc<Change>, CommitError> {
+    /// Store a new object, giving it the next resourceVersion. `by` attributes the change
+    /// for an overlay's request-write log (`None`: not a request's).
+    pub fn create(
+        &self,
+        store: &StoreKey,
+        key: ObjKey,
+        mut obj: Value,
+        by: Option<&Attribution>,
+    ) -> Result<Arc<Change>, CommitError> {
         let bytes = footprint(&obj);
         let mut st = self.state.lock();
         if st.tables.get(store).is_some_and(|t| t.contains_key(&key)) {
@@ -289,8 +321,9 @@ impl Store {
         st.tables.entry(store.clone()).or_default().insert(key, obj.clone());
         Ok(self.record(
             st,
-            Change { rv, store: store.clone(), kind: EventKind::Added, object: obj, old: None },
+            Change { rv, store: store.clone(), kind: EventKind::Added, object: obj, old: None, logged: None },
             bytes,
+            by,
         ))
     }
 
@@ -301,6 +334,7 @@ impl Store {
         key: &ObjKey,
         expected: u64,
         mut obj: Value,
+        by: Option<&Attribution>,
     ) -> Result<Arc<Change>, CommitError> {
         let bytes = footprint(&obj);
         let mut st = self.state.lock();
@@ -317,18 +351,50 @@ impl Store {
         st.tables.entry(store.clone()).or_default().insert(key.clone(), obj.clone());
         Ok(self.record(
             st,
-            Change { rv, store: store.clone(), kind: EventKind::Modified, object: obj, old: Some(old) },
+            Change {
+                rv,
+                store: store.clone(),
+                kind: EventKind::Modified,
+                object: obj,
+                old: Some(old),
+                logged: None,
+            },
             bytes,
+            by,
         ))
     }
 
-    /// Remove an object that still has resourceVersion `expected`.
-    pub fn remove(&self, store: &StoreKey, key: &ObjKey, expected: u64) -> Result<Arc<Change>, CommitError> {
+    /// Remove an object that still has resourceVersion `expected`. In an overlay its uid
+    /// is remembered as deleted here (see [`Store::counts_as_gone`]).
+    pub fn remove(
+        &self,
+        store: &StoreKey,
+        key: &ObjKey,
+        expected: u64,
+        by: Option<&Attribution>,
+    ) -> Result<Arc<Change>, CommitError> {
         let mut st = self.state.lock();
         let old = st.tables.get(store).and_then(|t| t.get(key)).cloned().ok_or(CommitError::Missing)?;
         if rv_of(&old) != expected {
             return Err(CommitError::Stale);
         }
+        if let (Some(overlay), Some(uid)) = (st.overlay.as_mut(), uid_of(&old)) {
+            // The log entry the deletion is about to get, under the same lock.
+            let seq = by.map(|_| overlay.writes.next_seq());
+            overlay.deleted.insert(uid, seq);
+        }
+        Ok(self.commit_removal(st, store, key, old, by))
+    }
+
+    /// Remove `old`, the object at `key`, under the lock `st`: the deletion's change.
+    fn commit_removal(
+        &self,
+        mut st: MutexGuard<'_, State>,
+        store: &StoreKey,
+        key: &ObjKey,
+        old: Arc<Value>,
+        by: Option<&Attribution>,
+    ) -> Arc<Change> {
         st.rv += 1;
         let rv = st.rv;
         let mut gone = (*old).clone();
@@ -340,7 +406,7 @@ impl Store {
         if let Some(t) = st.tables.get_mut(store) {
             t.remove(key);
         }
-        Ok(self.record(
+        self.record(
             st,
             Change {
                 rv,
@@ -348,9 +414,11 @@ impl Store {
                 kind: EventKind::Deleted,
                 object: Arc::new(gone),
                 old: Some(old),
+                logged: None,
             },
             bytes,
-        ))
+            by,
+        )
     }
 
     /// Drop a whole table (a CRD went away). No events: its objects were deleted first.
@@ -445,13 +513,19 @@ mod tests {
     fn global_rv_and_conflicts() {
         let s = Store::new(events(100));
         let st: StoreKey = Arc::from("/configmaps");
-        let a = s.create(&st, key("a"), json!({"metadata": {"name": "a", "uid": "u1"}})).expect("create");
+        let a =
+            s.create(&st, key("a"), json!({"metadata": {"name": "a", "uid": "u1"}}), None).expect("create");
         assert_eq!(a.rv, 2);
-        assert_eq!(s.create(&st, key("a"), json!({"metadata": {}})).err(), Some(CommitError::Exists));
-        assert_eq!(s.update(&st, &key("a"), 1, json!({"metadata": {}})).err(), Some(CommitError::Stale));
-        let b = s.update(&st, &key("a"), 2, json!({"metadata": {"name": "a", "uid": "u1"}})).expect("update");
+        assert_eq!(s.create(&st, key("a"), json!({"metadata": {}}), None).err(), Some(CommitError::Exists));
+        assert_eq!(
+            s.update(&st, &key("a"), 1, json!({"metadata": {}}), None).err(),
+            Some(CommitError::Stale)
+        );
+        let b = s
+            .update(&st, &key("a"), 2, json!({"metadata": {"name": "a", "uid": "u1"}}), None)
+            .expect("update");
         assert_eq!(b.rv, 3);
-        let d = s.remove(&st, &key("a"), 3).expect("remove");
+        let d = s.remove(&st, &key("a"), 3, None).expect("remove");
         assert_eq!(d.object["metadata"]["resourceVersion"], "4");
         assert!(s.by_uid("u1").is_none());
     }
@@ -461,7 +535,7 @@ mod tests {
         let s = Store::new(events(2));
         let st: StoreKey = Arc::from("/configmaps");
         for n in ["a", "b", "c"] {
-            s.create(&st, key(n), json!({"metadata": {"name": n}})).expect("create");
+            s.create(&st, key(n), json!({"metadata": {"name": n}}), None).expect("create");
         }
         // rv is 4, history holds rv 3 and 4.
         assert_eq!(s.watch(&st, Some(1)).err(), Some(3));
@@ -472,7 +546,7 @@ mod tests {
         assert_eq!(w.initial.len(), 3);
         assert!(replay(&s, &st, w.from).is_empty());
         // A watcher that has not read rv 3 yet fell behind once it leaves the history.
-        s.create(&st, key("d"), json!({"metadata": {"name": "d"}})).expect("create");
+        s.create(&st, key("d"), json!({"metadata": {"name": "d"}}), None).expect("create");
         assert_eq!(s.changes_after(&st, 2, 10).err(), Some(4));
     }
 
@@ -483,11 +557,11 @@ mod tests {
         let st: StoreKey = Arc::from("/configmaps");
         let size = footprint(&big("big", 0));
         assert!(size > 100_000, "{size}");
-        let first = s.create(&st, key("big"), big("big", 0)).expect("create").rv;
+        let first = s.create(&st, key("big"), big("big", 0), None).expect("create").rv;
         let mut rv = first;
         let mut max_bytes = 0;
         for i in 1..=300 {
-            rv = s.update(&st, &key("big"), rv, big("big", i)).expect("update").rv;
+            rv = s.update(&st, &key("big"), rv, big("big", i), None).expect("update").rv;
             let (_, bytes) = s.history_usage();
             max_bytes = max_bytes.max(bytes);
         }
@@ -526,7 +600,7 @@ mod tests {
         let st: StoreKey = Arc::from("/configmaps");
         let size = footprint(&big("x", 0));
         for n in 0..30 {
-            s.create(&st, key(&format!("o{n}")), big(&format!("o{n}"), 0)).expect("create");
+            s.create(&st, key(&format!("o{n}")), big(&format!("o{n}"), 0), None).expect("create");
         }
         // 3 MB of objects, all live: every creation is still there to resume from.
         let (kept, bytes) = s.history_usage();
@@ -537,7 +611,7 @@ mod tests {
         for n in 0..30 {
             let k = key(&format!("o{n}"));
             let rv = s.get(&st, &k).map(|o| object_rv(&o)).expect("live");
-            s.remove(&st, &k, rv).expect("remove");
+            s.remove(&st, &k, rv, None).expect("remove");
             assert!(s.history_usage().1 <= 1024 * 1024);
         }
         let (kept, _) = s.history_usage();
@@ -553,10 +627,12 @@ mod tests {
             &st,
             key("child"),
             json!({"metadata": {"name": "child", "uid": "c", "ownerReferences": [{"uid": "p"}]}}),
+            None,
         )
         .expect("create");
         assert_eq!(s.dependents("p").len(), 1);
-        s.update(&st, &key("child"), 2, json!({"metadata": {"name": "child", "uid": "c"}})).expect("update");
+        s.update(&st, &key("child"), 2, json!({"metadata": {"name": "child", "uid": "c"}}), None)
+            .expect("update");
         assert!(s.dependents("p").is_empty());
     }
 }

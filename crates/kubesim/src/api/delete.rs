@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::admit::Admit;
-use super::{Api, DeleteOpts, Deleted, Written, meta_mut, obj_key};
+use super::{Api, DeleteOpts, Deleted, WriteOpts, Written, meta_mut, obj_key};
 use crate::admission::Operation;
 use crate::convert;
 use crate::error::ApiError;
@@ -82,7 +82,7 @@ impl Api {
                 if opts.dry_run {
                     return Ok(Deleted::Gone(convert::to_served(rt, live)));
                 }
-                match self.store.remove(&rt.store, &key, object_rv(live)) {
+                match self.store.remove(&rt.store, &key, object_rv(live), opts.attribution().as_ref()) {
                     Ok(change) => {
                         self.after_commit(rt, &change);
                         let body = if returns_deleted_object(rt) {
@@ -124,7 +124,7 @@ impl Api {
             if opts.dry_run {
                 return Ok(Deleted::Pending(self.served(rt, &new).await?));
             }
-            match self.store.update(&rt.store, &key, object_rv(live), new) {
+            match self.store.update(&rt.store, &key, object_rv(live), new, opts.attribution().as_ref()) {
                 Ok(change) => {
                     self.after_commit(rt, &change);
                     return Ok(Deleted::Pending(self.served(rt, &change.object).await?));
@@ -136,18 +136,25 @@ impl Api {
         Err(ApiError::stale(rt.gr(), name))
     }
 
-    /// `PUT /api/v1/namespaces/{name}/finalize`: replace `spec.finalizers`.
-    pub fn finalize_namespace(&self, name: &str, body: &Value) -> Result<Written, ApiError> {
+    /// `PUT /api/v1/namespaces/{name}/finalize`: replace `spec.finalizers` (`opts` only
+    /// attribute the write).
+    pub fn finalize_namespace(
+        &self,
+        name: &str,
+        body: &Value,
+        opts: &WriteOpts,
+    ) -> Result<Written, ApiError> {
         let rt = self.registry.get("", "v1", "namespaces").ok_or_else(ApiError::no_route)?;
         let live = self.live(&rt, "", name).ok_or_else(|| ApiError::not_found(rt.gr(), name))?;
         let mut new = (*live).clone();
         new["spec"]["finalizers"] = body.pointer("/spec/finalizers").cloned().unwrap_or_else(|| json!([]));
         let key = obj_key(&rt, "", name);
         let empty = new.pointer("/spec/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
+        let by = opts.attribution();
         let change = if deleting(&new) && empty && finalizers(&new).is_empty() {
-            self.store.remove(&rt.store, &key, object_rv(&live))
+            self.store.remove(&rt.store, &key, object_rv(&live), by.as_ref())
         } else {
-            self.store.update(&rt.store, &key, object_rv(&live), new)
+            self.store.update(&rt.store, &key, object_rv(&live), new, by.as_ref())
         }
         .map_err(|_| ApiError::stale(rt.gr(), name))?;
         self.after_commit(&rt, &change);

@@ -7,12 +7,14 @@
 //! share: `admit` (webhooks and admission plugins), `validate` (the checks before a write
 //! is stored), `defaults` (built-in defaulting), `crd` (CRDs as objects) and `versions`
 //! (what a read answers, the form a write works on and the form it stores: custom resources
-//! converted between their CRD's versions).
+//! converted between their CRD's versions). `import` puts a live object into the store as
+//! it is, for an overlay.
 
 mod admit;
 mod crd;
 mod defaults;
 mod delete;
+mod import;
 mod rbac;
 mod validate;
 mod versions;
@@ -24,12 +26,14 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use crate::admission::{self};
-use crate::cleanup::{Role, Work, work_for};
+use crate::cleanup::{Role, Task, work_for};
 use crate::error::{ApiError, StatusCause};
 use crate::registry::{Registry, ResourceType, StoreKey, crd_types};
 use crate::ssa;
-use crate::store::{Change, EventKind, HistoryLimits, ObjKey, Store};
+use crate::store::{Attribution, Change, EventKind, HistoryLimits, ObjKey, Store, WriteCause};
 use ctop_schema as schema;
+
+pub use import::{ImportEvent, Imported};
 
 /// How unknown fields in written objects are treated (`fieldValidation`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -82,6 +86,9 @@ pub struct WriteOpts {
     /// pkg/apiserver/customresource_handler.go, schemaCoercingDecoder; handlers/patch.go,
     /// applyPatcher).
     pub(crate) from_apply: bool,
+    /// What an overlay's request-write log records the write as; `None` for writes that
+    /// are not logged (seeds, the workload controllers).
+    pub log_as: Option<WriteCause>,
 }
 
 impl WriteOpts {
@@ -93,6 +100,15 @@ impl WriteOpts {
                 if prefix.is_empty() { "unknown".to_owned() } else { prefix.to_owned() }
             }
         }
+    }
+
+    /// Who makes the write, for an overlay's request-write log.
+    fn attribution(&self) -> Option<Attribution> {
+        Some(Attribution {
+            cause: self.log_as?,
+            field_manager: Some(self.manager()),
+            user: Some(self.user.username.clone()).filter(|u| !u.is_empty()),
+        })
     }
 }
 
@@ -109,6 +125,9 @@ pub struct DeleteOpts {
     pub dry_run: bool,
     /// Who asks, as admission webhooks see it.
     pub user: admission::UserInfo,
+    /// What an overlay's request-write log records the deletion as (see
+    /// [`WriteOpts::log_as`]).
+    pub log_as: Option<WriteCause>,
 }
 
 impl DeleteOpts {
@@ -125,7 +144,17 @@ impl DeleteOpts {
             resource_version: s(&body["preconditions"]["resourceVersion"]),
             dry_run: body["dryRun"].as_array().is_some_and(|a| a.iter().any(|v| v == "All")),
             user: admission::UserInfo::default(),
+            log_as: None,
         }
+    }
+
+    /// Who deletes, for an overlay's request-write log.
+    fn attribution(&self) -> Option<Attribution> {
+        Some(Attribution {
+            cause: self.log_as?,
+            field_manager: None,
+            user: Some(self.user.username.clone()).filter(|u| !u.is_empty()),
+        })
     }
 }
 
@@ -162,7 +191,7 @@ pub struct Api {
     pub store: Store,
     /// The kinds.
     pub registry: Registry,
-    cleanup: mpsc::UnboundedSender<Work>,
+    cleanup: mpsc::UnboundedSender<Task>,
     webhooks: parking_lot::RwLock<admission::Caller>,
     /// Where committed changes go when the workload controllers run.
     workloads: std::sync::OnceLock<mpsc::UnboundedSender<Arc<Change>>>,
@@ -256,10 +285,15 @@ fn ssa_error(rt: &ResourceType, name: &str, e: ssa::SsaError) -> ApiError {
 
 impl Api {
     /// The API over a fresh store with the built-in kinds, keeping a watch history within
-    /// `history`; [`Api::bootstrap`] adds the default namespaces.
-    pub fn new(history: HistoryLimits, cleanup: mpsc::UnboundedSender<Work>) -> Self {
+    /// `history` (and, for an `overlay`, the uids deleted here and the request-write log);
+    /// [`Api::bootstrap`] adds the default namespaces.
+    pub fn new(history: HistoryLimits, cleanup: mpsc::UnboundedSender<Task>, overlay: bool) -> Self {
+        let store = Store::new(history);
+        if overlay {
+            store.enable_overlay();
+        }
         Self {
-            store: Store::new(history),
+            store,
             registry: Registry::with_builtins(),
             cleanup,
             webhooks: parking_lot::RwLock::new(admission::Caller::new(std::collections::HashMap::new())),
@@ -318,8 +352,29 @@ impl Api {
         Ok(Current { stored, object })
     }
 
-    /// Side effects of a committed change: CRD routes, garbage collection, namespaces.
+    /// Side effects of a committed change: CRD routes, the workload controllers, and the
+    /// cleanup controllers' work (garbage collection, namespaces, CRDs), which carries the
+    /// change's request-write log entry.
     fn after_commit(&self, rt: &ResourceType, change: &Arc<Change>) {
+        self.after_store(rt, change);
+        let role = if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
+            Role::Crd
+        } else if rt.kind == "Namespace" && rt.group.is_empty() {
+            Role::Namespace
+        } else if let Some(crd) = &rt.crd {
+            Role::CustomResource(crd.clone())
+        } else {
+            Role::Other
+        };
+        for work in work_for(change, &role) {
+            // The collector lives as long as the server; a closed channel only means shutdown.
+            let _ = self.cleanup.send(Task { work, because: change.logged });
+        }
+    }
+
+    /// The side effects of any change to the store, an import's included: CRD routes, the
+    /// workload controllers, Service IPs.
+    fn after_store(&self, rt: &ResourceType, change: &Arc<Change>) {
         if let Some(tx) = self.workloads.get()
             && crate::workloads::watches(&rt.group, &rt.kind)
         {
@@ -354,19 +409,6 @@ impl Api {
                     self.registry.set_crd(crd_name, types);
                 }
             }
-        }
-        let role = if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
-            Role::Crd
-        } else if rt.kind == "Namespace" && rt.group.is_empty() {
-            Role::Namespace
-        } else if let Some(crd) = &rt.crd {
-            Role::CustomResource(crd.clone())
-        } else {
-            Role::Other
-        };
-        for work in work_for(change, &role) {
-            // The collector lives as long as the server; a closed channel only means shutdown.
-            let _ = self.cleanup.send(work);
         }
     }
 }

@@ -78,7 +78,7 @@ impl Api {
         let body =
             ssa::update(None, body, &manager(&mgr, rt, None, &now), rt.shape.as_ref(), ssa::Scope::All)
                 .map_err(|e| ssa_error(rt, &name, e))?;
-        self.commit_create(rt, ns, &name, body, opts.dry_run, warnings).await
+        self.commit_create(rt, ns, &name, body, opts, warnings).await
     }
 
     /// What the server sets on every object it creates, whatever the verb: a Service's
@@ -135,17 +135,17 @@ impl Api {
         ns: &str,
         name: &str,
         mut body: Value,
-        dry_run: bool,
+        opts: &WriteOpts,
         warnings: Vec<String>,
     ) -> Result<Written, ApiError> {
         meta::omit_empty(&mut body);
         let stored = self.to_storage(rt, body).await?;
-        if dry_run {
+        if opts.dry_run {
             return Ok(Written { object: self.served(rt, &stored).await?, code: 201, warnings });
         }
         let change = self
             .store
-            .create(&rt.store, obj_key(rt, ns, name), stored)
+            .create(&rt.store, obj_key(rt, ns, name), stored, opts.attribution().as_ref())
             .map_err(|_| ApiError::already_exists(rt.gr(), name))?;
         self.after_commit(rt, &change);
         Ok(Written { object: self.served(rt, &change.object).await?, code: 201, warnings })
@@ -316,10 +316,11 @@ impl Api {
         }
         let key = obj_key(rt, ns, name);
         let expected = object_rv(&current.stored);
+        let by = opts.attribution();
         let change = if removed {
-            self.store.remove(&rt.store, &key, expected)
+            self.store.remove(&rt.store, &key, expected, by.as_ref())
         } else {
-            self.store.update(&rt.store, &key, expected, new)
+            self.store.update(&rt.store, &key, expected, new, by.as_ref())
         };
         let change = change.map_err(|e| match e {
             CommitError::Missing => ApiError::not_found(rt.gr(), name),
@@ -436,7 +437,7 @@ impl Api {
             meta.remove(*f);
         }
         self.stamp_new(rt, name, &mut obj, opts, &now)?;
-        self.commit_create(rt, ns, name, obj, opts.dry_run, warnings).await
+        self.commit_create(rt, ns, name, obj, opts, warnings).await
     }
 
     #[allow(clippy::too_many_arguments)]

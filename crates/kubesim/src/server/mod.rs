@@ -57,7 +57,9 @@ pub struct Server {
 /// Counts of resource requests by client (`User-Agent`, `-` when absent) and
 /// `"<verb> <resource>[/<subresource>]"` (server-side apply counts as `apply`), served at
 /// `GET /kubesim/stats` and reset by `DELETE /kubesim/stats`; benchmarks read it to report
-/// API requests per reconcile.
+/// API requests per reconcile. The answer also carries the store's latest
+/// `resourceVersion` (a number), which moves on every change: a test outside the process
+/// reads it to tell that nothing was written.
 #[derive(Debug, Default)]
 pub struct RequestStats {
     counts: Mutex<BTreeMap<String, BTreeMap<String, u64>>>,
@@ -141,11 +143,16 @@ async fn route(
         }
         Route::Stats => {
             authorize(srv, user.as_ref(), &Attributes::non_resource(&method.as_str().to_lowercase(), path))?;
+            let answer = || {
+                let mut stats = srv.stats.snapshot();
+                stats["resourceVersion"] = json!(srv.api.store.latest_rv());
+                json_response(200, &stats)
+            };
             return match *method {
-                Method::GET => Ok(json_response(200, &srv.stats.snapshot())),
+                Method::GET => Ok(answer()),
                 Method::DELETE => {
                     srv.stats.reset();
-                    Ok(json_response(200, &srv.stats.snapshot()))
+                    Ok(answer())
                 }
                 _ => Err(ApiError::method_not_allowed(method.as_str())),
             };

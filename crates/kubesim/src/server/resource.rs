@@ -22,6 +22,7 @@ use crate::authz::{Attributes, User};
 use crate::error::ApiError;
 use crate::registry::ResourceType;
 use crate::selector::FieldSelector;
+use crate::store::WriteCause;
 
 pub(super) fn write_opts(
     query: &Query,
@@ -56,6 +57,7 @@ pub(super) fn write_opts(
         user: user_info(user),
         authz_user: user.cloned(),
         from_apply: false,
+        log_as: Some(WriteCause::Request),
     })
 }
 
@@ -169,8 +171,19 @@ async fn verbs(
             token_request(srv, &rt, &ns, name, &content_type, body).await
         }
         (&Method::PUT, Some(name), Some("finalize")) if rt.kind == "Namespace" => {
+            // Only who asks matters: finalize takes no write options.
+            let opts = WriteOpts {
+                user_agent: headers
+                    .get(header::USER_AGENT)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned(),
+                user: user_info(user),
+                log_as: Some(WriteCause::Request),
+                ..WriteOpts::default()
+            };
             let body = parse_json(&read_body(body).await?, &content_type)?;
-            let w = api.finalize_namespace(name, &body)?;
+            let w = api.finalize_namespace(name, &body, &opts)?;
             Ok(json_response(w.code, &w.object))
         }
         (&Method::PUT, Some(name), sub @ (None | Some("status"))) => {
@@ -210,6 +223,7 @@ async fn verbs(
             let body = parse_json(&bytes, &content_type)?;
             let mut opts = DeleteOpts::from_body(&body);
             opts.user = user_info(user);
+            opts.log_as = Some(WriteCause::Request);
             if let Some(pp) = query.get("propagationPolicy") {
                 opts.propagation = Some(pp.clone());
             }
@@ -240,6 +254,7 @@ async fn verbs(
             let bytes = read_body(body).await?;
             let mut opts = DeleteOpts::from_body(&parse_json(&bytes, &content_type)?);
             opts.user = user_info(user);
+            opts.log_as = Some(WriteCause::Request);
             let (items, _) = select(api, &rt, p.namespace.as_deref(), query).await?;
             for o in items {
                 let n = o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();

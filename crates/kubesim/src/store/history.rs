@@ -202,7 +202,7 @@ mod tests {
     use serde_json::json;
 
     fn change(rv: u64, store: &str, kind: EventKind, object: Value, old: Option<Arc<Value>>) -> Arc<Change> {
-        Arc::new(Change { rv, store: Arc::from(store), kind, object: Arc::new(object), old })
+        Arc::new(Change { rv, store: Arc::from(store), kind, object: Arc::new(object), old, logged: None })
     }
 
     fn obj(rv: u64, payload: usize) -> Value {
