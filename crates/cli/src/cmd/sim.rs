@@ -61,6 +61,7 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
         bookmark_interval: Duration::from_secs(args.bookmark_seconds.max(1)),
         tls: !args.plain_http,
         workloads: args.workloads.config(),
+        overlay: false,
     };
     let sim = KubeSim::start(config).await.context("kubesim could not start")?;
     if !args.webhook_service.is_empty() {
