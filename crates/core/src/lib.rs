@@ -12,6 +12,7 @@
 
 mod bytes;
 pub mod controller_status;
+pub mod diff;
 mod duration;
 mod egress;
 mod frame;

@@ -63,8 +63,8 @@ pub use options::{
 };
 pub use plugin::{Context, Plugin, PluginError, PodDisruptionBudget, ServedPort};
 pub use rbac::{Permissions, permissions, read_permissions};
-pub use shadow::{SHADOW_UI_PORT, generate_shadow};
 pub use schema_check::SchemaProblem;
+pub use shadow::{SHADOW_UI_PORT, generate_shadow};
 pub use sizing::{BASE_MEMORY, CALL_SLACK, Memory, memory};
 pub use stored::{RemovedVersion, removed_versions};
 

@@ -99,7 +99,13 @@ mod tests {
         let kinds: Vec<String> = m
             .documents
             .iter()
-            .map(|d| format!("{} {}", d["kind"].as_str().unwrap_or(""), d["metadata"]["name"].as_str().unwrap_or("")))
+            .map(|d| {
+                format!(
+                    "{} {}",
+                    d["kind"].as_str().unwrap_or(""),
+                    d["metadata"]["name"].as_str().unwrap_or("")
+                )
+            })
             .collect();
         assert_eq!(
             kinds,

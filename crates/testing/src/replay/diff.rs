@@ -9,11 +9,10 @@
 //! (`Result.keep()`). The status merge patches are compared field by field, conditions by
 //! type. Patches, deletes, events, finalizers and the result compare as a whole.
 
+pub use ctop_core::diff::FieldChange;
+use ctop_core::diff::{clip, field_changes_at as fields};
 use serde::Serialize;
-use serde_json::{Map, Value};
-
-/// Longest value text a [`FieldChange`] keeps (longer ones end in `…`).
-const MAX_VALUE: usize = 240;
+use serde_json::Value;
 
 /// A child named by its identity.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -34,28 +33,6 @@ impl std::fmt::Display for ChildKey {
             Some(ns) => write!(f, "{} {ns}/{}", self.kind, self.name),
             None => write!(f, "{} {}", self.kind, self.name),
         }
-    }
-}
-
-/// One field that differs: where, and its value before (in the recording) and after (in
-/// the replay); `None` is absent.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct FieldChange {
-    /// `spec.template.spec.containers[0].image`, `conditions[Ready].status`.
-    pub path: String,
-    /// The recorded value.
-    pub before: Option<Value>,
-    /// The replayed value.
-    pub after: Option<Value>,
-}
-
-impl std::fmt::Display for FieldChange {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let show = |v: &Option<Value>| match v {
-            None => "(absent)".to_owned(),
-            Some(v) => v.to_string(),
-        };
-        write!(f, "{}: {} → {}", self.path, show(&self.before), show(&self.after))
     }
 }
 
@@ -197,49 +174,6 @@ fn child_key(child: &Value, namespace: Option<&str>) -> ChildKey {
     }
 }
 
-/// Appends the differences between `before` and `after` under `path`: objects key by key,
-/// arrays of one length item by item, anything else (and arrays whose length changed) whole.
-fn fields(path: &str, before: &Value, after: &Value, out: &mut Vec<FieldChange>) {
-    if before == after {
-        return;
-    }
-    let join = |key: &str| if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") };
-    match (before, after) {
-        (Value::Object(b), Value::Object(a)) => {
-            let mut keys: Vec<&String> = b.keys().chain(a.keys()).collect();
-            keys.sort();
-            keys.dedup();
-            for key in keys {
-                match (b.get(key), a.get(key)) {
-                    (Some(x), Some(y)) => fields(&join(key), x, y, out),
-                    (x, y) => {
-                        out.push(FieldChange { path: join(key), before: x.map(clip), after: y.map(clip) })
-                    }
-                }
-            }
-        }
-        (Value::Array(b), Value::Array(a)) if b.len() == a.len() && !path.is_empty() => {
-            for (i, (x, y)) in b.iter().zip(a).enumerate() {
-                fields(&format!("{path}[{i}]"), x, y, out);
-            }
-        }
-        (Value::Null, _) | (_, Value::Null) if path.is_empty() => {
-            // A whole status patch that is there on one side only: its fields, one by one.
-            let empty = Value::Object(Map::new());
-            let (b, a) = (
-                if before.is_null() { &empty } else { before },
-                if after.is_null() { &empty } else { after },
-            );
-            fields(path, b, a, out);
-        }
-        _ => out.push(FieldChange {
-            path: if path.is_empty() { "(whole)".to_owned() } else { path.to_owned() },
-            before: Some(clip(before)),
-            after: Some(clip(after)),
-        }),
-    }
-}
-
 /// Conditions compared by type: one that stays, field by field; one that comes or goes,
 /// whole.
 fn conditions(before: Option<&Value>, after: Option<&Value>, out: &mut Vec<FieldChange>) {
@@ -263,17 +197,6 @@ fn conditions(before: Option<&Value>, after: Option<&Value>, out: &mut Vec<Field
             (x, y) => out.push(FieldChange { path, before: x.map(clip), after: y.map(clip) }),
         }
     }
-}
-
-/// `v`, or its text cut to [`MAX_VALUE`] bytes when longer.
-fn clip(v: &Value) -> Value {
-    let text = v.to_string();
-    if text.len() <= MAX_VALUE {
-        return v.clone();
-    }
-    let mut cut = text[..text.floor_char_boundary(MAX_VALUE)].to_owned();
-    cut.push('…');
-    Value::String(cut)
 }
 
 #[cfg(test)]
@@ -352,17 +275,5 @@ mod tests {
         let d = diff(&v1, &v2, None);
         let shown: Vec<String> = d.status.iter().map(ToString::to_string).collect();
         assert_eq!(shown, ["conditions[B].status: \"True\" → \"False\""]);
-    }
-
-    #[test]
-    fn long_values_are_cut() {
-        let long = "x".repeat(1000);
-        let d = diff(
-            &output(vec![], json!({"a": long}), false),
-            &output(vec![], json!({"a": "short"}), false),
-            None,
-        );
-        let Some(Value::String(before)) = &d.status[0].before else { panic!("{d:?}") };
-        assert!(before.len() < 300 && before.ends_with('…'), "{before}");
     }
 }
