@@ -106,95 +106,12 @@ pub enum Action {
     Fault(ctop_kubesim::FaultRule),
     /// Remove every injected fault.
     ClearFaults,
-}
-
-/// An object named by kind and name.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ObjectRef {
-    /// `group/version`, when the kind alone is ambiguous.
-    pub api_version: Option<String>,
-    /// The kind.
-    pub kind: String,
-    /// The namespace; `None` is `default` for a namespaced kind.
-    pub namespace: Option<String>,
-    /// The name.
-    pub name: String,
-}
-
-impl std::fmt::Display for ObjectRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.namespace {
-            Some(ns) => write!(f, "{} {ns}/{}", self.kind, self.name),
-            None => write!(f, "{} {}", self.kind, self.name),
-        }
-    }
-}
-
-impl ObjectRef {
-    /// Whether `other` names the same object, perhaps in another version of its kind (the
-    /// API server serves one object in every version of its resource).
-    pub fn same_object(&self, other: &ObjectRef) -> bool {
-        let group = |r: &ObjectRef| r.api_version.as_deref().map(crate::state::group_of).map(str::to_owned);
-        self.kind == other.kind
-            && self.namespace == other.namespace
-            && self.name == other.name
-            && group(self) == group(other)
-    }
-
-    /// `Kind/name` or `Kind/namespace/name`, or a mapping with `kind`, `name` and optional
-    /// `namespace` and `apiVersion`.
-    pub fn from_value(v: &Value) -> Result<Self, String> {
-        match v {
-            Value::String(s) => {
-                let parts: Vec<&str> = s.split('/').collect();
-                match parts.as_slice() {
-                    [kind, name] if !kind.is_empty() && !name.is_empty() => Ok(Self {
-                        api_version: None,
-                        kind: (*kind).to_owned(),
-                        namespace: None,
-                        name: (*name).to_owned(),
-                    }),
-                    [kind, ns, name] if !kind.is_empty() && !ns.is_empty() && !name.is_empty() => Ok(Self {
-                        api_version: None,
-                        kind: (*kind).to_owned(),
-                        namespace: Some((*ns).to_owned()),
-                        name: (*name).to_owned(),
-                    }),
-                    _ => Err(format!("{s:?} is not Kind/name or Kind/namespace/name")),
-                }
-            }
-            Value::Object(m) => {
-                let text = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_owned);
-                if let Some(extra) =
-                    m.keys().find(|k| !["apiVersion", "kind", "name", "namespace"].contains(&k.as_str()))
-                {
-                    return Err(format!(
-                        "an object reference has kind, name, namespace and apiVersion, not {extra:?}"
-                    ));
-                }
-                Ok(Self {
-                    api_version: text("apiVersion"),
-                    kind: text("kind").ok_or("an object reference needs a kind")?,
-                    namespace: text("namespace"),
-                    name: text("name").ok_or("an object reference needs a name")?,
-                })
-            }
-            _ => Err("an object reference is Kind/name, Kind/namespace/name or a mapping".into()),
-        }
-    }
-
-    /// The reference of an object (`apiVersion`, `kind`, `metadata.name`, `metadata.namespace`).
-    pub fn of(obj: &Value) -> Result<Self, String> {
-        let kind = obj["kind"].as_str().ok_or("the object has no kind")?;
-        let name =
-            obj["metadata"]["name"].as_str().ok_or_else(|| format!("the {kind} has no metadata.name"))?;
-        Ok(Self {
-            api_version: obj["apiVersion"].as_str().map(str::to_owned),
-            kind: kind.to_owned(),
-            namespace: obj["metadata"]["namespace"].as_str().map(str::to_owned),
-            name: name.to_owned(),
-        })
-    }
+    /// Fill the cluster with the last version of every object a recording saw
+    /// ([`crate::seed`]).
+    Seed(RecordingPath),
+    /// Run a recording's calls again against a script, without the cluster
+    /// ([`crate::replay::step`]; the runner does it, [`crate::World::act`] does nothing).
+    Replay(ReplayStep),
 }
 
 /// What must hold after a step.
@@ -292,6 +209,10 @@ struct RawStep {
     advance: Option<String>,
     pods: Option<Value>,
     fault: Option<Value>,
+    seed: Option<String>,
+    replay: Option<String>,
+    script: Option<String>,
+    allow: Option<String>,
     #[serde(default)]
     expect: Vec<Spanned<Value>>,
 }
@@ -371,9 +292,10 @@ impl TestFile {
             return Err(invalid(0, "steps: a test needs at least one step".into()));
         }
         let mut steps = Vec::with_capacity(raw.steps.len());
+        let dirs = Dirs { operator: operator_dir, test: path.parent().unwrap_or(Path::new("")) };
         for spanned in raw.steps {
             let line = spanned.referenced.line();
-            let mut s = step(spanned.value, operator_dir).map_err(|(l, m)| invalid(l.unwrap_or(line), m))?;
+            let mut s = step(spanned.value, &dirs).map_err(|(l, m)| invalid(l.unwrap_or(line), m))?;
             s.line = line;
             steps.push(s);
         }
@@ -424,7 +346,14 @@ fn workloads(v: Option<Value>) -> Result<Option<ctop_kubesim::WorkloadConfig>, S
 
 type StepError = (Option<u64>, String);
 
-fn step(raw: RawStep, operator_dir: &Path) -> Result<Step, StepError> {
+/// Where a step's files are: `apply:` files in the operator's directory, recordings and
+/// `script:` beside the test file.
+struct Dirs<'a> {
+    operator: &'a Path,
+    test: &'a Path,
+}
+
+fn step(raw: RawStep, dirs: &Dirs<'_>) -> Result<Step, StepError> {
     let no_line = |m: String| (None, m);
     let actions = [
         raw.apply.is_some(),
@@ -433,18 +362,23 @@ fn step(raw: RawStep, operator_dir: &Path) -> Result<Step, StepError> {
         raw.advance.is_some(),
         raw.pods.is_some(),
         raw.fault.is_some(),
+        raw.seed.is_some(),
+        raw.replay.is_some(),
     ];
     if actions.iter().filter(|a| **a).count() > 1 {
         return Err(no_line(
-            "a step does one thing: apply, delete, patch, advance, pods or fault (split it into steps)"
+            "a step does one thing: apply, delete, patch, advance, pods, fault, seed or replay (split it into steps)"
                 .into(),
         ));
     }
     if raw.patch.is_none() && (raw.merge.is_some() || raw.status.is_some()) {
         return Err(no_line("merge: and status: go with patch:".into()));
     }
+    if raw.replay.is_none() && (raw.script.is_some() || raw.allow.is_some()) {
+        return Err(no_line("script: and allow: go with replay:".into()));
+    }
     let (action, what) = if let Some(v) = raw.apply {
-        let objects = apply_objects(v, operator_dir).map_err(no_line)?;
+        let objects = apply_objects(v, dirs.operator).map_err(no_line)?;
         let what = objects
             .iter()
             .map(|o| ObjectRef::of(o).map(|r| r.to_string()))
@@ -507,10 +441,23 @@ fn step(raw: RawStep, operator_dir: &Path) -> Result<Step, StepError> {
             );
             (Action::Fault(rule), what)
         }
+    } else if let Some(file) = raw.seed {
+        let recording = recorded::seed(&file, dirs.test).map_err(no_line)?;
+        let what = format!("seed {recording}");
+        (Action::Seed(recording), what)
+    } else if let Some(file) = raw.replay {
+        let r = recorded::replay(&file, raw.script.as_deref(), raw.allow.as_deref(), dirs.test)
+            .map_err(no_line)?;
+        let what = match &r.script {
+            Some(dir) => format!("replay {} against {dir}", r.recording),
+            None => format!("replay {}", r.recording),
+        };
+        (Action::Replay(r), what)
     } else {
         if raw.expect.is_empty() {
             return Err(no_line(
-                "a step needs an action (apply, delete, patch, advance, pods, fault) or an expect".into(),
+                "a step needs an action (apply, delete, patch, advance, pods, fault, seed, replay) or an expect"
+                    .into(),
             ));
         }
         (Action::Check, "check".to_owned())
@@ -607,6 +554,11 @@ fn expectation(v: Value, line: u64) -> Result<Expectation, String> {
 }
 
 pub mod env;
+mod object_ref;
+pub mod recorded;
+
+pub use object_ref::ObjectRef;
+pub use recorded::{RecordingPath, ReplayStep};
 
 #[cfg(test)]
 mod tests;

@@ -11,6 +11,9 @@
 //! `<uid>` and a container id (`kubesim://…`) `<container-id>`, a Service's allocated addresses and node ports become `<allocated>`, and a
 //! Secret's values become `<redacted: N bytes>` (a golden file is committed; a secret has
 //! no place in it, and generated ones differ on every run).
+//!
+//! A `replay:` step's document also has its findings under `replay:` (exit, summary, the
+//! objects whose calls differ), without the recording's id, times and uids masked.
 
 use std::path::{Path, PathBuf};
 
@@ -36,6 +39,9 @@ pub struct StepState {
     pub name: String,
     /// The objects, sorted by kind, namespace and name.
     pub objects: Vec<Value>,
+    /// A `replay:` step's findings ([`crate::replay::step::golden`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Value>,
 }
 
 /// A whole golden file: the state after each step.
@@ -80,7 +86,7 @@ pub fn render_step(step: usize, name: &str, objects: &[(Value, Detail)]) -> Step
     let mut rendered: Vec<Value> = objects.iter().map(|(o, d)| normalize(o, *d)).collect();
     rendered.sort_by_key(sort_key);
     rendered.dedup();
-    StepState { step, name: name.to_owned(), objects: rendered }
+    StepState { step, name: name.to_owned(), objects: rendered, replay: None }
 }
 
 fn sort_key(o: &Value) -> (String, String, String, String) {
@@ -209,7 +215,7 @@ fn mask_allocations(v: &mut Value) {
 }
 
 /// Times and UUIDs anywhere in `v` become `<time>` and `<uid>`.
-fn mask_volatile(v: &mut Value) {
+pub(crate) fn mask_volatile(v: &mut Value) {
     match v {
         Value::String(s) => {
             if is_time(s) {

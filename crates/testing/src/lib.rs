@@ -19,7 +19,9 @@
 //! - [`golden`]: golden files (rendering, normalization, diffs);
 //! - [`oracles`] (checked after every step) and [`perturb`] (acting after the last step);
 //! - [`runner`]: one test file, start to end; [`report`]: text, summary line, JUnit XML;
-//! - [`replay`]: `ctop replay`, a recording's calls run again against a script, and what differs.
+//! - [`replay`]: `ctop replay`, a recording's calls run again against a script, and what differs
+//!   (and a test's `replay:` step, [`replay::step`]);
+//! - [`seed`]: a test's `seed:` step, the cluster filled with what a recording saw.
 //!
 //! A fuzzer reuses the same parts: [`World::start`], then for each (random) step
 //! [`World::act`] and [`settle::settle`], then [`World::snapshot`] and the oracles
@@ -35,6 +37,7 @@ pub mod record;
 pub mod replay;
 pub mod report;
 pub mod runner;
+pub mod seed;
 pub mod settle;
 pub mod state;
 pub mod world;

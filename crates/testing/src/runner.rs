@@ -130,13 +130,21 @@ async fn run(op: &Operator, test: &TestFile, mode: GoldenMode, report: &mut Test
     let (mut last_alive, mut last_parent) = (None, None);
     for (i, step) in test.steps.iter().enumerate() {
         let n = i + 1;
-        let busy = run_step(&world, step, q, &mut report.failures, n).await;
+        let busy = run_step(&mut world, step, q, &mut report.failures, n).await;
         report.steps.1 = n;
         let at = |message: String, line: u64| Failure {
             step: Some((n, step.name.clone())),
             line: Some(line),
             message,
         };
+        // A replay needs the operator's directory, not the cluster (`World::act` skips it).
+        let replayed = match &step.action {
+            Action::Replay(r) => Some(crate::replay::step::run(op, r).await),
+            _ => None,
+        };
+        if let Some(m) = replayed.as_ref().and_then(|r| r.failure.clone()) {
+            report.failures.push(at(m, step.line));
+        }
         if let Some(why) = world.failed() {
             report.failures.push(at(why, step.line));
             break;
@@ -145,7 +153,9 @@ async fn run(op: &Operator, test: &TestFile, mode: GoldenMode, report: &mut Test
             Ok(after) => {
                 check_expectations(&after.snapshot, &world, step, &mut report.failures, n).await;
                 report.failures.extend(after.violations.into_iter().map(|v| at(v.to_string(), step.line)));
-                golden.steps.push(after.golden);
+                golden
+                    .steps
+                    .push(golden::StepState { replay: replayed.and_then(|r| r.golden), ..after.golden });
                 if after.primaries > 0 {
                     last_alive = Some(n);
                 }
@@ -200,10 +210,10 @@ async fn run(op: &Operator, test: &TestFile, mode: GoldenMode, report: &mut Test
 
 /// A fresh world with the first `k` steps of `test` done (actions and settles only).
 async fn replay(op: &Operator, test: &TestFile, q: Quiet, k: usize) -> Result<World, String> {
-    let world = start_world(op, test, q).await?;
+    let mut world = start_world(op, test, q).await?;
     let mut failures = Vec::new();
     for (i, step) in test.steps.iter().take(k).enumerate() {
-        run_step(&world, step, q, &mut failures, i + 1).await;
+        run_step(&mut world, step, q, &mut failures, i + 1).await;
         if let Some(f) = failures.first() {
             let message = f.message.clone();
             world.stop().await;
@@ -214,7 +224,7 @@ async fn replay(op: &Operator, test: &TestFile, q: Quiet, k: usize) -> Result<Wo
 }
 
 /// Carry out `step`'s action and settle; whether the world stayed busy.
-async fn run_step(world: &World, step: &Step, q: Quiet, failures: &mut Vec<Failure>, n: usize) -> bool {
+async fn run_step(world: &mut World, step: &Step, q: Quiet, failures: &mut Vec<Failure>, n: usize) -> bool {
     let at = |message: String, line: u64| Failure {
         step: Some((n, step.name.clone())),
         line: Some(line),
@@ -230,6 +240,8 @@ async fn run_step(world: &World, step: &Step, q: Quiet, failures: &mut Vec<Failu
         })
         .collect();
     match (&refused, wanted.is_empty()) {
+        // A seed says itself what failed (a write, a kind the cluster does not serve).
+        (Some(e), true) if matches!(step.action, Action::Seed(_)) => failures.push(at(e.clone(), step.line)),
         (Some(e), true) => failures.push(at(format!("the API server refused it: {e}"), step.line)),
         (Some(e), false) => {
             for (text, line) in &wanted {

@@ -133,6 +133,8 @@ pub struct Kind {
     pub ar: ApiResource,
     /// Whether its objects live in namespaces.
     pub namespaced: bool,
+    /// Whether it has a `status` subresource (status is then written only through it).
+    pub status: bool,
 }
 
 #[derive(Default)]
@@ -280,12 +282,17 @@ impl World {
     /// Crash the operator (its task is dropped wherever it was, mid-reconcile or not) and
     /// start it again, as a `kill -9` and a new Pod would.
     pub async fn restart(&mut self) {
+        self.stop_operator().await;
+        self.start_operator();
+    }
+
+    /// Drop the operator's task wherever it was (start it again with `start_operator`).
+    async fn stop_operator(&mut self) {
         self.stop = None;
         if let Some(task) = self.task.take() {
             task.abort();
             let _ = task.await;
         }
-        self.start_operator();
     }
 
     /// The script's handlers, to call directly (admission, invariants).
@@ -353,21 +360,19 @@ impl World {
         for group in discovery.groups() {
             let preferred = group.preferred_version_or_latest().to_owned();
             for (ar, caps) in group.recommended_resources() {
-                kinds
-                    .by_kind
-                    .entry(ar.kind.clone())
-                    .or_default()
-                    .push(Kind { ar, namespaced: caps.scope == Scope::Namespaced });
+                let (namespaced, status) = (caps.scope == Scope::Namespaced, has_status(&caps));
+                kinds.by_kind.entry(ar.kind.clone()).or_default().push(Kind { ar, namespaced, status });
             }
             // The other versions of a group's kinds (a resource with several versions):
             // reached only when named with their apiVersion.
             for version in group.versions().filter(|v| **v != preferred) {
                 for (ar, caps) in group.versioned_resources(version) {
-                    kinds
-                        .other_versions
-                        .entry(ar.kind.clone())
-                        .or_default()
-                        .push(Kind { ar, namespaced: caps.scope == Scope::Namespaced });
+                    let (namespaced, status) = (caps.scope == Scope::Namespaced, has_status(&caps));
+                    kinds.other_versions.entry(ar.kind.clone()).or_default().push(Kind {
+                        ar,
+                        namespaced,
+                        status,
+                    });
                 }
             }
         }
@@ -456,9 +461,10 @@ impl World {
     }
 
     /// Carry out a step's action (all but the waiting: an [`Action::Advance`] does nothing
-    /// here, see [`crate::settle::advance`]); the refusal's text, naming the object, when
-    /// the API server refused a write.
-    pub async fn act(&self, action: &Action) -> Result<(), String> {
+    /// here, see [`crate::settle::advance`]; nor an [`Action::Replay`], which needs no
+    /// cluster: see [`crate::replay::step`]); the refusal's text, naming the object, when
+    /// the API server refused a write. A seed restarts the operator (see [`crate::seed`]).
+    pub async fn act(&mut self, action: &Action) -> Result<(), String> {
         match action {
             Action::Check | Action::Advance(_) => Ok(()),
             Action::Apply(objects) => {
@@ -489,6 +495,16 @@ impl World {
                 self.clear_faults();
                 Ok(())
             }
+            Action::Seed(recording) => {
+                // The operator starts again on the seeded cluster, as `ctop run` would start
+                // on the recorded one: it never sees it half written.
+                self.stop_operator().await;
+                let seeded = crate::seed::seed(self, &recording.path).await;
+                self.start_operator();
+                seeded.map_err(|e| crate::report::error_chain(&e))
+            }
+            // It needs the operator's directory, not the cluster: the runner runs it.
+            Action::Replay(_) => Ok(()),
         }
     }
 
@@ -650,6 +666,11 @@ fn with_type(o: DynamicObject, ar: &ApiResource) -> Value {
         m.insert("kind".into(), Value::from(ar.kind.clone()));
     }
     v
+}
+
+/// Whether a discovered resource has a `status` subresource.
+fn has_status(caps: &kube::discovery::ApiCapabilities) -> bool {
+    caps.subresources.iter().any(|(ar, _)| ar.plural == "status")
 }
 
 fn kube_error(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> WorldError {

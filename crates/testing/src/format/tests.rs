@@ -102,11 +102,11 @@ fn defaults_name_the_test_and_its_steps() {
 fn errors_name_the_file_and_line() {
     assert_eq!(
         error("steps:\n  - apply: {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n    expct: []\n"),
-        "tests/t.yaml:3: unknown field `expct`, expected one of name, apply, delete, patch, merge, status, advance, pods, fault, expect"
+        "tests/t.yaml:3: unknown field `expct`, expected one of name, apply, delete, patch, merge, status, advance, pods, fault, seed, replay, script, allow, expect"
     );
     assert_eq!(
         error("steps:\n  - advance: 1h\n  - delete: WebApp/shop\n    advance: 2s\n"),
-        "tests/t.yaml:3: a step does one thing: apply, delete, patch, advance, pods or fault (split it into steps)"
+        "tests/t.yaml:3: a step does one thing: apply, delete, patch, advance, pods, fault, seed or replay (split it into steps)"
     );
     assert_eq!(
         error("steps:\n  - advance: soon\n"),
@@ -183,4 +183,92 @@ fn env_sets_the_scripts_env_with_strings_only() {
         "tests/t.yaml:2: env: CTOP_ENV_REGION: name the variable as the script reads it (Env.REGION), without the CTOP_ENV_ prefix that ctop run's environment needs"
     );
     assert!(error("env: [REGION]\nsteps:\n  - advance: 1s\n").starts_with("tests/t.yaml:1: "));
+}
+
+#[test]
+fn seed_and_replay_read_recordings_beside_the_test() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tests = dir.path().join("tests");
+    std::fs::create_dir_all(tests.join("recordings")).expect("mkdir");
+    std::fs::create_dir_all(dir.path().join("v2")).expect("mkdir");
+    std::fs::write(tests.join("recordings/prod.ctrec"), "").expect("write");
+    let file = tests.join("t.yaml");
+    let parse = |text: &str| TestFile::parse(&file, text, dir.path());
+    let t = parse(
+        "steps:\n  - seed: recordings/prod.ctrec\n  - replay: recordings/prod.ctrec\n  \
+         - replay: recordings/prod.ctrec\n    script: ../v2\n    allow: differences\n",
+    )
+    .expect("valid");
+    let names: Vec<&str> = t.steps.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "seed recordings/prod.ctrec",
+            "replay recordings/prod.ctrec",
+            "replay recordings/prod.ctrec against ../v2"
+        ]
+    );
+    assert!(
+        matches!(&t.steps[0].action, Action::Seed(r) if r.path == tests.join("recordings/prod.ctrec")),
+        "{:?}",
+        t.steps[0].action
+    );
+    let Action::Replay(plain) = &t.steps[1].action else { panic!("{:?}", t.steps[1].action) };
+    assert_eq!((plain.script.as_ref(), plain.allow_differences), (None, false));
+    assert_eq!(plain.label(), "the script under test");
+    let Action::Replay(v2) = &t.steps[2].action else { panic!("{:?}", t.steps[2].action) };
+    assert_eq!(v2.script.as_ref().map(|s| s.path.clone()), Some(tests.join("../v2")));
+    assert!(v2.allow_differences);
+    assert_eq!(v2.label(), "../v2");
+
+    let error = |text: &str| parse(text).expect_err("invalid").to_string();
+    let shown = file.display().to_string();
+    // A missing file names the path it looked for, at the step's line.
+    let e = error("steps:\n  - advance: 1s\n  - seed: recordings/none.ctrec\n");
+    let missing = tests.join("recordings/none.ctrec");
+    assert_eq!(
+        e,
+        format!(
+            "{shown}:3: seed: there is no recording {} (the path is relative to the test file's directory)",
+            missing.display()
+        )
+    );
+    assert!(
+        error("steps:\n  - replay: none.ctrec\n")
+            .starts_with(&format!("{shown}:2: replay: there is no recording "))
+    );
+    assert!(
+        error("steps:\n  - replay: recordings/prod.ctrec\n    script: ../v3\n")
+            .starts_with(&format!("{shown}:2: script: ")),
+    );
+    assert_eq!(
+        error("steps:\n  - replay: recordings/prod.ctrec\n    allow: [differences]\n").split(": ").next(),
+        Some(format!("{shown}:3").as_str()),
+        "allow is one word"
+    );
+    assert_eq!(
+        error("steps:\n  - replay: recordings/prod.ctrec\n    allow: failures\n"),
+        format!(
+            "{shown}:2: allow: \"failures\": the only one is `differences` (new failures and divergences always fail)"
+        )
+    );
+    assert_eq!(
+        error("steps:\n  - seed: recordings/prod.ctrec\n    allow: differences\n"),
+        format!("{shown}:2: script: and allow: go with replay:")
+    );
+    assert_eq!(
+        error("steps:\n  - seed: recordings/prod.ctrec\n    replay: recordings/prod.ctrec\n"),
+        format!(
+            "{shown}:2: a step does one thing: apply, delete, patch, advance, pods, fault, seed or replay (split it into steps)"
+        )
+    );
+    // An unknown key is refused at its line.
+    assert!(
+        error("steps:\n  - replay: recordings/prod.ctrec\n    alow: differences\n")
+            .starts_with(&format!("{shown}:3: unknown field `alow`")),
+    );
+    assert_eq!(
+        error("steps:\n  - seed: recordings/prod.ctrec\n    expect:\n      - error: refused\n"),
+        format!("{shown}:2: expect error: goes with apply, delete or patch (the action refused)")
+    );
 }

@@ -13,6 +13,7 @@
 
 pub mod diff;
 pub mod report;
+pub mod step;
 
 use std::sync::Arc;
 
