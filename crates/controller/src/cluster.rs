@@ -12,10 +12,27 @@ use serde_json::Value;
 
 use crate::error::RunError;
 
-pub(crate) async fn client(
+/// A client of the cluster `kubeconfig` (or in-cluster, `$KUBECONFIG`, `~/.kube/config`)
+/// names, in `context` (or its current one).
+///
+/// # Errors
+///
+/// The kubeconfig cannot be read or names no usable cluster.
+pub async fn client(kubeconfig: Option<&PathBuf>, context: Option<&String>) -> Result<Client, RunError> {
+    let config = kube_config(kubeconfig, context).await?;
+    Client::try_from(config)
+        .map_err(|source| RunError::Kube { what: "cannot build the client".into(), source })
+}
+
+/// The client configuration of [`client`] (its `cluster_url` names the server).
+///
+/// # Errors
+///
+/// The kubeconfig cannot be read or names no usable cluster.
+pub async fn kube_config(
     kubeconfig: Option<&PathBuf>,
     context: Option<&String>,
-) -> Result<Client, RunError> {
+) -> Result<kube::Config, RunError> {
     let options = KubeConfigOptions { context: context.cloned(), ..KubeConfigOptions::default() };
     let config = match kubeconfig {
         Some(path) => {
@@ -30,8 +47,7 @@ pub(crate) async fn client(
         }
         None => kube::Config::infer().await.map_err(|e| RunError::Config(e.to_string()))?,
     };
-    Client::try_from(config)
-        .map_err(|source| RunError::Kube { what: "cannot build the client".into(), source })
+    Ok(config)
 }
 
 /// Server-side apply `crds` (as `manager`) and wait until each is Established (30 s at

@@ -77,7 +77,7 @@ mod store;
 mod triggers;
 mod worker;
 
-pub use cluster::install_crds;
+pub use cluster::{client, install_crds, kube_config};
 pub use context::HandlerSource;
 pub use error::{ReconcileError, RunError, api_error_text};
 pub use migrate::StorageMigration;

@@ -6,7 +6,7 @@
 //! Deployment), so it sits beside the operator it shadows without touching it; the container
 //! still runs under the operator's own `--name`, so its field manager and ApplySet ownership
 //! are the operator's and an unchanged script reads as unchanged. No CRDs, webhook
-//! configurations, Leases or NetworkPolicy: the shadow installs its CRDs into its overlay
+//! configurations, Leases, NetworkPolicy or Namespace (it goes into the operator's): the shadow installs its CRDs into its overlay
 //! only, and elects no leader. Its page (what it would write) is on port
 //! [`SHADOW_UI_PORT`] on the Pod's loopback, for `kubectl port-forward`.
 
@@ -40,7 +40,8 @@ pub fn generate_shadow(
     let labels = common_labels(&shadow);
     let selector = selector_labels(&shadow);
     let perms = read_permissions(spec, options);
-    let mut docs = vec![workload::namespace(&shadow, &labels), workload::service_account(&shadow, &labels)];
+    // No Namespace: the operator's exists, and applying one here would move its labels.
+    let mut docs = vec![workload::service_account(&shadow, &labels)];
     docs.extend(crate::rbac::documents(&perms, &shadow, &labels));
     docs.push(workload::config_map(&shadow, bundle, &labels));
     let memory = sizing::memory(spec, &shadow)?;
@@ -110,7 +111,6 @@ mod tests {
         assert_eq!(
             kinds,
             [
-                "Namespace webapp-system",
                 "ServiceAccount webapp-shadow",
                 "ClusterRole webapp-shadow-manager",
                 "ClusterRoleBinding webapp-shadow-manager",
@@ -128,14 +128,14 @@ mod tests {
                 }
             }
         }
-        let role = &m.documents[2]["rules"];
+        let role = &m.documents[1]["rules"];
         let crd_rule = role
             .as_array()
             .and_then(|r| r.iter().find(|r| r["resources"][0] == "customresourcedefinitions"))
             .expect("a CRD rule");
         assert_eq!(crd_rule["resourceNames"], json!(["databases.db.example.com"]));
         assert_eq!(crd_rule["verbs"], json!(["get"]));
-        let args = &m.documents[5]["spec"]["template"]["spec"]["containers"][0]["args"];
+        let args = &m.documents[4]["spec"]["template"]["spec"]["containers"][0]["args"];
         let args: Vec<&str> = args.as_array().expect("args").iter().filter_map(Value::as_str).collect();
         let name = args.iter().position(|a| *a == "--name").expect("--name");
         assert_eq!(args[name + 1], "webapp");

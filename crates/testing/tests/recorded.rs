@@ -5,12 +5,11 @@
 //! differences unless they are allowed.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use ctop_core::Handlers;
-use ctop_recording::{RecordOptions, RecordWriter, Recorder, Redaction, ScriptInfo};
-use ctop_runtime::Script;
+use ctop_recording::{RecordOptions, RecordWriter};
+use ctop_testing::replay::recorded;
 use ctop_testing::runner::GoldenOutcome;
 use ctop_testing::settle::{MAX_CALLS, Quiet, advance, settle};
 use ctop_testing::{GoldenMode, Operator, TestFile, TestReport, World, run_test};
@@ -48,30 +47,15 @@ fn record(file: &Path) {
             values: ctop_testing::world::values_for(&op.dir, None).expect("values"),
             env: json!({}),
         };
-        let options = RecordOptions {
-            path: file.to_owned(),
-            max_size: "64Mi".parse().expect("size"),
-            keep: 3,
-            redaction: Redaction::Masked,
-            operator: "webapp".into(),
-            ctop_version: "test".into(),
-            sdk_sha256: "test".into(),
-        };
+        let options =
+            RecordOptions { path: file.to_owned(), operator: "webapp".into(), ..RecordOptions::default() };
         let writer =
             RecordWriter::create(options, config.env.clone(), config.values.clone()).expect("recording");
         let recorder = writer.clone();
         let world =
-            World::start_wrapped(&op, &config, move |handlers: Arc<dyn Handlers>, script: &Script| {
-                let bundle = script.bundle();
-                let info = ScriptInfo {
-                    sha256: bundle.sha256_hex(),
-                    entry: bundle.entry.clone(),
-                    bundle_gz: bundle.to_gz(),
-                };
-                Arc::new(Recorder::new(handlers, info, recorder)) as Arc<dyn Handlers>
-            })
-            .await
-            .expect("world starts");
+            World::start_wrapped(&op, &config, move |handlers, script| recorded(handlers, script, recorder))
+                .await
+                .expect("world starts");
         let quiet =
             Quiet { quiet: Duration::from_secs(5), timeout: Duration::from_secs(600), max_calls: MAX_CALLS };
         settle(&world, quiet).await.expect("quiet at start");

@@ -6,10 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ctop_core::Handlers;
-use ctop_recording::{RecordOptions, RecordWriter, Recorder, Recording, Redaction, ScriptInfo, TapeEntry};
+use ctop_recording::{RecordOptions, RecordWriter, Recording, TapeEntry};
 use ctop_runtime::{Limits, Script};
-use ctop_testing::replay::{ExitCode, Report, Target, replay};
+use ctop_testing::replay::{ExitCode, Report, Target, recorded, replay};
 use ctop_testing::settle::{MAX_CALLS, Quiet, settle};
 use ctop_testing::{Operator, World};
 use serde_json::json;
@@ -32,30 +31,15 @@ fn record(file: &Path) -> Recording {
             values: ctop_testing::world::values_for(&op.dir, None).expect("values"),
             env: json!({}),
         };
-        let options = RecordOptions {
-            path: file.to_owned(),
-            max_size: "64Mi".parse().expect("size"),
-            keep: 3,
-            redaction: Redaction::Masked,
-            operator: "webapp".into(),
-            ctop_version: "test".into(),
-            sdk_sha256: "test".into(),
-        };
+        let options =
+            RecordOptions { path: file.to_owned(), operator: "webapp".into(), ..RecordOptions::default() };
         let writer =
             RecordWriter::create(options, config.env.clone(), config.values.clone()).expect("recording");
         let recorder = writer.clone();
         let world =
-            World::start_wrapped(&op, &config, move |handlers: Arc<dyn Handlers>, script: &Script| {
-                let bundle = script.bundle();
-                let info = ScriptInfo {
-                    sha256: bundle.sha256_hex(),
-                    entry: bundle.entry.clone(),
-                    bundle_gz: bundle.to_gz(),
-                };
-                Arc::new(Recorder::new(handlers, info, recorder)) as Arc<dyn Handlers>
-            })
-            .await
-            .expect("world starts");
+            World::start_wrapped(&op, &config, move |handlers, script| recorded(handlers, script, recorder))
+                .await
+                .expect("world starts");
         let quiet = Quiet {
             quiet: std::time::Duration::from_secs(5),
             timeout: std::time::Duration::from_secs(600),

@@ -100,7 +100,9 @@ pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
-fn start_sim_with(dir: &Path, extra: &[&str]) -> (Proc, PathBuf) {
+/// `ctop sim EXTRA…` on a free port, writing its kubeconfig to `dir/kc`; returns once it is
+/// ready.
+pub fn start_sim_with(dir: &Path, extra: &[&str]) -> (Proc, PathBuf) {
     let kubeconfig = dir.join("kc");
     let sim = Proc(
         Command::new(binary::ctop())

@@ -127,6 +127,12 @@ pub struct ManifestsArgs {
     /// The namespace Argo CD runs in, for --argocd-health [default: argocd].
     #[arg(long, value_name = "NS", requires = "argocd_health")]
     argocd_namespace: Option<String>,
+    /// Print the deployment of the operator's shadow instead: this script run by `ctop run
+    /// --shadow` beside the deployed operator, under its name, with read-only RBAC (get,
+    /// list and watch), reporting what it would write on its page (port 8082; reach it with
+    /// kubectl port-forward). No CRDs, webhooks or Leases.
+    #[arg(long, conflicts_with_all = ["argocd_health", "migrate_storage", "sharding", "pdb", "network_policy"])]
+    shadow: bool,
 }
 
 fn values_text(args: &ManifestsArgs) -> anyhow::Result<String> {
@@ -278,7 +284,11 @@ pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
     if args.network_policy {
         plugins.push(&ctop_manifests::NetworkPolicy);
     }
-    let manifests = ctop_manifests::generate(spec, &script_bundle, &options, &plugins)?;
+    let manifests = if args.shadow {
+        ctop_manifests::generate_shadow(spec, &script_bundle, &options)?
+    } else {
+        ctop_manifests::generate(spec, &script_bundle, &options, &plugins)?
+    };
     for note in &manifests.notes {
         tracing::warn!("{note}");
     }

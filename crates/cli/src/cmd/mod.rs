@@ -9,6 +9,7 @@ pub mod manifests;
 pub mod record;
 pub mod replay;
 pub mod run;
+pub mod shadow;
 pub mod sim;
 pub mod test;
 pub mod trace;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use ctop_core::Handlers;
-use ctop_recording::{RecordOptions, RecordWriter, Recorder, Redaction, ScriptInfo};
+use ctop_recording::{RecordOptions, RecordWriter, Redaction};
 use ctop_runtime::Script;
 use serde_json::Value;
 
@@ -69,11 +69,10 @@ pub fn wrap(
     script: &Script,
     writer: Option<&RecordWriter>,
 ) -> Arc<dyn Handlers> {
-    let Some(writer) = writer else { return handlers };
-    let bundle = script.bundle();
-    let info =
-        ScriptInfo { sha256: bundle.sha256_hex(), entry: bundle.entry.clone(), bundle_gz: bundle.to_gz() };
-    Arc::new(Recorder::new(handlers, info, writer.clone()))
+    match writer {
+        Some(w) => ctop_testing::replay::recorded(handlers, script, w.clone()),
+        None => handlers,
+    }
 }
 
 /// Flushes and closes the recording, saying where it is.

@@ -131,6 +131,8 @@ pub struct RunArgs {
     webhook: super::webhook::WebhookFlags,
     #[command(flatten)]
     record: super::record::RecordFlags,
+    #[command(flatten)]
+    shadow: super::shadow::ShadowFlags,
 }
 
 /// Load the script and run its controllers until Ctrl-C or SIGTERM.
@@ -254,16 +256,28 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let page = match args.ui_port {
-        Some(port) => {
+    let ui_addr = args.ui_port.map(|port| SocketAddr::from((args.ui_address, port)));
+    if args.shadow.shadow {
+        let page = ui_addr.map(|addr| {
             let inspector = ctop_ui::Inspector::default();
             options.inspector = Some(inspector.clone());
-            let (addr, task) = ctop_controller::health::serve_router(
-                SocketAddr::from((args.ui_address, port)),
-                ctop_ui::router(inspector),
-            )
-            .await
-            .context("cannot serve the operator's page")?;
+            (addr, inspector)
+        });
+        let recorder = args.record.writer(&name, &env, &values)?;
+        let handlers = Arc::new(ScriptHandlers::new(Arc::clone(&script), &env, &values));
+        let handlers = super::record::wrap(handlers, &script, recorder.as_ref());
+        let result = super::shadow::run(&args.shadow, &script, handlers, options, page).await;
+        let closed = super::record::close(recorder);
+        result?;
+        return closed;
+    }
+    let page = match ui_addr {
+        Some(addr) => {
+            let inspector = ctop_ui::Inspector::default();
+            options.inspector = Some(inspector.clone());
+            let (addr, task) = ctop_controller::health::serve_router(addr, ctop_ui::router(inspector))
+                .await
+                .context("cannot serve the operator's page")?;
             tracing::info!("serving the operator's page on http://{addr}/");
             Some(task)
         }

@@ -18,7 +18,10 @@ pub mod step;
 use std::sync::Arc;
 
 use ctop_core::{FailureKind, HandlerCall, Handlers, OperatorSpec};
-use ctop_recording::{CallRecord, CallResult, HandlerKind, Recording, ReplayMode, ReplayObserver};
+use ctop_recording::{
+    CallRecord, CallResult, HandlerKind, RecordWriter, Recorder, Recording, ReplayMode, ReplayObserver,
+    ScriptInfo,
+};
 use ctop_runtime::{Limits, Script, ScriptHandlers};
 use serde_json::Value;
 
@@ -117,6 +120,15 @@ pub struct CallReport {
     /// did not): their answers were made up, so the outcome may differ in a live run.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub blind_reads: Vec<String>,
+}
+
+/// `handlers` of `script`, every call recorded by `writer`: what `--record` runs, and what
+/// a test wraps a [`crate::World`]'s handlers in to record them.
+pub fn recorded(handlers: Arc<dyn Handlers>, script: &Script, writer: RecordWriter) -> Arc<dyn Handlers> {
+    let bundle = script.bundle();
+    let info =
+        ScriptInfo { sha256: bundle.sha256_hex(), entry: bundle.entry.clone(), bundle_gz: bundle.to_gz() };
+    Arc::new(Recorder::new(handlers, info, writer))
 }
 
 /// Replays every call of `recording` against `target`, in recorded order.
