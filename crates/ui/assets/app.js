@@ -1,7 +1,9 @@
 // The operator's page: the overview of every controller's objects, and one object's view
 // (`#object?controller=…&namespace=…&name=…`, so a link opens it). It reads the inspector's
 // JSON API (api/objects, api/object) and listens to api/stream: a `changed` event names the
-// object whose reconcile ended, and only the view showing it is fetched again.
+// object whose reconcile ended, and only the view showing it is fetched again. Under `ctop
+// run --shadow`, shadow.js (loaded first) adds what the shadow would write: the views leave
+// empty places for it (shadowSummary, shadowMark, shadowWrites) and show() has it fill them.
 //
 // Every string comes from the cluster or the script, so elements are built with
 // createElement and text nodes, never from markup.
@@ -140,18 +142,25 @@ function fieldChanges(path, before, after) {
   return keys.filter((k) => JSON.stringify(b[k]) !== JSON.stringify(a[k])).map((k) => [path + "." + k, b[k], a[k]]);
 }
 
+// Changed fields ({path, before, after}) as a table: path, before → after, a map (a
+// condition) field by field.
+function diffTable(changes) {
+  return h("table", { class: "diff" }, h("tbody", null, changes.flatMap((f) => fieldChanges(f.path, f.before, f.after)).map(([path, before, after]) => h("tr", null,
+    h("th", null, path), h("td", { class: "before" }, valueText(before)), h("td", { class: "arrow" }, "→"), h("td", { class: "after" }, valueText(after))))));
+}
+
 // ---- the overview -----------------------------------------------------------------------
 
 function renderOverview(overview) {
   crumbs.replaceChildren();
   if (!overview.controllers.length) {
-    return [h("p", { class: "muted" }, "No controller is running yet.")];
+    return [shadowSummary(), h("p", { class: "muted" }, "No controller is running yet.")];
   }
-  return overview.controllers.map((c) => {
+  return [shadowSummary(), ...overview.controllers.map((c) => {
     const rows = c.objects.map((o) => h("tr", { class: o.deleting ? "deleting" : null, "data-object": qualified(o.namespace, o.name) },
       h("td", null, h("a", { class: "object", href: objectHref(c.name, o.namespace, o.name) },
         o.namespace ? h("span", { class: "muted" }, o.namespace + "/") : null, o.name),
-        o.deleting ? h("span", { class: "tag" }, "deleting") : null),
+        o.deleting ? h("span", { class: "tag" }, "deleting") : null, shadowMark(c.kind, o.namespace, o.name)),
       h("td", null, readyBadge(o.ready)),
       h("td", null, healthBadge(o.health)),
       h("td", null, when(o.lastReconcile), " ", endedBadge(o.lastEnded))));
@@ -163,7 +172,7 @@ function renderOverview(overview) {
     return h("section", { class: "card controller", "data-controller": c.name },
       h("h2", null, c.kind, h("span", { class: "sub" }, c.apiVersion + " · controller " + c.name + " · " + c.objects.length + " objects")),
       table);
-  });
+  })];
 }
 
 // ---- one object -------------------------------------------------------------------------
@@ -182,7 +191,7 @@ function renderDetail(d) {
   const problems = d.problems && d.problems.length
     ? h("section", { class: "card problems" }, h("h2", null, "Problems"), h("ul", null, d.problems.map((p) => h("li", null, p))))
     : null;
-  return [head, problems, h("div", { class: "columns" },
+  return [head, problems, shadowWrites(d.kind, s.namespace, s.name), h("div", { class: "columns" },
     h("div", null, section("Children", renderTree(d.tree)), section("Events", renderEvents(d.events))),
     h("div", null, section("Reconciles", renderHistory(d.history, d.skipped))))];
 }
@@ -239,10 +248,7 @@ function renderReconcile(r) {
         changed.length ? h("ul", null, changed.map((c) => h("li", null, h("span", { class: "action action-" + c.action }, c.action), " " + shortKind(c.kind) + " " + qualified(c.namespace, c.name)))) : null,
         r.moreChildren ? h("p", { class: "muted" }, "+" + r.moreChildren + " more children") : null)
       : null,
-    r.status.length
-      ? h("table", { class: "diff" }, h("tbody", null, r.status.flatMap((f) => fieldChanges("status." + f.path, f.before, f.after).map(([path, before, after]) => h("tr", null,
-        h("th", null, path), h("td", { class: "before" }, valueText(before)), h("td", { class: "arrow" }, "→"), h("td", { class: "after" }, valueText(after)))))))
-      : null,
+    r.status.length ? diffTable(r.status.map((f) => ({ ...f, path: "status." + f.path }))) : null,
     r.events.length ? h("ul", { class: "notes" }, r.events.map((e) => h("li", { class: "event-" + e.type }, h("b", null, e.reason), " " + e.message))) : null,
     r.reads.length ? reads : null);
 }
@@ -260,6 +266,7 @@ async function getJSON(url) {
 
 function show(nodes) {
   main.replaceChildren(...[nodes].flat().filter(Boolean));
+  paintShadow();
 }
 
 async function load() {
@@ -333,6 +340,7 @@ function connect() {
 
 refresh();
 connect();
+startShadow();
 setInterval(() => {
   for (const t of document.querySelectorAll("time.ago")) t.textContent = ago(new Date(t.getAttribute("datetime")));
 }, 5000);

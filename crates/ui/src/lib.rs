@@ -4,8 +4,12 @@
 //! taken, children created, configured and pruned, the status diff, events, the result, a
 //! failure's code frame), its events and what could not be read. It follows the operator
 //! live: the page listens to `/api/stream` and fetches again only the object that changed.
+//! Under `ctop run --shadow`, whose router answers `/api/shadow` (a 404 anywhere else), the
+//! page also shows what the shadow would write: a banner naming the live cluster nothing is
+//! written to, the report's summary on the overview, a count on each object's row, and each
+//! object's would-be creates, changes (field by field) and deletes in its view.
 //!
-//! Start with [`router`]: the page's three files at `/` merged with the inspector's JSON API
+//! Start with [`router`]: the page's four files at `/` merged with the inspector's JSON API
 //! ([`ctop_controller::inspect::api`]), for an [`Inspector`] the controllers register with
 //! (`RunOptions::inspector`). `ctop dev` serves it on a loopback port and prints its URL;
 //! `ctop run --ui-port` serves it on request.
@@ -32,6 +36,8 @@ pub use ctop_controller::inspect::Inspector;
 const INDEX_HTML: &str = include_str!("../assets/index.html");
 const APP_CSS: &str = include_str!("../assets/app.css");
 const APP_JS: &str = include_str!("../assets/app.js");
+/// What a shadow would write (`/api/shadow`); loaded before `app.js`, whose helpers it uses.
+const SHADOW_JS: &str = include_str!("../assets/shadow.js");
 
 const HTML: &str = "text/html; charset=utf-8";
 const CSS: &str = "text/css; charset=utf-8";
@@ -45,15 +51,16 @@ const CACHE_CONTROL: &str = "no-cache";
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// The page at `/` (`index.html`, `app.css`, `app.js`) and the inspector's API under
-/// `/api/` for `inspector`; requests naming a host other than an IP address or `localhost`
-/// are answered 421 (see the crate docs).
+/// The page at `/` (`index.html`, `app.css`, `shadow.js`, `app.js`) and the inspector's API
+/// under `/api/` for `inspector`; requests naming a host other than an IP address or
+/// `localhost` are answered 421 (see the crate docs).
 pub fn router(inspector: Inspector) -> Router {
     Router::new()
         .route("/", get(|| async { asset(HTML, INDEX_HTML) }))
         .route("/index.html", get(|| async { asset(HTML, INDEX_HTML) }))
         .route("/app.css", get(|| async { asset(CSS, APP_CSS) }))
         .route("/app.js", get(|| async { asset(JAVASCRIPT, APP_JS) }))
+        .route("/shadow.js", get(|| async { asset(JAVASCRIPT, SHADOW_JS) }))
         .merge(ctop_controller::inspect::api::router(inspector))
         .layer(middleware::from_fn(local_names_only))
 }
@@ -130,9 +137,11 @@ mod tests {
     async fn the_page_and_its_files_are_served_with_their_types() {
         for (path, content_type, needle) in [
             ("/", HTML, "<script src=\"app.js\""),
+            ("/", HTML, "<script src=\"shadow.js\""),
             ("/index.html", HTML, "<link rel=\"stylesheet\" href=\"app.css\">"),
             ("/app.css", CSS, ".health-Current"),
             ("/app.js", JAVASCRIPT, "new EventSource("),
+            ("/shadow.js", JAVASCRIPT, "\"api/shadow\""),
         ] {
             let answer = get("127.0.0.1:8090", path).await;
             assert_eq!(answer.status, StatusCode::OK, "{path}");
@@ -175,11 +184,13 @@ mod tests {
     #[test]
     fn the_script_never_writes_markup() {
         // Every string shown comes from the cluster: elements are built with textContent.
-        for forbidden in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("] {
-            assert!(!APP_JS.contains(forbidden), "app.js uses {forbidden}");
+        for (file, script) in [("app.js", APP_JS), ("shadow.js", SHADOW_JS)] {
+            for forbidden in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("] {
+                assert!(!script.contains(forbidden), "{file} uses {forbidden}");
+            }
         }
         // Nothing is loaded from elsewhere.
-        for text in [INDEX_HTML, APP_CSS, APP_JS] {
+        for text in [INDEX_HTML, APP_CSS, APP_JS, SHADOW_JS] {
             assert!(!text.contains("http://") && !text.contains("https://"), "an external resource");
         }
     }
