@@ -25,12 +25,14 @@ fn register() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The colour of an implementation in every chart (ctop blue, ctop without its history light blue, native green, kopf red).
+/// The colour of an implementation in every chart (ctop blue, ctop without its history light
+/// blue, ctop recording dark blue, native green, kopf red).
 #[must_use]
 pub fn color(implementation: &str) -> RGBColor {
     match implementation {
         "ctop" => RGBColor(31, 119, 180),
         "ctop-history-off" => RGBColor(140, 190, 230),
+        "ctop-record" => RGBColor(20, 60, 120),
         "native" => RGBColor(44, 160, 44),
         "kopf" => RGBColor(214, 39, 40),
         _ => RGBColor(127, 127, 127),

@@ -10,8 +10,9 @@ use std::time::Duration;
 use anyhow::bail;
 
 /// The names [`command`] knows, in the order the reports list them (`ctop-history-off`:
-/// ctop with `--history 0`, to weigh the reconcile history it keeps by default).
-pub const NAMES: [&str; 4] = ["ctop", "ctop-history-off", "native", "kopf"];
+/// ctop with `--history 0`, to weigh the reconcile history it keeps by default;
+/// `ctop-record`: ctop with `--record` into the example's copy, to weigh a recording).
+pub const NAMES: [&str; 5] = ["ctop", "ctop-history-off", "ctop-record", "native", "kopf"];
 
 /// Where each implementation's program is.
 #[derive(Debug, Clone)]
@@ -45,12 +46,15 @@ pub struct Launch<'a> {
 pub fn command(name: &str, programs: &Programs, launch: &Launch<'_>) -> anyhow::Result<Command> {
     let port = launch.metrics_port.to_string();
     Ok(match name {
-        "ctop" | "ctop-history-off" => {
+        "ctop" | "ctop-history-off" | "ctop-record" => {
             let mut c = Command::new(&programs.ctop);
             c.arg("run").arg(launch.example).arg("--kubeconfig").arg(launch.kubeconfig);
             c.args(["--leader-elect=false", "--health-port", "0", "--metrics-port", &port]);
             if name == "ctop-history-off" {
                 c.args(["--history", "0"]);
+            }
+            if name == "ctop-record" {
+                c.arg("--record").arg(launch.example.join("bench.ctrec"));
             }
             c.env("CTOP_LOG", "warn");
             c
@@ -69,7 +73,7 @@ pub fn command(name: &str, programs: &Programs, launch: &Launch<'_>) -> anyhow::
             c.env("BENCH_METRICS_PORT", port);
             c
         }
-        other => bail!("unknown implementation {other:?} (ctop, ctop-history-off, native, kopf)"),
+        other => bail!("unknown implementation {other:?} (ctop, ctop-history-off, ctop-record, native, kopf)"),
     })
 }
 

@@ -55,6 +55,34 @@ pub struct RunOptions {
     pub history: usize,
 }
 
+impl RunOptions {
+    /// Running on this machine against the cluster of `kubeconfig`, as `name` (field
+    /// manager, event reporter): two reconciles at once, no leader election, health and
+    /// metrics on free loopback ports, the default retry limit and history.
+    #[must_use]
+    pub fn local(kubeconfig: PathBuf, name: &str) -> Self {
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        Self {
+            kubeconfig: Some(kubeconfig),
+            context: None,
+            namespace: None,
+            concurrency: 2,
+            health_addr: loopback,
+            metrics_addr: loopback,
+            inspector: None,
+            leader_elect: false,
+            lease_namespace: "default".into(),
+            name: name.into(),
+            identity: None,
+            install_crds: Vec::new(),
+            retry_limit: RetryLimit::default(),
+            sharding: false,
+            migrate_storage: None,
+            history: crate::history::DEFAULT_KEPT,
+        }
+    }
+}
+
 /// The timing of leader election on a Lease (and of a sharded member's Lease), with
 /// controller-runtime's names and defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -40,6 +40,14 @@ pub trait Observer: Send + Sync {
         let _ = source;
         live()
     }
+    /// Which script runtime serves the call, before it starts: `serial` names the runtime
+    /// in this process (a replaced runtime gets a new one) and `call` counts the calls it
+    /// served before this one. What a script keeps at module level lives in its runtime, so a
+    /// recorder notes it and a replay runs each runtime's calls on a runtime of their own, in
+    /// order. The default ignores it; a wrapping observer must forward it.
+    fn runtime(&self, serial: u64, call: u64) {
+        let _ = (serial, call);
+    }
 }
 
 /// A nondeterministic source a call draws a value from (see [`Observer::supply`]).

@@ -38,7 +38,7 @@ mod writer;
 pub use reader::{ReadError, Recording, read, read_part};
 pub use recorder::{Recorder, TapeObserver};
 pub use replay::{ReplayMode, ReplayObserver};
-pub use types::{CallRecord, CallResult, HandlerKind, Header, Redaction, ScriptInfo, TapeEntry};
+pub use types::{CallRecord, CallResult, HandlerKind, Header, Redaction, RuntimeCall, ScriptInfo, TapeEntry};
 pub use writer::{RecordError, RecordOptions, RecordSummary, RecordWriter};
 
 #[cfg(test)]

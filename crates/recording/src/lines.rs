@@ -10,7 +10,9 @@ use serde_json::Value;
 use xxhash_rust::xxh64::xxh64;
 
 use crate::json::{Ident, Num, join_array, split_array};
-use crate::types::{CallRecord, CallResult, HandlerKind, Header, Redaction, ScriptInfo, TapeEntry};
+use crate::types::{
+    CallRecord, CallResult, HandlerKind, Header, Redaction, RuntimeCall, ScriptInfo, TapeEntry,
+};
 use crate::types::{failure_kind, failure_name};
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
@@ -71,6 +73,8 @@ struct CallOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     failure: Option<FailureOut<'a>>,
     took_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runtime: Option<RuntimeCall>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -229,6 +233,7 @@ pub(crate) fn push_call(out: &mut Vec<u8>, call: &CallRecord, objects: &mut Obje
         outcome,
         failure,
         took_ms: call.took_ms,
+        runtime: call.runtime,
     };
     push(out, &Out::Call(line));
 }
@@ -389,6 +394,8 @@ pub(crate) struct CallLine {
     failure: Option<FailureLine>,
     #[serde(default)]
     took_ms: f64,
+    #[serde(default)]
+    runtime: Option<RuntimeCall>,
 }
 
 #[derive(Deserialize)]
@@ -510,6 +517,7 @@ impl CallLine {
             tape,
             result,
             took_ms: self.took_ms,
+            runtime: self.runtime,
         })
     }
 }
@@ -527,11 +535,12 @@ mod tests {
         let call = line(
             r#"{"t":"call","seq":4,"at":"x","atMs":1,"handler":"map:1","controller":{"index":0,"name":"c","new":1},
                 "script":"s","object":null,"tape":[{"op":"supply","source":"now","n":5,"new":true}],
-                "outcome":{"requests":[]},"tookMs":1.5,"runtime":{"serial":1}}"#,
+                "outcome":{"requests":[]},"tookMs":1.5,"runtime":{"serial":1,"call":2},"someday":{"x":1}}"#,
         );
         let Ok(Line::Call(call)) = call else { panic!("{call:?}", call = call.err()) };
         let call = call.call(&HashMap::new()).expect("readable");
         assert_eq!(call.handler, HandlerKind::Map(1));
+        assert_eq!(call.runtime, Some(RuntimeCall { serial: 1, call: 2 }));
         assert_eq!(
             call.tape,
             [TapeEntry::Supply {

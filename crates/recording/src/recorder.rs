@@ -10,7 +10,7 @@ use ctop_core::{
 };
 use parking_lot::Mutex;
 
-use crate::types::{CallRecord, CallResult, HandlerKind, ScriptInfo, TapeEntry};
+use crate::types::{CallRecord, CallResult, HandlerKind, RuntimeCall, ScriptInfo, TapeEntry};
 use crate::writer::{Finished, Produced, RecordWriter};
 
 /// [`Handlers`] that record each call of `inner` (its object, every read and
@@ -67,6 +67,7 @@ impl Recorder {
             tape: Vec::new(),
             result: CallResult::Outcome(serde_json::Value::Null),
             took_ms: 0.0,
+            runtime: None,
         };
         let writer = self.writer.clone();
         let fut = run(HandlerCall { observer: tape.clone(), ..call });
@@ -74,6 +75,7 @@ impl Recorder {
             let out = fut.await;
             let mut record = head;
             record.tape = tape.take();
+            record.runtime = tape.runtime_call();
             record.took_ms = started.elapsed().as_secs_f64() * 1000.0;
             let produced = match &out {
                 Ok(o) => Some(produced(o)),
@@ -134,13 +136,19 @@ impl Handlers for Recorder {
 pub struct TapeObserver {
     inner: Arc<dyn Observer>,
     tape: Mutex<Vec<TapeEntry>>,
+    runtime: Mutex<Option<RuntimeCall>>,
 }
 
 impl TapeObserver {
     /// Note what `inner` answers.
     #[must_use]
     pub fn new(inner: Arc<dyn Observer>) -> Self {
-        Self { inner, tape: Mutex::new(Vec::new()) }
+        Self { inner, tape: Mutex::new(Vec::new()), runtime: Mutex::new(None) }
+    }
+
+    /// The runtime that served the call, when the handlers said.
+    pub fn runtime_call(&self) -> Option<RuntimeCall> {
+        *self.runtime.lock()
     }
 
     /// The tape so far, leaving it empty.
@@ -169,6 +177,11 @@ impl Observer for TapeObserver {
 
     fn nondeterministic(&self, what: &'static str) {
         self.inner.nondeterministic(what);
+    }
+
+    fn runtime(&self, serial: u64, call: u64) {
+        *self.runtime.lock() = Some(RuntimeCall { serial, call });
+        self.inner.runtime(serial, call);
     }
 
     /// Asks the wrapped observer (which calls `live`, unless it supplies values itself) and

@@ -63,6 +63,7 @@ fn call(object: Option<Value>, tape: Vec<TapeEntry>, outcome: Value) -> CallReco
         tape,
         result: CallResult::Outcome(outcome),
         took_ms: 1.0,
+        runtime: None,
     }
 }
 

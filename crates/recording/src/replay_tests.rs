@@ -20,6 +20,7 @@ fn record(tape: Vec<TapeEntry>) -> CallRecord {
         tape,
         result: CallResult::Outcome(serde_json::Value::Null),
         took_ms: 0.0,
+        runtime: None,
     }
 }
 

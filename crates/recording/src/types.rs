@@ -208,6 +208,19 @@ pub struct CallRecord {
     pub result: CallResult,
     /// How long it took, in milliseconds.
     pub took_ms: f64,
+    /// The script runtime that served it, when the handlers said (see
+    /// [`ctop_core::Observer::runtime`]): a replay runs each runtime's calls on one of their
+    /// own, so what a script keeps at module level comes out the same.
+    pub runtime: Option<RuntimeCall>,
+}
+
+/// Which runtime served a call, and how many it had served before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct RuntimeCall {
+    /// The runtime's number in the recording process.
+    pub serial: u64,
+    /// The calls it had served before this one.
+    pub call: u64,
 }
 
 /// `exception`, `timeout`, `crash`, `invalid`.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctop_controller::{RetryLimit, RunOptions};
+use ctop_controller::RunOptions;
 use ctop_core::Handlers;
 use ctop_kubesim::{Config, KubeSim};
 use ctop_runtime::{Limits, Script, ScriptHandlers};
@@ -30,24 +30,7 @@ async fn client(kubeconfig: &str) -> Client {
 }
 
 fn options(kubeconfig: PathBuf) -> RunOptions {
-    RunOptions {
-        kubeconfig: Some(kubeconfig),
-        context: None,
-        namespace: None,
-        concurrency: 2,
-        health_addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        metrics_addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        inspector: None,
-        leader_elect: false,
-        lease_namespace: "default".into(),
-        name: "webapp".into(),
-        identity: Some("test".into()),
-        install_crds: Vec::new(),
-        retry_limit: RetryLimit::default(),
-        sharding: false,
-        migrate_storage: None,
-        history: 0,
-    }
+    RunOptions { history: 0, ..RunOptions::local(kubeconfig, "webapp") }
 }
 
 /// Runs `script`'s controllers on `kubeconfig` until `done` holds (30 s at most), then stops.

@@ -230,22 +230,8 @@ impl World {
             }
         });
         let options = ctop_controller::RunOptions {
-            kubeconfig: Some(kubeconfig),
-            context: None,
-            namespace: None,
-            concurrency: 2,
-            health_addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-            metrics_addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-            inspector: None,
-            leader_elect: false,
-            lease_namespace: "default".into(),
-            name: "ctop".into(),
             identity: Some("ctop-test".into()),
-            install_crds: Vec::new(),
-            retry_limit: ctop_controller::RetryLimit::default(),
-            sharding: false,
-            migrate_storage: None,
-            history: ctop_controller::history::DEFAULT_KEPT,
+            ..ctop_controller::RunOptions::local(kubeconfig, "ctop")
         };
         let mut world = Self {
             sim,

@@ -153,3 +153,110 @@ fn a_recording_replays_identically_against_its_script_and_names_what_a_new_versi
     );
     assert!(!line.contains("default/hello"), "{line}");
 }
+
+/// A script that counts its calls at module level, so each runtime's count is its own.
+const COUNTER: &str = r#"
+import { resource, z, operator, setStatus } from "ctop";
+const thing = resource("test.ctop.dev/v1", "Thing", {
+  scope: "Namespaced",
+  spec: { n: z.number().int().default(0) },
+  status: { calls: z.number().int().optional(), sum: z.number().optional() },
+});
+let calls = 0;
+operator(thing).reconcile((cr) => {
+  calls += 1;
+  // Long enough that calls overlap and both runtimes serve some.
+  let sum = 0;
+  for (let i = 0; i < 300000; i++) sum += i % 7;
+  setStatus(cr, { calls, sum });
+});
+"#;
+
+#[test]
+fn module_state_replays_because_each_recorded_runtime_replays_on_its_own() {
+    use ctop_kubesim::{Config, KubeSim};
+    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    std::fs::write(tmp.path().join("operator.ct"), COUNTER).expect("write");
+    let file = tmp.path().join("counter.ctrec");
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    rt.block_on(async {
+        let sim = KubeSim::start(Config::default()).await.expect("kubesim");
+        let kubeconfig = tmp.path().join("kubeconfig");
+        sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+        let script =
+            Arc::new(Script::from_dir(tmp.path(), "operator.ct", 2, Limits::default()).expect("loads"));
+        let client = kube::Client::try_from(
+            kube::Config::from_custom_kubeconfig(
+                kube::config::Kubeconfig::read_from(&kubeconfig).expect("read"),
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await
+            .expect("config"),
+        )
+        .expect("client");
+        ctop_controller::install_crds(
+            &client,
+            &ctop_manifests::operator_crds(script.spec()).expect("crds"),
+            "test",
+        )
+        .await
+        .expect("CRDs");
+        let options =
+            RecordOptions { path: file.clone(), operator: "counter".into(), ..RecordOptions::default() };
+        let writer = RecordWriter::create(options, json!({}), json!({})).expect("recording");
+        let handlers =
+            Arc::new(ctop_runtime::ScriptHandlers::new(Arc::clone(&script), &json!({}), &json!({})));
+        let handlers = recorded(handlers, &script, writer.clone());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let run = tokio::spawn(ctop_controller::run(
+            handlers,
+            ctop_controller::RunOptions::local(kubeconfig.clone(), "counter"),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("test.ctop.dev", "v1", "Thing"));
+        let things: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+        let names: Vec<String> = (0..6).map(|i| format!("t{i}")).collect();
+        for name in &names {
+            let thing = serde_json::from_value(json!({"apiVersion": "test.ctop.dev/v1", "kind": "Thing",
+                                                     "metadata": {"name": name}, "spec": {"n": 0}}))
+            .expect("object");
+            things.create(&PostParams::default(), &thing).await.expect("created");
+        }
+        for n in 1..4 {
+            for name in &names {
+                let patch = json!({"spec": {"n": n}});
+                things.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.expect("patched");
+            }
+        }
+        // Every Thing's last spec reconciled.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let list = things.list(&Default::default()).await.expect("list");
+            let done = list.items.iter().filter(|t| {
+                t.data.pointer("/status/observedGeneration")
+                    == t.metadata.generation.map(serde_json::Value::from).as_ref()
+            });
+            if done.count() == names.len() {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "the Things were not reconciled in 60 s");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let _ = stop.send(());
+        let _ = run.await;
+        writer.close().expect("closes");
+        sim.shutdown();
+    });
+    let recording = ctop_recording::read(&file).expect("reads");
+    let serials: std::collections::BTreeSet<u64> =
+        recording.calls.iter().filter_map(|c| c.runtime.map(|r| r.serial)).collect();
+    assert!(recording.calls.iter().all(|c| c.runtime.is_some()), "every call names its runtime");
+    assert!(serials.len() >= 2, "the calls ran on {} runtime(s): the test proves nothing", serials.len());
+    let report = replay_against(&recording, Target::Recorded);
+    assert_eq!(report.exit, ExitCode::Identical, "{}", report.text());
+}

@@ -13,7 +13,6 @@ mod summary;
 
 use std::future::Future;
 use std::io::Write as _;
-use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +24,6 @@ use tokio::sync::watch;
 use crate::cluster::{client, install_crds};
 use crate::error::RunError;
 use crate::options::{LeaseTiming, RunOptions};
-use crate::retry::RetryLimit;
 use crate::run::{hot_swappable, run_reloadable};
 
 pub use samples::{SampleError, SampleReport, apply_samples};
@@ -77,30 +75,11 @@ pub struct DevOptions {
 }
 
 impl DevOptions {
-    /// The development defaults against the cluster of `kubeconfig`, as `name` (field
-    /// manager, event reporter): two reconciles at once, no leader election, health and
-    /// metrics on free loopback ports, the default retry limit, a poll every half second.
+    /// The development defaults ([`RunOptions::local`]) against the cluster of `kubeconfig`,
+    /// as `name`, and a poll every half second.
     #[must_use]
     pub fn new(kubeconfig: PathBuf, name: &str) -> Self {
-        let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-        let run = RunOptions {
-            kubeconfig: Some(kubeconfig),
-            context: None,
-            namespace: None,
-            concurrency: 2,
-            health_addr: loopback,
-            metrics_addr: loopback,
-            inspector: None,
-            leader_elect: false,
-            lease_namespace: "default".into(),
-            name: name.into(),
-            identity: None,
-            install_crds: Vec::new(),
-            retry_limit: RetryLimit::default(),
-            sharding: false,
-            migrate_storage: None,
-            history: crate::history::DEFAULT_KEPT,
-        };
+        let run = RunOptions::local(kubeconfig, name);
         Self { run, poll: Duration::from_millis(500), replicas: 1 }
     }
 }

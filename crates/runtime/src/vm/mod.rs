@@ -273,7 +273,14 @@ pub struct Vm {
     options: VmOptions,
     deadline: Arc<Deadline>,
     broken: bool,
+    /// This runtime's number in the process (see [`Observer::runtime`]).
+    serial: u64,
+    /// Handler calls it served so far.
+    calls: u64,
 }
+
+/// The next [`Vm`]'s serial.
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 
 impl fmt::Debug for Vm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -331,8 +338,18 @@ impl Vm {
         runtime.set_host_promise_rejection_tracker(Some(Box::new(move |ctx, _promise, reason, handled| {
             tracker.track(&ctx, reason, handled);
         })));
-        let mut vm =
-            Vm { observer, snapshots, rejections, context, bundle, options, deadline, broken: false };
+        let mut vm = Vm {
+            observer,
+            snapshots,
+            rejections,
+            context,
+            bundle,
+            options,
+            deadline,
+            broken: false,
+            serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
+            calls: 0,
+        };
         let bundle = Arc::clone(&vm.bundle);
         vm.call(
             "the entry module",
@@ -392,6 +409,7 @@ impl Vm {
     /// output: copied from the returned object (children from the call's snapshots) or
     /// parsed from returned JSON text. A returned promise is driven to completion.
     pub fn dispatch(&mut self, handler: &str, index: u32, input: &str) -> Result<serde_json::Value, VmError> {
+        self.calls += 1;
         let limit = self.options.limits.max_output;
         self.snapshots.lock().reset(limit);
         let snapshots = Arc::clone(&self.snapshots);
@@ -443,6 +461,7 @@ impl Vm {
         input: &str,
         observer: Arc<dyn Observer>,
     ) -> Result<serde_json::Value, VmError> {
+        observer.runtime(self.serial, self.calls);
         self.observer.lock().start(Some(observer));
         let out = self.dispatch(handler, index, input);
         self.observer.lock().start(None);

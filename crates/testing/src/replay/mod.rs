@@ -15,6 +15,7 @@ pub mod diff;
 pub mod report;
 pub mod step;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use ctop_core::{FailureKind, HandlerCall, Handlers, OperatorSpec};
@@ -131,51 +132,68 @@ pub fn recorded(handlers: Arc<dyn Handlers>, script: &Script, writer: RecordWrit
     Arc::new(Recorder::new(handlers, info, writer))
 }
 
-/// Replays every call of `recording` against `target`, in recorded order.
+/// Replays every call of `recording` against `target`, in recorded order. Each recorded
+/// runtime gets a runtime of its own (what a script keeps at module level comes out as it was),
+/// loaded at its first call.
 pub async fn replay(recording: &Recording, target: Target) -> Result<Report, ReplayError> {
-    let mut scripts: Vec<(String, Arc<ScriptHandlers>)> = Vec::new();
     let label = match &target {
         Target::Recorded => "the recorded script".to_owned(),
         Target::Script { label, .. } => label.clone(),
     };
-    if let Target::Script { script, .. } = &target {
-        let sha = script.bundle().sha256_hex();
-        scripts.push((
-            sha,
-            Arc::new(ScriptHandlers::new(Arc::clone(script), &recording.env, &recording.values)),
-        ));
-    }
+    let mut runtimes = Runtimes { recording, target: &target, loaded: HashMap::new() };
     let mut calls = Vec::with_capacity(recording.calls.len());
     for record in &recording.calls {
-        let (handlers, strict) = match &target {
-            Target::Recorded => (handlers_of(recording, record, &mut scripts)?, true),
-            Target::Script { .. } => {
-                let (sha, handlers) = &scripts[0];
-                (Arc::clone(handlers), *sha == record.script)
-            }
-        };
+        let (handlers, strict) = runtimes.of(record)?;
         calls.push(replay_call(record, handlers.as_ref(), strict).await);
     }
     Ok(report::build(recording, label, calls))
 }
 
-/// The handlers of the script `record` was made by, loaded once.
-fn handlers_of(
-    recording: &Recording,
-    record: &CallRecord,
-    loaded: &mut Vec<(String, Arc<ScriptHandlers>)>,
-) -> Result<Arc<ScriptHandlers>, ReplayError> {
-    if let Some((_, h)) = loaded.iter().find(|(sha, _)| *sha == record.script) {
-        return Ok(Arc::clone(h));
+/// The runtimes calls replay on, by script and recorded runtime.
+struct Runtimes<'a> {
+    recording: &'a Recording,
+    target: &'a Target,
+    loaded: HashMap<(String, Option<u64>), Arc<ScriptHandlers>>,
+}
+
+impl Runtimes<'_> {
+    /// The handlers `record` replays on, and whether they run the script that made it (then
+    /// its outputs must be the recorded ones).
+    fn of(&mut self, record: &CallRecord) -> Result<(Arc<ScriptHandlers>, bool), ReplayError> {
+        let serial = record.runtime.map(|r| r.serial);
+        let (sha, load): (String, Box<dyn FnOnce() -> Result<Script, ReplayError>>) = match self.target {
+            Target::Recorded => {
+                let missing = || ReplayError::MissingScript { seq: record.seq, sha: record.script.clone() };
+                let info = self.recording.scripts.get(&record.script).ok_or_else(missing)?;
+                let sha = record.script.clone();
+                let error_sha = sha.clone();
+                let load = move || {
+                    Script::from_bundle_gz(&info.bundle_gz, 1, Limits::default())
+                        .map_err(|e| ReplayError::Load { sha: error_sha, source: Box::new(e) })
+                };
+                (sha, Box::new(load))
+            }
+            Target::Script { script, .. } => {
+                let sha = script.bundle().sha256_hex();
+                let error_sha = sha.clone();
+                let bundle = script.bundle().clone();
+                let load = move || {
+                    Script::from_bundle(bundle, 1, Limits::default())
+                        .map_err(|e| ReplayError::Load { sha: error_sha, source: Box::new(e) })
+                };
+                (sha, Box::new(load))
+            }
+        };
+        let strict = sha == record.script;
+        let key = (sha, serial);
+        if let Some(h) = self.loaded.get(&key) {
+            return Ok((Arc::clone(h), strict));
+        }
+        let (env, values) = (&self.recording.env, &self.recording.values);
+        let handlers = Arc::new(ScriptHandlers::new(Arc::new(load()?), env, values));
+        self.loaded.insert(key, Arc::clone(&handlers));
+        Ok((handlers, strict))
     }
-    let missing = || ReplayError::MissingScript { seq: record.seq, sha: record.script.clone() };
-    let info = recording.scripts.get(&record.script).ok_or_else(missing)?;
-    // One runtime: calls that share module state run on it in recorded order.
-    let script = Script::from_bundle_gz(&info.bundle_gz, 1, Limits::default())
-        .map_err(|e| ReplayError::Load { sha: record.script.clone(), source: Box::new(e) })?;
-    let handlers = Arc::new(ScriptHandlers::new(Arc::new(script), &recording.env, &recording.values));
-    loaded.push((record.script.clone(), Arc::clone(&handlers)));
-    Ok(handlers)
 }
 
 /// What a call gave: its output JSON, or a failure's kind and message.

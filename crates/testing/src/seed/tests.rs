@@ -18,6 +18,7 @@ fn call(seq: u64, handler: HandlerKind, object: Option<Value>, tape: Vec<TapeEnt
         tape,
         result: CallResult::Outcome(json!({})),
         took_ms: 0.0,
+        runtime: None,
     }
 }
 
