@@ -73,7 +73,9 @@ pub fn command(name: &str, programs: &Programs, launch: &Launch<'_>) -> anyhow::
             c.env("BENCH_METRICS_PORT", port);
             c
         }
-        other => bail!("unknown implementation {other:?} (ctop, ctop-history-off, ctop-record, native, kopf)"),
+        other => {
+            bail!("unknown implementation {other:?} (ctop, ctop-history-off, ctop-record, native, kopf)")
+        }
     })
 }
 

@@ -294,8 +294,11 @@ fn summary(owners: &[OwnerReport], live: &BTreeMap<Key, Value>, primaries: &[Str
                     .insert(&o.owner);
             }
         }
-        if !o.events.is_empty() {
-            findings.entry((o.owner.kind.clone(), "record events".to_owned())).or_default().insert(&o.owner);
+        // A Warning is how a failing reconcile shows (a write the API server refused): each
+        // reason on a line of its own.
+        for e in &o.events {
+            let finding = format!("record {} {} events", e.type_, e.reason);
+            findings.entry((o.owner.kind.clone(), finding)).or_default().insert(&o.owner);
         }
     }
     let mut out: Vec<String> = findings

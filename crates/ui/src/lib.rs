@@ -55,6 +55,12 @@ const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; st
 /// under `/api/` for `inspector`; requests naming a host other than an IP address or
 /// `localhost` are answered 421 (see the crate docs).
 pub fn router(inspector: Inspector) -> Router {
+    router_with(inspector, Router::new())
+}
+
+/// [`router`] with `more` routes beside the page's (the shadow's `/api/shadow`), behind the
+/// same check of the `Host`.
+pub fn router_with(inspector: Inspector, more: Router) -> Router {
     Router::new()
         .route("/", get(|| async { asset(HTML, INDEX_HTML) }))
         .route("/index.html", get(|| async { asset(HTML, INDEX_HTML) }))
@@ -62,6 +68,7 @@ pub fn router(inspector: Inspector) -> Router {
         .route("/app.js", get(|| async { asset(JAVASCRIPT, APP_JS) }))
         .route("/shadow.js", get(|| async { asset(JAVASCRIPT, SHADOW_JS) }))
         .merge(ctop_controller::inspect::api::router(inspector))
+        .merge(more)
         .layer(middleware::from_fn(local_names_only))
 }
 
@@ -167,6 +174,17 @@ mod tests {
         assert_eq!(get("evil.example:8090", "/").await.status, StatusCode::MISDIRECTED_REQUEST);
         assert_eq!(get("evil.example", "/api/objects").await.status, StatusCode::MISDIRECTED_REQUEST);
         assert_eq!(get("[::1]:8090", "/").await.status, StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn more_routes_are_behind_the_same_host_check() {
+        let more = Router::new().route("/api/shadow", axum::routing::get(|| async { "{}" }));
+        let ask = |host: &str| {
+            let request = Request::get("/api/shadow").header(header::HOST, host).body(Body::empty());
+            router_with(Inspector::default(), more.clone()).oneshot(request.expect("a request"))
+        };
+        assert_eq!(ask("localhost:8082").await.expect("an answer").status(), StatusCode::OK);
+        assert_eq!(ask("evil.example").await.expect("an answer").status(), StatusCode::MISDIRECTED_REQUEST);
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub async fn run(
     page: Option<(std::net::SocketAddr, ctop_ui::Inspector)>,
 ) -> anyhow::Result<()> {
     let config = ctop_controller::kube_config(options.kubeconfig.as_ref(), options.context.as_ref()).await?;
-    let server = config.cluster_url.to_string();
+    let server = config.cluster_url.to_string().trim_end_matches('/').to_owned();
     let live = kube::Client::try_from(config).context("cannot build a client of the cluster")?;
     let mut crds = ctop_manifests::operator_crds(script.spec())?;
     crds.push(ctop_core::controller_status::crd());
@@ -72,7 +72,8 @@ pub async fn run(
     options.install_crds = Vec::new();
     let page_task = match page {
         Some((addr, inspector)) => {
-            let router = ctop_ui::router(inspector).merge(ctop_shadow::router(Arc::clone(&shadow)));
+            // Behind the page's check of the Host, as the rest of the page.
+            let router = ctop_ui::router_with(inspector, ctop_shadow::router(Arc::clone(&shadow)));
             let (addr, task) = ctop_controller::health::serve_router(addr, router)
                 .await
                 .context("cannot serve the operator's page")?;
