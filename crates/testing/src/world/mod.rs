@@ -9,7 +9,6 @@
 //! calls recorded ([`crate::record`]), and its `validate`/`mutate` handlers are served as
 //! `ctop dev` serves them (kubesim calls them over HTTPS on every write they cover).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,12 +18,16 @@ use ctop_kubesim::{Config, KubeSim, WorkloadConfig};
 use ctop_runtime::{Limits, Script, ScriptHandlers};
 use kube::Client;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
-use kube::discovery::{Discovery, Scope};
 use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::format::{Action, ObjectRef};
 use crate::record::{Recorder, Recording};
+
+mod kinds;
+
+pub use kinds::Kind;
+use kinds::Kinds;
 
 /// The wall-clock time a world starts at, on the script's `now()` and in kubesim's
 /// timestamps, in seconds since the Unix epoch: 2026-01-01T00:00:00Z.
@@ -124,25 +127,6 @@ impl ctop_webhook::AdmissionScript for ScriptAdmission {
             .admit(h, call.controller, call.object, call.old_object, call.request)
             .map_err(ctop_webhook::HandlerError::Failed)
     }
-}
-
-/// A kind the API server serves.
-#[derive(Clone, Debug)]
-pub struct Kind {
-    /// How to reach it.
-    pub ar: ApiResource,
-    /// Whether its objects live in namespaces.
-    pub namespaced: bool,
-    /// Whether it has a `status` subresource (status is then written only through it).
-    pub status: bool,
-}
-
-#[derive(Default)]
-struct Kinds {
-    /// By kind, in each group's preferred version; several when groups share a kind name.
-    by_kind: BTreeMap<String, Vec<Kind>>,
-    /// By kind, in the groups' other versions.
-    other_versions: BTreeMap<String, Vec<Kind>>,
 }
 
 impl World {
@@ -338,30 +322,7 @@ impl World {
     }
 
     async fn discover(&self) -> Result<(), WorldError> {
-        let discovery = Discovery::new(self.client.clone())
-            .run()
-            .await
-            .map_err(|e| kube_error("API discovery failed", e))?;
-        let mut kinds = Kinds::default();
-        for group in discovery.groups() {
-            let preferred = group.preferred_version_or_latest().to_owned();
-            for (ar, caps) in group.recommended_resources() {
-                let (namespaced, status) = (caps.scope == Scope::Namespaced, has_status(&caps));
-                kinds.by_kind.entry(ar.kind.clone()).or_default().push(Kind { ar, namespaced, status });
-            }
-            // The other versions of a group's kinds (a resource with several versions):
-            // reached only when named with their apiVersion.
-            for version in group.versions().filter(|v| **v != preferred) {
-                for (ar, caps) in group.versioned_resources(version) {
-                    let (namespaced, status) = (caps.scope == Scope::Namespaced, has_status(&caps));
-                    kinds.other_versions.entry(ar.kind.clone()).or_default().push(Kind {
-                        ar,
-                        namespaced,
-                        status,
-                    });
-                }
-            }
-        }
+        let kinds = Kinds::discover(&self.client).await.map_err(|e| kube_error("API discovery failed", e))?;
         *self.kinds.lock() = kinds;
         Ok(())
     }
@@ -384,36 +345,7 @@ impl World {
     }
 
     fn lookup(&self, api_version: Option<&str>, kind: &str) -> Result<Option<Kind>, String> {
-        let kinds = self.kinds.lock();
-        let Some(all) = kinds.by_kind.get(kind) else { return Ok(None) };
-        let mut found: Vec<&Kind> =
-            all.iter().filter(|k| api_version.is_none_or(|v| k.ar.api_version == v)).collect();
-        if found.is_empty()
-            && let Some(v) = api_version
-        {
-            let others = kinds.other_versions.get(kind).into_iter().flatten();
-            found = others.filter(|k| k.ar.api_version == v).collect();
-        }
-        match found.as_slice() {
-            [] => Ok(None),
-            [one] => Ok(Some((*one).clone())),
-            many => {
-                // A kind the script defines wins over a built-in of the same name.
-                let own = many.iter().find(|k| {
-                    self.spec
-                        .resources
-                        .iter()
-                        .any(|r| r.api_version == k.ar.api_version && r.kind == k.ar.kind)
-                });
-                match own {
-                    Some(k) => Ok(Some((*k).clone())),
-                    None => Err(format!(
-                        "the kind {kind} is served by several groups ({}): name its apiVersion",
-                        many.iter().map(|k| k.ar.api_version.as_str()).collect::<Vec<_>>().join(", ")
-                    )),
-                }
-            }
-        }
+        self.kinds.lock().lookup(&self.spec, api_version, kind)
     }
 
     /// `r` with its `apiVersion`: as written, or that of the kind its bare kind names (the
@@ -652,11 +584,6 @@ fn with_type(o: DynamicObject, ar: &ApiResource) -> Value {
         m.insert("kind".into(), Value::from(ar.kind.clone()));
     }
     v
-}
-
-/// Whether a discovered resource has a `status` subresource.
-fn has_status(caps: &kube::discovery::ApiCapabilities) -> bool {
-    caps.subresources.iter().any(|(ar, _)| ar.plural == "status")
 }
 
 fn kube_error(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> WorldError {
