@@ -1,5 +1,6 @@
 //! Naming objects: the owner as read from the API server, and references to children.
 
+use ctop_core::group_of;
 use std::fmt;
 
 use serde::Serialize;
@@ -55,11 +56,6 @@ pub(crate) struct Key {
     pub(crate) group_kind: GroupKind,
     pub(crate) namespace: Option<String>,
     pub(crate) name: String,
-}
-
-/// The group of an `apiVersion` (`apps/v1` → `apps`, `v1` → ``).
-pub(crate) fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(group, _)| group)
 }
 
 /// What the applier and the status writer need of an object read from the API server.

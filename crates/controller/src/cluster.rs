@@ -105,12 +105,11 @@ async fn drop_conversion_webhook(
 }
 
 pub(crate) fn kind_key(k: &KindRef) -> String {
-    format!("{}/{}", k.api_version, k.kind)
+    k.key()
 }
 
 pub(crate) async fn resolve(client: &Client, k: &KindRef) -> Result<(ApiResource, bool), RunError> {
-    let (group, version) = k.api_version.rsplit_once('/').unwrap_or(("", &k.api_version));
-    let gvk = GroupVersionKind::gvk(group, version, &k.kind);
+    let gvk = GroupVersionKind::gvk(k.group(), k.version(), &k.kind);
     let (ar, caps) = kube::discovery::pinned_kind(client, &gvk)
         .await
         .map_err(|source| RunError::Kube { what: format!("{} is not served", kind_key(k)), source })?;

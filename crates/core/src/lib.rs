@@ -37,5 +37,5 @@ pub use outcome::{
 };
 pub use spec::{
     ControllerSpec, Deprecation, KindRef, NamedPredicate, OperatorSpec, PolicyRule, Predicate, PrinterColumn,
-    ResourceSpec, Scope, VersionSpec, WatchSpec,
+    ResourceSpec, Scope, VersionSpec, WatchSpec, group_of, kind_key, split_api_version,
 };

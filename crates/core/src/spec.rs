@@ -180,8 +180,39 @@ impl KindRef {
     /// The API group (empty for core).
     #[must_use]
     pub fn group(&self) -> &str {
-        self.api_version.rsplit_once('/').map_or("", |(g, _)| g)
+        group_of(&self.api_version)
     }
+
+    /// The version (`v1`).
+    #[must_use]
+    pub fn version(&self) -> &str {
+        split_api_version(&self.api_version).1
+    }
+
+    /// The key ctop names the kind by ([`kind_key`]): `apps/v1/Deployment`, `v1/Secret`.
+    #[must_use]
+    pub fn key(&self) -> String {
+        kind_key(&self.api_version, &self.kind)
+    }
+}
+
+/// An `apiVersion` as group and version: `apps/v1` → (`apps`, `v1`), `v1` → (``, `v1`).
+#[must_use]
+pub fn split_api_version(api_version: &str) -> (&str, &str) {
+    api_version.rsplit_once('/').unwrap_or(("", api_version))
+}
+
+/// The group of an `apiVersion` (`apps/v1` → `apps`; `v1`, the core group, → ``).
+#[must_use]
+pub fn group_of(api_version: &str) -> &str {
+    split_api_version(api_version).0
+}
+
+/// The key ctop names a kind by everywhere (caches, reads, the history): `apiVersion/kind`,
+/// as `apps/v1/Deployment` or `v1/Secret`.
+#[must_use]
+pub fn kind_key(api_version: &str, kind: &str) -> String {
+    format!("{api_version}/{kind}")
 }
 
 /// An event filter of a watch, like controller-runtime's predicates.
@@ -331,6 +362,15 @@ pub struct ControllerSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_api_version_splits_into_group_and_version() {
+        assert_eq!(split_api_version("apps/v1"), ("apps", "v1"));
+        assert_eq!(split_api_version("v1"), ("", "v1"));
+        assert_eq!(group_of("apps.example.com/v1beta1"), "apps.example.com");
+        let k = KindRef { api_version: "batch/v1".into(), kind: "Job".into() };
+        assert_eq!((k.group(), k.version(), k.key().as_str()), ("batch", "v1", "batch/v1/Job"));
+    }
 
     #[test]
     fn reads_the_runtime_registry_shape() {

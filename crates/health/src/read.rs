@@ -140,7 +140,7 @@ impl<'a> Object<'a> {
         };
         let api_version = text("apiVersion")?;
         let kind = text("kind")?;
-        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+        let group = ctop_core::group_of(api_version);
         Ok(Object { value, group, kind })
     }
 

@@ -104,9 +104,7 @@ pub(crate) fn resource_is_namespaced(spec: &OperatorSpec, group: &str, resource:
         .is_none_or(|&(_, _, _, namespaced)| namespaced)
 }
 
-fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(g, _)| g)
-}
+use ctop_core::group_of;
 
 /// The SDK's plural of a kind it has no table entry for (`Policy` → `policies`).
 fn pluralize(kind: &str) -> String {

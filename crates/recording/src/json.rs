@@ -116,7 +116,8 @@ impl Ident {
     /// with string metadata.
     pub(crate) fn of(text: &str) -> Self {
         let Ok(h) = serde_json::from_str::<Head>(text) else { return Self::default() };
-        let kind = if h.api_version.is_empty() { h.kind } else { format!("{}/{}", h.api_version, h.kind) };
+        let kind =
+            if h.api_version.is_empty() { h.kind } else { ctop_core::kind_key(&h.api_version, &h.kind) };
         Self { kind, namespace: h.metadata.namespace, name: h.metadata.name, rv: h.metadata.resource_version }
     }
 

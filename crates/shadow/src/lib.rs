@@ -132,7 +132,7 @@ impl Shadow {
             match mirror::resolve(&live, &w).await {
                 Ok(kind) => kinds.push(kind),
                 Err(e) => tracing::info!(
-                    kind = %format!("{}/{}", w.kind.api_version, w.kind.kind),
+                    kind = %w.kind.key(),
                     "not mirrored: {e} (a kind this version adds has nothing live to copy)"
                 ),
             }
@@ -165,8 +165,7 @@ impl Shadow {
         let since = sim.request_writes().last().map_or(0, |w| w.seq);
         let activity = Arc::new(Mutex::new(Activity { seq: since, at: Instant::now() }));
         tasks.push(tokio::spawn(watch_activity(Arc::clone(&sim), Arc::clone(&activity))));
-        let primaries =
-            spec.controllers.iter().map(|c| format!("{}/{}", c.for_.api_version, c.for_.kind)).collect();
+        let primaries = spec.controllers.iter().map(|c| c.for_.key()).collect();
         tracing::info!(
             objects = live_objects.lock().len(),
             "the shadow's overlay holds a copy of the live objects; nothing is written to the live cluster"

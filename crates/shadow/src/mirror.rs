@@ -35,8 +35,7 @@ pub(crate) struct Resolved {
 
 /// Resolves `w`'s kind on the live cluster.
 pub(crate) async fn resolve(live: &Client, w: &Watched) -> Result<Resolved, ShadowError> {
-    let (group, version) = w.kind.api_version.rsplit_once('/').unwrap_or(("", &w.kind.api_version));
-    let gvk = GroupVersionKind::gvk(group, version, &w.kind.kind);
+    let gvk = GroupVersionKind::gvk(w.kind.group(), w.kind.version(), &w.kind.kind);
     let (ar, caps) = kube::discovery::pinned_kind(live, &gvk).await.map_err(|source| ShadowError::Live {
         what: format!("{}/{} is not served by the live cluster", w.kind.api_version, w.kind.kind),
         source,

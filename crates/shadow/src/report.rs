@@ -145,7 +145,7 @@ pub fn build(writes: &[RequestWrite], live: &BTreeMap<Key, Value>, primaries: &[
     let mut last: BTreeMap<Key, &RequestWrite> = BTreeMap::new();
     let mut events: Vec<(Option<Owner>, WouldRecord)> = Vec::new();
     for w in writes {
-        let group = w.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let group = ctop_core::group_of(&w.api_version);
         if OWN_KINDS.contains(&(group, w.kind.as_str())) {
             continue;
         }

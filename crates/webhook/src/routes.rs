@@ -91,10 +91,7 @@ pub fn routes(spec: &OperatorSpec) -> Vec<Route> {
 }
 
 fn route(spec: &OperatorSpec, ctl: &ControllerSpec, handler: HandlerKind) -> Route {
-    let (group, version) = match ctl.for_.api_version.rsplit_once('/') {
-        Some((g, v)) => (g.to_owned(), v.to_owned()),
-        None => (String::new(), ctl.for_.api_version.clone()),
-    };
+    let (group, version) = (ctl.for_.group().to_owned(), ctl.for_.version().to_owned());
     let own =
         spec.resources.iter().find(|r| r.api_version == ctl.for_.api_version && r.kind == ctl.for_.kind);
     let (plural, namespaced) = match own {

@@ -108,14 +108,14 @@ pub(crate) async fn apply_children(
         ctx.memory.wrote(&me, &ctx.primary_kind, owner.namespace(), owner.name(), version.clone());
     }
     for (child, version) in report.versions.iter().filter(|(c, _)| existing.contains(c)) {
-        let kind = format!("{}/{}", child.api_version, child.kind);
+        let kind = ctop_core::kind_key(&child.api_version, &child.kind);
         ctx.memory.wrote(&me, &kind, child.namespace.as_deref(), &child.name, version.clone());
     }
     ctx.memory.note(&me, |d| {
         use crate::history::{Child, ChildAction};
         let child = |action: ChildAction, c: &ChildRef| Child {
             action,
-            kind: format!("{}/{}", c.api_version, c.kind),
+            kind: ctop_core::kind_key(&c.api_version, &c.kind),
             namespace: c.namespace.clone(),
             name: c.name.clone(),
         };
@@ -190,7 +190,7 @@ pub(crate) async fn delete_children(
             "metadata": {"name": r.name, "namespace": r.namespace},
         });
         let t = target_of(ctx, "remove", &obj, Some(owner)).await?;
-        let key = format!("{}/{}", t.ar.api_version, t.ar.kind);
+        let key = ctop_core::kind_key(&t.ar.api_version, &t.ar.kind);
         let cached = ctx
             .caches
             .iter()

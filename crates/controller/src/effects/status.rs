@@ -30,7 +30,7 @@ pub const READY: &str = "Ready";
 /// [`READY`]).
 pub(crate) fn ready_condition(ctx: &Ctx, children: &[ChildRef]) -> Condition {
     let blocker = children.iter().find_map(|c| {
-        let key = format!("{}/{}", c.api_version, c.kind);
+        let key = ctop_core::kind_key(&c.api_version, &c.kind);
         let cache = ctx.caches.iter().find(|x| x.key == key)?;
         let health = match cache.store.get(c.namespace.as_deref().filter(|_| cache.namespaced), &c.name) {
             Some(o) => ctop_health::health(&serde_json::from_str(&o.to_json(&cache.ar)).ok()?),

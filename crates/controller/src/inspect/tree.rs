@@ -209,7 +209,7 @@ fn fill<'a>(
             }
         }
         // What the built-in controllers made under it.
-        let group = node.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let group = ctop_core::group_of(&node.api_version);
         let uid = meta["uid"].as_str().unwrap_or_default();
         for (g, v, k, plural) in made_by(group, &node.kind) {
             let api_version = if g.is_empty() { (*v).to_owned() } else { format!("{g}/{v}") };

@@ -427,7 +427,7 @@ impl Sharder {
                 .filter_map(|o| {
                     let owner =
                         o.metadata.owner_references.as_ref()?.iter().find(|r| r.controller == Some(true))?;
-                    let group = owner.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+                    let group = ctop_core::group_of(&owner.api_version);
                     let ns = o.metadata.namespace.as_deref().filter(|_| c.namespaced);
                     let to = ring.owner(&object_key(group, &owner.kind, ns, &owner.name))?.to_owned();
                     Some((o, to))

@@ -95,7 +95,7 @@ pub(crate) async fn watches<S>(
     S: futures::Stream<Item = Result<watcher::Event<Object>, watcher::Error>> + Send + 'static,
 {
     let w = Arc::new(w);
-    let kind: Arc<str> = format!("{}/{}", ar.api_version, ar.kind).into();
+    let kind: Arc<str> = ctop_core::kind_key(&ar.api_version, &ar.kind).into();
     filter_events(events, w.predicate.clone())
         .then(move |(obj, priority)| {
             let ctx = ctx.clone();

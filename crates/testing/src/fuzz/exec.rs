@@ -4,6 +4,7 @@
 //! runs the oracles that act on the world. The first violation ends the run as a
 //! [`Failure`], keyed by what failed so that a shrunk run can be told to fail the same way.
 
+use ctop_core::kind_key;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
@@ -440,10 +441,4 @@ fn patch_outcome(r: Result<Value, String>) -> String {
         Err(e) if is_not_found(&e) => "absent".to_owned(),
         Err(e) => format!("refused: {}", first_line(&e)),
     }
-}
-
-/// The SDK's key of a kind in `input.observed` (`apiVersion/kind`, `v1/Pod` for the core
-/// group), as `kindKey` in `ctop.js` builds it.
-fn kind_key(api_version: &str, kind: &str) -> String {
-    format!("{api_version}/{kind}")
 }

@@ -168,7 +168,7 @@ fn children(recorded: &Value, replayed: &Value, namespace: Option<&str>) -> Vec<
 fn child_key(child: &Value, namespace: Option<&str>) -> ChildKey {
     let text = |p: &str| child.pointer(p).and_then(Value::as_str);
     ChildKey {
-        kind: format!("{}/{}", text("/apiVersion").unwrap_or_default(), text("/kind").unwrap_or_default()),
+        kind: ctop_core::kind_key(text("/apiVersion").unwrap_or_default(), text("/kind").unwrap_or_default()),
         namespace: text("/metadata/namespace").or(namespace).map(str::to_owned),
         name: text("/metadata/name").unwrap_or_default().to_owned(),
     }

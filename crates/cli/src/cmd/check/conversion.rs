@@ -24,7 +24,7 @@ pub fn check(script: &Arc<Script>, samples: &[Sample], values: &Value) -> Vec<Fi
     let mut findings = Vec::new();
     for sample in samples.iter().filter(|s| !s.refused) {
         let o = &sample.object;
-        let group = o["apiVersion"].as_str().and_then(|v| v.rsplit_once('/')).map_or("", |(g, _)| g);
+        let group = ctop_core::group_of(o["apiVersion"].as_str().unwrap_or_default());
         let Some(resource) = spec.converting().find(|r| r.group == group && o["kind"] == r.kind.as_str())
         else {
             continue;

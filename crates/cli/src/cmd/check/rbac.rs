@@ -50,7 +50,7 @@ impl Observer for Recorder {
 }
 
 fn key(k: &KindRef) -> String {
-    format!("{}/{}", k.api_version, k.kind)
+    k.key()
 }
 
 /// Run each controller's handlers (`reconcile` and `finalize` on each sample, `onStart`
