@@ -217,6 +217,22 @@ impl Applier {
         &self.config
     }
 
+    /// The REST resource of `api_version`/`kind` and whether its objects are namespaced,
+    /// through this applier's discovery cache (shared with its status writer; a kind not
+    /// served is asked again next time).
+    ///
+    /// # Errors
+    ///
+    /// The API server does not serve the kind, or discovery failed.
+    pub async fn resolve(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<(kube::api::ApiResource, bool), kube::Error> {
+        let resolved = self.discovery.kind(api_version, kind).await?;
+        Ok((resolved.resource, resolved.namespaced))
+    }
+
     /// The [`StatusWriter`] of this applier: the same client, field manager and discovery
     /// cache; every call returns a clone sharing one memory of past writes.
     #[must_use]

@@ -24,11 +24,12 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use kube::Client;
-use kube::api::{DeleteParams, ListParams, Preconditions, PropagationPolicy};
+use kube::api::ListParams;
 
 use crate::ApplyReport;
 use crate::applyset::{GroupKind, OWNER_ANNOTATION, PART_OF_LABEL, PRUNE_ANNOTATION};
 use crate::cache::CachedMeta;
+use crate::delete::{Deletion, delete_as_read};
 use crate::discovery::{Discovery, Resolved, code};
 use crate::object::{ChildRef, Key, ObjectInfo};
 
@@ -130,26 +131,16 @@ pub(crate) async fn prune(
                     left.push(child);
                     continue;
                 }
-                let params = DeleteParams {
-                    propagation_policy: Some(PropagationPolicy::Background),
-                    // The version read too: an object changed since (its owner reference
-                    // removed by an orphaning delete, say) is not deleted on stale grounds.
-                    preconditions: Some(Preconditions {
-                        uid: Some(uid.to_owned()),
-                        resource_version: object.resource_version().map(str::to_owned),
-                    }),
-                    ..DeleteParams::default()
-                };
-                match resolved.api(client, child.namespace.as_deref()).delete(&child.name, &params).await {
-                    Ok(_) => {
+                let api = resolved.api(client, child.namespace.as_deref());
+                match delete_as_read(&api, &child.name, Some(uid), object.resource_version()).await {
+                    Ok(Deletion::Deleted) => {
                         tracing::debug!(%child, "pruned");
                         report.pruned.push(child);
                     }
-                    // Gone already: nothing to do.
-                    Err(e) if code(&e) == Some(404) => {}
+                    Ok(Deletion::Gone) => {}
                     // Replaced under the same name, or changed since it was read: left for
                     // the next pass to look at again (its kind stays recorded).
-                    Err(e) if code(&e) == Some(409) => {
+                    Ok(Deletion::Changed) => {
                         tracing::debug!(%child, "changed since it was read; pruning it is left to the next pass");
                         left.push(child);
                     }

@@ -1,6 +1,5 @@
 //! What every reconcile of one controller shares ([`Ctx`]).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use ctop_applier::Applier;
@@ -8,7 +7,6 @@ use ctop_core::{ControllerSpec, Handlers};
 use kube::Client;
 use kube::api::ApiResource;
 use kube::runtime::events::Recorder;
-use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use crate::health::{Health, Metrics};
@@ -42,8 +40,6 @@ pub(crate) struct Ctx {
     pub(crate) health: Health,
     pub(crate) metrics: Metrics,
     pub(crate) leader: Option<watch::Receiver<bool>>,
-    /// Kinds resolved for `patches`, by `apiVersion/kind`.
-    pub(crate) kinds: Mutex<HashMap<String, (ApiResource, bool)>>,
     /// Everything remembered per primary object (see `memory`).
     pub(crate) memory: Memory,
     /// This replica's part in the ring of a sharded run (see `shard`).

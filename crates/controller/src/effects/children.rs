@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use ctop_applier::{ApplyError, ApplyReport, ChildCache as _, ChildError, ChildFailure, ChildRef, Desired};
 use ctop_core::{EventRecord, EventType, PruneMode};
-use kube::api::{Api, DeleteParams, DynamicObject, Preconditions, PropagationPolicy};
+use kube::api::{Api, DynamicObject};
 use serde_json::{Value, json};
 use tracing::Instrument as _;
 
@@ -210,17 +210,9 @@ pub(crate) async fn delete_children(
         if child.is_deleting() {
             continue;
         }
-        let params = DeleteParams {
-            propagation_policy: Some(PropagationPolicy::Background),
-            preconditions: Some(Preconditions {
-                uid: child.uid().map(str::to_owned),
-                resource_version: child.resource_version().map(str::to_owned),
-            }),
-            ..DeleteParams::default()
-        };
         let api: Api<DynamicObject> = api_for(&ctx.client, &t.ar, t.namespaced, t.namespace.as_deref());
-        match api.delete(&t.name, &params).await {
-            Ok(_) => {
+        match ctop_applier::delete_as_read(&api, &t.name, child.uid(), child.resource_version()).await {
+            Ok(ctop_applier::Deletion::Deleted) => {
                 ctx.metrics.prunes(&ctx.spec.name, 1);
                 ctx.memory.note(&object_key(owner), |d| {
                     d.children([crate::history::Child {
@@ -232,7 +224,7 @@ pub(crate) async fn delete_children(
                 });
                 deleted += 1;
             }
-            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+            Ok(ctop_applier::Deletion::Gone | ctop_applier::Deletion::Changed) => {}
             Err(source) => {
                 return Err(ReconcileError::Api { what: format!("delete {}", t.describe()), source });
             }

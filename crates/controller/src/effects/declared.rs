@@ -5,9 +5,9 @@ use ctop_core::KindRef;
 use kube::api::ApiResource;
 use serde_json::{Value, json};
 
-use crate::cluster::{kind_key, resolve};
+use crate::cluster::kind_key;
 use crate::context::Ctx;
-use crate::error::ReconcileError;
+use crate::error::{ReconcileError, RunError};
 use crate::object::Object;
 
 /// An object a handler returned, resolved: its kind, scope, name and namespace.
@@ -28,7 +28,7 @@ impl Target {
     }
 }
 
-/// The kind (resolved through the caches, else discovery, remembered), scope, name and
+/// The kind (resolved through the caches, else the applier's discovery cache), scope, name and
 /// namespace of an object a handler returned. A namespaced object without a namespace
 /// gets the owner's, else the run's namespace, else `default`.
 pub(crate) async fn target_of(
@@ -45,21 +45,13 @@ pub(crate) async fn target_of(
             reason: "each object needs apiVersion, kind and metadata.name".into(),
         });
     };
-    let key = format!("{api_version}/{kind}");
-    let known = ctx
-        .caches
-        .iter()
-        .find(|c| c.key == key)
-        .map(|c| (c.ar.clone(), c.namespaced))
-        .or_else(|| ctx.kinds.lock().get(&key).cloned());
+    let key = ctop_core::kind_key(api_version, kind);
+    let known = ctx.caches.iter().find(|c| c.key == key).map(|c| (c.ar.clone(), c.namespaced));
     let (ar, namespaced) = match known {
         Some(k) => k,
-        None => {
-            let k = KindRef { api_version: api_version.into(), kind: kind.into() };
-            let resolved = resolve(&ctx.client, &k).await?;
-            ctx.kinds.lock().insert(key, resolved.clone());
-            resolved
-        }
+        None => ctx.applier.resolve(api_version, kind).await.map_err(|source| {
+            ReconcileError::Run(RunError::Kube { what: format!("{key} is not served"), source })
+        })?,
     };
     let namespace = obj["metadata"]["namespace"]
         .as_str()

@@ -12,7 +12,6 @@ use ctop_core::{ControllerSpec, Handlers, OperatorSpec};
 use futures::{FutureExt as _, StreamExt as _};
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
-use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use crate::cluster::{client, install_crds, kind_key, resolve};
@@ -416,7 +415,6 @@ async fn start_controller(
         status: metrics.remembered(&name, "status"),
     };
     let ctx = Arc::new(Ctx {
-        kinds: Mutex::default(),
         primary_kind: kind_key(&spec.for_),
         spec,
         handlers: source,

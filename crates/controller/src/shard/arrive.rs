@@ -19,9 +19,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ctop_applier::applyset::{ID_LABEL, PART_OF_LABEL, applyset_id};
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::{Api, DynamicObject};
 use tokio::time::Instant;
 
+use super::pages::Pages;
 use crate::cluster::api_for;
 use crate::context::Ctx;
 use crate::error::api_error_text;
@@ -91,23 +92,14 @@ async fn list_children(
     for (i, cache) in ctx.caches.iter().enumerate().filter(|(_, c)| c.sets.is_some()) {
         let api: Api<DynamicObject> =
             api_for(&ctx.client, &cache.ar, cache.namespaced, ctx.options.namespace.as_deref());
-        let mut token: Option<String> = None;
-        loop {
-            let mut lp = ListParams::default().labels(&selector).limit(500);
-            if let Some(t) = &token {
-                lp = lp.continue_token(t);
-            }
-            let page = api.list(&lp).await?;
-            for o in page.items {
+        let mut pages = Pages::new(&api, &selector);
+        while let Some(page) = pages.next().await? {
+            for o in page {
                 let Some(set) = o.metadata.labels.as_ref().and_then(|l| l.get(PART_OF_LABEL)).cloned() else {
                     continue;
                 };
                 let ns = o.metadata.namespace.filter(|_| cache.namespaced);
                 out.entry(set).or_default().push((i, ns, o.metadata.name.unwrap_or_default()));
-            }
-            match page.metadata.continue_.filter(|t| !t.is_empty()) {
-                Some(t) => token = Some(t),
-                None => break,
             }
         }
     }

@@ -26,6 +26,7 @@
 pub(crate) mod arrive;
 pub(crate) mod drain;
 pub(crate) mod members;
+mod pages;
 mod sharder;
 
 use std::collections::BTreeMap;

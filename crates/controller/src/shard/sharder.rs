@@ -28,13 +28,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, Preconditions,
+    Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
 };
 use kube::runtime::{WatchStreamExt as _, watcher};
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
+use super::pages::Pages;
 use super::{FENCE_HOLDER, MemberSet, RESYNC, Shard};
 use crate::cluster::api_for;
 use crate::error::api_error_text;
@@ -514,31 +515,6 @@ impl Sharder {
             // Changed since the list (a conflict) or refused: the pass is tried again.
             Err(e) => Err(e),
         }
-    }
-}
-
-/// A list by label selector, 500 objects a page.
-struct Pages<'a> {
-    api: &'a Api<DynamicObject>,
-    selector: &'a str,
-    /// `None` once the last page was read; `Some(None)` before the first.
-    next: Option<Option<String>>,
-}
-
-impl<'a> Pages<'a> {
-    fn new(api: &'a Api<DynamicObject>, selector: &'a str) -> Self {
-        Self { api, selector, next: Some(None) }
-    }
-
-    async fn next(&mut self) -> Result<Option<Vec<DynamicObject>>, kube::Error> {
-        let Some(token) = self.next.take() else { return Ok(None) };
-        let mut lp = ListParams::default().labels(self.selector).limit(500);
-        if let Some(t) = &token {
-            lp = lp.continue_token(t);
-        }
-        let page = self.api.list(&lp).await?;
-        self.next = page.metadata.continue_.filter(|t| !t.is_empty()).map(Some);
-        Ok(Some(page.items))
     }
 }
 
