@@ -13,20 +13,13 @@ use ctop_core::Handlers;
 use ctop_kubesim::{Config, KubeSim};
 use ctop_runtime::{Limits, Script, ScriptHandlers};
 use ctop_shadow::{Shadow, ShadowOptions, ShadowReport};
+use ctop_test_support::client;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 fn webapp() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/webapp")
-}
-
-async fn client(kubeconfig: &str) -> Client {
-    let kc = kube::config::Kubeconfig::from_yaml(kubeconfig).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-        .await
-        .expect("config");
-    Client::try_from(config).expect("client")
 }
 
 fn options(kubeconfig: PathBuf) -> RunOptions {

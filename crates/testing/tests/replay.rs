@@ -188,15 +188,7 @@ fn module_state_replays_because_each_recorded_runtime_replays_on_its_own() {
         sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
         let script =
             Arc::new(Script::from_dir(tmp.path(), "operator.ct", 2, Limits::default()).expect("loads"));
-        let client = kube::Client::try_from(
-            kube::Config::from_custom_kubeconfig(
-                kube::config::Kubeconfig::read_from(&kubeconfig).expect("read"),
-                &kube::config::KubeConfigOptions::default(),
-            )
-            .await
-            .expect("config"),
-        )
-        .expect("client");
+        let client = ctop_test_support::client(&std::fs::read_to_string(&kubeconfig).expect("read")).await;
         ctop_controller::install_crds(
             &client,
             &ctop_manifests::operator_crds(script.spec()).expect("crds"),

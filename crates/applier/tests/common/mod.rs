@@ -1,8 +1,6 @@
 //! Shared helpers of the applier's integration tests: a kubesim, a client, two CRDs.
 #![allow(dead_code)]
 
-use std::time::{Duration, Instant};
-
 use ctop_kubesim::{Config, KubeSim};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -119,18 +117,4 @@ pub async fn get_config_map(client: &Client, ns: &str, name: &str) -> Option<Con
     Api::<ConfigMap>::namespaced(client.clone(), ns).get_opt(name).await.expect("get configmap")
 }
 
-/// Poll `f` until it returns `Some`, or panic after `secs` seconds.
-pub async fn eventually<T, F, Fut>(secs: u64, what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+pub use ctop_test_support::eventually;

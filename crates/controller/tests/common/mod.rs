@@ -4,11 +4,10 @@
 //! operators may share one kubesim ([`sim`], [`start_on`]), as replicas electing a leader.
 #![allow(dead_code)]
 
-use std::future::Future;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ctop_controller::{LeaseTiming, RetryLimit, RunOptions};
 use ctop_core::{
@@ -362,21 +361,7 @@ pub fn sample(metrics: &str, prefix: &str) -> Option<f64> {
     metrics.lines().find(|l| l.starts_with(prefix))?.rsplit(' ').next()?.parse().ok()
 }
 
-/// Poll `f` until it returns `Some`, for at most `secs` seconds.
-pub async fn eventually<T, F, Fut>(secs: u64, what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
+pub use ctop_test_support::eventually;
 
 /// The `status.observedGeneration` of `o`.
 pub fn observed_generation(o: &DynamicObject) -> Option<i64> {
