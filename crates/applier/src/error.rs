@@ -312,7 +312,7 @@ pub fn api_error_text(err: &kube::Error) -> String {
         kube::Error::Discovery(D::EmptyApiGroup(group)) => {
             format!("the API group {group:?} serves no version")
         }
-        other => causes(other),
+        other => ctop_core::Chain(other).to_string(),
     }
 }
 
@@ -388,25 +388,7 @@ fn shorten(body: &str) -> String {
 
 /// `lead: <err>: <its cause>: ...`.
 fn lead_and_causes(lead: &str, err: &(dyn std::error::Error + 'static)) -> String {
-    format!("{lead}: {}", causes(err))
-}
-
-/// `err` and its chain of causes joined by `": "`, leaving out a cause whose text the
-/// message before already contains (many errors print their cause themselves).
-fn causes(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut last = text.clone();
-    let mut next = err.source();
-    while let Some(cause) = next {
-        let said = cause.to_string();
-        if !said.is_empty() && !last.contains(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-        last = said;
-        next = cause.source();
-    }
-    text
+    format!("{lead}: {}", ctop_core::Chain(err))
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ pub const MAX_ERRORS: usize = 10;
 #[derive(Debug, thiserror::Error)]
 pub enum HealthError {
     /// The listening socket could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}")]
     Bind {
         /// The address asked for.
         addr: SocketAddr,

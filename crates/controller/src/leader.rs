@@ -68,7 +68,7 @@ pub enum LeaderError {
     #[error("invalid leader election config: {0}")]
     InvalidConfig(String),
     /// The API server refused or could not be reached.
-    #[error("lease request failed: {0}")]
+    #[error("lease request failed")]
     Kube(#[from] kube::Error),
     /// A request did not finish in time.
     #[error("lease request timed out")]
@@ -299,7 +299,7 @@ impl LeaderElector {
                     if renewed.is_some() { Duration::from_millis(10) } else { cfg.retry_period }
                 }
                 Err(e) => {
-                    tracing::warn!(lease = %cfg.name, identity = %cfg.identity, error = %e, "lease attempt failed");
+                    tracing::warn!(lease = %cfg.name, identity = %cfg.identity, error = %ctop_core::Chain(&e), "lease attempt failed");
                     cfg.retry_period
                 }
             };

@@ -59,7 +59,8 @@ async fn samples_are_applied_file_by_file_and_a_bad_file_is_reported() {
         matches!(failed[2], (ref f, SampleError::NotAnObject { index: 2, .. }) if f == "d.yaml"),
         "{failed:?}"
     );
-    assert!(failed[0].1.to_string().starts_with("example.com/v1/Nope: "), "{}", failed[0].1);
+    let shown = ctop_core::Chain(&failed[0].1).to_string();
+    assert!(shown.starts_with("example.com/v1/Nope is not served: "), "{shown}");
 
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let one = cms.get("one").await.expect("the sample without a namespace lands in default");

@@ -11,6 +11,7 @@
 //! `"5m"`/`"1h30m"`/`"250ms"` strings that scripts and the CLI use for periods and timeouts.
 
 mod bytes;
+mod chain;
 pub mod controller_status;
 pub mod diff;
 mod duration;
@@ -23,6 +24,7 @@ mod spec;
 pub mod yaml;
 
 pub use bytes::{ByteSize, ByteSizeError};
+pub use chain::Chain;
 pub use duration::{Duration, DurationError};
 pub use egress::{EgressError, EgressHost, EgressPort, EgressRule, EgressScheme};
 pub use frame::CodeFrame;

@@ -168,7 +168,7 @@ pub enum Error {
         values: usize,
     },
     /// A plugin failed.
-    #[error("plugin {name}: {source}")]
+    #[error("plugin {name} failed")]
     Plugin {
         /// The plugin's name.
         name: String,
@@ -210,7 +210,7 @@ pub enum Error {
         kinds: Vec<String>,
     },
     /// A document could not be written as YAML (a bug: documents are plain JSON).
-    #[error("cannot write YAML: {0}")]
+    #[error("cannot write YAML")]
     Yaml(#[from] ctop_core::yaml::SerializeError),
 }
 

@@ -303,7 +303,10 @@ fn plugins_change_documents_and_their_errors_name_them() {
     let m = generate(&spec(), &bundle(1), &Options::new("op"), &[&Tolerate]).unwrap();
     assert_eq!(find(&m, "Deployment")["spec"]["template"]["spec"]["tolerations"][0]["operator"], "Exists");
     let err = generate(&spec(), &bundle(1), &Options::new("op"), &[&Broken]).unwrap_err();
-    assert_eq!(err.to_string(), "plugin broken: there is no Service named \"webhook\" to change");
+    assert_eq!(
+        ctop_core::Chain(&err).to_string(),
+        "plugin broken failed: there is no Service named \"webhook\" to change"
+    );
 }
 
 #[test]

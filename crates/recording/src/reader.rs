@@ -110,7 +110,7 @@ pub fn read(path: &Path) -> Result<Recording, ReadError> {
                 break;
             }
             Err(e) => {
-                notes.push(format!("{}; older parts not read", error_chain(&e)));
+                notes.push(format!("{}; older parts not read", ctop_core::Chain(&e)));
                 complete = false;
                 break;
             }
@@ -133,18 +133,6 @@ pub fn read(path: &Path) -> Result<Recording, ReadError> {
     older_notes.extend(notes);
     joined.notes = older_notes;
     Ok(joined)
-}
-
-/// `e` and its causes, joined by `: `.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        out.push_str(": ");
-        out.push_str(&c.to_string());
-        cause = c.source();
-    }
-    out
 }
 
 /// Read the one file `path` (a part is self-contained).

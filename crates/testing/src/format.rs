@@ -21,7 +21,7 @@ use crate::oracles::Oracle;
 #[derive(Debug, thiserror::Error)]
 pub enum FormatError {
     /// The file could not be read.
-    #[error("{}: cannot read the test file: {source}", path.display())]
+    #[error("{}: cannot read the test file", path.display())]
     Read {
         /// The file.
         path: PathBuf,

@@ -81,18 +81,6 @@ pub fn summary(t: Totals, wall: Duration) -> String {
     format!("ctop test: {} passed, {} failed{written} in {:.2}s", t.passed, t.failed, wall.as_secs_f64())
 }
 
-/// An error and its causes, as one line: `what failed: why: the OS error`.
-pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
-}
-
 /// The JUnit XML of `reports`, one suite per operator directory (`suites` names each
 /// report's directory).
 pub fn junit(reports: &[(String, &TestReport)]) -> Result<String, quick_junit::SerializeError> {

@@ -3,6 +3,7 @@
 //! state), compares or writes the golden file, runs the end-of-test oracles, and returns a
 //! [`TestReport`].
 
+use ctop_core::Chain;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -106,10 +107,10 @@ pub fn run_test(op: &Operator, test: &TestFile, mode: GoldenMode) -> TestReport 
 
 /// A settled world for `test`, or the failure that kept it from starting.
 async fn start_world(op: &Operator, test: &TestFile, q: Quiet) -> Result<World, String> {
-    let values = values_for(&op.dir, test.values.as_ref()).map_err(|e| e.to_string())?;
+    let values = values_for(&op.dir, test.values.as_ref()).map_err(|e| Chain(&e).to_string())?;
     let env = crate::format::env::value(test.env.as_ref());
     let config = WorldConfig { workloads: test.workloads.clone(), values, env };
-    let world = World::start(op, &config).await.map_err(|e| e.to_string())?;
+    let world = World::start(op, &config).await.map_err(|e| Chain(&e).to_string())?;
     if let Err(e) = settle(&world, q).await {
         world.stop().await;
         return Err(format!("before the first step, {e}"));

@@ -25,7 +25,9 @@ fn webapp() -> PathBuf {
 fn recording() -> &'static Path {
     static FILE: OnceLock<PathBuf> = OnceLock::new();
     FILE.get_or_init(|| {
-        let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("recorded-webapp.ctrec");
+        // One file per process: nextest runs each test in a process of its own, at once.
+        let name = format!("recorded-webapp-{}.ctrec", std::process::id());
+        let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
         for part in ["", ".1", ".2", ".3"] {
             let _ = std::fs::remove_file(format!("{}{part}", file.display()));
         }

@@ -52,7 +52,7 @@ pub enum CaBundleError {
     /// The API server refused a read or write (often RBAC: the operator needs get and
     /// update on the configurations, get and patch on the CRDs, restricted to their names;
     /// see the [module docs](self)).
-    #[error("cannot update {kind} {name}: {source}")]
+    #[error("cannot update {kind} {name}")]
     Api {
         /// The configuration's kind.
         kind: &'static str,
@@ -350,7 +350,7 @@ impl CaBundleKeeper {
             let failed = self.check().await.err();
             if let Some(e) = &failed {
                 tracing::warn!(
-                    error = %e,
+                    error = %ctop_core::Chain(e),
                     retry_in = ?every,
                     "cannot set the caBundle of the webhook configurations and CRDs"
                 );

@@ -18,7 +18,7 @@ pub(crate) const API_VERSION_V1BETA1: &str = "apiextensions.k8s.io/v1beta1";
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ConversionReviewError {
     /// The body is not JSON.
-    #[error("the body is not JSON: {0}")]
+    #[error("the body is not JSON")]
     Json(#[from] serde_json::Error),
     /// `apiVersion` is neither `apiextensions.k8s.io/v1` nor `apiextensions.k8s.io/v1beta1`.
     #[error("apiVersion {0:?} is not served; send an apiextensions.k8s.io/v1 ConversionReview")]

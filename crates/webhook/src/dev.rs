@@ -36,13 +36,13 @@ pub const DEV_CONFIGURATION: &str = "ctop-dev";
 #[derive(Debug, thiserror::Error)]
 pub enum DevWebhookError {
     /// No certificate could be issued.
-    #[error("cannot issue the webhook certificate: {0}")]
+    #[error("cannot issue the webhook certificate")]
     Issue(#[source] TlsError),
     /// The server could not start.
     #[error(transparent)]
     Serve(#[from] ServeError),
     /// A configuration could not be written.
-    #[error("cannot {action} the {kind} of the dev webhook: {source}")]
+    #[error("cannot {action} the {kind} of the dev webhook")]
     Configure {
         /// `apply` or `delete`.
         action: &'static str,
@@ -120,7 +120,7 @@ impl DevWebhook {
         let base_url = format!("https://127.0.0.1:{}", bound.local_addr().map_err(ServeError::from)?.port());
         let task = tokio::spawn(async move {
             if let Err(e) = bound.run(std::future::pending()).await {
-                tracing::error!(error = %e, "the dev webhook server stopped");
+                tracing::error!(error = %ctop_core::Chain(&e), "the dev webhook server stopped");
             }
         });
         let conversion = ConversionEndpoint {

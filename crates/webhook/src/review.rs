@@ -13,7 +13,7 @@ pub const API_VERSION: &str = "admission.k8s.io/v1";
 #[derive(Debug, thiserror::Error)]
 pub enum ReviewError {
     /// The body is not JSON.
-    #[error("the body is not JSON: {0}")]
+    #[error("the body is not JSON")]
     Json(#[from] serde_json::Error),
     /// `apiVersion` is not `admission.k8s.io/v1` (v1beta1 is not served: list only `v1`
     /// in `admissionReviewVersions`).

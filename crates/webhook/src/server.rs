@@ -104,7 +104,7 @@ impl Default for ServerConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// The port could not be bound (in use, or privileged).
-    #[error("cannot listen on {addr}: {source}; pick another port")]
+    #[error("cannot listen on {addr} (pick another port)")]
     Bind {
         /// The address.
         addr: SocketAddr,
@@ -115,7 +115,7 @@ pub enum ServeError {
     #[error(transparent)]
     Tls(#[from] TlsError),
     /// The server stopped with an I/O error.
-    #[error("the webhook server failed: {0}")]
+    #[error("the webhook server failed")]
     Io(#[from] std::io::Error),
 }
 
@@ -258,6 +258,7 @@ async fn admit(shared: &Shared, script: Arc<dyn AdmissionScript>, route: &Route,
     let request = match review::parse(body) {
         Ok(r) => r,
         Err(e) => {
+            let e = ctop_core::Chain(&e);
             tracing::info!(path = route.path, error = %e, "malformed admission review");
             return (StatusCode::BAD_REQUEST, format!("malformed AdmissionReview: {e}\n")).into_response();
         }
@@ -353,6 +354,7 @@ async fn convert(shared: &Shared, script: Arc<dyn ConversionScript>, body: &[u8]
     let request = match conversion_review::parse(body) {
         Ok(r) => r,
         Err(e) => {
+            let e = ctop_core::Chain(&e);
             tracing::info!(path = CONVERSION_PATH, error = %e, "malformed conversion review");
             return (StatusCode::BAD_REQUEST, format!("malformed ConversionReview: {e}\n")).into_response();
         }

@@ -32,8 +32,8 @@ const ATTEMPTS: usize = 5;
 pub enum SharedCertError {
     /// The API server refused a read or a write of the Secret (often RBAC).
     #[error(
-        "cannot {action} Secret {namespace}/{name}: {source}; the operator needs get, create and \
-         update on it (ctop manifests grants them), or serve mounted files with --tls-cert/--tls-key"
+        "cannot {action} Secret {namespace}/{name} (the operator needs get, create and update on it, \
+         which ctop manifests grants, or serve mounted files with --tls-cert/--tls-key)"
     )]
     Api {
         /// `read`, `create` or `replace`.

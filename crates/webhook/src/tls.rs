@@ -23,7 +23,7 @@ use tokio_rustls::TlsAcceptor;
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
     /// A certificate or key file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read {
         /// The file.
         path: PathBuf,
@@ -44,10 +44,10 @@ pub enum TlsError {
     #[error("the private key cannot sign: {0}")]
     Key(rustls::Error),
     /// Issuing the self-signed CA or serving certificate failed.
-    #[error("cannot issue a certificate: {0}")]
+    #[error("cannot issue a certificate")]
     Issue(#[from] rcgen::Error),
     /// rustls refused the server configuration.
-    #[error("cannot configure TLS: {0}")]
+    #[error("cannot configure TLS")]
     Config(#[from] rustls::Error),
 }
 
@@ -192,7 +192,7 @@ impl CertStore {
                     // A Secret update writes the two files one after the other: a mismatch is
                     // retried on the next tick.
                     Err(e) => {
-                        tracing::warn!(error = %e, "new certificate files do not load yet; keeping the loaded certificate")
+                        tracing::warn!(error = %ctop_core::Chain(&e), "new certificate files do not load yet; keeping the loaded certificate")
                     }
                 }
             }

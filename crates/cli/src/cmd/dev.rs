@@ -205,7 +205,7 @@ impl DevSource for ScriptSource {
         let (Some(hook), Some(script)) = (&self.webhook, self.loaded.take()) else { return };
         let admission = Arc::new(ScriptAdmission::new(script.clone(), self.env.clone(), self.values.clone()));
         if let Err(e) = hook.reload(&self.client, admission, script.spec()).await {
-            tracing::error!("{e}; the webhooks keep their previous configuration");
+            tracing::error!("{}; the webhooks keep their previous configuration", ctop_core::Chain(&e));
         }
         let conversion =
             Arc::new(ScriptConversion::new(script.clone(), self.env.clone(), self.values.clone()));

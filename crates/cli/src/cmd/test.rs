@@ -92,7 +92,7 @@ pub fn run(args: &TestArgs) -> ExitCode {
         for f in files {
             match TestFile::read(&f, dir) {
                 Ok(t) => tests.push(t),
-                Err(e) => errors.push(e.to_string()),
+                Err(e) => errors.push(ctop_core::Chain(&e).to_string()),
             }
         }
         if let Some(filter) = &args.filter {

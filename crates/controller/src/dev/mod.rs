@@ -125,7 +125,9 @@ pub async fn run_dev<S: DevSource>(
                     running = false;
                     match done {
                         Ok(Ok(())) => {}
-                        Ok(Err(e)) => tracing::error!("the operator stopped: {e}; save a file to restart it"),
+                        Ok(Err(e)) => {
+                            tracing::error!("the operator stopped: {}; save a file to restart it", ctop_core::Chain(&e));
+                        }
                         Err(e) => tracing::error!("the operator crashed: {e}; save a file to restart it"),
                     }
                 }
@@ -139,12 +141,12 @@ pub async fn run_dev<S: DevSource>(
                         Ok(reload) => reload,
                         Err(e) => {
                             let frame = source.code_frame(e.as_ref()).map(|f| format!("\n{f}")).unwrap_or_default();
-                            tracing::error!("{}; the previous script keeps running{frame}", chain(e.as_ref()));
+                            tracing::error!("{}; the previous script keeps running{frame}", ctop_core::Chain(e.as_ref()));
                             continue;
                         }
                     };
                     if let Err(e) = install_crds(&client, &reload.crds, &options.run.name).await {
-                        tracing::error!("{e}; the previous script keeps running");
+                        tracing::error!("{}; the previous script keeps running", ctop_core::Chain(&e));
                         continue;
                     }
                     if running && hot_swappable(current.spec(), reload.handlers.spec()) {
@@ -199,20 +201,6 @@ fn run_replicas(
     }
 }
 
-/// `e` and its causes, joined by `: ` (the chain a boxed `anyhow` error keeps).
-fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let next = c.to_string();
-        if !text.ends_with(&next) {
-            text = format!("{text}: {next}");
-        }
-        cause = c.source();
-    }
-    text
-}
-
 fn print_lines(lines: &[String]) {
     if lines.is_empty() {
         return;
@@ -222,19 +210,4 @@ fn print_lines(lines: &[String]) {
         let _ = writeln!(out, "{line}");
     }
     let _ = out.flush();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::chain;
-
-    #[derive(Debug, thiserror::Error)]
-    #[error("outer")]
-    struct Outer(#[source] std::io::Error);
-
-    #[test]
-    fn chain_names_every_cause_once() {
-        let e = Outer(std::io::Error::other("inner"));
-        assert_eq!(chain(&e), "outer: inner");
-    }
 }

@@ -15,10 +15,10 @@ use crate::error::{RunError, api_error_text};
 #[derive(Debug, thiserror::Error)]
 pub enum SampleError {
     /// The file could not be read.
-    #[error("cannot read the file: {0}")]
+    #[error("cannot read the file")]
     Read(#[source] std::io::Error),
     /// The file is not YAML.
-    #[error("not valid YAML: {0}")]
+    #[error("not valid YAML")]
     Yaml(#[source] ctop_core::yaml::Error),
     /// A document lacks what an object needs.
     #[error("document {index}: {reason}")]
@@ -29,7 +29,7 @@ pub enum SampleError {
         reason: &'static str,
     },
     /// The document's kind is not served by the cluster.
-    #[error("{kind}: {source}")]
+    #[error("{kind} is not served")]
     NotServed {
         /// `apiVersion/kind`.
         kind: String,
@@ -74,7 +74,7 @@ pub async fn apply_samples(client: &Client, dir: &Path, manager: &str) -> Sample
     files.sort();
     for file in files {
         if let Err(e) = apply_file(client, &file, manager, &mut report.applied).await {
-            tracing::error!(file = %file.display(), "sample {}: {e}", file.display());
+            tracing::error!(file = %file.display(), "sample {}: {}", file.display(), ctop_core::Chain(&e));
             report.failed.push((file, e));
         }
     }

@@ -87,11 +87,11 @@ pub async fn run_reloadable(
     let (health_addr, health_task) =
         health::serve_router(options.health_addr, health::health_router(health.clone()))
             .await
-            .map_err(|e| RunError::Start(e.to_string()))?;
+            .map_err(|e| RunError::Start(ctop_core::Chain(&e).to_string()))?;
     let (metrics_addr, metrics_task) =
         health::serve_router(options.metrics_addr, health::metrics_router(metrics.clone()))
             .await
-            .map_err(|e| RunError::Start(e.to_string()))?;
+            .map_err(|e| RunError::Start(ctop_core::Chain(&e).to_string()))?;
     tracing::info!(%health_addr, %metrics_addr, "serving health and metrics");
 
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -238,12 +238,12 @@ pub async fn run_reloadable(
     if let Some(m) = member
         && let Err(e) = m.lease.shutdown().await
     {
-        tracing::warn!(error = %e, "cannot release the member lease");
+        tracing::warn!(error = %ctop_core::Chain(&e), "cannot release the member lease");
     }
     if let Some(l) = leadership
         && let Err(e) = l.shutdown().await
     {
-        tracing::warn!(error = %e, "cannot release the lease");
+        tracing::warn!(error = %ctop_core::Chain(&e), "cannot release the lease");
     }
     health_task.abort();
     metrics_task.abort();

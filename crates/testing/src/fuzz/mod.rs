@@ -166,10 +166,11 @@ async fn setup(
     op: &Operator,
     settings: &settings::Settings,
 ) -> Result<(World, Vec<Writable>, Vec<String>, Vec<String>), FuzzError> {
-    let values = values_for(&op.dir, None).map_err(|e| FuzzError::World(e.to_string()))?;
+    let values = values_for(&op.dir, None).map_err(|e| FuzzError::World(ctop_core::Chain(&e).to_string()))?;
     let env = crate::format::env::value(settings.env.as_ref());
     let config = WorldConfig { workloads: Some(WorkloadConfig::default()), values, env };
-    let world = World::start(op, &config).await.map_err(|e| FuzzError::World(e.to_string()))?;
+    let world =
+        World::start(op, &config).await.map_err(|e| FuzzError::World(ctop_core::Chain(&e).to_string()))?;
     let samples = samples(&op.dir);
     let mut namespaces: Vec<String> = vec![OTHER_NAMESPACE.to_owned()];
     for s in &samples {

@@ -53,7 +53,7 @@ pub async fn run(op: &Operator, step: &ReplayStep) -> Replayed {
         Ok(report) => {
             Replayed { failure: judge(&report, step.allow_differences), golden: Some(golden(&report)) }
         }
-        Err(e) => Replayed { failure: Some(crate::report::error_chain(&e)), golden: None },
+        Err(e) => Replayed { failure: Some(ctop_core::Chain(&e).to_string()), golden: None },
     }
 }
 

@@ -40,19 +40,19 @@ pub const MANAGER: &str = "ctop-test";
 #[derive(Debug, thiserror::Error)]
 pub enum WorldError {
     /// The script did not load.
-    #[error("the script could not be loaded: {0}")]
+    #[error("the script could not be loaded")]
     Script(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The values are not usable.
     #[error("the values are not usable: {0}")]
     Values(String),
     /// kubesim did not start.
-    #[error("kubesim could not start: {0}")]
+    #[error("kubesim could not start")]
     Sim(#[from] ctop_kubesim::StartError),
     /// The CRDs could not be generated.
-    #[error("the CRDs could not be generated: {0}")]
+    #[error("the CRDs could not be generated")]
     Crds(#[from] ctop_manifests::Error),
     /// Talking to kubesim failed.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Kube {
         /// What was being done.
         what: String,
@@ -335,7 +335,7 @@ impl World {
                 return Ok(k);
             }
             if attempt == 0 {
-                self.discover().await.map_err(|e| e.to_string())?;
+                self.discover().await.map_err(|e| ctop_core::Chain(&e).to_string())?;
             }
         }
         Err(match api_version {
@@ -361,7 +361,7 @@ impl World {
                 return Ok(ObjectRef { api_version: Some(kind.ar.api_version), ..r.clone() });
             }
             if attempt == 0 {
-                self.discover().await.map_err(|e| e.to_string())?;
+                self.discover().await.map_err(|e| ctop_core::Chain(&e).to_string())?;
             }
         }
         Ok(r.clone())
@@ -419,7 +419,7 @@ impl World {
                 self.stop_operator().await;
                 let seeded = crate::seed::seed(self, &recording.path).await;
                 self.start_operator();
-                seeded.map_err(|e| crate::report::error_chain(&e))
+                seeded.map_err(|e| ctop_core::Chain(&e).to_string())
             }
             // It needs the operator's directory, not the cluster: the runner runs it.
             Action::Replay(_) => Ok(()),

@@ -242,7 +242,7 @@ fn typecheck(
         Ok(found) => findings.extend(found),
         Err(e) => findings.push(Finding::error(
             "tsc",
-            e.to_string(),
+            ctop_core::Chain(&e).to_string(),
             Some(format!("check that {} runs", compiler.display())),
         )),
     }

@@ -56,7 +56,7 @@ fn is_executable(p: &Path) -> bool {
 #[derive(Debug, thiserror::Error)]
 pub enum TscError {
     /// Writing the staging directory failed.
-    #[error("cannot stage the sources for tsc in {path}: {source}")]
+    #[error("cannot stage the sources for tsc in {path}")]
     Stage {
         /// The file or directory.
         path: PathBuf,
@@ -64,10 +64,10 @@ pub enum TscError {
         source: std::io::Error,
     },
     /// Walking the operator directory failed.
-    #[error("cannot read the operator directory: {0}")]
+    #[error("cannot read the operator directory")]
     Walk(#[from] walkdir::Error),
     /// The compiler could not be started.
-    #[error("cannot run {tsc}: {source}")]
+    #[error("cannot run {tsc}")]
     Spawn {
         /// The compiler.
         tsc: PathBuf,
