@@ -43,17 +43,17 @@ struct NoAdmission;
 impl ctop_webhook::AdmissionScript for NoAdmission {
     fn call(
         &self,
-        _: &ctop_webhook::HandlerCall<'_>,
-    ) -> Result<ctop_webhook::core::AdmissionOutcome, ctop_webhook::HandlerError> {
-        Err(ctop_webhook::HandlerError::Failed("no admission handlers here".into()))
+        _: &ctop_webhook::AdmissionCall<'_>,
+    ) -> Result<ctop_core::AdmissionOutcome, ctop_webhook::HookError> {
+        Err(ctop_webhook::HookError::Failed("no admission handlers here".into()))
     }
 }
 
 struct Convert(ScriptHandlers);
 
 impl ctop_webhook::ConversionScript for Convert {
-    fn convert(&self, to: &str, objects: &[Value]) -> Result<Vec<Value>, ctop_webhook::HandlerError> {
-        self.0.convert(to, objects).map_err(ctop_webhook::HandlerError::Failed)
+    fn convert(&self, to: &str, objects: &[Value]) -> Result<Vec<Value>, ctop_webhook::HookError> {
+        self.0.convert(to, objects).map_err(ctop_webhook::HookError::Failed)
     }
 }
 

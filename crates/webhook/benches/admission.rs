@@ -17,11 +17,11 @@ mod support;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use ctop_webhook::core::AdmissionOutcome;
-use ctop_webhook::{FailurePolicy, HandlerCall, HandlerError, HandlerKind, ServerConfig, review_for};
+use ctop_core::AdmissionOutcome;
+use ctop_webhook::{AdmissionCall, FailurePolicy, HandlerKind, HookError, ServerConfig, review_for};
 use serde_json::json;
 
-fn handler(call: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> {
+fn handler(call: &AdmissionCall<'_>) -> Result<AdmissionOutcome, HookError> {
     Ok(match call.handler {
         HandlerKind::Validate if call.object["spec"]["color"] == "red" => support::denied("no red"),
         HandlerKind::Validate => support::allowed(),

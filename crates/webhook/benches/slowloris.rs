@@ -24,13 +24,13 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use ctop_webhook::core::AdmissionOutcome;
-use ctop_webhook::{HandlerCall, HandlerError, ServerConfig, review_for};
+use ctop_core::AdmissionOutcome;
+use ctop_webhook::{AdmissionCall, HookError, ServerConfig, review_for};
 use support::{Slow, SlowClients};
 
 const VALIDATE: &str = "/validate/demo.ctop.dev/v1/widgets";
 
-fn handler(call: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> {
+fn handler(call: &AdmissionCall<'_>) -> Result<AdmissionOutcome, HookError> {
     Ok(if call.object["spec"]["color"] == "red" { support::denied("no red") } else { support::allowed() })
 }
 

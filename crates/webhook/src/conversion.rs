@@ -13,7 +13,7 @@
 use ctop_core::OperatorSpec;
 use serde_json::Value;
 
-use crate::script::HandlerError;
+use crate::script::HookError;
 
 /// How the server reaches the script's conversions. Calls block (a script runtime runs
 /// them), so the server runs them on the blocking thread pool, in the same slots, within the
@@ -22,15 +22,15 @@ pub trait ConversionScript: Send + Sync + 'static {
     /// Convert every object of `objects` (custom resources in any of their versions) to
     /// `desired_api_version` (`<group>/<version>`): one converted object per object, in the
     /// same order. A failure (a throw, a limit of the script runtime, an invalid result) is a
-    /// [`HandlerError::Failed`] whose message the API server shows as is.
-    fn convert(&self, desired_api_version: &str, objects: &[Value]) -> Result<Vec<Value>, HandlerError>;
+    /// [`HookError::Failed`] whose message the API server shows as is.
+    fn convert(&self, desired_api_version: &str, objects: &[Value]) -> Result<Vec<Value>, HookError>;
 }
 
 impl<F> ConversionScript for F
 where
-    F: Fn(&str, &[Value]) -> Result<Vec<Value>, HandlerError> + Send + Sync + 'static,
+    F: Fn(&str, &[Value]) -> Result<Vec<Value>, HookError> + Send + Sync + 'static,
 {
-    fn convert(&self, desired_api_version: &str, objects: &[Value]) -> Result<Vec<Value>, HandlerError> {
+    fn convert(&self, desired_api_version: &str, objects: &[Value]) -> Result<Vec<Value>, HookError> {
         self(desired_api_version, objects)
     }
 }

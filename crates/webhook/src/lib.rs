@@ -56,12 +56,12 @@
 //!
 //! ```no_run
 //! # use std::sync::Arc;
-//! # use ctop_webhook::core::{AdmissionOutcome, OperatorSpec};
-//! # use ctop_webhook::{Admission, HandlerCall, HandlerError, ServerConfig};
+//! # use ctop_core::{AdmissionOutcome, OperatorSpec};
+//! # use ctop_webhook::{Admission, AdmissionCall, HookError, ServerConfig};
 //! # use serde_json::Value;
 //! # fn demo(spec: &OperatorSpec) -> axum::Router {
-//! let allow = |_: &HandlerCall<'_>| Ok(AdmissionOutcome { allowed: true, ..AdmissionOutcome::default() });
-//! let convert = |desired: &str, objects: &[Value]| -> Result<Vec<Value>, HandlerError> {
+//! let allow = |_: &AdmissionCall<'_>| Ok(AdmissionOutcome { allowed: true, ..AdmissionOutcome::default() });
+//! let convert = |desired: &str, objects: &[Value]| -> Result<Vec<Value>, HookError> {
 //!     Ok(objects.iter().map(|o| { let mut o = o.clone(); o["apiVersion"] = desired.into(); o }).collect())
 //! };
 //! let admission = Admission::new(Arc::new(allow), &ctop_webhook::routes(spec), ServerConfig::default());
@@ -110,9 +110,8 @@ pub mod tls;
 pub use configuration::{ConfigurationOptions, Endpoint, configurations};
 pub use conn::ConnectionLimits;
 pub use conversion::{ConversionScript, converting_crds, converts};
-pub use ctop_core as core;
 pub use routes::{HandlerKind, Route, routes};
-pub use script::{AdmissionScript, HandlerCall, HandlerError};
+pub use script::{AdmissionCall, AdmissionScript, HookError};
 pub use server::{
     Admission, Bound, FailurePolicy, ServeError, ServerConfig, bind, bind_with_limits, review_for, router,
     serve,

@@ -1,6 +1,6 @@
 //! The one seam between the server and the operator script: [`AdmissionScript`].
 //!
-//! The server never sees JavaScript. It hands the script a [`HandlerCall`] (which handler
+//! The server never sees JavaScript. It hands the script a [`AdmissionCall`] (which handler
 //! of which controller, the object and the old object) and gets a typed
 //! [`AdmissionOutcome`] back, never JSON to read by key: `validate` answers with
 //! `allowed`, `message` and `warnings`, `mutate` with the `object` to store (the server
@@ -15,7 +15,7 @@ use crate::routes::HandlerKind;
 
 /// One call of an admission handler.
 #[derive(Clone, Copy, Debug)]
-pub struct HandlerCall<'a> {
+pub struct AdmissionCall<'a> {
     /// `validate` or `mutate`.
     pub handler: HandlerKind,
     /// The controller's index in the script.
@@ -31,7 +31,7 @@ pub struct HandlerCall<'a> {
 /// Why a handler call failed. The server answers it according to the failure policy and
 /// keeps serving.
 #[derive(Debug, thiserror::Error)]
-pub enum HandlerError {
+pub enum HookError {
     /// The handler threw, returned something malformed or broke a limit of the script
     /// runtime (memory, its own deadline); the message says which and where.
     #[error("{0}")]
@@ -62,19 +62,19 @@ pub enum HandlerError {
 ///   reads `denied by the operator`); `object` is not read.
 /// - `mutate`: `object`, the object as it should be stored, turned into a JSONPatch
 ///   against the request's object (none: allowed unchanged; not a JSON object: a
-///   [`HandlerError::Failed`]), and `warnings` with it; `allowed` and `message` are not
+///   [`HookError::Failed`]), and `warnings` with it; `allowed` and `message` are not
 ///   read (the SDK's `mutate` cannot deny).
 pub trait AdmissionScript: Send + Sync + 'static {
     /// Run one handler and return what it decided. An output that cannot be read as an
-    /// [`AdmissionOutcome`] is a [`HandlerError::Failed`].
-    fn call(&self, call: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError>;
+    /// [`AdmissionOutcome`] is a [`HookError::Failed`].
+    fn call(&self, call: &AdmissionCall<'_>) -> Result<AdmissionOutcome, HookError>;
 }
 
 impl<F> AdmissionScript for F
 where
-    F: Fn(&HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> + Send + Sync + 'static,
+    F: Fn(&AdmissionCall<'_>) -> Result<AdmissionOutcome, HookError> + Send + Sync + 'static,
 {
-    fn call(&self, call: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> {
+    fn call(&self, call: &AdmissionCall<'_>) -> Result<AdmissionOutcome, HookError> {
         self(call)
     }
 }

@@ -39,7 +39,7 @@ use crate::conversion_review;
 use crate::listener::TlsListener;
 use crate::review::{self, Answer};
 use crate::routes::{HandlerKind, Route};
-use crate::script::{AdmissionScript, HandlerCall, HandlerError};
+use crate::script::{AdmissionCall, AdmissionScript, HookError};
 use crate::tls::{CertStore, TlsError, TlsSource};
 
 /// What the server answers when a handler fails (throws, breaks a limit, or is late).
@@ -300,11 +300,11 @@ async fn call(
     script: Arc<dyn AdmissionScript>,
     route: &Route,
     request: &review::Request,
-) -> Result<Answer, HandlerError> {
+) -> Result<Answer, HookError> {
     let (handler, controller) = (route.handler, route.controller);
     let (object, old_object, raw) = (request.object.clone(), request.old_object.clone(), request.raw.clone());
     let outcome = blocking(shared, handler.as_str(), move || {
-        script.call(&HandlerCall {
+        script.call(&AdmissionCall {
             handler,
             controller,
             object: &object,
@@ -325,14 +325,14 @@ async fn call(
 async fn blocking<T: Send + 'static>(
     shared: &Shared,
     handler: &'static str,
-    f: impl FnOnce() -> Result<T, HandlerError> + Send + 'static,
-) -> Result<T, HandlerError> {
+    f: impl FnOnce() -> Result<T, HookError> + Send + 'static,
+) -> Result<T, HookError> {
     let timeout = shared.config.timeout;
     let deadline = tokio::time::Instant::now() + timeout;
     let permit = tokio::time::timeout_at(deadline, shared.slots.clone().acquire_owned())
         .await
-        .map_err(|_| HandlerError::Busy { limit: shared.config.concurrency, after: timeout })?
-        .map_err(|_| HandlerError::Failed("the server is shutting down".into()))?;
+        .map_err(|_| HookError::Busy { limit: shared.config.concurrency, after: timeout })?
+        .map_err(|_| HookError::Failed("the server is shutting down".into()))?;
     let task = tokio::task::spawn_blocking(move || {
         // The slot is held until the script returns, even when the client gave up: a late
         // call still occupies a runtime.
@@ -340,8 +340,8 @@ async fn blocking<T: Send + 'static>(
         f()
     });
     match tokio::time::timeout_at(deadline, task).await {
-        Err(_) => Err(HandlerError::Timeout { handler, after: timeout }),
-        Ok(Err(join)) => Err(HandlerError::Failed(format!("the {handler} handler panicked: {join}"))),
+        Err(_) => Err(HookError::Timeout { handler, after: timeout }),
+        Ok(Err(join)) => Err(HookError::Failed(format!("the {handler} handler panicked: {join}"))),
         Ok(Ok(result)) => result,
     }
 }
@@ -386,7 +386,7 @@ async fn conversion(
     shared: &Shared,
     script: Arc<dyn ConversionScript>,
     request: &conversion_review::Request,
-) -> Result<Vec<Value>, HandlerError> {
+) -> Result<Vec<Value>, HookError> {
     let sent = request.objects.len();
     if sent == 0 {
         // Nothing to convert: the script is not called (the API server does not send such
@@ -396,13 +396,13 @@ async fn conversion(
     let (desired, objects) = (request.desired_api_version.clone(), request.objects.clone());
     let converted = blocking(shared, "convert", move || script.convert(&desired, &objects)).await?;
     if converted.len() != sent {
-        return Err(HandlerError::Failed(format!(
+        return Err(HookError::Failed(format!(
             "the conversion returned {} objects for the {sent} it was sent",
             converted.len()
         )));
     }
     if let Some((i, other)) = converted.iter().enumerate().find(|(_, o)| !o.is_object()) {
-        return Err(HandlerError::Failed(format!(
+        return Err(HookError::Failed(format!(
             "the conversion returned a non-object for object {i}: {}",
             short(other)
         )));
@@ -421,13 +421,13 @@ fn validation(outcome: AdmissionOutcome) -> Answer {
 }
 
 /// A `mutate` answer: allowed, with the JSONPatch from `before` to the returned object.
-fn mutation(before: &Value, outcome: AdmissionOutcome) -> Result<Answer, HandlerError> {
+fn mutation(before: &Value, outcome: AdmissionOutcome) -> Result<Answer, HookError> {
     let AdmissionOutcome { object, warnings, allowed: _, message: _ } = outcome;
     let after = match object {
         Some(o @ Value::Object(_)) => o,
         Some(Value::Null) | None => return Ok(Answer::allow()),
         Some(other) => {
-            return Err(HandlerError::Failed(format!("mutate returned a non-object: {}", short(&other))));
+            return Err(HookError::Failed(format!("mutate returned a non-object: {}", short(&other))));
         }
     };
     Ok(Answer { patch: review::patch(before, &after), warnings, ..Answer::allow() })

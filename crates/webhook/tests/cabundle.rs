@@ -62,7 +62,7 @@ fn checked(kind: &'static str, found: Found, change: Option<Change>) -> Checked 
 }
 
 fn widget_routes(handlers: &[&str]) -> Vec<Route> {
-    let spec: ctop_webhook::core::OperatorSpec = serde_json::from_value(serde_json::json!({
+    let spec: ctop_core::OperatorSpec = serde_json::from_value(serde_json::json!({
         "resources": [{"apiVersion": "demo.ctop.dev/v1", "group": "demo.ctop.dev", "version": "v1",
             "kind": "Widget", "plural": "widgets", "singular": "widget", "scope": "Namespaced",
             "schema": {"type": "object"}}],

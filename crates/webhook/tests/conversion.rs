@@ -10,10 +10,10 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use ctop_webhook::core::OperatorSpec;
+use ctop_core::OperatorSpec;
 use ctop_webhook::{
-    Admission, CONVERSION_PATH, ConversionScript, FailurePolicy, HandlerCall, HandlerError, Route,
-    SelfIssued, ServerConfig, TlsSource,
+    Admission, AdmissionCall, CONVERSION_PATH, ConversionScript, FailurePolicy, HookError, Route, SelfIssued,
+    ServerConfig, TlsSource,
 };
 use serde_json::{Value, json};
 use support::{allowed, client_config, connect, converting_spec, post, single_version_spec};
@@ -49,7 +49,7 @@ struct Widgets {
 }
 
 impl ConversionScript for Widgets {
-    fn convert(&self, desired: &str, objects: &[Value]) -> Result<Vec<Value>, HandlerError> {
+    fn convert(&self, desired: &str, objects: &[Value]) -> Result<Vec<Value>, HookError> {
         let mut converted: Vec<Value> = objects
             .iter()
             .map(|o| {
@@ -60,7 +60,7 @@ impl ConversionScript for Widgets {
             .collect();
         match objects[0]["spec"]["color"].as_str().unwrap_or_default() {
             "throw" => {
-                return Err(HandlerError::Failed("Error: no colour for red (at operator.ct:7:11)".into()));
+                return Err(HookError::Failed("Error: no colour for red (at operator.ct:7:11)".into()));
             }
             "wait" => {
                 let _ = self.started.send(());
@@ -133,7 +133,7 @@ async fn start_with(spec: &OperatorSpec, config: ServerConfig, routes: &[Route])
     let gate = Arc::new(Gate::default());
     let (tx, started) = mpsc::unbounded_channel();
     let held = (gate.clone(), tx.clone());
-    let validate = move |_: &HandlerCall<'_>| {
+    let validate = move |_: &AdmissionCall<'_>| {
         let _ = held.1.send(());
         held.0.wait();
         Ok(allowed())

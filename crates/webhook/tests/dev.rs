@@ -8,10 +8,10 @@ mod support;
 use std::sync::Arc;
 
 use base64::Engine as _;
+use ctop_core::{AdmissionOutcome, OperatorSpec};
 use ctop_kubesim::{Config, KubeSim};
-use ctop_webhook::core::{AdmissionOutcome, OperatorSpec};
 use ctop_webhook::dev::{ConversionEndpoint, DEV_CONFIGURATION, DevWebhook};
-use ctop_webhook::{AdmissionScript, CONVERSION_PATH, ConversionScript, HandlerCall, HandlerError};
+use ctop_webhook::{AdmissionCall, AdmissionScript, CONVERSION_PATH, ConversionScript, HookError};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
@@ -21,7 +21,7 @@ use kube::api::Api;
 struct Allow;
 
 impl AdmissionScript for Allow {
-    fn call(&self, _: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> {
+    fn call(&self, _: &AdmissionCall<'_>) -> Result<AdmissionOutcome, HookError> {
         Ok(support::allowed())
     }
 }

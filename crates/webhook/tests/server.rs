@@ -8,9 +8,9 @@ mod support;
 use std::time::Duration;
 
 use base64::Engine as _;
-use ctop_webhook::core::AdmissionOutcome;
+use ctop_core::AdmissionOutcome;
 use ctop_webhook::{
-    FailurePolicy, HandlerCall, HandlerError, HandlerKind, ServerConfig, TlsSource, review_for,
+    AdmissionCall, FailurePolicy, HandlerKind, HookError, ServerConfig, TlsSource, review_for,
 };
 use serde_json::{Value, json};
 use support::{
@@ -22,10 +22,10 @@ const VALIDATE: &str = "/validate/demo.ctop.dev/v1/widgets";
 const MUTATE: &str = "/mutate/demo.ctop.dev/v1/widgets";
 
 /// Like the test operator: red is denied, `throw` fails, `slow` sleeps; mutate labels.
-fn handlers(call: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> {
+fn handlers(call: &AdmissionCall<'_>) -> Result<AdmissionOutcome, HookError> {
     let color = call.object["spec"]["color"].as_str().unwrap_or_default();
     match color {
-        "throw" => return Err(HandlerError::Failed("Error: boom (at operator.ct:3:9)".into())),
+        "throw" => return Err(HookError::Failed("Error: boom (at operator.ct:3:9)".into())),
         "slow" => std::thread::sleep(Duration::from_secs(2)),
         _ => {}
     }
@@ -386,7 +386,7 @@ async fn shutdown_finishes_requests_in_flight() {
     let called = std::sync::Arc::new(tokio::sync::Notify::new());
     let script = {
         let called = called.clone();
-        move |call: &HandlerCall<'_>| {
+        move |call: &AdmissionCall<'_>| {
             if call.object["spec"]["color"] == "slow" {
                 called.notify_one();
                 std::thread::sleep(Duration::from_millis(300));

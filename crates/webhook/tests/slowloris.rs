@@ -9,8 +9,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use ctop_webhook::core::AdmissionOutcome;
-use ctop_webhook::{ConnectionLimits, HandlerCall, HandlerError, ServerConfig, review_for};
+use ctop_core::AdmissionOutcome;
+use ctop_webhook::{AdmissionCall, ConnectionLimits, HookError, ServerConfig, review_for};
 use serde_json::Value;
 use support::{
     Slow, SlowClients, allowed, client_config, connect, connect_tls, post, start_with_limits, widget,
@@ -20,7 +20,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 const VALIDATE: &str = "/validate/demo.ctop.dev/v1/widgets";
 
-fn allow(_: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> {
+fn allow(_: &AdmissionCall<'_>) -> Result<AdmissionOutcome, HookError> {
     Ok(allowed())
 }
 
@@ -138,7 +138,7 @@ async fn a_keep_alive_connection_is_not_held_to_the_header_deadline() {
 /// wake itself for the idle deadline).
 #[tokio::test]
 async fn a_connection_left_idle_after_a_slow_handler_is_closed_at_the_idle_deadline() {
-    fn slow(_: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> {
+    fn slow(_: &AdmissionCall<'_>) -> Result<AdmissionOutcome, HookError> {
         std::thread::sleep(Duration::from_millis(300));
         Ok(allowed())
     }

@@ -15,8 +15,8 @@ use ctop_core::AdmissionOutcome;
 use ctop_runtime::{Script, ScriptHandlers};
 use ctop_runtime::{script_env, values_from_yaml};
 use ctop_webhook::{
-    Admission, AdmissionScript, Bound, ConversionScript, FailurePolicy, HandlerCall, HandlerError,
-    SelfIssued, ServerConfig, TlsSource,
+    Admission, AdmissionCall, AdmissionScript, Bound, ConversionScript, FailurePolicy, HookError, SelfIssued,
+    ServerConfig, TlsSource,
 };
 use serde_json::Value;
 
@@ -193,11 +193,11 @@ impl ScriptAdmission {
 }
 
 impl AdmissionScript for ScriptAdmission {
-    fn call(&self, call: &HandlerCall<'_>) -> Result<AdmissionOutcome, HandlerError> {
+    fn call(&self, call: &AdmissionCall<'_>) -> Result<AdmissionOutcome, HookError> {
         let h = call.handler.as_str();
         self.0
             .admit(h, call.controller, call.object, call.old_object, call.request)
-            .map_err(HandlerError::Failed)
+            .map_err(HookError::Failed)
     }
 }
 
@@ -213,8 +213,8 @@ impl ScriptConversion {
 }
 
 impl ConversionScript for ScriptConversion {
-    fn convert(&self, desired_api_version: &str, objects: &[Value]) -> Result<Vec<Value>, HandlerError> {
-        self.0.convert(desired_api_version, objects).map_err(HandlerError::Failed)
+    fn convert(&self, desired_api_version: &str, objects: &[Value]) -> Result<Vec<Value>, HookError> {
+        self.0.convert(desired_api_version, objects).map_err(HookError::Failed)
     }
 }
 

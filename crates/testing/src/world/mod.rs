@@ -109,8 +109,8 @@ impl ctop_webhook::ConversionScript for ScriptConversion {
         &self,
         desired_api_version: &str,
         objects: &[Value],
-    ) -> Result<Vec<Value>, ctop_webhook::HandlerError> {
-        self.0.convert(desired_api_version, objects).map_err(ctop_webhook::HandlerError::Failed)
+    ) -> Result<Vec<Value>, ctop_webhook::HookError> {
+        self.0.convert(desired_api_version, objects).map_err(ctop_webhook::HookError::Failed)
     }
 }
 
@@ -120,12 +120,12 @@ struct ScriptAdmission(Arc<ScriptHandlers>);
 impl ctop_webhook::AdmissionScript for ScriptAdmission {
     fn call(
         &self,
-        call: &ctop_webhook::HandlerCall<'_>,
-    ) -> Result<ctop_core::AdmissionOutcome, ctop_webhook::HandlerError> {
+        call: &ctop_webhook::AdmissionCall<'_>,
+    ) -> Result<ctop_core::AdmissionOutcome, ctop_webhook::HookError> {
         let h = call.handler.as_str();
         self.0
             .admit(h, call.controller, call.object, call.old_object, call.request)
-            .map_err(ctop_webhook::HandlerError::Failed)
+            .map_err(ctop_webhook::HookError::Failed)
     }
 }
 

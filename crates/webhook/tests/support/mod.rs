@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use ctop_webhook::core::AdmissionOutcome;
+use ctop_core::AdmissionOutcome;
 use ctop_webhook::{
     Admission, AdmissionScript, ConnectionLimits, Route, SelfIssued, ServerConfig, TlsSource,
 };
@@ -143,7 +143,7 @@ pub async fn start_with_limits(
 
 /// The routes of an operator with one `Widget` controller that validates and mutates.
 pub fn widget_routes() -> Vec<Route> {
-    let spec: ctop_webhook::core::OperatorSpec = serde_json::from_value(serde_json::json!({
+    let spec: ctop_core::OperatorSpec = serde_json::from_value(serde_json::json!({
         "resources": [{"apiVersion": "demo.ctop.dev/v1", "group": "demo.ctop.dev", "version": "v1",
             "kind": "Widget", "plural": "widgets", "singular": "widget", "scope": "Namespaced",
             "schema": {"type": "object"}}],
@@ -156,7 +156,7 @@ pub fn widget_routes() -> Vec<Route> {
 
 /// An operator whose Widget has two versions, `v2` (the hub, stored) and `v1`, so that it
 /// converts, and one controller with `handlers`.
-pub fn converting_spec(handlers: &[&str]) -> ctop_webhook::core::OperatorSpec {
+pub fn converting_spec(handlers: &[&str]) -> ctop_core::OperatorSpec {
     serde_json::from_value(serde_json::json!({
         "resources": [{"apiVersion": "demo.ctop.dev/v2", "group": "demo.ctop.dev", "version": "v2",
             "kind": "Widget", "plural": "widgets", "singular": "widget", "scope": "Namespaced",
@@ -171,7 +171,7 @@ pub fn converting_spec(handlers: &[&str]) -> ctop_webhook::core::OperatorSpec {
 }
 
 /// [`converting_spec`] with the one version `v2`: nothing to convert.
-pub fn single_version_spec(handlers: &[&str]) -> ctop_webhook::core::OperatorSpec {
+pub fn single_version_spec(handlers: &[&str]) -> ctop_core::OperatorSpec {
     let mut spec = converting_spec(handlers);
     spec.resources[0].versions.clear();
     spec
