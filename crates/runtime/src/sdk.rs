@@ -33,8 +33,10 @@ pub const SDK_MODULES: &[(&str, &str)] = &[
     ("ctop:src/z.js", include_str!("../sdk/src/z.js")),
 ];
 
-/// The typings (`ctop.d.ts`) that `ctop init` and `ctop types` write next to a script.
-pub const SDK_DTS: &str = include_str!("../sdk/ctop.d.ts");
+/// The typings (`ctop.d.ts`) that `ctop init` and `ctop types` write next to a script: one
+/// file, `sdk/ctop.d.ts` with `sdk/z.d.ts` and the generated built-in kinds of `sdk/k8s.d.ts`
+/// spliced in where it re-exports them (`build.rs`).
+pub const SDK_DTS: &str = include_str!(concat!(env!("OUT_DIR"), "/ctop.d.ts"));
 
 /// The source of the SDK module `name` (one of [`SDK_MODULES`]).
 pub fn module(name: &str) -> Option<&'static str> {

@@ -140,3 +140,13 @@ fn the_sha256_covers_every_module() {
     assert_eq!(hex, sha256_hex());
 }
 
+#[test]
+fn the_served_typings_are_one_file() {
+    assert!(!SDK_DTS.contains("from \"./"), "a relative import was left in SDK_DTS");
+    assert!(!SDK_DTS.contains("export * from"), "an export * was left in SDK_DTS");
+    for name in
+        ["export declare const z: Z;", "export interface DeploymentSpec {", "export interface StoredMeta"]
+    {
+        assert!(SDK_DTS.contains(name), "{name} is not in SDK_DTS");
+    }
+}
