@@ -3,9 +3,9 @@
  *
  * Plain ES2023 modules with no dependencies: this file is the module scripts import, and
  * re-exports what the modules under `src/` define, one concern each. It runs inside QuickJS
- * (the runtime serves `src/x.js` as the module `ctop/src/x.js`, `src/sdk.rs`); the only
- * things it needs from outside are the host functions in `globalThis.__ct_host`
- * (`src/host.js`). Its two faces, both described in crates/runtime/RUNTIME.md:
+ * (which gets `src/x.js` as the module `ctop:src/x.js`: crates/runtime/src/sdk.rs); all it
+ * needs from outside are the host functions in `globalThis.__ct_host` (`src/host.js`). Its
+ * two faces, both described in crates/runtime/RUNTIME.md:
  *
  * - at load time, `resource(...)` and `operator(...)` register a plain JSON description of
  *   the CRDs and controllers into `globalThis.__ct_operator`;
