@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctop_runtime::sdk::SDK_JS;
+use ctop_runtime::sdk::{SDK_JS, SDK_MODULES};
 use ctop_runtime::{Bundle, Limits, Observer, Script, Vm, load_dir};
 use rquickjs::{Context, Function, Runtime};
 use serde_json::{Value, json};
@@ -242,7 +242,7 @@ fn main() {
         format!(
             "{:.1}× bare; SDK {} KiB of JS",
             ratio(vm_cold.median, bare_cold.median),
-            SDK_JS.len() / 1024
+            (SDK_JS.len() + SDK_MODULES.iter().map(|(_, js)| js.len()).sum::<usize>()) / 1024
         ),
     );
 

@@ -7,8 +7,12 @@
 //! dispatches handler calls with JSON in and out.
 //!
 //! [`Script`] ties them together: load a directory or a bundle, build a pool with the
-//! embedded SDK ([`sdk`]), map error positions back to the TypeScript source, and extract
-//! the [`ctop_core::OperatorSpec`] the script declares.
+//! embedded SDK ([`sdk`]: the JavaScript of `sdk/ctop.js` and its modules `sdk/src/*.js`, and
+//! the typings, whose built-in kinds `tests/k8s_typings` generates from k8s-openapi), map
+//! error positions back to the TypeScript source, and extract the
+//! [`ctop_core::OperatorSpec`] the script declares. [`vm`] is one QuickJS runtime: its
+//! `mod.rs` is the call with its limits; the host functions it installs are
+//! [`vm::HOST_FUNCTIONS`].
 //!
 //! [`handlers::ScriptHandlers`] serves a script's handler calls to the controller
 //! (`ctop-controller`) as typed outcomes ([`ctop_core::ReconcileOutcome`] and its

@@ -57,10 +57,10 @@ impl RecordFlags {
     }
 }
 
-/// The sha256 of the SDK built into this binary: a replay by another ctop says so.
+/// The sha256 of the SDK built into this binary (all its modules): a replay by another ctop
+/// says so.
 pub fn sdk_sha256() -> String {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(ctop_runtime::sdk::SDK_JS.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    ctop_runtime::sdk::sha256_hex()
 }
 
 /// `handlers` of `script`, recorded by `writer` when there is one.

@@ -1,5 +1,5 @@
 // Test helpers: a fake `__ct_host` and fresh SDK instances (Node stands in for QuickJS).
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -32,12 +32,14 @@ export function fakeHost({ onFetch } = {}) {
 }
 
 /**
- * A fresh copy of ctop.js in its own directory (so module state and `__ct_operator` start
- * empty), with `script` (a module importing "./ctop.js") evaluated after it.
+ * A fresh copy of the SDK (ctop.js and src/) in its own directory (so module state and
+ * `__ct_operator` start empty), with `script` (a module importing "./ctop.js") evaluated
+ * after it.
  */
 export async function load({ script, host = fakeHost(), before } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "ctop-sdk-"));
   copyFileSync(join(ROOT, "ctop.js"), join(dir, "ctop.js"));
+  cpSync(join(ROOT, "src"), join(dir, "src"), { recursive: true });
   globalThis.__ct_host = host;
   before?.();
   const sdk = await import(pathToFileURL(join(dir, "ctop.js")).href);

@@ -1,6 +1,6 @@
-//! The host functions a script's `globalThis.__ct_host` holds (see the list in the parent
-//! module's docs and `RUNTIME.md`): [`install_host`] builds the frozen object once per
-//! runtime; each function bounds what it takes from the script. `now`, `randomString` and
+//! The host functions a script's `globalThis.__ct_host` holds ([`HOST_FUNCTIONS`]; what they
+//! do: the parent module's docs and `RUNTIME.md`): [`install_host`] builds the frozen object
+//! once per runtime; each function bounds what it takes from the script. `now`, `randomString` and
 //! `fetch` report to the call's [`super::Observer`] and take their value from its
 //! [`super::Observer::supply`] (live: the clock, the OS generator, the request; see
 //! `nondet.rs`), so a recorder sees and a replayer gives what the script gets.
@@ -13,9 +13,31 @@ use rand::rngs::SysRng;
 use rquickjs::function::Opt;
 use rquickjs::{Coerced, Ctx, Exception, Function, Object, Value};
 
+use super::deadline::Deadline;
+use super::env::describe;
 use super::nondet::{Nondet, report, supply_number, supply_text};
-use super::{Deadline, HOST_GLOBAL, MAX_LOG_TEXT, MAX_RANDOM_STRING, ObserverSlot, SnapshotSlot, describe};
+use super::{HOST_GLOBAL, MAX_LOG_TEXT, MAX_RANDOM_STRING, ObserverSlot, SnapshotSlot};
 use crate::fetch::Fetcher;
+
+/// Every member of `globalThis.__ct_host`, in the order [`install_host`] sets them: the one
+/// list of host function names (`maxChildren` is a number). Tests check that the installed
+/// object has exactly these, and that the SDK uses every one and no other: it reads the
+/// host in one way only, `host().name` (`sdk/src/host.js`).
+pub const HOST_FUNCTIONS: &[&str] = &[
+    "maxChildren",
+    "tooManyChildren",
+    "snap",
+    "release",
+    "randomString",
+    "now",
+    "observed",
+    "log",
+    "fetch",
+    "decodeBase64",
+    "health",
+    "cronNext",
+    "cronBetween",
+];
 
 pub(super) fn install_host<'js>(
     ctx: &Ctx<'js>,

@@ -3,11 +3,16 @@
 //!
 //! Start with [`Vm::new`] (or [`Vm::with_options`] to pass a source-map [`PositionMapper`]):
 //! it creates an rquickjs runtime with the [`Limits`], hooks the built-ins that read the clock
-//! or randomness (`nondet.rs`), installs `globalThis.__ct_host`, serves the bundle's modules
-//! plus the built-in module `"ctop"` (the sdk source) through a module loader that needs no
-//! file system, and evaluates the entry module, whose top level registers the operator. Then [`Vm::registry`] reads `globalThis.__ct_operator` and [`Vm::dispatch`]
-//! calls `globalThis.__ct_dispatch(handler, index, inputJson)` (`RUNTIME.md` in this crate
-//! is the contract between loader, vm and sdk).
+//! or randomness (`nondet.rs`), installs `globalThis.__ct_host` (`host.rs`), serves the
+//! bundle's modules plus the built-in module `"ctop"` (the sdk source) and the SDK's own
+//! modules through a module loader that needs no file system (`loader.rs`), and evaluates the
+//! entry module, whose top level registers the operator. Then [`Vm::registry`] reads
+//! `globalThis.__ct_operator` and [`Vm::dispatch`] calls `globalThis.__ct_dispatch(handler,
+//! index, inputJson)` (`RUNTIME.md` in this crate is the contract between loader, vm and sdk).
+//!
+//! Every call goes through `Vm::call` (this file); `env.rs` classifies what comes back
+//! (errors, promise rejections, the output), `stack.rs` reads and maps stack traces, and
+//! `deadline.rs` is the deadline the interrupt handler checks.
 //!
 //! # Limits
 //! Every entry into JavaScript (loading, [`Vm::registry`], [`Vm::dispatch`]) arms a deadline
@@ -35,7 +40,7 @@
 //! every dispatch.
 //!
 //! # Host functions
-//! `__ct_host.randomString(n)` ([a-zA-Z0-9], OS randomness, `n` ≤ 1 MiB), `log(level, message,
+//! [`HOST_FUNCTIONS`] lists them. `__ct_host.randomString(n)` ([a-zA-Z0-9], OS randomness, `n` ≤ 1 MiB), `log(level, message,
 //! fieldsJson)` (a `tracing` event with target `ctop::script`; wrap calls in a span to attach
 //! the controller), `now()` (ms since the epoch), `decodeBase64(text)` (UTF-8 text),
 //! `health(objectJson)` (`{status, reason, message}` by kstatus' rules, `ctop-health`),
@@ -66,27 +71,32 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use parking_lot::Mutex;
-use rquickjs::loader::{ImportAttributes, Loader, Resolver};
-use rquickjs::module::Declared;
-use rquickjs::{Coerced, Context, Ctx, Exception, Function, Persistent, Runtime, Type, Value};
+use rquickjs::{Context, Ctx, Function, Persistent, Runtime, Value};
 
 mod clock;
+mod deadline;
+mod env;
 mod error;
 mod host;
+mod loader;
 mod nondet;
+mod stack;
 
 use crate::bundle::Bundle;
-use crate::diagnostic::{CodeFrame, frame_in_bundle};
 pub use crate::egress::EgressPolicy;
 pub use crate::fetch::FetchLimits;
 use crate::fetch::Fetcher;
 use crate::snapshot::Snapshots;
 pub use clock::{Clock, ClockFn};
+use deadline::Deadline;
+use env::{Env, RejectionSlot, Tracker};
+pub use host::HOST_FUNCTIONS;
 use host::{HostFetch, install_host};
+use loader::BundleLoader;
 
 pub use error::VmError;
 
@@ -158,99 +168,6 @@ impl fmt::Debug for VmOptions {
             .field("limits", &self.limits)
             .field("position_mapper", &self.position_mapper.is_some())
             .finish()
-    }
-}
-
-/// The per-call deadline shared with the interrupt handler.
-struct Deadline {
-    base: Instant,
-    /// Nanoseconds after `base`, or [`Deadline::DISARMED`].
-    at: AtomicU64,
-    fired: AtomicBool,
-}
-
-impl Deadline {
-    const DISARMED: u64 = u64::MAX;
-
-    fn new() -> Self {
-        Deadline { base: Instant::now(), at: AtomicU64::new(Self::DISARMED), fired: AtomicBool::new(false) }
-    }
-
-    fn now(&self) -> u64 {
-        u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(Self::DISARMED - 1)
-    }
-
-    fn arm(&self, after: Duration) {
-        let after = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
-        self.fired.store(false, Ordering::Relaxed);
-        let at = self.now().saturating_add(after).min(Self::DISARMED - 1);
-        self.at.store(at, Ordering::Relaxed);
-    }
-
-    fn disarm(&self) {
-        self.at.store(Self::DISARMED, Ordering::Relaxed);
-    }
-
-    /// Time left before the deadline; `None` when disarmed.
-    fn remaining(&self) -> Option<Duration> {
-        let at = self.at.load(Ordering::Relaxed);
-        (at != Self::DISARMED).then(|| Duration::from_nanos(at.saturating_sub(self.now())))
-    }
-
-    /// Called by the interrupt handler: true (stop the script) once the deadline has passed.
-    fn expired(&self) -> bool {
-        let at = self.at.load(Ordering::Relaxed);
-        if at != Self::DISARMED && self.now() >= at {
-            self.fired.store(true, Ordering::Relaxed);
-            return true;
-        }
-        false
-    }
-
-    fn fired(&self) -> bool {
-        self.fired.load(Ordering::Relaxed)
-    }
-}
-
-/// Resolver and loader over the bundle: specifiers are canonical module names already.
-#[derive(Clone)]
-struct BundleLoader {
-    bundle: Arc<Bundle>,
-    sdk: Arc<str>,
-}
-
-impl Resolver for BundleLoader {
-    fn resolve<'js>(
-        &mut self,
-        _ctx: &Ctx<'js>,
-        base: &str,
-        name: &str,
-        _attributes: Option<ImportAttributes<'js>>,
-    ) -> rquickjs::Result<String> {
-        if name == SDK_MODULE || self.bundle.modules.contains_key(name) {
-            Ok(name.to_owned())
-        } else {
-            Err(rquickjs::Error::new_resolving_message(base, name, "no such module in the bundle"))
-        }
-    }
-}
-
-impl Loader for BundleLoader {
-    fn load<'js>(
-        &mut self,
-        ctx: &Ctx<'js>,
-        name: &str,
-        _attributes: Option<ImportAttributes<'js>>,
-    ) -> rquickjs::Result<rquickjs::Module<'js, Declared>> {
-        let js = if name == SDK_MODULE {
-            &*self.sdk
-        } else {
-            match self.bundle.modules.get(name) {
-                Some(module) => module.js.as_str(),
-                None => return Err(rquickjs::Error::new_loading(name)),
-            }
-        };
-        rquickjs::Module::declare(ctx.clone(), name, js)
     }
 }
 
@@ -539,347 +456,6 @@ impl Vm {
 enum Step<T> {
     Done(T),
     Settle(Persistent<Value<'static>>),
-}
-
-/// The first promise rejection of the call in progress that no handler took (yet).
-#[derive(Default)]
-struct Rejections {
-    /// Rejected promises without a handler; a handler attached later takes one off.
-    unhandled: usize,
-    /// The error of the first of them.
-    first: Option<VmError>,
-}
-
-impl Rejections {
-    fn clear(&mut self) {
-        self.unhandled = 0;
-        self.first = None;
-    }
-
-    /// The error to fail the call with, when a rejection is still unhandled.
-    fn take(&mut self) -> Option<VmError> {
-        let error = self.first.take().filter(|_| self.unhandled > 0);
-        self.clear();
-        error
-    }
-}
-
-type RejectionSlot = Arc<Mutex<Rejections>>;
-
-/// The runtime's promise rejection tracker: what it needs to classify a rejection reason.
-struct Tracker {
-    rejections: RejectionSlot,
-    deadline: Arc<Deadline>,
-    options: VmOptions,
-    bundle: Arc<Bundle>,
-}
-
-impl Tracker {
-    fn track<'js>(&self, ctx: &Ctx<'js>, reason: Value<'js>, handled: bool) {
-        let mut rejections = self.rejections.lock();
-        if handled {
-            rejections.unhandled = rejections.unhandled.saturating_sub(1);
-            if rejections.unhandled == 0 {
-                rejections.first = None;
-            }
-            return;
-        }
-        rejections.unhandled += 1;
-        if rejections.first.is_none() {
-            let env = Env { deadline: &self.deadline, options: &self.options, bundle: &self.bundle };
-            let error = if self.deadline.fired() { env.timeout() } else { env.exception(ctx, reason) };
-            rejections.first = Some(match error {
-                VmError::Exception { name, message, stack, file, line, column, frame } => {
-                    VmError::Exception {
-                        name,
-                        message: format!("{message} (a promise rejected with no handler)"),
-                        stack,
-                        file,
-                        line,
-                        column,
-                        frame,
-                    }
-                }
-                other => other,
-            });
-        }
-    }
-}
-
-/// What error classification and output handling need, borrowed from the [`Vm`].
-struct Env<'a> {
-    deadline: &'a Deadline,
-    options: &'a VmOptions,
-    bundle: &'a Bundle,
-}
-
-impl Env<'_> {
-    fn timeout(&self) -> VmError {
-        VmError::Timeout { after: self.options.limits.timeout }
-    }
-
-    fn oom(&self) -> VmError {
-        VmError::OutOfMemory { limit: self.options.limits.memory }
-    }
-
-    /// Classifies an rquickjs error, taking the pending exception off the context.
-    fn error(&self, ctx: &Ctx<'_>, error: rquickjs::Error) -> VmError {
-        let thrown = error.is_exception().then(|| ctx.catch());
-        if self.deadline.fired() {
-            return self.timeout();
-        }
-        match (error, thrown) {
-            (_, Some(value)) => self.exception(ctx, value),
-            (rquickjs::Error::Allocation, None) => self.oom(),
-            (e, None) => VmError::Engine(e.to_string()),
-        }
-    }
-
-    fn exception<'js>(&self, ctx: &Ctx<'js>, value: Value<'js>) -> VmError {
-        // QuickJS throws nothing at all, or `null`, when it cannot even allocate the error
-        // object (`JS_ThrowError2`). A script that throws `null` itself is reported the same
-        // way: the two cannot be told apart.
-        if matches!(value.type_of(), Type::Uninitialized | Type::Null) {
-            return self.oom();
-        }
-        let Some(error) = value.as_object().and_then(|o| Exception::from_object(o.clone())) else {
-            return VmError::Exception {
-                name: "Error".to_owned(),
-                message: describe(ctx, &value),
-                stack: String::new(),
-                file: None,
-                line: None,
-                column: None,
-                frame: None,
-            };
-        };
-        let name = error
-            .get::<_, Option<Coerced<String>>>("name")
-            .ok()
-            .flatten()
-            .map_or_else(|| "Error".to_owned(), |n| n.0);
-        let message = error.message().unwrap_or_default();
-        if name == "InternalError" && message == "out of memory" {
-            return self.oom();
-        }
-        let stack = at_call_site(&error.stack().unwrap_or_default(), self.bundle);
-        let stack = map_stack(&stack, self.options.position_mapper.as_ref());
-        let frame = pick_frame(&stack, self.bundle);
-        let code = frame.as_ref().and_then(|f| self.code_frame(f.file, f.line, f.column)).map(Box::new);
-        VmError::Exception {
-            name,
-            message,
-            file: frame.as_ref().map(|f| f.file.to_owned()),
-            line: frame.as_ref().map(|f| f.line),
-            column: frame.as_ref().map(|f| f.column),
-            stack,
-            frame: code,
-        }
-    }
-
-    /// The code frame at a position of the stack: in the original source when positions
-    /// were mapped through the source maps, else in the module's JavaScript.
-    fn code_frame(&self, file: &str, line: u32, column: u32) -> Option<CodeFrame> {
-        if self.options.position_mapper.is_some() {
-            frame_in_bundle(self.bundle, file, line, column)
-        } else {
-            CodeFrame::new(file, &self.bundle.modules.get(file)?.js, line, column)
-        }
-    }
-
-    /// The value of a promise once the jobs ran: its result, its rejection as an error, or
-    /// [`VmError::NeverSettled`].
-    fn settled<'js>(&self, ctx: &Ctx<'js>, value: Value<'js>, what: &str) -> Result<Value<'js>, VmError> {
-        let Some(promise) = value.as_promise() else {
-            return Ok(value);
-        };
-        match promise.result::<Value<'_>>() {
-            Some(Ok(value)) => Ok(value),
-            Some(Err(e)) => Err(self.error(ctx, e)),
-            None => Err(VmError::NeverSettled { what: what.to_owned() }),
-        }
-    }
-
-    /// Runs every queued promise job, outside the context so that a job's failure is seen;
-    /// fails on the first job that throws, or once the deadline has passed.
-    fn drain(&self, runtime: &Runtime) -> Result<(), VmError> {
-        loop {
-            match runtime.execute_pending_job() {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(job) => {
-                    return Err(job.0.with(|ctx| {
-                        let thrown = ctx.catch();
-                        if self.deadline.fired() { self.timeout() } else { self.exception(&ctx, thrown) }
-                    }));
-                }
-            }
-            if self.deadline.expired() {
-                return Err(self.timeout());
-            }
-        }
-        if self.deadline.fired() {
-            return Err(self.timeout());
-        }
-        Ok(())
-    }
-
-    /// The output object of a dispatch that snapshotted its children through
-    /// `__ct_host.snap`: copied from the runtime, with the snapshot indices in `applies` and
-    /// `patches` replaced by the snapshots.
-    fn copy_output<'js>(
-        &self,
-        ctx: &Ctx<'js>,
-        value: &Value<'js>,
-        snapshots: &SnapshotSlot,
-    ) -> Result<serde_json::Value, VmError> {
-        let mut snapshots = snapshots.lock();
-        let mut output = snapshots.copy(ctx, value).map_err(|e| self.error(ctx, e))?;
-        if !output.is_object() {
-            return Err(VmError::BadOutput(format!(
-                "{DISPATCH_GLOBAL} returned {}, not an object or a JSON string",
-                value.type_name()
-            )));
-        }
-        for list in ["applies", "patches"] {
-            let Some(items) = output.get_mut(list).and_then(serde_json::Value::as_array_mut) else {
-                continue;
-            };
-            for item in items.iter_mut() {
-                let taken =
-                    item.as_u64().and_then(|i| usize::try_from(i).ok()).and_then(|i| snapshots.take(i));
-                *item = taken.ok_or_else(|| {
-                    VmError::BadOutput(format!("{list} holds {item}, which is not a snapshot of this call"))
-                })?;
-            }
-        }
-        Ok(output)
-    }
-
-    /// Checks that `value` is a JSON string within [`Limits::max_output`] and parses it.
-    fn parse_output<'js>(&self, ctx: &Ctx<'js>, value: Value<'js>) -> Result<serde_json::Value, VmError> {
-        let Some(text) = value.as_string() else {
-            return Err(VmError::BadOutput(format!(
-                "{DISPATCH_GLOBAL} returned {}, not a JSON string",
-                value.type_name()
-            )));
-        };
-        // The UTF-8 copy lives in the runtime's memory, so its size is bounded by the limit
-        // before anything is copied to the Rust heap.
-        let text = text.clone().to_cstring().map_err(|e| self.error(ctx, e))?;
-        let limit = self.options.limits.max_output;
-        let size = text.as_str().len();
-        if size > limit {
-            return Err(VmError::OutputTooLarge { size, limit });
-        }
-        serde_json::from_str(text.as_str())
-            .map_err(|e| VmError::BadOutput(format!("output is not valid JSON: {e}")))
-    }
-}
-
-/// A thrown non-error value as text.
-fn describe<'js>(ctx: &Ctx<'js>, value: &Value<'js>) -> String {
-    if let Some(s) = value.as_string() {
-        return s.to_string().unwrap_or_default();
-    }
-    match ctx.json_stringify(value.clone()) {
-        Ok(Some(json)) => json.to_string().unwrap_or_default(),
-        _ => format!("a thrown {}", value.type_name()),
-    }
-}
-
-/// One `    at fn (file:line:col)` or `    at file:line:col` line of a QuickJS stack.
-#[derive(Debug, PartialEq, Eq)]
-struct Frame<'a> {
-    function: Option<&'a str>,
-    file: &'a str,
-    line: u32,
-    column: u32,
-}
-
-fn parse_frame(text: &str) -> Option<Frame<'_>> {
-    let rest = text.trim().strip_prefix("at ")?;
-    let (function, location) = match rest.strip_suffix(')').and_then(|r| r.rsplit_once(" (")) {
-        Some((function, location)) => (Some(function), location),
-        None => (None, rest),
-    };
-    let (location, column) = location.rsplit_once(':')?;
-    let (file, line) = location.rsplit_once(':')?;
-    Some(Frame { function, file, line: line.parse().ok()?, column: column.parse().ok()? })
-}
-
-/// Rewrites every frame position through `mapper`; frames it has no mapping for are kept.
-fn map_stack(stack: &str, mapper: Option<&PositionMapper>) -> String {
-    let Some(mapper) = mapper else {
-        return stack.to_owned();
-    };
-    let mut out = String::with_capacity(stack.len());
-    for text in stack.lines() {
-        let mapped = parse_frame(text).and_then(|frame| {
-            let (line, column) = mapper(frame.file, frame.line, frame.column)?;
-            let indent = &text[..text.len() - text.trim_start().len()];
-            Some(match frame.function {
-                Some(function) => format!("{indent}at {function} ({}:{line}:{column})", frame.file),
-                None => format!("{indent}at {}:{line}:{column}", frame.file),
-            })
-        });
-        out.push_str(mapped.as_deref().unwrap_or(text));
-        out.push('\n');
-    }
-    out
-}
-
-/// `stack` with the innermost frame in a bundle module moved to the call it made, when that
-/// frame called out of the bundle (the SDK, whose functions check their arguments and throw):
-/// QuickJS gives a call the position of the last expression of its arguments, and a user
-/// expects the error of `resource(..., { ...ten lines... })` at `resource(`. Other stacks
-/// (the error thrown in the bundle's own code) are returned as they are.
-fn at_call_site(stack: &str, bundle: &Bundle) -> String {
-    let lines: Vec<&str> = stack.lines().collect();
-    let Some(at) =
-        lines.iter().position(|l| parse_frame(l).is_some_and(|f| bundle.modules.contains_key(f.file)))
-    else {
-        return stack.to_owned();
-    };
-    let (Some(caller), Some(callee)) =
-        (parse_frame(lines[at]), at.checked_sub(1).and_then(|i| parse_frame(lines[i])))
-    else {
-        return stack.to_owned();
-    };
-    let Some(function) = callee.function.filter(|f| !f.starts_with('<')) else {
-        return stack.to_owned();
-    };
-    let Some((line, column)) = bundle
-        .modules
-        .get(caller.file)
-        .and_then(|m| crate::diagnostic::call_site::call_start(&m.js, caller.line, caller.column, function))
-    else {
-        return stack.to_owned();
-    };
-    let indent = &lines[at][..lines[at].len() - lines[at].trim_start().len()];
-    let moved = match caller.function {
-        Some(f) => format!("{indent}at {f} ({}:{line}:{column})", caller.file),
-        None => format!("{indent}at {}:{line}:{column}", caller.file),
-    };
-    let mut out: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
-    out[at] = moved;
-    let mut text = out.join("\n");
-    if stack.ends_with('\n') {
-        text.push('\n');
-    }
-    text
-}
-
-/// The innermost frame in a bundle module, else the innermost frame with a position.
-fn pick_frame<'a>(stack: &'a str, bundle: &Bundle) -> Option<Frame<'a>> {
-    let mut first = None;
-    for frame in stack.lines().filter_map(parse_frame) {
-        if bundle.modules.contains_key(frame.file) {
-            return Some(frame);
-        }
-        first.get_or_insert(frame);
-    }
-    first
 }
 
 #[cfg(test)]

@@ -1,8 +1,10 @@
 //! Tests of the vm: limits, errors and their positions, host functions, promise jobs.
 
+use super::stack::{Frame, map_stack, parse_frame, pick_frame};
 use super::*;
 use crate::bundle::Module;
 use serde_json::json;
+use std::time::Instant;
 
 /// A tiny stand-in for the real sdk: registers controllers and dispatches to them.
 pub(crate) const SDK: &str = r#"
@@ -340,6 +342,13 @@ fn non_json_output_is_bad_output() {
         let err = vm.dispatch("reconcile", 0, "{}").unwrap_err();
         assert!(matches!(err, VmError::BadOutput(ref m) if m.contains(what)), "{err:?}");
     }
+}
+
+#[test]
+fn the_host_holds_exactly_the_listed_functions() {
+    let mut vm = vm("", "return { names: Object.keys(host), frozen: Object.isFrozen(host) };");
+    let out = vm.dispatch("reconcile", 0, "{}").unwrap();
+    assert_eq!(out, json!({ "names": HOST_FUNCTIONS, "frozen": true }));
 }
 
 #[test]
