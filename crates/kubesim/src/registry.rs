@@ -222,7 +222,8 @@ impl ResourceType {
         self
     }
 
-    /// Whether this is a create-only review (SelfSubjectAccessReview, SelfSubjectReview).
+    /// Whether this is a create-only review (the access reviews, SelfSubjectReview,
+    /// TokenReview).
     pub fn is_review(&self) -> bool {
         self.verbs == ["create"]
     }
@@ -358,7 +359,11 @@ fn builtins() -> Vec<ResourceType> {
         .generation(),
         b("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", false)
             .review(),
+        b("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", false).review(),
+        b("authorization.k8s.io", "v1", "LocalSubjectAccessReview", "localsubjectaccessreviews", true)
+            .review(),
         b("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", false).review(),
+        b("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", false).review(),
         b("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", false).short(&["pc"]),
     ]
 }

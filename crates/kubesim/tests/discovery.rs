@@ -207,11 +207,8 @@ const NOT_SERVED: &[&str] = &[
     "autoscaling/v1 horizontalpodautoscalers/status",
     // The approval subresource's own strategy (only status.conditions may change).
     "certificates.k8s.io/v1 certificatesigningrequests/approval",
-    // Reviews kubesim does not answer.
-    "authentication.k8s.io/v1 tokenreviews",
-    "authorization.k8s.io/v1 localsubjectaccessreviews",
+    // The review of every rule a user holds (`kubectl auth can-i --list`).
     "authorization.k8s.io/v1 selfsubjectrulesreviews",
-    "authorization.k8s.io/v1 subjectaccessreviews",
 ];
 
 async fn get(client: &kube::Client, path: &str) -> Value {

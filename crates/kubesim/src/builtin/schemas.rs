@@ -101,7 +101,10 @@ fn kinds(g: &mut SchemaGenerator) -> Vec<KindSchema> {
         kind::<flowcontrol::FlowSchema>(g),
         kind::<flowcontrol::PriorityLevelConfiguration>(g),
         kind::<authz::SelfSubjectAccessReview>(g),
+        kind::<authz::SubjectAccessReview>(g),
+        kind::<authz::LocalSubjectAccessReview>(g),
         kind::<authn::SelfSubjectReview>(g),
+        kind::<authn::TokenReview>(g),
         kind::<scheduling::PriorityClass>(g),
     ]
 }
