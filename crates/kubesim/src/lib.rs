@@ -43,6 +43,7 @@ use crate::api::Api;
 
 mod admission;
 mod api;
+mod authn;
 mod authz;
 mod builtin;
 mod cleanup;
@@ -76,7 +77,7 @@ pub use api::{ImportEvent, Imported};
 pub use error::ApiError;
 pub use faults::{EXEMPT_HEADER as FAULT_EXEMPT_HEADER, FaultRule, Faults};
 pub use store::{REQUEST_WRITES_KEPT, RequestWrite, WriteCause, WriteEvent};
-pub use tls::{ClosingTls, ServingCert, TlsError, TlsListener};
+pub use tls::{ClientCert, ClosingTls, ServingCert, TlsError, TlsListener};
 pub use workloads::{PodStage, StageOutcome, WorkloadConfig};
 
 /// The Kubernetes version kubesim reports (`/version`).
@@ -87,9 +88,11 @@ pub const KUBERNETES_VERSION: (&str, &str) = ("1", "33");
 pub struct Config {
     /// Where to listen; port 0 picks a free port.
     pub addr: SocketAddr,
-    /// Require bearer tokens and decide with RBAC. The kubeconfig then carries an admin
-    /// token (`system:masters`); ServiceAccount tokens come from the TokenRequest API
-    /// (`kubectl create token`).
+    /// Authenticate every request and decide with RBAC. The kubeconfig then carries an
+    /// admin token (`system:masters`); ServiceAccount tokens come from the TokenRequest API
+    /// (`kubectl create token`), client certificates from [`KubeSim::client_cert`]. A
+    /// request without credentials is `system:anonymous`; one whose token or certificate
+    /// fails is `401 Unauthorized`.
     pub authz: bool,
     /// The admin token; generated when `None`.
     pub admin_token: Option<String>,
@@ -184,19 +187,21 @@ impl KubeSim {
             api.seed(obj).await.map_err(StartError::Seed)?;
         }
         // The kubeconfig always carries a token: without credentials kubectl prompts for a
-        // password on an https server. Tokens are only checked with `authz`.
+        // password on an https server. Credentials are only checked with `authz`; TokenReview
+        // knows them either way.
         let admin_token = config
             .admin_token
             .clone()
             .unwrap_or_else(|| format!("kubesim-admin.{}", meta::new_uid().replace('-', "")));
-        let tokens = config.authz.then(|| {
-            let admin = authz::User::new("kubesim-admin", &["system:masters", "system:authenticated"]);
-            Mutex::new(std::iter::once((admin_token.clone(), admin)).collect())
-        });
+        let cert = if config.tls { Some(tls::ServingCert::issue(&serving_hosts(addr))?) } else { None };
+        let client_ca = cert.as_ref().map(tls::ServingCert::client_verifier).transpose()?;
+        let authn = authn::Authenticator::new(client_ca.clone());
+        authn.add_static_token(&admin_token, ADMIN_USER, &[authz::PRIVILEGED_GROUP]);
         let server = Arc::new(server::Server {
             api: api.clone(),
             faults: Arc::new(Faults::default()),
-            tokens,
+            authn,
+            authz: config.authz,
             address: addr.to_string(),
             bookmark_interval: config.bookmark_interval,
             version: KUBERNETES_VERSION,
@@ -209,33 +214,32 @@ impl KubeSim {
             let _ = rx.await;
             faults.drop_watches();
         };
-        let cert = if config.tls {
-            let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
-            let ip = addr.ip().to_string();
-            if !hosts.contains(&ip) && !addr.ip().is_unspecified() {
-                hosts.push(ip);
+        match (&cert, client_ca) {
+            (Some(cert), Some(client_ca)) => {
+                // Client certificates are asked for, never required (Go's
+                // `tls.RequestClientCert`): token clients connect as before.
+                let acceptor = cert.acceptor_with(Arc::new(authn::RequestClientCert(client_ca)))?;
+                let tls_listener = tls::TlsListener::new(listener, acceptor)
+                    .map_err(|source| StartError::Bind { addr: config.addr, source })?;
+                let app = app.into_make_service_with_connect_info::<server::PeerCerts>();
+                tokio::spawn(async move {
+                    if let Err(e) = axum::serve(tls_listener, app).with_graceful_shutdown(stop).await {
+                        tracing::error!(error = %e, "kubesim server stopped");
+                    }
+                });
             }
-            let cert = tls::ServingCert::issue(&hosts)?;
-            let tls_listener = tls::TlsListener::new(listener, cert.acceptor()?)
-                .map_err(|source| StartError::Bind { addr: config.addr, source })?;
-            tokio::spawn(async move {
-                if let Err(e) = axum::serve(tls_listener, app).with_graceful_shutdown(stop).await {
-                    tracing::error!(error = %e, "kubesim server stopped");
-                }
-            });
-            Some(cert)
-        } else {
-            let listener = listener.tap_io(|tcp| {
-                // Small watch events must not wait for Nagle's algorithm.
-                let _ = tcp.set_nodelay(true);
-            });
-            tokio::spawn(async move {
-                if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stop).await {
-                    tracing::error!(error = %e, "kubesim server stopped");
-                }
-            });
-            None
-        };
+            _ => {
+                let listener = listener.tap_io(|tcp| {
+                    // Small watch events must not wait for Nagle's algorithm.
+                    let _ = tcp.set_nodelay(true);
+                });
+                tokio::spawn(async move {
+                    if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stop).await {
+                        tracing::error!(error = %e, "kubesim server stopped");
+                    }
+                });
+            }
+        }
         if config.overlay && config.workloads.is_some() {
             tracing::info!("kubesim is an overlay: the workload controllers do not run");
         }
@@ -298,16 +302,32 @@ impl KubeSim {
         &self.admin_token
     }
 
-    /// Register a bearer token for a user (authorization must be on).
+    /// Accept the bearer token `token` as `user` in `groups`, like a line of
+    /// kube-apiserver's token file: the user also gets `system:authenticated`, as every
+    /// authenticated user does. Checked on requests when authorization is on; a
+    /// TokenReview knows it either way.
     pub fn add_token(&self, token: &str, user: &str, groups: &[&str]) {
-        if let Some(tokens) = &self.server.tokens {
-            tokens.lock().insert(token.to_owned(), authz::User::new(user, groups));
-        }
+        self.server.authn.add_static_token(token, user, groups);
+    }
+
+    /// A client certificate for `user` in `groups` (at most one: its O), signed by kubesim's
+    /// CA, which authenticates as that user when authorization is on (kube-apiserver's x509
+    /// authenticator: CN the user, O the groups, plus `system:authenticated`). `None` when
+    /// TLS is off.
+    pub fn client_cert(&self, user: &str, groups: &[&str]) -> Option<Result<ClientCert, TlsError>> {
+        self.cert.as_ref().map(|c| c.client_cert(user, groups))
     }
 
     /// A kubeconfig that points at this server (admin credentials when authorization is on).
     pub fn kubeconfig(&self) -> String {
         kubeconfig_yaml(&self.url(), self.ca_pem(), Some(&self.admin_token), "default")
+    }
+
+    /// A kubeconfig whose user is the administrator by client certificate, as kind's is
+    /// (CN `kubesim-admin`, O `system:masters`): no token at all. `None` when TLS is off.
+    pub fn kubeconfig_with_client_cert(&self) -> Option<Result<String, TlsError>> {
+        let cert = self.client_cert(ADMIN_USER, &[authz::PRIVILEGED_GROUP])?;
+        Some(cert.map(|c| kubeconfig_yaml_with_client_cert(&self.url(), self.ca_pem(), &c, "default")))
     }
 
     /// Write [`KubeSim::kubeconfig`] to `path` (atomically: written next to it, then renamed).
@@ -334,13 +354,48 @@ impl Drop for KubeSim {
     }
 }
 
+/// The administrator's user name (its token and client certificate authenticate as it).
+const ADMIN_USER: &str = "kubesim-admin";
+
+/// The names the serving certificate is for: loopback, and the address listened on.
+fn serving_hosts(addr: SocketAddr) -> Vec<String> {
+    let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
+    let ip = addr.ip().to_string();
+    if !hosts.contains(&ip) && !addr.ip().is_unspecified() {
+        hosts.push(ip);
+    }
+    hosts
+}
+
+/// A kubeconfig for `server`, trusting `ca_pem` when given, whose user authenticates with
+/// the client certificate `cert` (`client-certificate-data` and `client-key-data`).
+pub fn kubeconfig_yaml_with_client_cert(
+    server: &str,
+    ca_pem: Option<&str>,
+    cert: &ClientCert,
+    namespace: &str,
+) -> String {
+    use base64::Engine as _;
+    let b64 = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+    let user = format!(
+        "  user:\n    client-certificate-data: {}\n    client-key-data: {}\n",
+        b64(&cert.cert_pem),
+        b64(&cert.key_pem)
+    );
+    kubeconfig_with_user(server, ca_pem, &user, namespace)
+}
+
 /// A kubeconfig for `server`, trusting `ca_pem` when given, with an optional bearer token.
 pub fn kubeconfig_yaml(server: &str, ca_pem: Option<&str>, token: Option<&str>, namespace: &str) -> String {
-    use base64::Engine as _;
     let user = match token {
         Some(t) => format!("  user:\n    token: {t}\n"),
         None => "  user: {}\n".to_owned(),
     };
+    kubeconfig_with_user(server, ca_pem, &user, namespace)
+}
+
+fn kubeconfig_with_user(server: &str, ca_pem: Option<&str>, user: &str, namespace: &str) -> String {
+    use base64::Engine as _;
     let ca = ca_pem
         .map(|pem| {
             format!(

@@ -181,6 +181,17 @@ impl ResourceType {
         self
     }
 
+    /// The `api-extensions` category (`kubectl get api-extensions`).
+    fn extension(mut self) -> Self {
+        self.categories = vec!["api-extensions".into()];
+        self
+    }
+
+    fn verbs(mut self, verbs: &'static [&'static str]) -> Self {
+        self.verbs = verbs;
+        self
+    }
+
     fn status(mut self) -> Self {
         self.status = true;
         self
@@ -211,7 +222,8 @@ impl ResourceType {
         self
     }
 
-    /// Whether this is a create-only review (SelfSubjectAccessReview, SelfSubjectReview).
+    /// Whether this is a create-only review (the access reviews, SelfSubjectReview,
+    /// TokenReview).
     pub fn is_review(&self) -> bool {
         self.verbs == ["create"]
     }
@@ -220,7 +232,11 @@ impl ResourceType {
 fn builtins() -> Vec<ResourceType> {
     let b = ResourceType::builtin;
     vec![
-        b("", "v1", "Namespace", "namespaces", false).short(&["ns"]).status(),
+        // Namespaces have no deletecollection (`pkg/registry/core/namespace/storage`).
+        b("", "v1", "Namespace", "namespaces", false)
+            .short(&["ns"])
+            .status()
+            .verbs(&["create", "delete", "get", "list", "patch", "update", "watch"]),
         b("", "v1", "ConfigMap", "configmaps", true).short(&["cm"]),
         b("", "v1", "Secret", "secrets", true),
         b("", "v1", "Service", "services", true).short(&["svc"]).all().status(),
@@ -239,6 +255,7 @@ fn builtins() -> Vec<ResourceType> {
         b("", "v1", "Node", "nodes", false).short(&["no"]).status(),
         b("", "v1", "ResourceQuota", "resourcequotas", true).short(&["quota"]).status(),
         b("", "v1", "LimitRange", "limitranges", true).short(&["limits"]),
+        b("", "v1", "PodTemplate", "podtemplates", true),
         b("apps", "v1", "Deployment", "deployments", true)
             .short(&["deploy"])
             .all()
@@ -261,6 +278,8 @@ fn builtins() -> Vec<ResourceType> {
         b("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", true)
             .short(&["netpol"])
             .generation(),
+        b("networking.k8s.io", "v1", "IPAddress", "ipaddresses", false).short(&["ip"]),
+        b("networking.k8s.io", "v1", "ServiceCIDR", "servicecidrs", false).status(),
         b("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true)
             .short(&["pdb"])
             .status()
@@ -270,7 +289,7 @@ fn builtins() -> Vec<ResourceType> {
             .all()
             .status(),
         b("coordination.k8s.io", "v1", "Lease", "leases", true),
-        b("apiregistration.k8s.io", "v1", "APIService", "apiservices", false).status(),
+        b("apiregistration.k8s.io", "v1", "APIService", "apiservices", false).extension().status(),
         b("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true),
         b("events.k8s.io", "v1", "Event", "events", true).short(&["ev"]).store("/events"),
         b("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
@@ -284,6 +303,7 @@ fn builtins() -> Vec<ResourceType> {
             "validatingwebhookconfigurations",
             false,
         )
+        .extension()
         .generation(),
         b(
             "admissionregistration.k8s.io",
@@ -292,15 +312,58 @@ fn builtins() -> Vec<ResourceType> {
             "mutatingwebhookconfigurations",
             false,
         )
+        .extension()
+        .generation(),
+        b(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            false,
+        )
+        .extension()
+        .status()
+        .generation(),
+        b(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            false,
+        )
+        .extension()
         .generation(),
         b("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false)
             .short(&["crd", "crds"])
+            .extension()
             .status()
             .generation(),
         b("storage.k8s.io", "v1", "StorageClass", "storageclasses", false).short(&["sc"]),
+        b("storage.k8s.io", "v1", "CSIDriver", "csidrivers", false),
+        b("storage.k8s.io", "v1", "CSINode", "csinodes", false),
+        b("storage.k8s.io", "v1", "CSIStorageCapacity", "csistoragecapacities", true),
+        b("storage.k8s.io", "v1", "VolumeAttachment", "volumeattachments", false).status(),
+        b("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests", false)
+            .short(&["csr"])
+            .status(),
+        b("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", false),
+        b("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "flowschemas", false).status().generation(),
+        b(
+            "flowcontrol.apiserver.k8s.io",
+            "v1",
+            "PriorityLevelConfiguration",
+            "prioritylevelconfigurations",
+            false,
+        )
+        .status()
+        .generation(),
         b("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", false)
             .review(),
+        b("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", false).review(),
+        b("authorization.k8s.io", "v1", "LocalSubjectAccessReview", "localsubjectaccessreviews", true)
+            .review(),
         b("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", false).review(),
+        b("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", false).review(),
         b("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", false).short(&["pc"]),
     ]
 }

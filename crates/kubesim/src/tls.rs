@@ -6,9 +6,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::danger::ClientCertVerifier;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
@@ -26,6 +30,13 @@ pub enum TlsError {
     /// A PEM block could not be read.
     #[error("cannot read PEM: {0}")]
     Pem(String),
+    /// The CA could not be made a verifier of client certificates.
+    #[error("cannot verify client certificates with the CA")]
+    ClientVerifier(#[source] rustls::server::VerifierBuilderError),
+    /// A client certificate names more than one group: the certificate library writes one
+    /// organization (O) at most.
+    #[error("a client certificate can carry one group (O), not {0}")]
+    TooManyGroups(usize),
 }
 
 /// A CA and a serving certificate signed by it.
@@ -37,6 +48,24 @@ pub struct ServingCert {
     pub cert_pem: String,
     /// Its private key (PEM).
     pub key_pem: String,
+    /// The CA's key, which signs client certificates.
+    issuer: Arc<Issuer<'static, KeyPair>>,
+}
+
+/// A client certificate signed by kubesim's CA and its key, as a kubeconfig's
+/// `client-certificate-data` and `client-key-data` carry them.
+#[derive(Clone)]
+pub struct ClientCert {
+    /// The certificate (PEM).
+    pub cert_pem: String,
+    /// Its private key (PEM).
+    pub key_pem: String,
+}
+
+impl std::fmt::Debug for ClientCert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientCert").finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for ServingCert {
@@ -60,11 +89,58 @@ impl ServingCert {
         leaf.distinguished_name.push(DnType::CommonName, "kube-apiserver");
         let key = KeyPair::generate()?;
         let cert = leaf.signed_by(&key, &issuer)?;
-        Ok(Self { ca_pem: ca_cert.pem(), cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+        Ok(Self {
+            ca_pem: ca_cert.pem(),
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            issuer: Arc::new(issuer),
+        })
+    }
+
+    /// A client certificate for `user` in `group` (its CN and O, as kube-apiserver's x509
+    /// authenticator reads them), signed by this CA for client authentication and valid
+    /// as long as the CA.
+    pub fn client_cert(&self, user: &str, groups: &[&str]) -> Result<ClientCert, TlsError> {
+        if groups.len() > 1 {
+            return Err(TlsError::TooManyGroups(groups.len()));
+        }
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name.push(DnType::CommonName, user);
+        if let Some(group) = groups.first() {
+            params.distinguished_name.push(DnType::OrganizationName, *group);
+        }
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &self.issuer)?;
+        Ok(ClientCert { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+    }
+
+    /// A verifier of client certificates signed by this CA.
+    pub(crate) fn client_verifier(&self) -> Result<Arc<dyn ClientCertVerifier>, TlsError> {
+        let mut roots = rustls::RootCertStore::empty();
+        for ca in CertificateDer::pem_slice_iter(self.ca_pem.as_bytes()) {
+            roots.add(ca.map_err(|e| TlsError::Pem(e.to_string()))?)?;
+        }
+        rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots),
+            Arc::new(rustls::crypto::ring::default_provider()),
+        )
+        .build()
+        .map_err(TlsError::ClientVerifier)
     }
 
     /// A rustls acceptor serving this certificate over HTTP/1.1.
     pub fn acceptor(&self) -> Result<TlsAcceptor, TlsError> {
+        self.acceptor_with(Arc::new(rustls::server::NoClientAuth))
+    }
+
+    /// A rustls acceptor serving this certificate over HTTP/1.1 that asks clients for a
+    /// certificate as `client_auth` says.
+    pub(crate) fn acceptor_with(
+        &self,
+        client_auth: Arc<dyn ClientCertVerifier>,
+    ) -> Result<TlsAcceptor, TlsError> {
         let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(self.cert_pem.as_bytes())
             .collect::<Result<_, _>>()
             .map_err(|e| TlsError::Pem(e.to_string()))?;
@@ -73,7 +149,7 @@ impl ServingCert {
         let mut config =
             rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
                 .with_safe_default_protocol_versions()?
-                .with_no_client_auth()
+                .with_client_cert_verifier(client_auth)
                 .with_single_cert(certs, key)?;
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(TlsAcceptor::from(Arc::new(config)))
@@ -150,6 +226,12 @@ impl axum::serve::Listener for TlsListener {
 pub struct ClosingTls(Option<TlsStream<tokio::net::TcpStream>>);
 
 impl ClosingTls {
+    /// The certificates the client presented in the handshake, leaf first (none unless
+    /// the acceptor asked for them).
+    pub fn peer_certificates(&self) -> Option<Vec<CertificateDer<'static>>> {
+        self.0.as_ref().and_then(|s| s.get_ref().1.peer_certificates()).map(<[_]>::to_vec)
+    }
+
     fn stream(&mut self) -> std::io::Result<&mut TlsStream<tokio::net::TcpStream>> {
         self.0.as_mut().ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotConnected))
     }

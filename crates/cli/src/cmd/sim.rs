@@ -16,9 +16,15 @@ pub struct SimArgs {
     /// Where to write the kubeconfig once the server is ready.
     #[arg(long, default_value = "kubesim.kubeconfig")]
     kubeconfig: PathBuf,
-    /// Require bearer tokens and enforce RBAC (the kubeconfig gets an admin token).
+    /// Authenticate requests and enforce RBAC (the kubeconfig gets an admin token, or
+    /// with --kubeconfig-client-cert an admin client certificate).
     #[arg(long)]
     authz: bool,
+    /// Write a kubeconfig whose admin user (CN kubesim-admin, O system:masters)
+    /// authenticates with a client certificate signed by kubesim's CA, as kind's does,
+    /// instead of a bearer token.
+    #[arg(long, conflicts_with = "plain_http")]
+    kubeconfig_client_cert: bool,
     /// Changes kept for watches to resume from before they get 410 Expired.
     #[arg(long, default_value_t = 10_000)]
     watch_history: usize,
@@ -50,6 +56,16 @@ fn webhook_service(s: &str) -> Result<(String, String), String> {
     }
 }
 
+/// Write `text` to `path` through a file next to it, then rename.
+fn write_atomically(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let tmp = path.with_extension("kubesim-tmp");
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
 /// Serve until Ctrl-C or SIGTERM.
 pub async fn run(args: SimArgs) -> anyhow::Result<()> {
     let config = Config {
@@ -67,7 +83,16 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
     if !args.webhook_service.is_empty() {
         sim.set_webhook_services(args.webhook_service.into_iter().collect());
     }
-    sim.write_kubeconfig(&args.kubeconfig).with_context(|| {
+    let written = if args.kubeconfig_client_cert {
+        let yaml = sim
+            .kubeconfig_with_client_cert()
+            .context("client certificates need TLS")?
+            .context("cannot issue the admin client certificate")?;
+        write_atomically(&args.kubeconfig, &yaml)
+    } else {
+        sim.write_kubeconfig(&args.kubeconfig)
+    };
+    written.with_context(|| {
         format!(
             "cannot write the kubeconfig to {}; pass --kubeconfig with a writable path",
             args.kubeconfig.display()

@@ -177,6 +177,7 @@ fn returns_deleted_object(rt: &ResourceType) -> bool {
                     | "PersistentVolumeClaim"
                     | "ServiceAccount"
                     | "ResourceQuota"
-            ) | ("storage.k8s.io", "StorageClass")
+                    | "PodTemplate"
+            ) | ("storage.k8s.io", "StorageClass" | "CSIDriver" | "CSINode" | "VolumeAttachment")
         )
 }

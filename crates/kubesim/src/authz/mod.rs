@@ -670,7 +670,7 @@ fn cluster_role_binding(name: &str, groups: &[&str]) -> Value {
 }
 
 /// The default RBAC objects of a fresh cluster that matter here: ClusterRoles `cluster-admin`,
-/// `system:discovery`, `system:basic-user`, `system:public-info-viewer`, `system:monitoring`,
+/// `system:discovery`, `system:basic-user`, `system:public-info-viewer`, `system:auth-delegator`, `system:monitoring`,
 /// `system:service-account-issuer-discovery`, the aggregated `admin`/`edit`/`view` and the
 /// `system:aggregate-to-{admin,edit,view}` roles they aggregate (real rules), plus the
 /// ClusterRoleBindings of the real cluster (`cluster-admin` → `system:masters`, discovery and
@@ -693,6 +693,16 @@ pub fn bootstrap_objects() -> Vec<Value> {
             ],
         ),
         cluster_role("system:public-info-viewer", None, vec![url_rule(health, "get")]),
+        // bootstrappolicy/policy.go: "a role to use for allowing authentication and
+        // authorization delegation" (kube-rbac-proxy, aggregated API servers).
+        cluster_role(
+            "system:auth-delegator",
+            None,
+            vec![
+                rule("authentication.k8s.io", "tokenreviews", "create"),
+                rule("authorization.k8s.io", "subjectaccessreviews", "create"),
+            ],
+        ),
         cluster_role(
             "system:monitoring",
             None,

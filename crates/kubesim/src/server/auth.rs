@@ -1,24 +1,37 @@
-//! Who is asking and whether they may: bearer-token authentication, RBAC authorization
-//! with the real 403 body, the identity admission webhooks see, and the endpoints that
-//! answer about identity (TokenRequest, SelfSubjectAccessReview, SelfSubjectReview).
+//! Who is asking and whether they may: authentication (`crate::authn`: client
+//! certificates, bearer tokens, anonymous) with the real 401, RBAC authorization with the
+//! real 403 body, the identity admission webhooks see, and the TokenRequest endpoint that
+//! issues ServiceAccount tokens. The reviews are in `reviews`.
 
 use axum::body::Body;
 use axum::http::{HeaderMap, header};
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::Server;
 use super::wire::{json_response, parse_json, read_body};
+use super::{PeerCerts, Server};
 use crate::authz::{self, Attributes, User};
 use crate::error::ApiError;
 use crate::registry::ResourceType;
 
-pub(super) fn authenticate(srv: &Server, headers: &HeaderMap) -> Result<Option<User>, ApiError> {
-    let Some(tokens) = &srv.tokens else { return Ok(None) };
+/// Who sent the request (`None`: authorization is off, and every request acts as the
+/// administrator); a credential that fails is the real 401 (`Unauthorized`, whatever
+/// failed, as `genericapifilters.Unauthorized` answers).
+pub(super) fn authenticate(
+    srv: &Server,
+    headers: &HeaderMap,
+    peer: &PeerCerts,
+) -> Result<Option<User>, ApiError> {
+    if !srv.authz {
+        return Ok(None);
+    }
     let auth = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    match auth.and_then(|a| a.strip_prefix("Bearer ")) {
-        None => Ok(Some(User::anonymous())),
-        Some(t) => tokens.lock().get(t.trim()).cloned().map(Some).ok_or_else(ApiError::unauthorized),
+    match srv.authn.authenticate(peer.0.as_deref(), auth) {
+        Ok(user) => Ok(Some(user)),
+        Err(e) => {
+            tracing::info!(error = e.0, "unauthorized");
+            Err(ApiError::unauthorized())
+        }
     }
 }
 
@@ -75,13 +88,19 @@ pub(super) async fn token_request(
     content_type: &str,
     body: Body,
 ) -> Result<Response, ApiError> {
-    srv.api.get(rt, ns, name).await?;
+    let account = srv.api.get(rt, ns, name).await?;
     let bytes = read_body(body).await?;
     let req = parse_json(&bytes, content_type)?;
     let token = format!("kubesim-sa.{}", crate::meta::new_uid().replace('-', ""));
-    if let Some(tokens) = &srv.tokens {
-        tokens.lock().insert(token.clone(), User::service_account(ns, name));
-    }
+    let audiences: Vec<String> = req
+        .pointer("/spec/audiences")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .filter(|a: &Vec<String>| !a.is_empty())
+        .unwrap_or_else(|| vec![crate::authn::API_AUDIENCE.to_owned()]);
+    let uid = account.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
+    let credential_id = format!("JTI={}", crate::meta::new_uid());
+    srv.authn.add_service_account_token(&token, (ns, name, uid), audiences.clone(), &credential_id);
     let expiration = req.pointer("/spec/expirationSeconds").and_then(Value::as_i64).unwrap_or(3600);
     let expires = jiff::Timestamp::now()
         .checked_add(jiff::SignedDuration::from_secs(expiration))
@@ -92,50 +111,9 @@ pub(super) async fn token_request(
         &json!({
             "kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
             "metadata": {"name": name, "namespace": ns, "creationTimestamp": null},
-            "spec": {"audiences": req.pointer("/spec/audiences").cloned().unwrap_or(json!(["https://kubernetes.default.svc"])), "expirationSeconds": expiration,
+            "spec": {"audiences": audiences, "expirationSeconds": expiration,
                      "boundObjectRef": null},
             "status": {"token": token, "expirationTimestamp": expires},
         }),
     ))
-}
-
-/// Answer a SelfSubjectAccessReview or SelfSubjectReview for `user` (`None`: authorization
-/// is off and everyone is an administrator).
-pub(super) fn review(srv: &Server, rt: &ResourceType, user: Option<&User>, mut body: Value) -> Value {
-    let admin = User::new("kubesim-admin", &["system:masters", "system:authenticated"]);
-    let user = user.unwrap_or(&admin);
-    body["apiVersion"] = json!(rt.api_version());
-    body["kind"] = json!(rt.kind);
-    if rt.kind == "SelfSubjectReview" {
-        body["status"] = json!({"userInfo": {"username": user.name, "groups": user.groups}});
-        return body;
-    }
-    let spec = body.get("spec").cloned().unwrap_or_default();
-    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
-    let attrs = match (spec.get("resourceAttributes"), spec.get("nonResourceAttributes")) {
-        (Some(r), _) => {
-            let mut a = Attributes::resource(&s(r, "verb"), &s(r, "group"), &s(r, "resource"))
-                .in_namespace(&s(r, "namespace"));
-            if !s(r, "name").is_empty() {
-                a = a.named(&s(r, "name"));
-            }
-            if !s(r, "subresource").is_empty() {
-                a = a.with_subresource(&s(r, "subresource"));
-            }
-            a
-        }
-        (None, Some(n)) => Attributes::non_resource(&s(n, "verb"), &s(n, "path")),
-        (None, None) => Attributes::non_resource("", ""),
-    };
-    let decision = if srv.tokens.is_some() {
-        authz::decide(user, &attrs, srv.api.as_ref())
-    } else {
-        authz::Decision { allowed: true, reason: String::new() }
-    };
-    let mut status = json!({"allowed": decision.allowed});
-    if !decision.reason.is_empty() {
-        status["reason"] = json!(decision.reason);
-    }
-    body["status"] = status;
-    body
 }

@@ -39,8 +39,8 @@ pub(super) fn selectors(
     query: &Query,
     rt: &ResourceType,
 ) -> Result<(LabelSelector, FieldSelector), ApiError> {
-    let labels = LabelSelector::parse(query.get("labelSelector").map_or("", String::as_str))
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let labels = crate::selector::parse_labels(query.get("labelSelector").map_or("", String::as_str))
+        .map_err(ApiError::bad_request)?;
     let fields = FieldSelector::parse(query.get("fieldSelector").map_or("", String::as_str), &rt.kind)
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
     Ok((labels, fields))

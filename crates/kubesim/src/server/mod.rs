@@ -3,7 +3,8 @@
 //!
 //! - `path`: what a request addresses (route, query, verb);
 //! - `wire`: bodies in, negotiated answers and error `Status` bodies out;
-//! - `auth`: authentication, authorization and the identity endpoints;
+//! - `auth`: authentication, authorization and the TokenRequest endpoint;
+//! - `reviews`: the token and access reviews;
 //! - `resource`: the verbs on a resource and its subresources;
 //! - `list` and `watch`: the two reads that return many objects.
 
@@ -11,11 +12,11 @@ mod auth;
 mod list;
 mod path;
 mod resource;
+mod reviews;
 mod watch;
 mod wire;
 
 use std::collections::BTreeMap;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,7 +32,7 @@ use self::path::{Query, ResPath, Route, parse_query, parse_route, verb_of};
 use self::resource::resource;
 use self::wire::{error_response, json_response, read_body};
 use crate::api::Api;
-use crate::authz::{Attributes, User};
+use crate::authz::Attributes;
 use crate::error::ApiError;
 use crate::faults::Faults;
 use crate::openapi;
@@ -42,8 +43,11 @@ pub struct Server {
     pub api: Arc<Api>,
     /// Fault injection.
     pub faults: Arc<Faults>,
-    /// Bearer tokens → users; `None` when authorization is off.
-    pub tokens: Option<Mutex<HashMap<String, User>>>,
+    /// Client certificates and bearer tokens → users (TokenReview answers from them
+    /// whether or not `authz` is on).
+    pub authn: crate::authn::Authenticator,
+    /// Whether requests are authenticated and authorized with RBAC.
+    pub authz: bool,
     /// `host:port` clients use.
     pub address: String,
     /// How often watches get a BOOKMARK.
@@ -99,8 +103,26 @@ impl std::fmt::Debug for Server {
     }
 }
 
+/// The certificates a TLS client presented, leaf first: the `ConnectInfo` of kubesim's
+/// connections (empty over plain HTTP).
+#[derive(Clone, Debug, Default)]
+pub struct PeerCerts(pub Option<Arc<[rustls::pki_types::CertificateDer<'static>]>>);
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, crate::tls::TlsListener>>
+    for PeerCerts
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, crate::tls::TlsListener>) -> Self {
+        PeerCerts(stream.io().peer_certificates().map(Arc::from))
+    }
+}
+
 /// The entry point for every request.
 pub async fn handle(State(srv): State<Arc<Server>>, req: Request) -> Response {
+    let peer = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<PeerCerts>>()
+        .map(|c| c.0.clone())
+        .unwrap_or_default();
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let query = parse_query(req.uri().query());
@@ -113,7 +135,7 @@ pub async fn handle(State(srv): State<Arc<Server>>, req: Request) -> Response {
         Ok(bytes) => Body::from(bytes),
         Err(e) => return error_response(&e),
     };
-    let response = match route(&srv, &method, &path, &query, &headers, body).await {
+    let response = match route(&srv, &method, &path, &query, &headers, &peer, body).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
     };
@@ -127,10 +149,11 @@ async fn route(
     path: &str,
     query: &Query,
     headers: &HeaderMap,
+    peer: &PeerCerts,
     body: Body,
 ) -> Result<Response, ApiError> {
     let route = parse_route(path).ok_or_else(ApiError::no_route)?;
-    let user = authenticate(srv, headers)?;
+    let user = authenticate(srv, headers, peer)?;
     let res = match route {
         Route::Resource(p) => {
             let apply = headers

@@ -10,9 +10,10 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::Server;
-use super::auth::{authorize, review, token_request, user_info};
+use super::auth::{authorize, token_request, user_info};
 use super::list::{list, render_one, select};
 use super::path::{Query, ResPath, truthy, verb_of};
+use super::reviews::review;
 use super::watch::watch;
 use super::wire::{
     error_response, json_response, negotiate, parse_json, read_body, with_first_warning, with_warnings,
@@ -158,7 +159,7 @@ async fn verbs(
         }
         (&Method::POST, None, None) if rt.is_review() => {
             let body = parse_json(&read_body(body).await?, &content_type)?;
-            Ok(json_response(201, &review(srv, &rt, user, body)))
+            Ok(json_response(201, &review(srv, &rt, &ns, user, body)?))
         }
         (_, _, _) if rt.is_review() => Err(ApiError::method_not_allowed(method.as_str())),
         (&Method::POST, None, None) => {

@@ -3,9 +3,10 @@
 //! the binary) with a per-test discovery cache, then checks the objects on the server.
 //!
 //! One test binary, one module per area: `apply`, `read`, `delete`, `crd`, `builtin`,
-//! `authz`, `workloads`; `env` is the harness they share.
+//! `authn`, `authz`, `workloads`; `env` is the harness they share.
 
 mod apply;
+mod authn;
 mod authz;
 mod builtin;
 mod crd;
