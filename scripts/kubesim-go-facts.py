@@ -36,7 +36,8 @@ PKGS = {
     os.path.join(API, p): 'io.k8s.api.' + p.replace('/', '.')
     for p in ['core/v1', 'apps/v1', 'batch/v1', 'networking/v1', 'policy/v1', 'autoscaling/v2',
               'coordination/v1', 'discovery/v1', 'events/v1', 'rbac/v1', 'admissionregistration/v1',
-              'storage/v1', 'authorization/v1', 'authentication/v1', 'scheduling/v1']
+              'storage/v1', 'authorization/v1', 'authentication/v1', 'scheduling/v1',
+              'certificates/v1', 'node/v1', 'flowcontrol/v1']
 }
 PKGS[os.path.join(MACHINERY, 'pkg/apis/meta/v1')] = 'io.k8s.apimachinery.pkg.apis.meta.v1'
 PKGS[os.path.join(AGGREGATOR, 'pkg/apis/apiregistration/v1')] = \
@@ -52,7 +53,7 @@ ROOTS = [
     'io.k8s.api.core.v1.' + k for k in
     ['Namespace', 'ConfigMap', 'Secret', 'Service', 'ServiceAccount', 'Pod', 'PersistentVolumeClaim',
      'PersistentVolume', 'Event', 'Endpoints', 'ReplicationController', 'Node', 'ResourceQuota',
-     'LimitRange']
+     'LimitRange', 'PodTemplate']
 ] + [
     'io.k8s.api.apps.v1.Deployment', 'io.k8s.api.apps.v1.StatefulSet', 'io.k8s.api.apps.v1.DaemonSet',
     'io.k8s.api.apps.v1.ReplicaSet', 'io.k8s.api.apps.v1.ControllerRevision', 'io.k8s.api.batch.v1.Job',
@@ -67,6 +68,15 @@ ROOTS = [
     'io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition',
     'io.k8s.api.storage.v1.StorageClass', 'io.k8s.api.authorization.v1.SelfSubjectAccessReview',
     'io.k8s.api.authentication.v1.SelfSubjectReview', 'io.k8s.api.scheduling.v1.PriorityClass',
+    'io.k8s.api.networking.v1.IPAddress', 'io.k8s.api.networking.v1.ServiceCIDR',
+    'io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy',
+    'io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding',
+    'io.k8s.api.storage.v1.CSIDriver', 'io.k8s.api.storage.v1.CSINode',
+    'io.k8s.api.storage.v1.CSIStorageCapacity', 'io.k8s.api.storage.v1.VolumeAttachment',
+    'io.k8s.api.certificates.v1.CertificateSigningRequest', 'io.k8s.api.node.v1.RuntimeClass',
+    'io.k8s.api.flowcontrol.v1.FlowSchema', 'io.k8s.api.flowcontrol.v1.PriorityLevelConfiguration',
+    'io.k8s.api.authentication.v1.TokenReview', 'io.k8s.api.authorization.v1.SubjectAccessReview',
+    'io.k8s.api.authorization.v1.LocalSubjectAccessReview',
 ]
 PRIMITIVES = {'string', 'bool', 'int', 'int8', 'int16', 'int32', 'int64', 'uint8', 'uint16', 'uint32',
               'uint64', 'float32', 'float64', 'byte'}
