@@ -17,8 +17,8 @@ fn sources() -> Vec<(String, &'static str)> {
 fn every_file_of_sdk_src_is_served() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk/src");
     let mut files: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .expect("in a test")
+        .map(|e| e.expect("in a test").file_name().into_string().expect("in a test"))
         .filter(|f| f.ends_with(".js"))
         .map(|f| format!("{PREFIX}src/{f}"))
         .collect();
@@ -27,7 +27,7 @@ fn every_file_of_sdk_src_is_served() {
     assert_eq!(served, files, "list every file of sdk/src in SDK_MODULES (sorted)");
     for (name, source) in SDK_MODULES {
         let path = dir.join(name.trim_start_matches(PREFIX).trim_start_matches("src/"));
-        assert_eq!(std::fs::read_to_string(path).unwrap(), *source);
+        assert_eq!(std::fs::read_to_string(path).expect("in a test"), *source);
     }
 }
 
@@ -50,7 +50,7 @@ fn every_import_of_the_sdk_resolves() {
         let base = if file == "ctop.js" { "ctop".to_owned() } else { format!("{PREFIX}{file}") };
         for line in source.lines() {
             let Some(rest) = line.split(" from \"").nth(1) else { continue };
-            let specifier = rest.split('"').next().unwrap();
+            let specifier = rest.split('"').next().expect("in a test");
             assert!(resolve(&base, specifier).is_some(), "{file}: {specifier} does not resolve");
         }
     }
@@ -117,10 +117,10 @@ fn builtin_kinds_are_read_from_the_generated_module() {
         .iter()
         .find(|(n, _)| *n == "ctop:src/builtins.js")
         .map(|(_, s)| s.lines().filter(|l| l.starts_with("export const ")).count())
-        .unwrap();
+        .expect("in a test");
     assert_eq!(kinds.len(), exports);
     assert!(kinds.len() >= 29);
-    let deployment = kinds.iter().find(|k| k.kind == "Deployment").unwrap();
+    let deployment = kinds.iter().find(|k| k.kind == "Deployment").expect("in a test");
     assert_eq!(
         deployment,
         &BuiltinKind {
