@@ -4,20 +4,18 @@
 //! `replay:` runs its calls against the script under test or another version, failing on
 //! differences unless they are allowed.
 
+mod common;
+
+use common::webapp;
+
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use ctop_recording::{RecordOptions, RecordWriter};
-use ctop_testing::replay::recorded;
 use ctop_testing::runner::GoldenOutcome;
 use ctop_testing::settle::{MAX_CALLS, Quiet, advance, settle};
-use ctop_testing::{GoldenMode, Operator, TestFile, TestReport, World, run_test};
+use ctop_testing::{GoldenMode, Operator, TestFile, TestReport, run_test};
 use serde_json::json;
-
-fn webapp() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/webapp")
-}
 
 /// The recording every test here reads, made once per run: WebApps `default/hello` and
 /// `prod/shop` created, then a resync (5 minutes later) that hands each to a reconcile
@@ -43,21 +41,7 @@ fn record(file: &Path) {
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let op = Operator { dir: webapp(), entry: "operator.ct".into() };
-        let config = ctop_testing::world::WorldConfig {
-            workloads: Some(ctop_kubesim::WorkloadConfig::default()),
-            values: ctop_testing::world::values_for(&op.dir, None).expect("values"),
-            env: json!({}),
-        };
-        let options =
-            RecordOptions { path: file.to_owned(), operator: "webapp".into(), ..RecordOptions::default() };
-        let writer =
-            RecordWriter::create(options, config.env.clone(), config.values.clone()).expect("recording");
-        let recorder = writer.clone();
-        let world =
-            World::start_wrapped(&op, &config, move |handlers, script| recorded(handlers, script, recorder))
-                .await
-                .expect("world starts");
+        let (world, writer) = common::recorded_webapp(file).await;
         let quiet =
             Quiet { quiet: Duration::from_secs(5), timeout: Duration::from_secs(600), max_calls: MAX_CALLS };
         settle(&world, quiet).await.expect("quiet at start");

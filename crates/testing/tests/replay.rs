@@ -3,19 +3,18 @@
 //! reproduces every output; against edited copies (a child dropped, a status field renamed,
 //! a throw on one object) the report names what changes, on which objects.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::webapp;
+
+use std::path::Path;
 use std::sync::Arc;
 
 use ctop_recording::{RecordOptions, RecordWriter, Recording, TapeEntry};
 use ctop_runtime::{Limits, Script};
 use ctop_testing::replay::{ExitCode, Report, Target, recorded, replay};
 use ctop_testing::settle::{MAX_CALLS, Quiet, settle};
-use ctop_testing::{Operator, World};
 use serde_json::json;
-
-fn webapp() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/webapp")
-}
 
 /// Records examples/webapp reconciling WebApps `hello` and `broken` into `file`.
 fn record(file: &Path) -> Recording {
@@ -25,21 +24,7 @@ fn record(file: &Path) -> Recording {
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let op = Operator { dir: webapp(), entry: "operator.ct".into() };
-        let config = ctop_testing::world::WorldConfig {
-            workloads: Some(ctop_kubesim::WorkloadConfig::default()),
-            values: ctop_testing::world::values_for(&op.dir, None).expect("values"),
-            env: json!({}),
-        };
-        let options =
-            RecordOptions { path: file.to_owned(), operator: "webapp".into(), ..RecordOptions::default() };
-        let writer =
-            RecordWriter::create(options, config.env.clone(), config.values.clone()).expect("recording");
-        let recorder = writer.clone();
-        let world =
-            World::start_wrapped(&op, &config, move |handlers, script| recorded(handlers, script, recorder))
-                .await
-                .expect("world starts");
+        let (world, writer) = common::recorded_webapp(file).await;
         let quiet = Quiet {
             quiet: std::time::Duration::from_secs(5),
             timeout: std::time::Duration::from_secs(600),
