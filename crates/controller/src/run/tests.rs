@@ -2,7 +2,6 @@
 //! freed once `run` returns (nothing holds them in a cycle or in a task left running),
 //! sharded or not, so `ctop dev`'s restarts and a lost membership leak nothing.
 
-use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -17,7 +16,7 @@ use serde_json::json;
 
 use crate::context::Ctx;
 use crate::store::WeakStore;
-use crate::{LeaseTiming, RetryLimit, RunOptions};
+use crate::{LeaseTiming, RunOptions};
 
 /// What a started controller held: its context, and the contents of each of its caches.
 struct Held {
@@ -100,25 +99,8 @@ async fn run_and_stop(name: &str, sharding: bool) {
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-    let options = RunOptions {
-        kubeconfig: Some(kubeconfig),
-        context: None,
-        namespace: None,
-        concurrency: 2,
-        health_addr: loopback,
-        metrics_addr: loopback,
-        inspector: None,
-        leader_elect: false,
-        lease_namespace: "default".into(),
-        name: name.into(),
-        identity: Some(format!("{name}-0")),
-        install_crds: Vec::new(),
-        retry_limit: RetryLimit::default(),
-        sharding,
-        migrate_storage: None,
-        history: crate::history::DEFAULT_KEPT,
-    };
+    let options =
+        RunOptions { identity: Some(format!("{name}-0")), sharding, ..RunOptions::local(kubeconfig, name) };
     let timing = LeaseTiming {
         lease_duration: Duration::from_secs(5),
         renew_deadline: Duration::from_secs(3),
