@@ -112,6 +112,14 @@ pub struct Config {
     /// Ready, Service IPs and EndpointSlices, each namespace's ServiceAccount); `None` is a
     /// bare API server. Ignored by an overlay.
     pub workloads: Option<WorkloadConfig>,
+    /// With workloads on, start like a fresh kind cluster: the control plane's mirror Pods
+    /// (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) on the first node,
+    /// which gets the control-plane role label, CoreDNS (a Deployment of 2 and the
+    /// `kube-dns` Service), kube-proxy and kindnet (DaemonSets) in `kube-system`, and
+    /// local-path-provisioner in `local-path-storage`: objects with their usual labels,
+    /// owner references and Ready status, nothing behind them. On by default; ignored
+    /// without workloads.
+    pub system_pods: bool,
     /// Be an overlay of a live cluster: its objects come in through [`KubeSim::import`],
     /// no workload controllers run (whatever `workloads` says) and no Service gets a
     /// cluster IP, the garbage collector takes an absent owner for gone only when it was
@@ -130,6 +138,7 @@ impl Default for Config {
             bookmark_interval: Duration::from_secs(10),
             tls: true,
             workloads: None,
+            system_pods: true,
             overlay: false,
         }
     }
@@ -245,7 +254,9 @@ impl KubeSim {
         }
         if let Some(workloads) = config.workloads.clone().filter(|_| !config.overlay) {
             let ca = cert.as_ref().map(|c| c.ca_pem.clone());
-            workloads::start(&api, workloads, ca, server.faults.clone()).await.map_err(StartError::Seed)?;
+            workloads::start(&api, workloads, config.system_pods, ca, server.faults.clone())
+                .await
+                .map_err(StartError::Seed)?;
         }
         tracing::info!(%addr, authz = config.authz, tls = config.tls, overlay = config.overlay, "kubesim serving");
         Ok(Self { addr, api, server, admin_token, cert, shutdown: Mutex::new(Some(tx)) })

@@ -43,6 +43,11 @@ pub struct SimArgs {
     /// no cluster network); repeatable.
     #[arg(long, value_name = "NAMESPACE/NAME=HOST:PORT", value_parser = webhook_service)]
     webhook_service: Vec<(String, String)>,
+    /// With workloads on, start without a kind cluster's system Pods (the control plane's
+    /// mirror Pods, CoreDNS, kube-proxy, kindnet, local-path-provisioner) and their
+    /// Deployments, DaemonSets, Service and ServiceAccounts.
+    #[arg(long)]
+    no_system_pods: bool,
     #[command(flatten)]
     workloads: super::WorkloadFlags,
 }
@@ -77,6 +82,7 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
         bookmark_interval: Duration::from_secs(args.bookmark_seconds.max(1)),
         tls: !args.plain_http,
         workloads: args.workloads.config(),
+        system_pods: !args.no_system_pods,
         overlay: false,
     };
     let sim = KubeSim::start(config).await.context("kubesim could not start")?;

@@ -199,7 +199,14 @@ fn pod_spec_defaults(spec: &mut Value, pod: bool, job: bool) {
     spec.entry("securityContext").or_insert_with(|| json!({}));
     if pod {
         spec.entry("enableServiceLinks").or_insert_with(|| json!(true));
-        spec.entry("priority").or_insert_with(|| json!(0));
+        // The Priority admission plugin: the API server's own classes (its bootstrap
+        // PriorityClasses), else 0; other classes are not looked up.
+        let priority = match spec.get("priorityClassName").and_then(Value::as_str) {
+            Some("system-node-critical") => 2_000_001_000,
+            Some("system-cluster-critical") => 2_000_000_000,
+            _ => 0,
+        };
+        spec.entry("priority").or_insert_with(|| json!(priority));
         spec.entry("preemptionPolicy").or_insert_with(|| json!("PreemptLowerPriority"));
         let account = spec.get("serviceAccountName").cloned().unwrap_or_else(|| json!("default"));
         spec.entry("serviceAccountName").or_insert_with(|| account.clone());

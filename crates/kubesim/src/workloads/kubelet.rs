@@ -71,7 +71,9 @@ pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, Ap
         (Outcome::Fail, false) => State::Failed,
     };
     let finishes = matches!(state, State::Running { ready: true }) && !restarts;
-    cluster.merge(&pods, key, true, &status(&pod, index, &nodes::pod_ip(index, n), state), KUBELET).await?;
+    // A Pod on the host's network has the node's address.
+    let ip = if pod["spec"]["hostNetwork"] == true { nodes::ip(index) } else { nodes::pod_ip(index, n) };
+    cluster.merge(&pods, key, true, &status(&pod, index, &ip, state), KUBELET).await?;
     cluster.starting.lock().remove(&uid);
     if finishes {
         cluster.starting.lock().insert(uid, Instant::now());

@@ -24,6 +24,7 @@ mod rbac;
 mod replicaset;
 mod stages;
 mod statefulset;
+mod system;
 
 pub use stages::{Outcome as StageOutcome, PodStage};
 
@@ -114,11 +115,13 @@ pub(crate) struct Cluster<'a> {
     pub faults: &'a crate::Faults,
 }
 
-/// Start the controllers on `api`: seed the nodes and the `kubernetes` Service, and run
-/// until the API is dropped.
+/// Start the controllers on `api`: seed the nodes, the `kubernetes` Service and, with
+/// `system_pods`, a kind cluster's system workloads (`system.rs`), and run until the API
+/// is dropped.
 pub(crate) async fn start(
     api: &Arc<Api>,
     config: WorkloadConfig,
+    system_pods: bool,
     ca_pem: Option<String>,
     faults: Arc<crate::Faults>,
 ) -> Result<(), ApiError> {
@@ -126,7 +129,7 @@ pub(crate) async fn start(
     api.enable_workloads(tx);
     let node_rt =
         api.registry.get("", "v1", "nodes").ok_or_else(|| ApiError::internal("kubesim serves no nodes"))?;
-    for mut node in nodes::nodes(config.nodes) {
+    for mut node in nodes::nodes(config.nodes, system_pods) {
         // The status goes through /status, as a kubelet writes it.
         let status = node.as_object_mut().and_then(|m| m.remove("status")).unwrap_or_default();
         let name = node["metadata"]["name"].as_str().unwrap_or_default().to_owned();
@@ -141,6 +144,9 @@ pub(crate) async fn start(
         "spec": {"clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]},
     }))
     .await?;
+    if system_pods {
+        system::seed(api).await?;
+    }
     // The namespaces that exist already (bootstrap) get their ServiceAccount and CA too.
     let initial: Vec<Work> = api
         .registry

@@ -18,9 +18,21 @@ pub(crate) fn pod_ip(i: usize, n: u64) -> String {
     format!("10.244.{}.{}", i % 256, 2 + n % 253)
 }
 
-/// `n` Ready nodes.
-pub(crate) fn nodes(n: usize) -> Vec<Value> {
-    (1..=n.max(1)).map(node).collect()
+/// `n` Ready nodes; with `control_plane`, the first carries kubeadm's control-plane role
+/// labels (it runs the control plane's mirror Pods; like a single-node kind cluster's, it
+/// has no taint).
+pub(crate) fn nodes(n: usize, control_plane: bool) -> Vec<Value> {
+    (1..=n.max(1))
+        .map(|i| {
+            let mut node = node(i);
+            if control_plane && i == 1 {
+                node["metadata"]["labels"]["node-role.kubernetes.io/control-plane"] = json!("");
+                node["metadata"]["labels"]["node.kubernetes.io/exclude-from-external-load-balancers"] =
+                    json!("");
+            }
+            node
+        })
+        .collect()
 }
 
 fn node(i: usize) -> Value {

@@ -173,13 +173,15 @@ async fn rollout_status_scale_and_pods_of_a_running_deployment() {
     );
     assert_table(
         &env.ok(&["get", "nodes"]),
-        &["NAME STATUS ROLES AGE VERSION", "kubesim-node-1 Ready <none> ~ v1.33.0"],
+        // The first node runs the control plane's mirror Pods and has its role label
+        // (`Config::system_pods`), as a kind cluster's node does.
+        &["NAME STATUS ROLES AGE VERSION", "kubesim-node-1 Ready control-plane ~ v1.33.0"],
     );
     assert_table(
         &env.ok(&["get", "nodes", "-o", "wide"]),
         &[
             "NAME STATUS ROLES AGE VERSION INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME",
-            "kubesim-node-1 Ready <none> ~ v1.33.0 10.0.0.2 <none> kubesim <unknown> kubesim://1.0.0",
+            "kubesim-node-1 Ready control-plane ~ v1.33.0 10.0.0.2 <none> kubesim <unknown> kubesim://1.0.0",
         ],
     );
     let nodes = env.ok(&[
