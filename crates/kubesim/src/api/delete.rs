@@ -1,9 +1,10 @@
-//! Deletes: preconditions, finalizers and `deletionTimestamp`, propagation policies, and
-//! namespace finalization.
+//! Deletes: preconditions, graceful deletion of Pods (`graceful.rs`), finalizers and
+//! `deletionTimestamp`, propagation policies, and namespace finalization.
 
 use serde_json::{Value, json};
 
 use super::admit::Admit;
+use super::graceful::{Grace, before_delete};
 use super::{Api, DeleteOpts, Deleted, WriteOpts, Written, meta_mut, obj_key};
 use crate::admission::Operation;
 use crate::convert;
@@ -63,6 +64,12 @@ impl Api {
             let mut warnings = Vec::new();
             self.admit_mutate(rt, &req, None, &mut warnings).await?;
             self.admit_validate(rt, &req, None, &mut warnings).await?;
+            let grace = before_delete(rt, live, opts.grace_period, crate::clock::timestamp());
+            if grace == Grace::Pending {
+                // A graceful deletion under way, not shortened: the object as it is (and no
+                // finalizer changes from the request's propagation policy).
+                return Ok(Deleted::Pending(convert::to_served(rt, live)));
+            }
             let mut fins = finalizers(live);
             let policy_fin = match opts.propagation.as_deref() {
                 Some("Foreground") => Some("foregroundDeletion"),
@@ -78,6 +85,12 @@ impl Api {
                 fins.push(f.to_owned());
             }
             let key = obj_key(rt, ns, name);
+            if let Grace::Set { timestamp, seconds } = &grace {
+                match self.delete_gracefully(rt, &current, opts, (timestamp, *seconds), fins).await? {
+                    Some(deleted) => return Ok(deleted),
+                    None => continue,
+                }
+            }
             if fins.is_empty() && !ns_pending {
                 if opts.dry_run {
                     return Ok(Deleted::Gone(convert::to_served(rt, live)));
@@ -85,19 +98,7 @@ impl Api {
                 match self.store.remove(&rt.store, &key, object_rv(live), opts.attribution().as_ref()) {
                     Ok(change) => {
                         self.after_commit(rt, &change);
-                        let body = if returns_deleted_object(rt) {
-                            self.served(rt, &change.object).await?
-                        } else {
-                            let mut details = json!({"name": name, "kind": rt.plural, "uid": uid_of(live)});
-                            if !rt.group.is_empty() {
-                                details["group"] = json!(rt.group);
-                            }
-                            json!({
-                                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                                "details": details,
-                            })
-                        };
-                        return Ok(Deleted::Gone(body));
+                        return Ok(Deleted::Gone(self.gone_answer(rt, &change.object).await?));
                     }
                     Err(CommitError::Missing) => return Err(ApiError::not_found(rt.gr(), name)),
                     Err(_) => continue,
@@ -134,6 +135,78 @@ impl Api {
             }
         }
         Err(ApiError::stale(rt.gr(), name))
+    }
+
+    /// What a DELETE that removed `removed` answers: the object for the kinds whose storage
+    /// returns it, else a `Success` Status naming it.
+    async fn gone_answer(&self, rt: &ResourceType, removed: &Value) -> Result<Value, ApiError> {
+        if returns_deleted_object(rt) {
+            return Ok(self.served(rt, removed).await?);
+        }
+        let name = removed.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let mut details = json!({"name": name, "kind": rt.plural, "uid": uid_of(removed)});
+        if !rt.group.is_empty() {
+            details["group"] = json!(rt.group);
+        }
+        Ok(
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}),
+        )
+    }
+
+    /// A graceful deletion (`updateForGracefulDeletionAndFinalizers`): the object is written
+    /// with its deletion deadline and grace period (and the request's finalizers), and with
+    /// a grace period of 0 and no finalizers then removed, so watchers see it MODIFIED, then
+    /// DELETED. `None`: the object changed meanwhile, try again.
+    async fn delete_gracefully(
+        &self,
+        rt: &ResourceType,
+        current: &super::Current,
+        opts: &DeleteOpts,
+        (timestamp, seconds): (&str, i64),
+        fins: Vec<String>,
+    ) -> Result<Option<Deleted>, ApiError> {
+        let live = &current.object;
+        let (ns, name) = (
+            live.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default(),
+            live.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default(),
+        );
+        let mut new = live.clone();
+        let meta = meta_mut(&mut new);
+        meta.insert("deletionTimestamp".into(), json!(timestamp));
+        meta.insert("deletionGracePeriodSeconds".into(), json!(seconds));
+        if !fins.is_empty() {
+            meta.insert("finalizers".into(), json!(fins));
+        }
+        let remove = seconds == 0 && fins.is_empty();
+        let new = self.to_storage(rt, new).await?;
+        if opts.dry_run {
+            let answer = if remove {
+                Deleted::Gone(self.gone_answer(rt, &new).await?)
+            } else {
+                Deleted::Pending(self.served(rt, &new).await?)
+            };
+            return Ok(Some(answer));
+        }
+        let key = obj_key(rt, ns, name);
+        let by = opts.attribution();
+        let change = match self.store.update(&rt.store, &key, object_rv(live), new, by.as_ref()) {
+            Ok(change) => change,
+            Err(CommitError::Missing) => return Err(ApiError::not_found(rt.gr(), name)),
+            Err(_) => return Ok(None),
+        };
+        self.after_commit(rt, &change);
+        if !remove {
+            return Ok(Some(Deleted::Pending(self.served(rt, &change.object).await?)));
+        }
+        match self.store.remove(&rt.store, &key, object_rv(&change.object), by.as_ref()) {
+            Ok(change) => {
+                self.after_commit(rt, &change);
+                Ok(Some(Deleted::Gone(self.gone_answer(rt, &change.object).await?)))
+            }
+            // Someone else removed it first (the race `ignoreNotFound` tolerates).
+            Err(CommitError::Missing) => Ok(Some(Deleted::Gone(self.gone_answer(rt, &change.object).await?))),
+            Err(_) => Ok(None),
+        }
     }
 
     /// `PUT /api/v1/namespaces/{name}/finalize`: replace `spec.finalizers` (`opts` only

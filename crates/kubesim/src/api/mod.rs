@@ -14,6 +14,7 @@ mod admit;
 mod crd;
 mod defaults;
 mod delete;
+mod graceful;
 mod import;
 mod rbac;
 mod validate;
@@ -123,6 +124,8 @@ pub struct DeleteOpts {
     pub resource_version: Option<String>,
     /// `dryRun=All`.
     pub dry_run: bool,
+    /// `gracePeriodSeconds` (a Pod's deletion is graceful: see `graceful.rs`).
+    pub grace_period: Option<i64>,
     /// Who asks, as admission webhooks see it.
     pub user: admission::UserInfo,
     /// What an overlay's request-write log records the deletion as (see
@@ -143,6 +146,7 @@ impl DeleteOpts {
             uid: s(&body["preconditions"]["uid"]),
             resource_version: s(&body["preconditions"]["resourceVersion"]),
             dry_run: body["dryRun"].as_array().is_some_and(|a| a.iter().any(|v| v == "All")),
+            grace_period: body["gracePeriodSeconds"].as_i64(),
             user: admission::UserInfo::default(),
             log_as: None,
         }

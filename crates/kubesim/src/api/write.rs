@@ -306,7 +306,13 @@ impl Api {
             new["status"] = status;
         }
         meta::omit_empty(&mut new);
-        let removed = deleting(&new) && finalizers(&new).is_empty();
+        // `ShouldDeleteDuringUpdate`: the write that takes the last finalizer off an object
+        // whose deletion is due (grace period 0) removes it; a Pod in its grace period
+        // stays for the kubelet.
+        let removed = deleting(&new)
+            && finalizers(&new).is_empty()
+            && !finalizers(&current.stored).is_empty()
+            && current.stored["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0;
         let new = self.to_storage(rt, new).await?;
         if new == *current.stored {
             return Ok(Written { object: convert::to_served(rt, live), code: 200, warnings });

@@ -231,6 +231,9 @@ async fn verbs(
             if query.get("dryRun").is_some_and(|d| d == "All") {
                 opts.dry_run = true;
             }
+            if let Some(grace) = query.get("gracePeriodSeconds").and_then(|g| g.parse().ok()) {
+                opts.grace_period = Some(grace);
+            }
             if let Some(pp) = &opts.propagation
                 && !matches!(pp.as_str(), "Background" | "Foreground" | "Orphan")
             {
@@ -256,6 +259,9 @@ async fn verbs(
             let mut opts = DeleteOpts::from_body(&parse_json(&bytes, &content_type)?);
             opts.user = user_info(user);
             opts.log_as = Some(WriteCause::Request);
+            if let Some(grace) = query.get("gracePeriodSeconds").and_then(|g| g.parse().ok()) {
+                opts.grace_period = Some(grace);
+            }
             let (items, _) = select(api, &rt, p.namespace.as_deref(), query).await?;
             for o in items {
                 let n = o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();

@@ -46,10 +46,13 @@ pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, Ap
     }
     let pods_rt = cluster.rt("", "v1", "pods")?;
     let slices_rt = cluster.rt("discovery.k8s.io", "v1", "endpointslices")?;
+    // `ShouldPodBeInEndpoints(pod, includeTerminating: true)`: terminating Pods stay (as
+    // not ready, `terminating`) until they reach a terminal phase.
     let pods: Vec<Arc<Value>> = cluster
         .in_namespace(&pods_rt, &key.0)
         .into_iter()
-        .filter(|p| selects(&svc, p) && !deleting(p))
+        .filter(|p| selects(&svc, p))
+        .filter(|p| !matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed")))
         .filter(|p| p["status"]["podIP"].as_str().is_some_and(|ip| !ip.is_empty()))
         .collect();
     // Endpoints grouped by the ports they resolve to.
@@ -135,11 +138,14 @@ fn ports_for(svc: &Value, pod: &Value) -> Value {
     Value::Array(ports)
 }
 
+/// The endpoint of `pod` (`podToEndpoint`, `pkg/controller/util/endpointslice`): `serving`
+/// while the Pod is Ready, `ready` only if it is not terminating too.
 fn endpoint(pod: &Value) -> Value {
-    let ready = super::replicaset::ready_since(pod).is_some();
+    let serving = super::replicaset::ready_since(pod).is_some();
+    let terminating = deleting(pod);
     json!({
         "addresses": [pod["status"]["podIP"]],
-        "conditions": {"ready": ready, "serving": ready, "terminating": false},
+        "conditions": {"ready": serving && !terminating, "serving": serving, "terminating": terminating},
         "nodeName": pod["spec"]["nodeName"],
         "targetRef": {
             "kind": "Pod", "namespace": pod["metadata"]["namespace"],

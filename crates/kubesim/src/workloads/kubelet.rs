@@ -2,7 +2,11 @@
 //! the next node in turn (`PodScheduled`), and once it has waited
 //! [`WorkloadConfig::pod_start`](super::WorkloadConfig::pod_start) it is `Running` and
 //! Ready, with an IP from its node's Pod CIDR and a running status per container, as a
-//! kubelet reports it.
+//! kubelet reports it. A deleted Pod (its grace period running: `api/graceful.rs`) stays
+//! Ready while its containers stop, which takes as long as they took to start (or a
+//! stage's `stop=`), and at most the grace period; then the kubelet reports them terminated
+//! (exit code 0, or 137 when killed at the end of the grace period) and the Pod in a
+//! terminal phase, and removes it (`gracePeriodSeconds: 0`, its uid as precondition).
 
 // Tokio's clock, not the OS's: on a paused runtime (`ctop test`) Pods start on virtual time.
 use tokio::time::Instant;
@@ -23,12 +27,19 @@ pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, Ap
     let Some(pod) = cluster.get(&pods, key) else { return Ok(Next::Done) };
     let uid = pod["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
     let phase = pod["status"]["phase"].as_str().unwrap_or("Pending");
-    if deleting(&pod) || matches!(phase, "Succeeded" | "Failed") {
+    let grace = pod["metadata"]["deletionGracePeriodSeconds"].as_u64().unwrap_or(0);
+    if matches!(phase, "Succeeded" | "Failed") || (deleting(&pod) && grace == 0) {
+        // Done, or deleted at once (forced, or held by finalizers past its grace period).
         cluster.starting.lock().remove(&uid);
+        cluster.stopping.lock().remove(&uid);
         return Ok(Next::Done);
     }
     let injected = cluster.faults.pod_stages();
     let stage = injected.iter().chain(&cluster.config.stages).find(|s| s.picks(&pod));
+    if deleting(&pod) {
+        let stop = stage.and_then(|s| s.stop).unwrap_or(cluster.config.pod_start);
+        return terminate(cluster, &pods, key, &pod, stop, std::time::Duration::from_secs(grace)).await;
+    }
     let outcome = stage.map(|s| s.outcome.clone()).unwrap_or_default();
     let restarts = pod["spec"]["restartPolicy"].as_str().unwrap_or("Always") == "Always";
     let node = pod["spec"]["nodeName"].as_str().unwrap_or_default().to_owned();
@@ -82,13 +93,50 @@ pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, Ap
     Ok(Next::Done)
 }
 
+/// The kubelet's part in a graceful deletion: stop the containers (they take `stop`, and
+/// are killed once `grace` is over), report them terminated and the Pod terminal, then
+/// remove the Pod. A Pod whose containers never ran is removed at once.
+async fn terminate(
+    cluster: &Cluster<'_>,
+    pods: &crate::registry::ResourceType,
+    key: &ObjKey,
+    pod: &Value,
+    stop: std::time::Duration,
+    grace: std::time::Duration,
+) -> Result<Next, ApiError> {
+    let uid = pod["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
+    let node = pod["spec"]["nodeName"].as_str().unwrap_or_default().to_owned();
+    cluster.starting.lock().remove(&uid);
+    if pod["status"]["phase"].as_str() == Some("Running") {
+        let since = *cluster.stopping.lock().entry(uid.clone()).or_insert_with(Instant::now);
+        let wait = stop.min(grace);
+        if since.elapsed() < wait {
+            return Ok(Next::After(wait - since.elapsed()));
+        }
+        let index = node.strip_prefix("kubesim-node-").and_then(|i| i.parse::<usize>().ok()).unwrap_or(1);
+        let ip = pod["status"]["podIP"].as_str().unwrap_or_default().to_owned();
+        let state = State::Stopped { killed: stop > grace };
+        cluster.merge(pods, key, true, &status(pod, index, &ip, state), KUBELET).await?;
+    }
+    cluster.delete_now(pods, pod, &node).await?;
+    cluster.stopping.lock().remove(&uid);
+    Ok(Next::Done)
+}
+
 /// Where the kubelet leaves a Pod's containers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
-    Running { ready: bool },
+    Running {
+        ready: bool,
+    },
     CrashLoop,
     Failed,
     Succeeded,
+    /// Stopped for the Pod's deletion: exited on SIGTERM (0), or killed at the end of the
+    /// grace period (137); the Pod is then `Succeeded` or `Failed`.
+    Stopped {
+        killed: bool,
+    },
 }
 
 /// The next node in turn (the scheduler spreads Pods over the nodes round-robin: the
@@ -115,8 +163,8 @@ fn status(pod: &Value, node: usize, ip: &str, state: State) -> Value {
             "Running",
             ("ContainersNotReady", format!("containers with unready status: [{}]", names.join(" "))),
         ),
-        State::Failed => ("Failed", ("PodFailed", String::new())),
-        State::Succeeded => ("Succeeded", ("PodCompleted", String::new())),
+        State::Failed | State::Stopped { killed: true } => ("Failed", ("PodFailed", String::new())),
+        State::Succeeded | State::Stopped { killed: false } => ("Succeeded", ("PodCompleted", String::new())),
     };
     let condition = |type_: &str, up: bool| {
         let mut c = json!({"type": type_, "status": if up { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": now});
@@ -150,7 +198,8 @@ fn status(pod: &Value, node: usize, ip: &str, state: State) -> Value {
                     false,
                 ),
                 State::Failed => (terminated(1, "Error"), json!({}), 0, false),
-                State::Succeeded => (terminated(0, "Completed"), json!({}), 0, false),
+                State::Succeeded | State::Stopped { killed: false } => (terminated(0, "Completed"), json!({}), 0, false),
+                State::Stopped { killed: true } => (terminated(137, "Error"), json!({}), 0, false),
             };
             json!({
                 "name": name, "state": state, "lastState": last, "ready": ready, "restartCount": restarts,

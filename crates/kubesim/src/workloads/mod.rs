@@ -107,6 +107,8 @@ pub(crate) struct Cluster<'a> {
     pub ca_pem: Option<&'a str>,
     /// When each scheduled Pod (by uid) started waiting to run.
     pub starting: &'a Mutex<HashMap<String, Instant>>,
+    /// When the kubelet saw each deleted Pod (by uid) and began stopping its containers.
+    pub stopping: &'a Mutex<HashMap<String, Instant>>,
     /// The next Pod IP's sequence number.
     pub next_ip: &'a AtomicU64,
     /// The next node the scheduler binds a Pod to.
@@ -171,6 +173,7 @@ async fn run(
 ) {
     let (later_tx, mut later) = mpsc::unbounded_channel::<Work>();
     let starting = Mutex::new(HashMap::new());
+    let stopping = Mutex::new(HashMap::new());
     let next_ip = AtomicU64::new(0);
     let next_node = AtomicU64::new(0);
     let mut queue = Queue::default();
@@ -188,6 +191,7 @@ async fn run(
                 config: &config,
                 ca_pem: ca_pem.as_deref(),
                 starting: &starting,
+                stopping: &stopping,
                 next_ip: &next_ip,
                 next_node: &next_node,
                 faults: &faults,
@@ -423,6 +427,34 @@ impl Cluster<'_> {
     ) -> Result<Value, ApiError> {
         let sub = status.then_some("status");
         Ok(self.api.patch(rt, &key.0, &key.1, sub, PatchKind::Merge, body, &opts(manager)).await?.object)
+    }
+
+    /// Delete the object with this uid at once (`gracePeriodSeconds: 0`), as the kubelet
+    /// removes a Pod whose containers stopped (gone already is fine).
+    pub(crate) async fn delete_now(
+        &self,
+        rt: &ResourceType,
+        obj: &Value,
+        node: &str,
+    ) -> Result<(), ApiError> {
+        let (ns, name) = key_of(obj);
+        let opts = DeleteOpts {
+            uid: obj.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_owned),
+            grace_period: Some(0),
+            user: crate::admission::UserInfo {
+                username: format!("system:node:{node}"),
+                uid: String::new(),
+                groups: vec!["system:nodes".into(), "system:authenticated".into()],
+            },
+            ..DeleteOpts::default()
+        };
+        match self.api.delete(rt, &ns, &name, &opts).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 404 || (e.code == 409 && e.message.contains("Precondition failed: UID")) => {
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Delete the object with this uid (gone already is fine).

@@ -1,8 +1,10 @@
 //! Pod stages, after KWOK's: what the simulated kubelet does with the Pods a label
 //! selector picks, so an operator's readiness and failure paths can be exercised. Written
 //! `SELECTOR:ACTION[;ACTION…]` (`ctop sim --pod-stage`), e.g. `app=flaky:fail`,
-//! `tier=db:start=5s`, `app=stuck:never-ready`, `job-name=backup:complete=3s`. The first
-//! stage whose selector matches a Pod applies to it.
+//! `tier=db:start=5s`, `app=stuck:never-ready`, `job-name=backup:complete=3s`,
+//! `app=slow-exit:stop=45s` (its containers take 45s to stop once the Pod is deleted: killed
+//! at the end of its grace period). The first stage whose selector matches a Pod applies to
+//! it.
 
 use std::time::Duration;
 
@@ -34,6 +36,9 @@ pub struct PodStage {
     /// How long a Pod that does not restart its containers (a Job's) runs before it
     /// succeeds (else the cluster's `job_duration`).
     pub complete: Option<Duration>,
+    /// How long its containers take to stop once the Pod is deleted (else the cluster's
+    /// `pod_start`); past the Pod's grace period they are killed.
+    pub stop: Option<Duration>,
     /// Ready, never ready, or failing.
     pub outcome: Outcome,
 }
@@ -59,6 +64,7 @@ impl std::str::FromStr for PodStage {
             text: s.to_owned(),
             start: None,
             complete: None,
+            stop: None,
             outcome: Outcome::Ready,
         };
         let duration = |v: &str| -> Result<Duration, String> {
@@ -70,12 +76,13 @@ impl std::str::FromStr for PodStage {
             match action.split_once('=') {
                 Some(("start", v)) => stage.start = Some(duration(v)?),
                 Some(("complete", v)) => stage.complete = Some(duration(v)?),
+                Some(("stop", v)) => stage.stop = Some(duration(v)?),
                 None if action == "fail" => stage.outcome = Outcome::Fail,
                 None if action == "never-ready" => stage.outcome = Outcome::NeverReady,
                 None if action == "ready" => stage.outcome = Outcome::Ready,
                 _ => {
                     return Err(format!(
-                        "{s:?}: unknown action {action:?}; use fail, never-ready, ready, start=DURATION or complete=DURATION"
+                        "{s:?}: unknown action {action:?}; use fail, never-ready, ready, start=DURATION, complete=DURATION or stop=DURATION"
                     ));
                 }
             }

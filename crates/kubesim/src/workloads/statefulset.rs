@@ -50,10 +50,24 @@ pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, Ap
     };
     let pods = pods_by_ordinal(cluster);
     let ready = |p: &Value| ready_since(p).is_some();
+    // Pods still terminating keep their names: their ordinals are made again once they are
+    // gone, and an ordered StatefulSet waits for them first.
+    let terminating: Vec<String> = cluster
+        .controlled(&pods_rt, &uid)
+        .into_iter()
+        .filter(|p| deleting(p))
+        .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_owned))
+        .collect();
 
     // Create the missing ordinals (in order, waiting for readiness when ordered).
     for ordinal in 0..replicas {
         if pods.iter().any(|(o, _)| *o == ordinal) {
+            continue;
+        }
+        if terminating.contains(&format!("{name}-{ordinal}")) || (ordered && !terminating.is_empty()) {
+            if ordered {
+                break;
+            }
             continue;
         }
         if ordered && pods.iter().any(|(o, p)| *o < ordinal && !ready(p)) {

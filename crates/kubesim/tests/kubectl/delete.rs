@@ -161,3 +161,43 @@ async fn delete_by_selector_and_all() {
     env.ok(&["delete", "configmaps", "--all"]);
     assert!(env.names(&["configmaps"]).is_empty());
 }
+
+/// A running Pod deleted with `--wait=false` stays `Terminating` (the printer's STATUS for a
+/// Pod with a `deletionTimestamp`, `pkg/printers/internalversion/printers.go`) while its
+/// grace period runs (`pkg/registry/core/pod/strategy.go`, `CheckGracefulDelete`); `kubectl
+/// delete --grace-period=0 --force` sends `gracePeriodSeconds: 0`, which removes it at once
+/// (kubectl warns that it does not wait for the containers).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_terminating_pod_until_forced() {
+    let workloads = ctop_kubesim::WorkloadConfig {
+        pod_start: Duration::from_millis(30),
+        stages: vec!["app=web:stop=1h".parse().expect("stage")],
+        ..Default::default()
+    };
+    let env =
+        Env::start_with(ctop_kubesim::Config { workloads: Some(workloads), ..Default::default() }).await;
+    env.ok(&["run", "web", "--image=nginx:1.27", "--labels=app=web"]);
+    env.ok(&["wait", "--for=condition=Ready", "pod/web", "--timeout=10s"]);
+    let out = env.ok(&["delete", "pod", "web", "--wait=false"]);
+    assert_eq!(out.trim(), r#"pod "web" deleted"#);
+    let status = env.ok(&[
+        "get",
+        "pod",
+        "web",
+        "--no-headers",
+        "-o",
+        "custom-columns=GRACE:.metadata.deletionGracePeriodSeconds",
+    ]);
+    assert_eq!(status.trim(), "30");
+    let table = env.ok(&["get", "pod", "web", "--no-headers"]);
+    assert!(table.split_whitespace().nth(2) == Some("Terminating"), "{table}");
+    let out = env.run(&["delete", "pod", "web", "--grace-period=0", "--force"]);
+    assert!(out.ok(), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Warning: Immediate deletion does not wait for confirmation that the running resource has been terminated."),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stdout.trim(), r#"pod "web" force deleted"#);
+    assert!(env.get(&["pod", "web"]).is_none());
+}
