@@ -175,11 +175,17 @@ impl Runner {
                 // an object the planner deleted may still be finishing its deletion, and a
                 // shrunk run may no longer have the step that created it. A lookup that
                 // fails says nothing; the object is not called new then.
-                let existed = !matches!(w.get(target).await, Ok(None));
+                let current = w.get(target).await;
+                let existed = !matches!(current, Ok(None));
+                // An apply to an object being deleted (a Pod in its grace period) changes
+                // it and does not stop its deletion, as on a cluster: it is not kept alive.
+                let terminating = matches!(&current, Ok(Some(o)) if o["metadata"]["deletionTimestamp"].is_string());
                 match w.apply(object).await {
                     Ok(()) => {
                         self.counts.accepted += 1;
-                        self.alive.insert(target.clone());
+                        if !terminating {
+                            self.alive.insert(target.clone());
+                        }
                         created = !existed;
                         "ok".to_owned()
                     }
