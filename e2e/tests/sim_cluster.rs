@@ -21,7 +21,8 @@ fn a_client_certificate_kubeconfig() {
     let yaml = std::fs::read_to_string(&kc).expect("kubeconfig");
     assert!(yaml.contains("client-certificate-data:") && !yaml.contains("token:"), "{yaml}");
     let k = kubectl(dir.path(), kc);
-    let who = k.ok(&["auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}"]);
+    let who =
+        k.ok(&["auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}"]);
     assert_eq!(who, r#"kubesim-admin ["system:masters","system:authenticated"]"#);
     assert!(k.ok(&["get", "namespaces", "-o", "name"]).lines().any(|l| l == "namespace/kube-system"));
 }
