@@ -15,7 +15,8 @@
 //! and [`KubeSim::request_writes`] tells what they were (the `overlay` module).
 //!
 //! The layers inside are, top down: `server` (HTTP routing, content negotiation, watch
-//! streams, authn/authz), `api` (what each verb does to an object, the admission chain,
+//! streams, the reviews), `authn` (who a request is: client certificates, bearer tokens,
+//! anonymous), `api` (what each verb does to an object, the admission chain,
 //! and objects between the version they are stored in and the version of a request, with
 //! `conversion`, CRD conversion webhooks, and `webhook`, the client side of webhook calls
 //! shared with `admission`), `store` (one global resourceVersion,
