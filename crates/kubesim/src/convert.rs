@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::builtin::zero;
 use crate::registry::ResourceType;
 
 /// Field pairs `(core v1, events.k8s.io/v1)` that only differ by name.
@@ -37,13 +38,15 @@ pub fn out_in_place(rt: &ResourceType, out: &mut Value) {
         map.insert("kind".into(), Value::String(rt.kind.clone()));
         // A built-in kind's status is a struct in Go, which JSON never omits: an object
         // written without one reads back with an empty one (as its strategy leaves it).
+        // (A volume and a claim come with the phase their strategy sets.)
         if rt.crd.is_none() && rt.status && !map.contains_key("status") {
             let empty = match rt.kind.as_str() {
-                "Service" | "Ingress" => serde_json::json!({"loadBalancer": {}}),
-                "PersistentVolume" | "PersistentVolumeClaim" => serde_json::json!({"phase": "Pending"}),
-                _ => serde_json::json!({}),
+                "PersistentVolume" | "PersistentVolumeClaim" => Some(serde_json::json!({"phase": "Pending"})),
+                _ => zero::status(&rt.group, &rt.kind),
             };
-            map.insert("status".into(), empty);
+            if let Some(empty) = empty {
+                map.insert("status".into(), empty);
+            }
         }
         // Integer status fields without `omitempty` in Go are written even when zero.
         let zeros = always_written(&rt.group, &rt.kind);

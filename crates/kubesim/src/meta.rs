@@ -5,6 +5,17 @@ use serde_json::{Value, json};
 
 use crate::error::StatusCause;
 
+/// The string at `key` of a JSON object, or `""` when it is absent or not a string.
+pub(crate) fn str_at<'v>(value: &'v Value, key: &str) -> &'v str {
+    value.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The string at a JSON `pointer` (`/metadata/name`), or `""` when it is absent or not a
+/// string.
+pub(crate) fn str_at_pointer<'v>(value: &'v Value, pointer: &str) -> &'v str {
+    value.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+}
+
 /// The current time as the API server writes `creationTimestamp` (RFC 3339, seconds, UTC).
 pub fn now() -> String {
     crate::clock::timestamp().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()

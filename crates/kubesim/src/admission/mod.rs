@@ -65,7 +65,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Map, Value, json};
 
-use crate::webhook::{Target, str_at, unexpected_status};
+use crate::meta::str_at;
+use crate::webhook::{Target, unexpected_status};
 
 /// The admission operation of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

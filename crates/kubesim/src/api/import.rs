@@ -16,6 +16,8 @@
 
 use serde_json::{Value, json};
 
+use crate::meta::str_at_pointer;
+
 use super::{Api, WriteOpts, obj_key};
 use crate::convert;
 use crate::error::ApiError;
@@ -47,10 +49,6 @@ pub enum ImportEvent {
     Replaced,
     /// None: the object was there exactly so (but for its resourceVersion).
     Unchanged,
-}
-
-fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
-    obj.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
 }
 
 /// `Object 'Kind' is missing in '{...}'`, as the API server's decoder says it (the object
@@ -89,8 +87,8 @@ impl Api {
         if !obj.is_object() {
             return Err(ApiError::bad_request("the imported object must be a JSON object"));
         }
-        let api_version = str_at(&obj, "/apiVersion").to_owned();
-        let kind = str_at(&obj, "/kind").to_owned();
+        let api_version = str_at_pointer(&obj, "/apiVersion").to_owned();
+        let kind = str_at_pointer(&obj, "/kind").to_owned();
         if kind.is_empty() {
             return Err(missing("Kind", &obj));
         }
@@ -98,7 +96,7 @@ impl Api {
             return Err(missing("apiVersion", &obj));
         }
         let rt = self.import_type(&api_version, &kind)?;
-        let name = str_at(&obj, "/metadata/name").to_owned();
+        let name = str_at_pointer(&obj, "/metadata/name").to_owned();
         if name.is_empty() {
             return Err(ApiError::invalid_field(
                 rt.gr(),
@@ -109,7 +107,7 @@ impl Api {
                 "Required value: name is required",
             ));
         }
-        let ns = str_at(&obj, "/metadata/namespace").to_owned();
+        let ns = str_at_pointer(&obj, "/metadata/namespace").to_owned();
         let mut notes = Vec::new();
         if rt.namespaced && ns.is_empty() {
             return Err(ApiError::invalid_field(

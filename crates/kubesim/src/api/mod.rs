@@ -197,8 +197,9 @@ pub struct Api {
     pub registry: Registry,
     cleanup: mpsc::UnboundedSender<Task>,
     webhooks: parking_lot::RwLock<admission::Caller>,
-    /// Where committed changes go when the workload controllers run.
-    workloads: std::sync::OnceLock<mpsc::UnboundedSender<Arc<Change>>>,
+    /// Where committed changes go when the workload controllers run, and which kinds' they
+    /// want (group, kind).
+    workloads: std::sync::OnceLock<(mpsc::UnboundedSender<Arc<Change>>, fn(&str, &str) -> bool)>,
     /// Cluster IPs handed out to Services, when the workload controllers run.
     service_ips: parking_lot::Mutex<Option<crate::service_ip::ServiceIps>>,
 }
@@ -306,10 +307,14 @@ impl Api {
         }
     }
 
-    /// Hand every committed change to the workload controllers through `changes`, and give
-    /// Services cluster IPs from now on.
-    pub(crate) fn enable_workloads(&self, changes: mpsc::UnboundedSender<Arc<Change>>) {
-        let _ = self.workloads.set(changes);
+    /// Hand the committed changes of the kinds `wanted` (by group and kind) to the workload
+    /// controllers through `changes`, and give Services cluster IPs from now on.
+    pub(crate) fn enable_workloads(
+        &self,
+        changes: mpsc::UnboundedSender<Arc<Change>>,
+        wanted: fn(&str, &str) -> bool,
+    ) {
+        let _ = self.workloads.set((changes, wanted));
         *self.service_ips.lock() = Some(crate::service_ip::ServiceIps::default());
     }
 
@@ -379,8 +384,8 @@ impl Api {
     /// The side effects of any change to the store, an import's included: CRD routes, the
     /// workload controllers, Service IPs.
     fn after_store(&self, rt: &ResourceType, change: &Arc<Change>) {
-        if let Some(tx) = self.workloads.get()
-            && crate::workloads::watches(&rt.group, &rt.kind)
+        if let Some((tx, wanted)) = self.workloads.get()
+            && wanted(&rt.group, &rt.kind)
         {
             let _ = tx.send(change.clone());
         }

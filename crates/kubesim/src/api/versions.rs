@@ -21,8 +21,8 @@ use serde_json::Value;
 use super::Api;
 use crate::conversion::{ConversionError, Converter, TIMEOUT};
 use crate::convert;
+use crate::meta::str_at;
 use crate::registry::{Conversion, CrdDefinition, ResourceType};
-use crate::webhook::str_at;
 
 impl Api {
     /// `stored` as a read in `rt`'s version answers it.

@@ -24,6 +24,7 @@ mod escalation;
 
 pub use escalation::{EscalationError, check_binding, check_role};
 
+use crate::meta::str_at;
 use crate::selector::LabelSelector;
 use ctop_schema::go::quote as go_quote;
 use std::collections::{BTreeMap, BTreeSet};
@@ -558,10 +559,6 @@ fn parse_selector(v: &Value) -> Result<Option<LabelSelector>, AuthzError> {
 // ---------------------------------------------------------------------------------------------
 // Small helpers
 // ---------------------------------------------------------------------------------------------
-
-fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
 
 fn strings(v: &Value, key: &str) -> Vec<String> {
     v.get(key)

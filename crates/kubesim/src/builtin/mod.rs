@@ -17,6 +17,7 @@ mod tree;
 mod typed;
 mod unstructured;
 pub(crate) mod writes;
+pub(crate) mod zero;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;

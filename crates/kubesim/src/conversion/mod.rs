@@ -35,8 +35,9 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;
+use crate::meta::str_at;
 use crate::registry::{Conversion, CrdDefinition};
-use crate::webhook::{Target, str_at, unexpected_status};
+use crate::webhook::{Target, unexpected_status};
 
 /// How long a conversion call may take: the webhook client's default timeout, which the
 /// server also sends as `?timeout=30s`.

@@ -23,6 +23,8 @@ use bytes::Bytes;
 use rustls_pki_types::{CertificateDer, ServerName};
 use serde_json::Value;
 
+use crate::meta::str_at;
+
 #[cfg(test)]
 pub(crate) use transport::{clean_path, join_host_port, resolve_loopback, rfc3339, split_host_port};
 use transport::{clean_path as clean, join_host_port as join, resolve_loopback as loopback, root_store};
@@ -152,11 +154,6 @@ pub(crate) fn go_duration(d: Duration) -> String {
         (0, m, s) => format!("{m}m{s}s"),
         (h, m, s) => format!("{h}h{m}m{s}s"),
     }
-}
-
-/// The string at `key` of a JSON object, or `""`.
-pub(crate) fn str_at<'a>(value: &'a Value, key: &str) -> &'a str {
-    value.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 /// Whether `pem` (a decoded `caBundle`) loads as trust roots, as `ValidateCABundle` checks

@@ -128,7 +128,7 @@ pub(crate) async fn start(
     faults: Arc<crate::Faults>,
 ) -> Result<(), ApiError> {
     let (tx, rx) = mpsc::unbounded_channel();
-    api.enable_workloads(tx);
+    api.enable_workloads(tx, watches);
     let node_rt =
         api.registry.get("", "v1", "nodes").ok_or_else(|| ApiError::internal("kubesim serves no nodes"))?;
     for mut node in nodes::nodes(config.nodes, system_pods) {
@@ -249,7 +249,7 @@ impl Queue {
 
 /// Whether the controllers look at changes of this kind at all (like informers, they watch
 /// only the kinds they act on; a ConfigMap write does not even wake them).
-pub(crate) fn watches(group: &str, kind: &str) -> bool {
+fn watches(group: &str, kind: &str) -> bool {
     matches!(
         (group, kind),
         ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet")

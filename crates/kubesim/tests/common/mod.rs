@@ -1,8 +1,6 @@
 //! Shared helpers of the kubesim integration tests.
 #![allow(dead_code)]
 
-use std::time::{Duration, Instant};
-
 use ctop_kubesim::{Config, KubeSim};
 use kube::Client;
 
@@ -21,28 +19,11 @@ pub async fn start_with(config: Config) -> (KubeSim, Client) {
 
 /// A client from kubeconfig YAML.
 pub async fn client_for(kubeconfig: &str) -> Client {
-    let kc = kube::config::Kubeconfig::from_yaml(kubeconfig).expect("kubeconfig parses");
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-        .await
-        .expect("kubeconfig loads");
-    Client::try_from(cfg).expect("client")
+    ctop_test_support::client(kubeconfig).await
 }
 
-/// Poll `f` until it returns `Some`, or panic after `secs` seconds.
-pub async fn eventually<T, F, Fut>(secs: u64, what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+#[allow(unused_imports)]
+pub use ctop_test_support::eventually;
 
 /// The `reason` and `code` of a kube API error.
 pub fn api_err<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> kube::core::Status {
