@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes crates/kubesim/src/builtin/facts.rs: what the OpenAPI schemas of built-in kinds do
+"""Writes crates/kubesim/src/kinds/builtin/facts.rs: what the OpenAPI schemas of built-in kinds do
 not say about the Go types behind them.
 
 kubesim's built-in schemas come from k8s-openapi (which has them from the API server's
@@ -18,7 +18,7 @@ k8s.io/api, k8s.io/apimachinery, k8s.io/kube-aggregator and k8s.io/apiextensions
 then
 
     scripts/kubesim-go-facts.py API APIMACHINERY KUBE_AGGREGATOR APIEXTENSIONS \\
-        > crates/kubesim/src/builtin/facts.rs && cargo fmt -p ctop-kubesim
+        > crates/kubesim/src/kinds/builtin/facts.rs && cargo fmt -p ctop-kubesim
 
 The parser reads the Go files line by line (the API packages follow one layout), not Go in
 general.
@@ -48,7 +48,7 @@ IMPORTS = {
     'k8s.io/api/core/v1': os.path.join(API, 'core/v1'),
     'k8s.io/apimachinery/pkg/apis/meta/v1': os.path.join(MACHINERY, 'pkg/apis/meta/v1'),
 }
-# The kinds kubesim serves (crates/kubesim/src/registry.rs): where the walk starts.
+# The kinds kubesim serves (crates/kubesim/src/kinds/registry.rs): where the walk starts.
 ROOTS = [
     'io.k8s.api.core.v1.' + k for k in
     ['Namespace', 'ConfigMap', 'Secret', 'Service', 'ServiceAccount', 'Pod', 'PersistentVolumeClaim',

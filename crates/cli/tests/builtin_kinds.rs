@@ -141,7 +141,7 @@ async fn kubesim_serves_every_sdk_kind_and_agrees_with_manifests() {
     }
     assert!(
         wrong.is_empty(),
-        "kubesim's registry (crates/kubesim/src/registry.rs) disagrees with the SDK on: {wrong:#?}"
+        "kubesim's registry (crates/kubesim/src/kinds/registry.rs) disagrees with the SDK on: {wrong:#?}"
     );
 
     let mut known = 0;

@@ -14,18 +14,21 @@
 //! cluster's objects into it with [`KubeSim::import`], an operator's writes land in it,
 //! and [`KubeSim::request_writes`] tells what they were (the `overlay` module).
 //!
-//! The layers inside are, top down: `server` (HTTP routing, content negotiation, watch
-//! streams, the reviews), `authn` (who a request is: client certificates, bearer tokens,
-//! anonymous), `api` (what each verb does to an object, the admission chain,
-//! and objects between the version they are stored in and the version of a request, with
-//! `conversion`, CRD conversion webhooks, and `webhook`, the client side of webhook calls
-//! shared with `admission`), `store` (one global resourceVersion,
-//! tables, the watch history), and the pure rule modules: `ssa` (server-side apply and
-//! managedFields), `smp` (strategic merge patch), `crd_shape` (a CRD's list and map
-//! types for SSA), `printer_columns`, `builtin` (the built-in kinds' schemas, and decoding
-//! their writes like the Go types), `authz` (RBAC), `selector`, `shape` (list types and
-//! merge keys), `table` (the server-side printer columns `kubectl get` shows), and `gc`
-//! (garbage collection, namespace and CRD termination). CRD schemas
+//! The modules, top down (each arrow runs one way: a module only uses those below it):
+//! `server` (HTTP routing, content negotiation, watch streams, the reviews, and the wire
+//! forms: `proto` request bodies, `table` and `printer_columns` for `kubectl get`,
+//! `openapi`), `auth` (who a request is, `authn`; what it may do, `authz` (RBAC); `tls`),
+//! `api` (what each verb does to an object: the admission chain, `admission`; objects
+//! between the version they are stored in and the version of a request, `convert`, and CRD
+//! conversion webhooks, `conversion`; `webhook`, the client side of both), `merge` (the
+//! pure rules that turn a write into an object: `ssa` server-side apply and managedFields,
+//! `smp` strategic merge patch, `shape` and `crd_shape` list and map types), `kinds` (the
+//! `registry` of served resources, the `builtin` kinds' schemas and Go decoding, the
+//! `meta`data rules, label `selector`s) and `store` (one global resourceVersion, tables, the
+//! watch history). Beside the API run the `controllers` a cluster has (`gc` with
+//! `cleanup`: garbage collection, namespace and CRD termination; `workloads`: nodes,
+//! scheduler, kubelet and the workload controllers; `service_ip`): they subscribe to the
+//! API's changes and act through it; the API never calls them. CRD schemas
 //! (the checks when a CRD is written, and pruning, defaulting, validation and CEL rules on
 //! every custom-resource write) are the `ctop_schema` crate's, shared with `ctop
 //! manifests`. Where kubesim differs from a real API server is listed in the crate's
@@ -42,44 +45,25 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::api::Api;
 
-mod admission;
 mod api;
-mod authn;
-mod authz;
-mod builtin;
-mod cleanup;
+mod auth;
 pub mod clock;
-mod conversion;
-mod convert;
-mod crd_shape;
+mod controllers;
 mod error;
 mod faults;
-mod gc;
-mod meta;
-mod openapi;
+mod kinds;
+mod merge;
 mod overlay;
-mod printer_columns;
-mod proto;
-mod registry;
-mod selector;
 mod server;
-mod service_ip;
-mod shape;
-mod smp;
-mod ssa;
 mod store;
-mod table;
-mod tls;
-mod webhook;
-mod workloads;
 
-pub use admission::{Attributes as AdmissionAttributes, Caller as WebhookCaller, Operation};
+pub use api::admission::{Attributes as AdmissionAttributes, Caller as WebhookCaller, Operation};
 pub use api::{ImportEvent, Imported};
+pub use auth::tls::{ClientCert, ClosingTls, ServingCert, TlsError, TlsListener};
+pub use controllers::workloads::{PodStage, StageOutcome, WorkloadConfig};
 pub use error::ApiError;
 pub use faults::{EXEMPT_HEADER as FAULT_EXEMPT_HEADER, FaultRule, Faults};
 pub use store::{REQUEST_WRITES_KEPT, RequestWrite, WriteCause, WriteEvent};
-pub use tls::{ClientCert, ClosingTls, ServingCert, TlsError, TlsListener};
-pub use workloads::{PodStage, StageOutcome, WorkloadConfig};
 
 /// The Kubernetes version kubesim reports (`/version`).
 pub const KUBERNETES_VERSION: (&str, &str) = ("1", "33");
@@ -161,7 +145,7 @@ pub enum StartError {
     Seed(ApiError),
     /// The serving certificate could not be made.
     #[error(transparent)]
-    Tls(#[from] tls::TlsError),
+    Tls(#[from] auth::tls::TlsError),
 }
 
 /// A running kubesim. Dropping it stops the server.
@@ -171,7 +155,7 @@ pub struct KubeSim {
     api: Arc<Api>,
     server: Arc<server::Server>,
     admin_token: String,
-    cert: Option<tls::ServingCert>,
+    cert: Option<auth::tls::ServingCert>,
     shutdown: Mutex<Option<oneshot::Sender<()>>>,
 }
 
@@ -181,7 +165,7 @@ impl KubeSim {
     pub async fn start(config: Config) -> Result<Self, StartError> {
         // The built-in kinds' schemas are made once per process, off the first request's path.
         tokio::task::spawn_blocking(|| {
-            builtin::catalog();
+            kinds::builtin::catalog();
         });
         let listener = tokio::net::TcpListener::bind(config.addr)
             .await
@@ -191,9 +175,9 @@ impl KubeSim {
         let history =
             store::HistoryLimits { events: config.watch_history, bytes: config.watch_history_bytes };
         let api = Arc::new(Api::new(history, cleanup_tx, config.overlay));
-        tokio::spawn(gc::run(Arc::downgrade(&api), cleanup_rx));
+        tokio::spawn(controllers::gc::run(Arc::downgrade(&api), cleanup_rx));
         api.bootstrap().await.map_err(StartError::Seed)?;
-        for obj in authz::bootstrap_objects() {
+        for obj in auth::authz::bootstrap_objects() {
             api.seed(obj).await.map_err(StartError::Seed)?;
         }
         // The kubeconfig always carries a token: without credentials kubectl prompts for a
@@ -202,11 +186,11 @@ impl KubeSim {
         let admin_token = config
             .admin_token
             .clone()
-            .unwrap_or_else(|| format!("kubesim-admin.{}", meta::new_uid().replace('-', "")));
-        let cert = if config.tls { Some(tls::ServingCert::issue(&serving_hosts(addr))?) } else { None };
-        let client_ca = cert.as_ref().map(tls::ServingCert::client_verifier).transpose()?;
-        let authn = authn::Authenticator::new(client_ca.clone());
-        authn.add_static_token(&admin_token, ADMIN_USER, &[authz::PRIVILEGED_GROUP]);
+            .unwrap_or_else(|| format!("kubesim-admin.{}", kinds::meta::new_uid().replace('-', "")));
+        let cert = if config.tls { Some(auth::tls::ServingCert::issue(&serving_hosts(addr))?) } else { None };
+        let client_ca = cert.as_ref().map(auth::tls::ServingCert::client_verifier).transpose()?;
+        let authn = auth::authn::Authenticator::new(client_ca.clone());
+        authn.add_static_token(&admin_token, ADMIN_USER, &[auth::authz::PRIVILEGED_GROUP]);
         let server = Arc::new(server::Server {
             api: api.clone(),
             faults: Arc::new(Faults::default()),
@@ -228,8 +212,8 @@ impl KubeSim {
             (Some(cert), Some(client_ca)) => {
                 // Client certificates are asked for, never required (Go's
                 // `tls.RequestClientCert`): token clients connect as before.
-                let acceptor = cert.acceptor_with(Arc::new(authn::RequestClientCert(client_ca)))?;
-                let tls_listener = tls::TlsListener::new(listener, acceptor)
+                let acceptor = cert.acceptor_with(Arc::new(auth::authn::RequestClientCert(client_ca)))?;
+                let tls_listener = auth::tls::TlsListener::new(listener, acceptor)
                     .map_err(|source| StartError::Bind { addr: config.addr, source })?;
                 let app = app.into_make_service_with_connect_info::<server::PeerCerts>();
                 tokio::spawn(async move {
@@ -255,7 +239,7 @@ impl KubeSim {
         }
         if let Some(workloads) = config.workloads.clone().filter(|_| !config.overlay) {
             let ca = cert.as_ref().map(|c| c.ca_pem.clone());
-            workloads::start(&api, workloads, config.system_pods, ca, server.faults.clone())
+            controllers::workloads::start(&api, workloads, config.system_pods, ca, server.faults.clone())
                 .await
                 .map_err(StartError::Seed)?;
         }
@@ -338,7 +322,7 @@ impl KubeSim {
     /// A kubeconfig whose user is the administrator by client certificate, as kind's is
     /// (CN `kubesim-admin`, O `system:masters`): no token at all. `None` when TLS is off.
     pub fn kubeconfig_with_client_cert(&self) -> Option<Result<String, TlsError>> {
-        let cert = self.client_cert(ADMIN_USER, &[authz::PRIVILEGED_GROUP])?;
+        let cert = self.client_cert(ADMIN_USER, &[auth::authz::PRIVILEGED_GROUP])?;
         Some(cert.map(|c| kubeconfig_yaml_with_client_cert(&self.url(), self.ca_pem(), &c, "default")))
     }
 

@@ -15,7 +15,7 @@ use parking_lot::{Mutex, MutexGuard};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::registry::StoreKey;
+use crate::kinds::registry::StoreKey;
 
 mod history;
 mod overlay;

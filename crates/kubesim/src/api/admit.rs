@@ -4,11 +4,11 @@
 use serde_json::{Value, json};
 
 use super::{Api, WriteOpts};
-use crate::admission::{self, Operation};
-use crate::conversion::{Converter, TIMEOUT};
-use crate::convert;
+use crate::api::admission::{self, Operation};
+use crate::api::conversion::{Converter, TIMEOUT};
+use crate::api::convert;
 use crate::error::ApiError;
-use crate::registry::ResourceType;
+use crate::kinds::registry::ResourceType;
 
 impl Api {
     fn webhook_configs(&self, kind: &str) -> Vec<Value> {
@@ -119,17 +119,17 @@ impl Api {
         if before == after {
             return Ok(());
         }
-        let in_ns = |a: crate::authz::Attributes| if rt.namespaced { a.in_namespace(ns) } else { a };
+        let in_ns = |a: crate::auth::authz::Attributes| if rt.namespaced { a.in_namespace(ns) } else { a };
         let forbidden = |why: String| {
             ApiError::forbidden(rt.gr(), name, format!("{} \"{name}\" is forbidden: {why}", rt.gr()))
         };
         if old.is_some() {
             let attrs =
-                in_ns(crate::authz::Attributes::resource("delete", &rt.group, &rt.plural).named(name));
-            if !crate::authz::authorize(user, &attrs, self) {
+                in_ns(crate::auth::authz::Attributes::resource("delete", &rt.group, &rt.plural).named(name));
+            if !crate::auth::authz::authorize(user, &attrs, self) {
                 return Err(forbidden(format!(
                     "cannot set an ownerRef on a resource you can't delete: {}",
-                    crate::authz::forbidden_message(user, &attrs)
+                    crate::auth::authz::forbidden_message(user, &attrs)
                 )));
             }
         }
@@ -147,16 +147,16 @@ impl Api {
                 )));
             };
             let resource = format!("{}/finalizers", owner.plural);
-            let mut attrs = crate::authz::Attributes::resource("update", &owner.group, &owner.plural)
+            let mut attrs = crate::auth::authz::Attributes::resource("update", &owner.group, &owner.plural)
                 .with_subresource("finalizers")
                 .named(r["name"].as_str().unwrap_or(""));
             if owner.namespaced {
                 attrs = attrs.in_namespace(ns);
             }
-            if !crate::authz::authorize(user, &attrs, self) {
+            if !crate::auth::authz::authorize(user, &attrs, self) {
                 return Err(forbidden(format!(
                     "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: {}",
-                    crate::authz::forbidden_message(user, &attrs)
+                    crate::auth::authz::forbidden_message(user, &attrs)
                 )));
             }
             tracing::trace!(resource, "blockOwnerDeletion permitted");

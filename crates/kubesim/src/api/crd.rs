@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{Api, status_cause};
 use crate::error::StatusCause;
-use crate::meta::{self, deleting};
+use crate::kinds::meta::{self, deleting};
 
 impl Api {
     pub(super) fn crd_terminating(&self, crd_name: &str) -> bool {
@@ -307,10 +307,10 @@ fn conversion_causes(spec: &Value, old: Option<&Value>, old_established: bool) -
                 .unwrap_or_default();
             let allow_invalid = old.is_none()
                 || !old_established
-                || (!old_bundle.is_empty() && crate::webhook::check_ca_bundle(&old_bundle).is_err());
+                || (!old_bundle.is_empty() && crate::api::webhook::check_ca_bundle(&old_bundle).is_err());
             if !bundle.is_empty()
                 && !allow_invalid
-                && let Err(e) = crate::webhook::check_ca_bundle(&bundle)
+                && let Err(e) = crate::api::webhook::check_ca_bundle(&bundle)
             {
                 causes.push(invalid(&format!("{cc_field}.caBundle"), &go_bytes(&bundle), &e));
             }

@@ -6,7 +6,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use super::{Api, meta_mut};
-use crate::registry::ResourceType;
+use crate::kinds::registry::ResourceType;
 
 impl Api {
     /// Kind-specific defaults and normalisation every write goes through.

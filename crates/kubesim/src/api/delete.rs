@@ -6,11 +6,11 @@ use serde_json::{Value, json};
 use super::admit::Admit;
 use super::graceful::{Grace, before_delete};
 use super::{Api, DeleteOpts, Deleted, WriteOpts, Written, meta_mut, obj_key};
-use crate::admission::Operation;
-use crate::convert;
+use crate::api::admission::Operation;
+use crate::api::convert;
 use crate::error::ApiError;
-use crate::meta::{self, deleting, finalizers};
-use crate::registry::ResourceType;
+use crate::kinds::meta::{self, deleting, finalizers};
+use crate::kinds::registry::ResourceType;
 use crate::store::{CommitError, object_rv, uid_of};
 
 impl Api {

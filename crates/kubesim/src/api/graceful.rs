@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use crate::registry::ResourceType;
+use crate::kinds::registry::ResourceType;
 
 /// What a DELETE does to the grace of an object.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,7 +83,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::registry::Registry;
+    use crate::kinds::registry::Registry;
 
     fn pods() -> std::sync::Arc<ResourceType> {
         Registry::with_builtins().get("", "v1", "pods").expect("pods")

@@ -16,13 +16,13 @@
 
 use serde_json::{Value, json};
 
-use crate::meta::str_at_pointer;
+use crate::kinds::meta::str_at_pointer;
 
 use super::{Api, WriteOpts, obj_key};
-use crate::convert;
+use crate::api::convert;
 use crate::error::ApiError;
-use crate::meta;
-use crate::registry::ResourceType;
+use crate::kinds::meta;
+use crate::kinds::registry::ResourceType;
 use crate::store::{object_rv, set_rv, uid_of};
 
 /// What an import did.

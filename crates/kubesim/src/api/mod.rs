@@ -10,7 +10,10 @@
 //! converted between their CRD's versions). `import` puts a live object into the store as
 //! it is, for an overlay.
 
+pub(crate) mod admission;
 mod admit;
+pub(crate) mod conversion;
+pub(crate) mod convert;
 mod crd;
 mod defaults;
 mod delete;
@@ -19,6 +22,7 @@ mod import;
 mod rbac;
 mod validate;
 mod versions;
+pub(crate) mod webhook;
 mod write;
 
 use std::sync::Arc;
@@ -26,11 +30,10 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-use crate::admission::{self};
-use crate::cleanup::{Role, Task, work_for};
+use crate::controllers::cleanup::{Role, Task, work_for};
 use crate::error::{ApiError, StatusCause};
-use crate::registry::{Registry, ResourceType, StoreKey, crd_types};
-use crate::ssa;
+use crate::kinds::registry::{Registry, ResourceType, StoreKey, crd_types};
+use crate::merge::ssa;
 use crate::store::{Attribution, Change, EventKind, HistoryLimits, ObjKey, Store, WriteCause};
 use ctop_schema as schema;
 
@@ -78,7 +81,7 @@ pub struct WriteOpts {
     pub user: admission::UserInfo,
     /// Who asks, for RBAC checks made while writing (OwnerReferencesPermissionEnforcement);
     /// `None` when the server does not authorize (no `--authz`).
-    pub authz_user: Option<crate::authz::User>,
+    pub authz_user: Option<crate::auth::authz::User>,
     /// Set by server-side apply itself: the merged object never goes through the decoder,
     /// so a custom resource's non-nullable nulls (those pruning leaves) are validated, not
     /// dropped. The real server's apply patcher unmarshals the configuration straight
@@ -201,7 +204,7 @@ pub struct Api {
     /// want (group, kind).
     workloads: std::sync::OnceLock<(mpsc::UnboundedSender<Arc<Change>>, fn(&str, &str) -> bool)>,
     /// Cluster IPs handed out to Services, when the workload controllers run.
-    service_ips: parking_lot::Mutex<Option<crate::service_ip::ServiceIps>>,
+    service_ips: parking_lot::Mutex<Option<crate::controllers::service_ip::ServiceIps>>,
 }
 
 impl std::fmt::Debug for Api {
@@ -315,7 +318,7 @@ impl Api {
         wanted: fn(&str, &str) -> bool,
     ) {
         let _ = self.workloads.set((changes, wanted));
-        *self.service_ips.lock() = Some(crate::service_ip::ServiceIps::default());
+        *self.service_ips.lock() = Some(crate::controllers::service_ip::ServiceIps::default());
     }
 
     /// Create the namespaces every cluster has.
@@ -412,8 +415,8 @@ impl Api {
                 }
                 _ => {
                     let types = crd_types(obj, |schema| match schema {
-                        Some(s) => Arc::new(crate::crd_shape::SchemaShape::new(s)),
-                        None => Arc::new(crate::shape::MetadataOnlyShape),
+                        Some(s) => Arc::new(crate::merge::crd_shape::SchemaShape::new(s)),
+                        None => Arc::new(crate::merge::shape::MetadataOnlyShape),
                     });
                     self.registry.set_crd(crd_name, types);
                 }
@@ -427,7 +430,7 @@ fn manager<'a>(name: &'a str, rt: &'a ResourceType, sub: Option<&'a str>, now: &
 }
 
 /// The RBAC objects the authorizer reads, straight from the store.
-impl crate::authz::RbacSource for Api {
+impl crate::auth::authz::RbacSource for Api {
     fn cluster_roles(&self) -> Vec<Value> {
         self.rbac_objects("clusterroles", None)
     }

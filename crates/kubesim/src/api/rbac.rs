@@ -7,9 +7,9 @@
 use serde_json::Value;
 
 use super::{Api, WriteOpts};
-use crate::authz::{self, EscalationError};
+use crate::auth::authz::{self, EscalationError};
 use crate::error::{ApiError, GroupResource};
-use crate::registry::ResourceType;
+use crate::kinds::registry::ResourceType;
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use super::crd::{stored_versions_causes, validate_crd};
 use super::{Api, FieldValidation, WriteOpts, meta_mut, status_cause};
 use crate::error::ApiError;
-use crate::meta::{self, deleting};
-use crate::registry::ResourceType;
+use crate::kinds::meta::{self, deleting};
+use crate::kinds::registry::ResourceType;
 
 impl Api {
     pub(super) fn check_namespace(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<(), ApiError> {

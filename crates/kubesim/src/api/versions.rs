@@ -7,10 +7,10 @@
 //! until it is written again, which is what storage migration relies on), and a write works
 //! on the request's version: the current object is converted to it, the request applied
 //! there, the result converted to the storage version. Conversions go through
-//! [`crate::conversion`]; what a webhook converts is then pruned with the target version's
+//! [`crate::api::conversion`]; what a webhook converts is then pruned with the target version's
 //! schema (and its non-nullable nulls dropped), as the server's storage codec does
 //! (`customresource_handler.go`, `schemaCoercingConverter`). With strategy `None` only the
-//! `apiVersion` changes. A built-in object works in its stored form (`crate::convert`:
+//! `apiVersion` changes. A built-in object works in its stored form (`crate::api::convert`:
 //! the two Event APIs share one store).
 
 use std::sync::Arc;
@@ -19,10 +19,10 @@ use ctop_schema as schema;
 use serde_json::Value;
 
 use super::Api;
-use crate::conversion::{ConversionError, Converter, TIMEOUT};
-use crate::convert;
-use crate::meta::str_at;
-use crate::registry::{Conversion, CrdDefinition, ResourceType};
+use crate::api::conversion::{ConversionError, Converter, TIMEOUT};
+use crate::api::convert;
+use crate::kinds::meta::str_at;
+use crate::kinds::registry::{Conversion, CrdDefinition, ResourceType};
 
 impl Api {
     /// `stored` as a read in `rt`'s version answers it.

@@ -9,13 +9,13 @@ use super::{
     Api, Current, PatchKind, SYSTEM_FIELDS, WriteOpts, Written, manager, meta_mut, obj_key, rt_scope,
     spec_part, ssa_error,
 };
-use crate::admission::Operation;
-use crate::builtin;
-use crate::convert;
+use crate::api::admission::Operation;
+use crate::api::convert;
 use crate::error::ApiError;
-use crate::meta::{self, deleting, finalizers};
-use crate::registry::ResourceType;
-use crate::ssa;
+use crate::kinds::builtin;
+use crate::kinds::meta::{self, deleting, finalizers};
+use crate::kinds::registry::ResourceType;
+use crate::merge::ssa;
 use crate::store::{CommitError, object_rv};
 
 impl Api {
@@ -511,7 +511,7 @@ fn apply_patch(rt: &ResourceType, served: &Value, kind: PatchKind, body: &Value)
             })?;
         }
         PatchKind::Strategic => {
-            doc = crate::smp::strategic_merge(&doc, body, rt.shape.as_ref()).map_err(|e| {
+            doc = crate::merge::smp::strategic_merge(&doc, body, rt.shape.as_ref()).map_err(|e| {
                 let mut err = ApiError::internal(e.status_message());
                 err.code = e.code();
                 err.reason = match e.reason() {

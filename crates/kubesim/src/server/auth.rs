@@ -1,4 +1,4 @@
-//! Who is asking and whether they may: authentication (`crate::authn`: client
+//! Who is asking and whether they may: authentication (`crate::auth::authn`: client
 //! certificates, bearer tokens, anonymous) with the real 401, RBAC authorization with the
 //! real 403 body, the identity admission webhooks see, and the TokenRequest endpoint that
 //! issues ServiceAccount tokens. The reviews are in `reviews`.
@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 
 use super::wire::{json_response, parse_json, read_body};
 use super::{PeerCerts, Server};
-use crate::authz::{self, Attributes, User};
+use crate::auth::authz::{self, Attributes, User};
 use crate::error::ApiError;
-use crate::registry::ResourceType;
+use crate::kinds::registry::ResourceType;
 
 /// Who sent the request (`None`: authorization is off, and every request acts as the
 /// administrator); a credential that fails is the real 401 (`Unauthorized`, whatever
@@ -65,14 +65,14 @@ pub(super) fn authorize(srv: &Server, user: Option<&User>, attrs: &Attributes) -
     }))
 }
 
-pub(super) fn user_info(user: Option<&User>) -> crate::admission::UserInfo {
+pub(super) fn user_info(user: Option<&User>) -> crate::api::admission::UserInfo {
     match user {
-        Some(u) => crate::admission::UserInfo {
+        Some(u) => crate::api::admission::UserInfo {
             username: u.name.clone(),
             uid: String::new(),
             groups: u.groups.clone(),
         },
-        None => crate::admission::UserInfo {
+        None => crate::api::admission::UserInfo {
             username: "kubesim-admin".into(),
             uid: String::new(),
             groups: vec!["system:masters".into(), "system:authenticated".into()],
@@ -91,15 +91,15 @@ pub(super) async fn token_request(
     let account = srv.api.get(rt, ns, name).await?;
     let bytes = read_body(body).await?;
     let req = parse_json(&bytes, content_type)?;
-    let token = format!("kubesim-sa.{}", crate::meta::new_uid().replace('-', ""));
+    let token = format!("kubesim-sa.{}", crate::kinds::meta::new_uid().replace('-', ""));
     let audiences: Vec<String> = req
         .pointer("/spec/audiences")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
         .filter(|a: &Vec<String>| !a.is_empty())
-        .unwrap_or_else(|| vec![crate::authn::API_AUDIENCE.to_owned()]);
+        .unwrap_or_else(|| vec![crate::auth::authn::API_AUDIENCE.to_owned()]);
     let uid = account.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
-    let credential_id = format!("JTI={}", crate::meta::new_uid());
+    let credential_id = format!("JTI={}", crate::kinds::meta::new_uid());
     srv.authn.add_service_account_token(&token, (ns, name, uid), audiences.clone(), &credential_id);
     let expiration = req.pointer("/spec/expirationSeconds").and_then(Value::as_i64).unwrap_or(3600);
     let expires = jiff::Timestamp::now()

@@ -12,10 +12,10 @@ use super::path::Query;
 use super::wire::{Shape, json_response};
 use crate::api::Api;
 use crate::error::ApiError;
-use crate::registry::ResourceType;
-use crate::selector::{FieldSelector, LabelSelector};
+use crate::kinds::registry::ResourceType;
+use crate::kinds::selector::{FieldSelector, LabelSelector};
+use crate::server::table::{self, Include};
 use crate::store::ObjKey;
-use crate::table::{self, Include};
 
 pub(super) fn render_one(rt: &ResourceType, obj: Value, shape: Shape, query: &Query) -> Value {
     match shape {
@@ -39,7 +39,7 @@ pub(super) fn selectors(
     query: &Query,
     rt: &ResourceType,
 ) -> Result<(LabelSelector, FieldSelector), ApiError> {
-    let labels = crate::selector::parse_labels(query.get("labelSelector").map_or("", String::as_str))
+    let labels = crate::kinds::selector::parse_labels(query.get("labelSelector").map_or("", String::as_str))
         .map_err(ApiError::bad_request)?;
     let fields = FieldSelector::parse(query.get("fieldSelector").map_or("", String::as_str), &rt.kind)
         .map_err(|e| ApiError::bad_request(e.to_string()))?;

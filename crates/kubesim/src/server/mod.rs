@@ -10,9 +10,13 @@
 
 mod auth;
 mod list;
+pub(crate) mod openapi;
 mod path;
+pub(crate) mod printer_columns;
+pub(crate) mod proto;
 mod resource;
 mod reviews;
+pub(crate) mod table;
 mod watch;
 mod wire;
 
@@ -32,10 +36,9 @@ use self::path::{Query, ResPath, Route, parse_query, parse_route, verb_of};
 use self::resource::resource;
 use self::wire::{error_response, json_response, read_body};
 use crate::api::Api;
-use crate::authz::Attributes;
+use crate::auth::authz::Attributes;
 use crate::error::ApiError;
 use crate::faults::Faults;
-use crate::openapi;
 
 /// Shared state of the HTTP server.
 pub struct Server {
@@ -45,7 +48,7 @@ pub struct Server {
     pub faults: Arc<Faults>,
     /// Client certificates and bearer tokens → users (TokenReview answers from them
     /// whether or not `authz` is on).
-    pub authn: crate::authn::Authenticator,
+    pub authn: crate::auth::authn::Authenticator,
     /// Whether requests are authenticated and authorized with RBAC.
     pub authz: bool,
     /// `host:port` clients use.
@@ -108,10 +111,10 @@ impl std::fmt::Debug for Server {
 #[derive(Clone, Debug, Default)]
 pub struct PeerCerts(pub Option<Arc<[rustls::pki_types::CertificateDer<'static>]>>);
 
-impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, crate::tls::TlsListener>>
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, crate::auth::tls::TlsListener>>
     for PeerCerts
 {
-    fn connect_info(stream: axum::serve::IncomingStream<'_, crate::tls::TlsListener>) -> Self {
+    fn connect_info(stream: axum::serve::IncomingStream<'_, crate::auth::tls::TlsListener>) -> Self {
         PeerCerts(stream.io().peer_certificates().map(Arc::from))
     }
 }

@@ -19,10 +19,10 @@ use super::wire::{
     error_response, json_response, negotiate, parse_json, read_body, with_first_warning, with_warnings,
 };
 use crate::api::{Api, DeleteOpts, Deleted, FieldValidation, PatchKind, WriteOpts};
-use crate::authz::{Attributes, User};
+use crate::auth::authz::{Attributes, User};
 use crate::error::ApiError;
-use crate::registry::ResourceType;
-use crate::selector::FieldSelector;
+use crate::kinds::registry::ResourceType;
+use crate::kinds::selector::FieldSelector;
 use crate::store::WriteCause;
 
 pub(super) fn write_opts(

@@ -7,9 +7,9 @@
 use serde_json::{Value, json};
 
 use super::Server;
-use crate::authz::{self, Attributes, User};
+use crate::auth::authz::{self, Attributes, User};
 use crate::error::{ApiError, StatusCause};
-use crate::registry::ResourceType;
+use crate::kinds::registry::ResourceType;
 
 /// Answer the review `body` of kind `rt` posted in namespace `ns` by `user` (`None`:
 /// authorization is off and everyone is an administrator).

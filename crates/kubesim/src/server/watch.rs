@@ -14,12 +14,12 @@ use super::list::{include, selectors};
 use super::path::{Query, truthy};
 use super::wire::{Shape, event_line, stream_response};
 use crate::api::Api;
-use crate::conversion::ConversionError;
-use crate::convert;
+use crate::api::conversion::ConversionError;
+use crate::api::convert;
 use crate::error::ApiError;
-use crate::registry::{Conversion, ResourceType};
+use crate::kinds::registry::{Conversion, ResourceType};
+use crate::server::table;
 use crate::store::{Change, EventKind};
-use crate::table;
 
 /// How many changes a watcher reads from the history at a time.
 const WATCH_BATCH: usize = 64;

@@ -119,9 +119,9 @@ pub(super) fn parse_json(bytes: &[u8], content_type: &str) -> Result<Value, ApiE
     if bytes.is_empty() {
         return Ok(Value::Null);
     }
-    if content_type.starts_with(crate::proto::CONTENT_TYPE) {
-        return crate::proto::decode(bytes).map_err(|e| match e {
-            crate::proto::ProtoError::UnsupportedKind { .. } => ApiError::unsupported_media_type(),
+    if content_type.starts_with(crate::server::proto::CONTENT_TYPE) {
+        return crate::server::proto::decode(bytes).map_err(|e| match e {
+            crate::server::proto::ProtoError::UnsupportedKind { .. } => ApiError::unsupported_media_type(),
             other => ApiError::bad_request(format!("error decoding protobuf: {other}")),
         });
     }

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::writes::{RequestWrite, WriteLog};
 use super::{Change, EventKind, Location, ObjKey, State, Store, footprint, set_rv, uid_of};
-use crate::registry::StoreKey;
+use crate::kinds::registry::StoreKey;
 
 /// How many deleted uids an overlay remembers.
 pub const DELETED_UIDS: usize = 100_000;
