@@ -48,6 +48,11 @@ fn selector_and_template(spec: &Value, p: &Path, what: &str) -> Vec<Cause> {
     out
 }
 
+/// The apps/v1 strategies' `ValidateImmutableField` of `spec.selector` on update.
+fn selector_unchanged(spec: &Value, old: Option<&Value>, p: &Path) -> Option<Cause> {
+    immutable_selector(spec.get("selector"), old?.pointer("/spec/selector"), &p.child("selector"))
+}
+
 /// `ValidatePodTemplateSpecForReplicaSet` and the template rules of DaemonSets.
 fn replica_template(spec: &Value, p: &Path, kind: &str) -> Vec<Cause> {
     let template = spec.get("template").unwrap_or(&Value::Null);
@@ -168,13 +173,7 @@ pub(crate) fn validate_deployment(d: &Value, old: Option<&Value>) -> Vec<Cause> 
             ));
         }
     }
-    if let Some(old) = old {
-        out.extend(immutable_selector(
-            spec.get("selector"),
-            old.pointer("/spec/selector"),
-            &p.child("selector"),
-        ));
-    }
+    out.extend(selector_unchanged(spec, old, &p));
     out
 }
 
@@ -186,13 +185,7 @@ pub(crate) fn validate_replica_set(rs: &Value, old: Option<&Value>) -> Vec<Cause
     out.extend(non_negative(spec, "minReadySeconds", &p));
     out.extend(selector_and_template(spec, &p, "deployment"));
     out.extend(replica_template(spec, &p, "ReplicaSet"));
-    if let Some(old) = old {
-        out.extend(immutable_selector(
-            spec.get("selector"),
-            old.pointer("/spec/selector"),
-            &p.child("selector"),
-        ));
-    }
+    out.extend(selector_unchanged(spec, old, &p));
     out
 }
 
@@ -202,7 +195,11 @@ pub(crate) fn validate_daemon_set(ds: &Value, old: Option<&Value>) -> Vec<Cause>
     let p = Path::new("spec");
     let mut out = Vec::new();
     match set(spec, "selector") {
-        None => out.push(req(&p.child("selector"), "")),
+        // A nil selector selects nothing, so it cannot match the template's labels.
+        None => out.push(template_labels_mismatch(
+            spec.get("template").unwrap_or(&Value::Null),
+            &p.child("template").child("metadata").child("labels"),
+        )),
         Some(_) => out.extend(selector_and_template(spec, &p, "daemonset")),
     }
     out.extend(replica_template(spec, &p, "DaemonSet"));
@@ -235,13 +232,7 @@ pub(crate) fn validate_daemon_set(ds: &Value, old: Option<&Value>) -> Vec<Cause>
         other => out.push(unsupported(&sp, other, &listed(&["RollingUpdate", "OnDelete"]))),
     }
     out.extend(non_negative(spec, "revisionHistoryLimit", &p));
-    if let Some(old) = old {
-        out.extend(immutable_selector(
-            spec.get("selector"),
-            old.pointer("/spec/selector"),
-            &p.child("selector"),
-        ));
-    }
+    out.extend(selector_unchanged(spec, old, &p));
     out
 }
 
