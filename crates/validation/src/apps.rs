@@ -128,9 +128,11 @@ pub(crate) fn validate_deployment(d: &Value, old: Option<&Value>) -> Vec<Cause> 
                 ));
             }
         }
-        "RollingUpdate" => match set(strategy, "rollingUpdate") {
-            None => out.push(req(&sp.child("rollingUpdate"), "this should be defaulted and never be nil")),
-            Some(ru) => {
+        // SetDefaults_Deployment fills a missing rollingUpdate (25%/25%); kubesim only
+        // defaults a missing strategy, so an absent one counts as that default.
+        "RollingUpdate" => {
+            let ru = strategy.get("rollingUpdate").unwrap_or(&Value::Null);
+            {
                 let rp = sp.child("rollingUpdate");
                 // The server defaults both to 25% when absent.
                 let unavailable =
@@ -151,7 +153,7 @@ pub(crate) fn validate_deployment(d: &Value, old: Option<&Value>) -> Vec<Cause> 
                         .filter(|c| c.message.ends_with("100%")),
                 );
             }
-        },
+        }
         other => out.push(crate::field::not_supported(
             sp.as_str(),
             Bad::Raw(format!(
@@ -208,8 +210,10 @@ pub(crate) fn validate_daemon_set(ds: &Value, old: Option<&Value>) -> Vec<Cause>
     let sp = p.child("updateStrategy");
     match string(strategy, "type") {
         "OnDelete" => {}
+        // SetDefaults_DaemonSet fills a missing rollingUpdate (maxUnavailable 1, maxSurge
+        // 0); kubesim only defaults a missing strategy.
         "RollingUpdate" => match set(strategy, "rollingUpdate") {
-            None => out.push(req(&sp.child("rollingUpdate"), "")),
+            None => {}
             Some(ru) => {
                 let rp = sp.child("rollingUpdate");
                 out.extend(int_or_percent(ru.get("maxUnavailable"), &rp.child("maxUnavailable"), true));

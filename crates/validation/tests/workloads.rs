@@ -151,3 +151,20 @@ fn rbac_rules() {
         vec!["rules[0].verbs: Required value: verbs must contain at least one value"]
     );
 }
+
+/// SetDefaults_Deployment / SetDefaults_DaemonSet fill a missing rollingUpdate before
+/// validation, so `strategy: {type: RollingUpdate}` alone is valid.
+#[test]
+fn rolling_update_without_parameters_is_valid() {
+    let mut d = deployment();
+    d["spec"]["strategy"] = json!({"type": "RollingUpdate"});
+    assert_eq!(errors(&validate(&DEPLOYMENT, &d)), Vec::<String>::new());
+    let ds = json!({
+        "metadata": {"name": "agent"},
+        "spec": {"updateStrategy": {"type": "RollingUpdate"}, "revisionHistoryLimit": 10,
+                 "selector": {"matchLabels": {"app": "agent"}},
+                 "template": {"metadata": {"labels": {"app": "agent"}}, "spec": pod_spec()}},
+    });
+    let kind = ctop_validation::KindKey::new("apps", "DaemonSet");
+    assert_eq!(errors(&validate(&kind, &ds)), Vec::<String>::new());
+}
