@@ -26,6 +26,8 @@ pub const FIELD_VALUE_DUPLICATE: &str = "FieldValueDuplicate";
 pub const FIELD_VALUE_TOO_LONG: &str = "FieldValueTooLong";
 /// `metav1.CauseType` of a list or map over `maxItems` / `maxProperties`.
 pub const FIELD_VALUE_TOO_MANY: &str = "FieldValueTooMany";
+/// `metav1.CauseType` of a reference to something that does not exist.
+pub const FIELD_VALUE_NOT_FOUND: &str = "FieldValueNotFound";
 
 /// One `metav1.StatusCause` of a 422 Invalid response.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -46,20 +48,30 @@ impl Cause {
     }
 }
 
-/// A Go `BadValue`, rendered as `field.Error.ErrorBody` does.
-pub(crate) enum Bad {
+/// A Go `BadValue`, rendered as `field.Error.ErrorBody` does: strings quoted (`%q`),
+/// numbers and booleans plain (`%v`), anything else in Go syntax (`%#v`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Bad {
+    /// A Go string (or named string type): `"x"`.
     Str(String),
+    /// A Go integer: `5`.
     Int(i64),
+    /// A Go float64: `%v`.
     Float(f64),
+    /// A Go bool: `true`.
     Bool(bool),
+    /// Unstructured data, `%#v` of `interface{}` values (`map[string]interface {}{...}`).
     Data(Value),
+    /// A Go `[]string`: `[]string{"a", "b"}`.
     StrList(Vec<String>),
-    /// A value already in Go's `%#v` form (a struct).
+    /// A value already in Go's `%#v` form (a struct, a typed map).
     Raw(String),
 }
 
 impl Bad {
-    pub(crate) fn of(v: &Value) -> Bad {
+    /// The Go value a JSON value decodes to in an unstructured object.
+    #[must_use]
+    pub fn of(v: &Value) -> Bad {
         match v {
             Value::String(s) => Bad::Str(s.clone()),
             Value::Bool(b) => Bad::Bool(*b),
@@ -90,46 +102,64 @@ impl Bad {
     }
 }
 
-pub(crate) fn cause(reason: &str, field: &str, head: String, detail: &str) -> Cause {
+/// A cause of `reason` at `field` whose message is `head`, then `: detail` when there is one.
+#[must_use]
+pub fn cause(reason: &str, field: &str, head: String, detail: &str) -> Cause {
     let message = if detail.is_empty() { head } else { format!("{head}: {detail}") };
     Cause { reason: reason.to_owned(), message, field: field.to_owned() }
 }
 
-pub(crate) fn invalid(field: &str, bad: Bad, detail: &str) -> Cause {
+/// `field.Invalid`: `Invalid value: <bad>: <detail>`.
+#[must_use]
+pub fn invalid(field: &str, bad: Bad, detail: &str) -> Cause {
     cause(FIELD_VALUE_INVALID, field, format!("Invalid value: {}", bad.render()), detail)
 }
 
-pub(crate) fn type_invalid(field: &str, bad: Bad, detail: &str) -> Cause {
+/// `field.TypeInvalid`: `Invalid value: <bad>: <detail>`.
+#[must_use]
+pub fn type_invalid(field: &str, bad: Bad, detail: &str) -> Cause {
     cause(FIELD_VALUE_TYPE_INVALID, field, format!("Invalid value: {}", bad.render()), detail)
 }
 
-pub(crate) fn required(field: &str, detail: &str) -> Cause {
+/// `field.Required`: `Required value[: <detail>]`.
+#[must_use]
+pub fn required(field: &str, detail: &str) -> Cause {
     cause(FIELD_VALUE_REQUIRED, field, "Required value".to_owned(), detail)
 }
 
-pub(crate) fn forbidden(field: &str, detail: &str) -> Cause {
+/// `field.Forbidden`: `Forbidden[: <detail>]`.
+#[must_use]
+pub fn forbidden(field: &str, detail: &str) -> Cause {
     cause(FIELD_VALUE_FORBIDDEN, field, "Forbidden".to_owned(), detail)
 }
 
-pub(crate) fn not_supported(field: &str, bad: Bad, valid: &[String]) -> Cause {
+/// `field.NotSupported`: `Unsupported value: <bad>: supported values: "a", "b"`.
+#[must_use]
+pub fn not_supported(field: &str, bad: Bad, valid: &[String]) -> Cause {
     let quoted: Vec<String> = valid.iter().map(|v| go_quote(v)).collect();
     let detail =
         if quoted.is_empty() { String::new() } else { format!("supported values: {}", quoted.join(", ")) };
     cause(FIELD_VALUE_NOT_SUPPORTED, field, format!("Unsupported value: {}", bad.render()), &detail)
 }
 
-pub(crate) fn duplicate(field: &str, bad: Bad) -> Cause {
+/// `field.Duplicate`: `Duplicate value: <bad>`.
+#[must_use]
+pub fn duplicate(field: &str, bad: Bad) -> Cause {
     cause(FIELD_VALUE_DUPLICATE, field, format!("Duplicate value: {}", bad.render()), "")
 }
 
-pub(crate) fn too_long(field: &str, max: i64) -> Cause {
+/// `field.TooLong` as the CRD validator words it (`may not be more than N bytes`).
+#[must_use]
+pub fn too_long(field: &str, max: i64) -> Cause {
     let unit = if max == 1 { "byte" } else { "bytes" };
     let detail =
         if max >= 0 { format!("may not be more than {max} {unit}") } else { "value is too long".to_owned() };
     cause(FIELD_VALUE_TOO_LONG, field, "Too long".to_owned(), &detail)
 }
 
-pub(crate) fn too_many(field: &str, actual: i64, max: i64) -> Cause {
+/// `field.TooMany` as the CRD validator words it (`Too many: N: must have at most M items`).
+#[must_use]
+pub fn too_many(field: &str, actual: i64, max: i64) -> Cause {
     let unit = if max == 1 { "item" } else { "items" };
     cause(
         FIELD_VALUE_TOO_MANY,
@@ -137,6 +167,12 @@ pub(crate) fn too_many(field: &str, actual: i64, max: i64) -> Cause {
         format!("Too many: {actual}"),
         &format!("must have at most {max} {unit}"),
     )
+}
+
+/// `field.NotFound`: `Not found: <bad>`.
+#[must_use]
+pub fn not_found(field: &str, bad: Bad) -> Cause {
+    cause(FIELD_VALUE_NOT_FOUND, field, format!("Not found: {}", bad.render()), "")
 }
 
 /// The message of a 422 Invalid Status, as `apierrors.NewInvalid` builds it:

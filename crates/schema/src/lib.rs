@@ -47,10 +47,18 @@ pub use access::{
     EMBEDDED, INT_OR_STRING, LIST_MAP_KEYS, LIST_TYPE, MAP_TYPE, PRESERVE, field_schema, items,
 };
 pub use cause::{
-    Cause, FIELD_VALUE_DUPLICATE, FIELD_VALUE_FORBIDDEN, FIELD_VALUE_INVALID, FIELD_VALUE_NOT_SUPPORTED,
-    FIELD_VALUE_REQUIRED, FIELD_VALUE_TOO_LONG, FIELD_VALUE_TOO_MANY, FIELD_VALUE_TYPE_INVALID,
-    invalid_message,
+    Bad, Cause, FIELD_VALUE_DUPLICATE, FIELD_VALUE_FORBIDDEN, FIELD_VALUE_INVALID, FIELD_VALUE_NOT_FOUND,
+    FIELD_VALUE_NOT_SUPPORTED, FIELD_VALUE_REQUIRED, FIELD_VALUE_TOO_LONG, FIELD_VALUE_TOO_MANY,
+    FIELD_VALUE_TYPE_INVALID, invalid_message,
 };
+/// The cause constructors, one per apimachinery `field.Error` type, for other crates that
+/// word 422 causes as the API server does (`ctop-validation`).
+pub mod causes {
+    pub use crate::cause::{
+        cause, duplicate, forbidden, invalid, not_found, not_supported, required, too_long, too_many,
+        type_invalid,
+    };
+}
 pub use cel::{CelOutcome, CelRules};
 pub use decode::decode_error;
 pub use defaults::{apply_defaults, drop_nulls};
