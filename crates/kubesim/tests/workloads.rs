@@ -462,11 +462,39 @@ async fn stages_set_at_run_time_through_the_fault_api() {
 #[tokio::test]
 async fn pods_the_api_refuses_show_as_replica_failure() {
     let (_sim, client) = start_with(staged(&[])).await;
+    // A validating webhook for Pods that nobody serves and that fails closed: the API
+    // refuses every Pod (as a cluster whose policy webhook is down does), not the
+    // ReplicaSet.
+    let cert = ctop_kubesim::ServingCert::issue(&["127.0.0.1".to_owned()]).expect("a certificate");
+    let ca = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &cert.ca_pem);
+    let hooks: Api<kube::api::DynamicObject> = Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk(
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingWebhookConfiguration",
+            ),
+            "validatingwebhookconfigurations",
+        ),
+    );
+    let config = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "pods-down"},
+        "webhooks": [{
+            "name": "pods-down.example.com",
+            "clientConfig": {"url": "https://127.0.0.1:1/validate", "caBundle": ca},
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
+            "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"], "timeoutSeconds": 1,
+        }],
+    }))
+    .expect("a webhook configuration");
+    hooks.create(&PostParams::default(), &config).await.expect("the webhook is installed");
     let sets: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
     let rs: ReplicaSet = serde_json::from_value(json!({
         "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "bad"},
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "bad"}},
-            "template": {"metadata": {"labels": {"app": "not a valid label value!"}},
+            "template": {"metadata": {"labels": {"app": "bad"}},
                 "spec": {"containers": [{"name": "c", "image": "x:1"}]}}},
     }))
     .expect("a ReplicaSet");
@@ -478,5 +506,31 @@ async fn pods_the_api_refuses_show_as_replica_failure() {
     .await;
     assert_eq!((failure.status.as_str(), failure.reason.as_deref()), ("True", Some("FailedCreate")));
     let message = failure.message.unwrap_or_default();
-    assert!(message.contains("metadata.labels"), "{message}");
+    assert!(message.contains("failed calling webhook \"pods-down.example.com\""), "{message}");
+}
+
+#[tokio::test]
+async fn an_invalid_pod_template_is_refused_with_the_servers_field_path() {
+    let (_sim, client) = start_with(staged(&[])).await;
+    let sets: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    let rs: ReplicaSet = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "bad"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "bad"}},
+            "template": {"metadata": {"labels": {"app": "bad"}},
+                "spec": {"containers": [{"image": "x:1"}]}}},
+    }))
+    .expect("a ReplicaSet");
+    // pkg/apis/core/validation: validateContainers → field.Required(path.Child("name"), "").
+    let status = match sets.create(&PostParams::default(), &rs).await {
+        Err(kube::Error::Api(s)) => s,
+        other => panic!("expected a 422, got {other:?}"),
+    };
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    let causes = status.details.map(|d| d.causes).unwrap_or_default();
+    assert!(
+        causes
+            .iter()
+            .any(|c| c.field == "spec.template.spec.containers[0].name" && c.message == "Required value"),
+        "{causes:?}"
+    );
 }

@@ -213,6 +213,11 @@ impl std::fmt::Debug for Api {
     }
 }
 
+/// The subresource kubesim's scheduler assigns a Pod's node through, as the real one posts
+/// to `pods/binding`: it sets `spec.nodeName`, which a Pod update may not change. Only the
+/// in-process controllers write through it; the HTTP server routes no such subresource.
+pub(crate) const BINDING: &str = "binding";
+
 const SYSTEM_FIELDS: &[&str] = &[
     "uid",
     "resourceVersion",

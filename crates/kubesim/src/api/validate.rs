@@ -1,6 +1,7 @@
 //! What every write must satisfy before it is stored: the namespace exists and is not
 //! terminating, the identity fields are consistent, and the object passes its checks
-//! (metadata rules; built-in objects decoded like the Go types; custom resources pruned,
+//! (metadata rules; built-in objects decoded like the Go types and checked by
+//! `ctop_validation` as `pkg/apis/*/validation` checks them; custom resources pruned,
 //! defaulted and validated by `ctop_schema`, CEL included; CRDs checked as the API server
 //! checks them).
 
@@ -123,6 +124,16 @@ impl Api {
     ) -> Result<(), ApiError> {
         let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_owned();
         let mut causes = meta::validate_metadata(&obj["metadata"], meta::name_rule(&rt.group, &rt.kind));
+        if rt.crd.is_none() && sub != Some(super::BINDING) {
+            // The kind's own rules (pkg/apis/*/validation), on the decoded, defaulted object.
+            let kind = ctop_validation::KindKey::new(&rt.group, &rt.kind);
+            let found = match (old, sub) {
+                (None, _) => ctop_validation::validate(&kind, obj),
+                (Some(old), None) => ctop_validation::validate_update(&kind, obj, old),
+                (Some(old), Some(_)) => ctop_validation::validate_status_update(&kind, obj, old),
+            };
+            causes.extend(found.into_iter().map(status_cause));
+        }
         if let Some((schema, crd)) = rt.crd.as_ref().and_then(|c| Some((c.schema.as_ref()?, c))) {
             let removed = schema::prune(obj, schema);
             if !removed.is_empty() {

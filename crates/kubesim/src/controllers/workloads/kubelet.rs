@@ -61,7 +61,7 @@ pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, Ap
     }
     if node.is_empty() {
         let node = next_node(cluster);
-        cluster.merge(&pods, key, false, &json!({"spec": {"nodeName": node}}), SCHEDULER).await?;
+        cluster.bind(&pods, key, &node, SCHEDULER).await?;
         let scheduled = json!({"status": {"conditions": [
             {"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": super::now()},
         ]}});

@@ -40,7 +40,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::api::{Api, DeleteOpts, PatchKind, WriteOpts};
+use crate::api::{Api, BINDING, DeleteOpts, PatchKind, WriteOpts};
 use crate::error::ApiError;
 use crate::kinds::registry::ResourceType;
 use crate::store::{Change, EventKind, ObjKey, Table};
@@ -427,6 +427,23 @@ impl Cluster<'_> {
     ) -> Result<Value, ApiError> {
         let sub = status.then_some("status");
         Ok(self.api.patch(rt, &key.0, &key.1, sub, PatchKind::Merge, body, &opts(manager)).await?.object)
+    }
+
+    /// Assign a Pod to `node`, as the scheduler's `pods/binding` does: `spec.nodeName` is
+    /// set by the binding, which a Pod update may not change (ValidatePodUpdate).
+    pub(crate) async fn bind(
+        &self,
+        rt: &ResourceType,
+        key: &ObjKey,
+        node: &str,
+        manager: &str,
+    ) -> Result<Value, ApiError> {
+        let body = json!({"spec": {"nodeName": node}});
+        Ok(self
+            .api
+            .patch(rt, &key.0, &key.1, Some(BINDING), PatchKind::Merge, &body, &opts(manager))
+            .await?
+            .object)
     }
 
     /// Delete the object with this uid at once (`gracePeriodSeconds: 0`), as the kubelet

@@ -20,14 +20,15 @@ pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, Ap
     let uid = rs["metadata"]["uid"].as_str().unwrap_or_default();
     let pods = active_pods(cluster, &pods_rt, &key.0, uid);
     let desired = usize::try_from(rs["spec"]["replicas"].as_i64().unwrap_or(1)).unwrap_or(0);
-    // A Pod the API refuses is reported as the real controller does: a `ReplicaFailure`
-    // condition with the API's message, and another try a little later.
+    // A Pod the API refuses (invalid, forbidden, or a webhook that fails closed) is reported
+    // as the real controller does: a `ReplicaFailure` condition with the API's message, and
+    // another try a little later.
     let mut failed_create = None;
     if pods.len() < desired {
         for _ in pods.len()..desired {
             match cluster.create(&pods_rt, &key.0, pod_for(&rs), MANAGER).await {
                 Ok(_) => {}
-                Err(e) if e.code == 409 || e.code >= 500 => return Err(e),
+                Err(e) if e.code == 409 => return Err(e),
                 Err(e) => {
                     failed_create = Some(e.message.clone());
                     break;
