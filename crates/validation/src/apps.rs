@@ -69,7 +69,7 @@ fn replica_template(spec: &Value, p: &Path, kind: &str) -> Vec<Cause> {
 }
 
 /// `ValidatePositiveIntOrPercent` and `IsNotMoreThan100Percent`.
-fn int_or_percent(v: Option<&Value>, p: &Path, at_most_100: bool) -> Vec<Cause> {
+pub(crate) fn int_or_percent(v: Option<&Value>, p: &Path, at_most_100: bool) -> Vec<Cause> {
     let mut out = Vec::new();
     match v {
         Some(Value::String(s)) => {
