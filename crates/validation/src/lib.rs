@@ -78,11 +78,16 @@ pub fn validate_update(kind: &KindKey<'_>, new: &Value, old: &Value) -> Vec<Caus
 }
 
 /// The causes of a write through the `status` subresource: the status strategy's own
-/// checks of `new`'s status (non-negative counters, well-formed conditions and the like).
-/// The spec is the stored one there, so a status write is never refused for its spec.
+/// checks of `new`'s status against `old` (Deployment, ReplicaSet, StatefulSet and
+/// DaemonSet counters and collisionCount; a Pod's terminated containers and nominated
+/// node; PodDisruptionBudget counters and conditions; HPA replica counts). The spec is the
+/// stored one there, so a status write is never refused for its spec; other kinds give
+/// no causes.
 #[must_use]
-pub fn validate_status_update(kind: &KindKey<'_>, new: &Value, _old: &Value) -> Vec<Cause> {
+pub fn validate_status_update(kind: &KindKey<'_>, new: &Value, old: &Value) -> Vec<Cause> {
     match (kind.group, kind.kind) {
+        ("", "Pod") => core::pod_status::validate_pod_status(new, old),
+        ("apps", k) => apps::validate_status(k, new, old).unwrap_or_default(),
         ("policy", "PodDisruptionBudget") => policy::validate_pdb_status(new),
         ("autoscaling", "HorizontalPodAutoscaler") => autoscaling::validate_hpa_status(new),
         _ => Vec::new(),
