@@ -6,6 +6,8 @@
 
 use std::net::Ipv6Addr;
 
+/// `IsValidIP`'s detail.
+pub(crate) const INVALID_IP: &str = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
 /// `IsValidCIDR`'s detail.
 pub(crate) const INVALID_CIDR: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
 
@@ -55,6 +57,52 @@ pub(crate) fn parse_ip(s: &str) -> Option<Ip> {
     } else {
         parse_v4(s).map(Ip::V4)
     }
+}
+
+impl Ip {
+    /// The address as Go's `net.IP` methods see it: an IPv4-mapped IPv6 is IPv4.
+    fn unmapped(&self) -> Ip {
+        match self {
+            Ip::V6(b) if b[..10].iter().all(|x| *x == 0) && b[10] == 0xff && b[11] == 0xff => {
+                Ip::V4([b[12], b[13], b[14], b[15]])
+            }
+            other => *other,
+        }
+    }
+}
+
+/// `ValidateNonSpecialIP`'s details for a parsed address (Go's `IsUnspecified`,
+/// `IsLoopback`, `IsLinkLocalUnicast`, `IsLinkLocalMulticast`); `text` is the value as
+/// written.
+pub(crate) fn special_ip_errors(ip: &Ip, text: &str) -> Vec<String> {
+    let (unspecified, loopback, link_local, link_local_multicast) = match ip.unmapped() {
+        Ip::V4(b) => (
+            b == [0, 0, 0, 0],
+            b[0] == 127,
+            b[0] == 169 && b[1] == 254,
+            b[0] == 224 && b[1] == 0 && b[2] == 0,
+        ),
+        Ip::V6(b) => (
+            b.iter().all(|x| *x == 0),
+            b[..15].iter().all(|x| *x == 0) && b[15] == 1,
+            b[0] == 0xfe && b[1] & 0xc0 == 0x80,
+            b[0] == 0xff && b[1] & 0x0f == 0x02,
+        ),
+    };
+    let mut out = Vec::new();
+    if unspecified {
+        out.push(format!("may not be unspecified ({text})"));
+    }
+    if loopback {
+        out.push("may not be in the loopback range (127.0.0.0/8, ::1/128)".to_owned());
+    }
+    if link_local {
+        out.push("may not be in the link-local range (169.254.0.0/16, fe80::/10)".to_owned());
+    }
+    if link_local_multicast {
+        out.push("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)".to_owned());
+    }
+    out
 }
 
 /// A network: its masked address and prefix length.
