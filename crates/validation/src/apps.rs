@@ -69,7 +69,7 @@ fn replica_template(spec: &Value, p: &Path, kind: &str) -> Vec<Cause> {
 }
 
 /// `ValidatePositiveIntOrPercent` and `IsNotMoreThan100Percent`.
-fn int_or_percent(v: Option<&Value>, p: &Path, at_most_100: bool) -> Vec<Cause> {
+pub(crate) fn int_or_percent(v: Option<&Value>, p: &Path, at_most_100: bool) -> Vec<Cause> {
     let mut out = Vec::new();
     match v {
         Some(Value::String(s)) => {
@@ -357,4 +357,116 @@ pub(crate) fn validate_stateful_set(sts: &Value, old: Option<&Value>) -> Vec<Cau
         }
     }
     out
+}
+
+/// The status counters of each apps kind (`ValidateDeploymentStatus`,
+/// `ValidateReplicaSetStatus`, `ValidateStatefulSetStatus`, `validateDaemonSetStatus`):
+/// the fields that may not be negative, then the `(field, bound)` pairs where the field may
+/// not exceed the bound (`cannot be greater than status.<bound>`), in the server's order.
+struct StatusRules {
+    non_negative: &'static [&'static str],
+    at_most: &'static [(&'static str, &'static str, &'static str)],
+}
+
+const REPLICAS_BOUND: &str = "cannot be greater than status.replicas";
+
+fn status_rules(kind: &str) -> Option<StatusRules> {
+    Some(match kind {
+        "Deployment" => StatusRules {
+            non_negative: &[
+                "observedGeneration",
+                "replicas",
+                "updatedReplicas",
+                "readyReplicas",
+                "availableReplicas",
+                "unavailableReplicas",
+                "collisionCount",
+            ],
+            at_most: &[
+                ("updatedReplicas", "replicas", REPLICAS_BOUND),
+                ("readyReplicas", "replicas", REPLICAS_BOUND),
+                ("availableReplicas", "replicas", REPLICAS_BOUND),
+                ("availableReplicas", "readyReplicas", "cannot be greater than readyReplicas"),
+            ],
+        },
+        "ReplicaSet" => StatusRules {
+            non_negative: &[
+                "replicas",
+                "fullyLabeledReplicas",
+                "readyReplicas",
+                "availableReplicas",
+                "observedGeneration",
+            ],
+            at_most: &[
+                ("fullyLabeledReplicas", "replicas", REPLICAS_BOUND),
+                ("readyReplicas", "replicas", REPLICAS_BOUND),
+                ("availableReplicas", "replicas", REPLICAS_BOUND),
+                ("availableReplicas", "readyReplicas", "cannot be greater than readyReplicas"),
+            ],
+        },
+        "StatefulSet" => StatusRules {
+            non_negative: &[
+                "replicas",
+                "readyReplicas",
+                "currentReplicas",
+                "updatedReplicas",
+                "availableReplicas",
+                "observedGeneration",
+                "collisionCount",
+            ],
+            at_most: &[
+                ("readyReplicas", "replicas", REPLICAS_BOUND),
+                ("currentReplicas", "replicas", REPLICAS_BOUND),
+                ("updatedReplicas", "replicas", REPLICAS_BOUND),
+                ("availableReplicas", "replicas", REPLICAS_BOUND),
+                ("availableReplicas", "readyReplicas", "cannot be greater than status.readyReplicas"),
+            ],
+        },
+        "DaemonSet" => StatusRules {
+            non_negative: &[
+                "currentNumberScheduled",
+                "numberMisscheduled",
+                "desiredNumberScheduled",
+                "numberReady",
+                "observedGeneration",
+                "updatedNumberScheduled",
+                "numberAvailable",
+                "numberUnavailable",
+                "collisionCount",
+            ],
+            at_most: &[],
+        },
+        _ => return None,
+    })
+}
+
+/// `Validate<Kind>StatusUpdate` of the apps kinds: the counters, then
+/// `IsDecremented(collisionCount)` (`cannot be decremented`; an unset count after a set
+/// one shows as 0). Metadata is kubesim's. `None` for a kind without status rules.
+pub(crate) fn validate_status(kind: &str, new: &Value, old: &Value) -> Option<Vec<Cause>> {
+    let rules = status_rules(kind)?;
+    let status = new.get("status").unwrap_or(&Value::Null);
+    let p = Path::new("status");
+    let mut out: Vec<Cause> = rules.non_negative.iter().filter_map(|k| non_negative(status, k, &p)).collect();
+    let count = |k: &str| crate::field::int(status, k).unwrap_or(0);
+    for (field, bound, msg) in rules.at_most {
+        if count(field) > count(bound) {
+            out.push(crate::field::invalid_int(&p.child(field), count(field), msg));
+        }
+    }
+    let old_count = old.pointer("/status/collisionCount").and_then(Value::as_i64);
+    let new_count = crate::field::int(status, "collisionCount");
+    let decremented = match (new_count, old_count) {
+        (None, Some(_)) => true,
+        (Some(n), Some(o)) => n < o,
+        _ => false,
+    };
+    if decremented {
+        out.push(crate::field::invalid_int(
+            &p.child("collisionCount"),
+            new_count.unwrap_or(0),
+            "cannot be decremented",
+        ));
+    }
+    Some(out)
 }

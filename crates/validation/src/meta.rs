@@ -167,3 +167,65 @@ pub(crate) fn non_negative(v: &Value, key: &str, p: &Path) -> Option<Cause> {
     let n = crate::field::int(v, key)?;
     (n < 0).then(|| crate::field::invalid_int(&p.child(key), n, "must be greater than or equal to 0"))
 }
+
+const CONDITION_REASON_FMT: &str = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?";
+const CONDITION_REASON_MSG: &str = "a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'";
+
+/// `metav1validation.ValidateConditions` of `status.conditions` (`metav1.Condition`s):
+/// unique types, each a qualified name; status True/False/Unknown; a reason that is set
+/// and well formed; lastTransitionTime set. (The TooLong checks of reason and message are
+/// left out.)
+pub(crate) fn validate_conditions(status: &Value, p: &Path) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, c) in list(status, "conditions").iter().enumerate() {
+        let cp = p.index(i);
+        let ty = string(c, "type");
+        if !seen.insert(ty) {
+            out.push(crate::field::duplicate(cp.child("type").as_str(), Bad::Str(ty.to_owned())));
+        }
+        out.extend(label_name(ty, &cp.child("type")));
+        let st = string(c, "status");
+        if !matches!(st, "True" | "False" | "Unknown") {
+            out.push(crate::field::unsupported(
+                &cp.child("status"),
+                st,
+                &crate::field::listed(&["False", "True", "Unknown"]),
+            ));
+        }
+        if let Some(g) = crate::field::int(c, "observedGeneration").filter(|g| *g < 0) {
+            out.push(crate::field::invalid_int(
+                &cp.child("observedGeneration"),
+                g,
+                "must be greater than or equal to zero",
+            ));
+        }
+        if string(c, "lastTransitionTime").is_empty() {
+            out.push(req(&cp.child("lastTransitionTime"), "must be set"));
+        }
+        let reason = string(c, "reason");
+        if reason.is_empty() {
+            out.push(req(&cp.child("reason"), "must be set"));
+        } else if !condition_reason_shape(reason) {
+            out.push(invalid_str(
+                &cp.child("reason"),
+                reason,
+                &names::regex_error(
+                    CONDITION_REASON_MSG,
+                    CONDITION_REASON_FMT,
+                    &["my_name", "MY_NAME", "MyName", "ReasonA,ReasonB", "ReasonA:ReasonB"],
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// `[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?`
+fn condition_reason_shape(s: &str) -> bool {
+    let b = s.as_bytes();
+    let Some((&first, rest)) = b.split_first() else { return false };
+    first.is_ascii_alphabetic()
+        && rest.iter().all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b',' | b':'))
+        && rest.last().is_none_or(|&c| c.is_ascii_alphanumeric() || c == b'_')
+}

@@ -230,3 +230,40 @@ pub(crate) fn http_header_name(value: &str) -> Vec<String> {
 pub(crate) fn unix_id(id: i64) -> Vec<String> {
     if (0..=0xffff_ffff).contains(&id) { Vec::new() } else { vec![range_error(0, 0xffff_ffff)] }
 }
+
+const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
+const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
+const WILDCARD_SUBDOMAIN_FMT: &str = "\\*\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const WILDCARD_SUBDOMAIN_MSG: &str = "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, which must consist of lower case alphanumeric characters, '-' or '.' and end with an alphanumeric character";
+
+/// `IsDNS1035Label` (`NameIsDNS1035Label`, which `ValidateServiceName` is).
+pub(crate) fn dns1035_label(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 63 {
+        errs.push(max_len_error(63));
+    }
+    if !(dns_label_shape(s) && s.as_bytes()[0].is_ascii_lowercase()) {
+        errs.push(regex_error(DNS1035_LABEL_MSG, DNS1035_LABEL_FMT, &["my-name", "abc-123"]));
+    }
+    errs
+}
+
+/// `IsWildcardDNS1123Subdomain`: `*.` and a subdomain.
+pub(crate) fn wildcard_dns1123_subdomain(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 253 {
+        errs.push(max_len_error(253));
+    }
+    if !s.strip_prefix("*.").is_some_and(subdomain_shape) {
+        errs.push(regex_error(WILDCARD_SUBDOMAIN_MSG, WILDCARD_SUBDOMAIN_FMT, &["*.example.com"]));
+    }
+    errs
+}
+
+/// `path.IsValidPathSegmentName`: not `.` or `..`, no `/` or `%`.
+pub(crate) fn path_segment_name(s: &str) -> Vec<String> {
+    if s == "." || s == ".." {
+        return vec![format!("may not be '{s}'")];
+    }
+    ["/", "%"].iter().filter(|c| s.contains(*c)).map(|c| format!("may not contain '{c}'")).collect()
+}

@@ -52,12 +52,10 @@ pub(crate) fn validate_common(c: &Value, volumes: &BTreeSet<String>, p: &Path) -
         out.extend(validate_resources(r, &p.child("resources")));
     }
     if let Some(sc) = set(c, "securityContext") {
-        let sp = p.child("securityContext");
-        for key in ["runAsUser", "runAsGroup"] {
-            if let Some(id) = int(sc, key) {
-                out.extend(names::unix_id(id).iter().map(|m| invalid_int(&sp.child(key), id, m)));
-            }
-        }
+        out.extend(crate::core::security::validate_container_security_context(
+            sc,
+            &p.child("securityContext"),
+        ));
     }
     out
 }

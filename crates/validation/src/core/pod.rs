@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::core::container::{self, validate_common, validate_handler, validate_probe};
 use crate::core::volume::validate_volumes;
+use crate::core::{scheduling, security};
 use crate::enums;
 use crate::field::{
     Bad, Cause, Path, duplicate, forbid, int, invalid, invalid_int, invalid_str, list, listed, req, set,
@@ -42,10 +43,9 @@ pub(crate) fn validate_pod_spec(spec: &Value, p: &Path, is_pod: bool) -> Vec<Cau
     out.extend(validate_labels(spec, "nodeSelector", &p.child("nodeSelector")));
     if let Some(sc) = set(spec, "securityContext") {
         let sp = p.child("securityContext");
-        for key in ["fsGroup", "runAsUser", "runAsGroup"] {
-            if let Some(id) = int(sc, key) {
-                out.extend(names::unix_id(id).iter().map(|m| invalid_int(&sp.child(key), id, m)));
-            }
+        out.extend(security::ids(sc, &["fsGroup", "runAsUser", "runAsGroup"], &sp));
+        if let Some(profile) = set(sc, "seccompProfile") {
+            out.extend(security::validate_seccomp_profile(profile, &sp.child("seccompProfile")));
         }
     }
     for key in ["serviceAccountName", "nodeName", "priorityClassName"] {
@@ -70,6 +70,13 @@ pub(crate) fn validate_pod_spec(spec: &Value, p: &Path, is_pod: bool) -> Vec<Cau
         }
     }
     out.extend(validate_tolerations(list(spec, "tolerations"), &p.child("tolerations")));
+    if let Some(affinity) = set(spec, "affinity") {
+        out.extend(scheduling::validate_affinity(affinity, &p.child("affinity")));
+    }
+    out.extend(scheduling::validate_topology_spread(
+        list(spec, "topologySpreadConstraints"),
+        &p.child("topologySpreadConstraints"),
+    ));
     if let Some(policy) = spec.get("preemptionPolicy").and_then(Value::as_str) {
         match policy {
             "PreemptLowerPriority" | "Never" => {}

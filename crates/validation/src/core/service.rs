@@ -16,6 +16,7 @@ use crate::field::{
 };
 use crate::meta::validate_labels;
 use crate::names;
+use crate::net;
 
 /// The spec as the server's strategy hands it to validation.
 fn normalized(svc: &Value, old: Option<&Value>) -> Value {
@@ -131,6 +132,7 @@ pub(crate) fn validate_service(svc: &Value, old: Option<&Value>) -> Vec<Cause> {
         other => out.push(unsupported(&p.child("sessionAffinity"), other, &sorted(enums::SERVICE_AFFINITY))),
     }
     out.extend(cluster_ip_fields(&spec, &p));
+    out.extend(external_ips(&spec, old, &p.child("externalIPs")));
     match ty {
         "" => out.push(req(&p.child("type"), "")),
         t if !enums::SERVICE_TYPE.contains(&t) => {
@@ -210,6 +212,31 @@ pub(crate) fn validate_service(svc: &Value, old: Option<&Value>) -> Vec<Cause> {
     out
 }
 
+/// `spec.externalIPs` in `ValidateService`: each a valid IP (`IsValidIPForLegacyField`)
+/// and, unless the stored object already had it, not a special one
+/// (`ValidateNonSpecialIP`).
+fn external_ips(spec: &Value, old: Option<&Value>, p: &Path) -> Vec<Cause> {
+    let existing: Vec<&str> = old
+        .and_then(|o| o.pointer("/spec/externalIPs"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for (i, ip) in list(spec, "externalIPs").iter().enumerate() {
+        let ip = ip.as_str().unwrap_or_default();
+        match net::parse_ip(ip) {
+            None => out.push(invalid_str(&p.index(i), ip, net::INVALID_IP)),
+            Some(parsed) if !existing.contains(&ip) => {
+                out.extend(
+                    net::special_ip_errors(&parsed, ip).iter().map(|m| invalid_str(&p.index(i), ip, m)),
+                );
+            }
+            Some(_) => {}
+        }
+    }
+    out
+}
+
 /// `validateServicePort`.
 fn validate_port(port: &Value, require_name: bool, seen: &mut BTreeSet<String>, p: &Path) -> Vec<Cause> {
     let mut out = Vec::new();
@@ -239,8 +266,9 @@ fn validate_port(port: &Value, require_name: bool, seen: &mut BTreeSet<String>, 
     out
 }
 
-/// `ValidateServiceClusterIPsRelatedFields` (IP syntax checked for the forms kubesim hands
-/// out and users write: dotted IPv4, IPv6 with `:`).
+/// `ValidateServiceClusterIPsRelatedFields`: families, policy, `clusterIPs` in step with
+/// `clusterIP`, each a valid IP but a leading `None`, at most two. (The dual-stack family
+/// checks that follow in the server are left out.)
 fn cluster_ip_fields(spec: &Value, p: &Path) -> Vec<Cause> {
     let mut out = Vec::new();
     if string(spec, "type") == "ExternalName" {
@@ -272,12 +300,21 @@ fn cluster_ip_fields(spec: &Value, p: &Path) -> Vec<Cause> {
             "first value must match `clusterIP`",
         ));
     }
-    if ips.len() > 1 && ips[0] == "None" {
-        out.push(invalid(
-            p.child("clusterIPs").as_str(),
-            Bad::Raw(ips_value.clone()),
-            "'None' must be the first and only value",
-        ));
+    for (i, ip) in ips.iter().enumerate() {
+        if i == 0 && *ip == "None" {
+            if ips.len() > 1 {
+                out.push(invalid(
+                    p.child("clusterIPs").as_str(),
+                    Bad::Raw(ips_value.clone()),
+                    "'None' must be the first and only value",
+                ));
+            }
+            continue;
+        }
+        // IsValidIPForLegacyField (StrictIPCIDRValidation is off in 1.33: IsValidIP).
+        if net::parse_ip(ip).is_none() {
+            out.push(invalid_str(&p.child("clusterIPs").index(i), ip, net::INVALID_IP));
+        }
     }
     if ips.len() > 2 {
         out.push(invalid(

@@ -68,3 +68,7 @@ pub fn service() -> Value {
         },
     })
 }
+pub const INGRESS: KindKey<'static> = KindKey { group: "networking.k8s.io", kind: "Ingress" };
+pub const NETWORK_POLICY: KindKey<'static> = KindKey { group: "networking.k8s.io", kind: "NetworkPolicy" };
+pub const PDB: KindKey<'static> = KindKey { group: "policy", kind: "PodDisruptionBudget" };
+pub const HPA: KindKey<'static> = KindKey { group: "autoscaling", kind: "HorizontalPodAutoscaler" };
