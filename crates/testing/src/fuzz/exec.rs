@@ -179,7 +179,8 @@ impl Runner {
                 let existed = !matches!(current, Ok(None));
                 // An apply to an object being deleted (a Pod in its grace period) changes
                 // it and does not stop its deletion, as on a cluster: it is not kept alive.
-                let terminating = matches!(&current, Ok(Some(o)) if o["metadata"]["deletionTimestamp"].is_string());
+                let terminating =
+                    matches!(&current, Ok(Some(o)) if o["metadata"]["deletionTimestamp"].is_string());
                 match w.apply(object).await {
                     Ok(()) => {
                         self.counts.accepted += 1;
