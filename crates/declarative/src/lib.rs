@@ -12,6 +12,16 @@
 //! * [`JsonPath`]: the ojg dialect on its own.
 //! * [`Error`]: every error names where in the YAML it stands.
 //!
+//! ```
+//! use ctop_declarative::Expr;
+//! use serde_json::json;
+//!
+//! let e = Expr::parse(&json!({"@concat": ["$.metadata.name", "-", "$.spec.n"]}), "expr")?;
+//! let v = e.evaluate(&json!({"metadata": {"name": "web"}, "spec": {"n": 3}}))?;
+//! assert_eq!(v, json!("web-3"));
+//! # Ok::<(), ctop_declarative::Error>(())
+//! ```
+//!
 //! `DIVERGENCES.md` (next to this crate's `Cargo.toml`) lists where this crate
 //! deliberately differs from Δ-controller, and why; `tests/fixtures/` holds the
 //! conformance cases ported from Δ-controller's tests, run by `tests/conformance.rs`.

@@ -199,3 +199,30 @@ fn plan(start: usize, n: usize, equalities: &[(Side, Side)]) -> Vec<Step> {
     }
     steps
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::Join;
+    use crate::expr::Expr;
+
+    #[test]
+    fn equalities_are_indexed_and_planned() {
+        let names = vec!["Pod".to_string(), "Service".to_string(), "Node".to_string()];
+        let e = Expr::parse(
+            &json!({"@and": [
+                {"@eq": ["$.Pod.spec.svc", "$.Service.metadata.name"]},
+                {"@eq": [{"@concat": ["$.Node.metadata.name"]}, "$.Pod.spec.nodeName"]},
+            ]}),
+            "join",
+        )
+        .expect("parses");
+        let j = Join::new(e, &names);
+        assert_eq!(j.equalities.len(), 1, "only the plain-path equality is indexed");
+        // From a Service: the Pod is found through the index, the Node is scanned.
+        assert_eq!(j.plans[1], vec![(0, Some((0, 1))), (2, None)]);
+        // From a Pod: the Service through the index.
+        assert_eq!(j.plans[0], vec![(1, Some((0, 0))), (2, None)]);
+    }
+}

@@ -129,5 +129,7 @@ mod tests {
         // md5 of the JSON, as a number, in base 36: dorzm8q71mzcxty16hae8up81.
         assert_eq!(hash_value(&json!({"a": 1, "b": {"c": 2}, "x": [1, 2, 3, 4, 5]})), "dorzm8");
         assert_eq!(hash_value(&json!({"a": 2, "b": {"c": 2}, "x": [1, 2, 3, 4, 5]})), "9pxacx");
+        // 24 base-36 digits, so Go's `%025s` pads a leading zero: 0owrwm…
+        assert_eq!(hash_value(&json!("x17")), "0owrwm");
     }
 }
