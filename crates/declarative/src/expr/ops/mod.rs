@@ -5,6 +5,7 @@
 
 pub(super) mod arith;
 pub(crate) mod hash;
+mod label_syntax;
 pub(super) mod logic;
 pub(super) mod misc;
 mod selector;
