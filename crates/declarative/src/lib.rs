@@ -43,10 +43,10 @@
 //! * `@gather`: O(size of the groups the event touches), each touched group rebuilt once.
 //! * The target view: O(log n) per target object that changes.
 
-pub mod error;
-pub mod expr;
-pub mod jsonpath;
-pub mod pipeline;
+mod error;
+mod expr;
+mod jsonpath;
+mod pipeline;
 
 pub use error::{Error, Result};
 pub use expr::Expr;

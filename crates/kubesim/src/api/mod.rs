@@ -202,7 +202,7 @@ pub struct Api {
     webhooks: parking_lot::RwLock<admission::Caller>,
     /// Where committed changes go when the workload controllers run, and which kinds' they
     /// want (group, kind).
-    workloads: std::sync::OnceLock<(mpsc::UnboundedSender<Arc<Change>>, fn(&str, &str) -> bool)>,
+    workloads: std::sync::OnceLock<(mpsc::UnboundedSender<Arc<Change>>, WantsKind)>,
     /// Cluster IPs handed out to Services, when the workload controllers run.
     service_ips: parking_lot::Mutex<Option<crate::controllers::service_ip::ServiceIps>>,
 }
@@ -212,6 +212,9 @@ impl std::fmt::Debug for Api {
         f.debug_struct("Api").field("store", &self.store).finish_non_exhaustive()
     }
 }
+
+/// Whether a subscriber of the API's changes wants those of a kind (group, kind).
+type WantsKind = fn(&str, &str) -> bool;
 
 /// The subresource kubesim's scheduler assigns a Pod's node through, as the real one posts
 /// to `pods/binding`: it sets `spec.nodeName`, which a Pod update may not change. Only the
@@ -317,11 +320,7 @@ impl Api {
 
     /// Hand the committed changes of the kinds `wanted` (by group and kind) to the workload
     /// controllers through `changes`, and give Services cluster IPs from now on.
-    pub(crate) fn enable_workloads(
-        &self,
-        changes: mpsc::UnboundedSender<Arc<Change>>,
-        wanted: fn(&str, &str) -> bool,
-    ) {
+    pub(crate) fn enable_workloads(&self, changes: mpsc::UnboundedSender<Arc<Change>>, wanted: WantsKind) {
         let _ = self.workloads.set((changes, wanted));
         *self.service_ips.lock() = Some(crate::controllers::service_ip::ServiceIps::default());
     }
