@@ -173,3 +173,41 @@ async fn builtin_unknown_fields_follow_field_validation() {
         "Error from server: failed to create typed patch object (default/web; apps/v1, Kind=Deployment): .spec.replica: field not declared in schema\n"
     );
 }
+
+/// What the API server's validation of built-in kinds refuses (`pkg/apis/*/validation`),
+/// as kubectl prints it: the field path and the words of `field.Error`.
+#[tokio::test(flavor = "multi_thread")]
+async fn builtin_objects_are_validated_like_the_api_server() {
+    let env = Env::start().await;
+    // pkg/apis/core/validation validateServicePort: field.Invalid(port, InclusiveRangeError(1,
+    // 65535)); the targetPort defaulted to the port (SetDefaults_Service) fails the same way.
+    let service = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  selector: {app: web}\n  ports: [{port: 0}]\n";
+    let out = env.run_stdin(&["create", "-f", "-"], service);
+    assert_eq!(
+        out.stderr,
+        "The Service \"web\" is invalid: \n\
+         * spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive\n\
+         * spec.ports[0].targetPort: Invalid value: 0: must be between 1 and 65535, inclusive\n"
+    );
+    // pkg/apis/core/validation validateContainers: field.Required(name, "").
+    let nameless = DEPLOYMENT
+        .replace("      - name: sidecar\n        image: busybox:1.0\n", "      - image: busybox:1.0\n");
+    let out = env.run_stdin(&["create", "-f", "-"], &nameless);
+    assert_eq!(
+        out.stderr,
+        "The Deployment \"web\" is invalid: spec.template.spec.containers[1].name: Required value\n"
+    );
+    // pkg/apis/apps/validation ValidateDeploymentUpdate: the selector is immutable
+    // (apimachinery ValidateImmutableField: "field is immutable").
+    assert!(env.run_stdin(&["create", "-f", "-"], DEPLOYMENT).ok());
+    let moved = DEPLOYMENT
+        .replace("    matchLabels: {app: web}", "    matchLabels: {app: web, tier: a}")
+        .replace("      labels: {app: web}", "      labels: {app: web, tier: a}");
+    let out = env.run_stdin(&["replace", "-f", "-"], &moved);
+    assert!(
+        out.stderr.starts_with("The Deployment \"web\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"web\", \"tier\":\"a\"}")
+            && out.stderr.ends_with(": field is immutable\n"),
+        "{}",
+        out.stderr
+    );
+}
