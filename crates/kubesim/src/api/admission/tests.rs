@@ -1,5 +1,6 @@
 //! Tests of admission: webhook calls over real TLS, certificates, denials, patches, failure policies.
 
+use super::matching::{namespace_matches, rule_matches, selector_matches};
 use super::*;
 use std::net::SocketAddr;
 use std::sync::Arc;
