@@ -10,17 +10,18 @@ use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::adopt::{ChildError, Desired, holder};
+use crate::adopt::{ChildError, Desired};
 use crate::applyset::{
     ADDITIONAL_NAMESPACES_ANNOTATION, CONTAINS_GROUP_KINDS_ANNOTATION, DEFAULT_TOOLING, GroupKind, ID_LABEL,
-    OWNER_ANNOTATION, PART_OF_LABEL, TOOLING_ANNOTATION, applyset_id, join, parse_group_kinds, parse_list,
-    tool_name,
+    TOOLING_ANNOTATION, applyset_id, join, parse_group_kinds, parse_list, tool_name,
 };
-use crate::cache::{CachedMeta, ChildCache, Meta};
-use crate::discovery::{Discovery, Resolved, code, is_missing};
+use crate::cache::ChildCache;
+use crate::discovery::{Discovery, Resolved, code};
 use crate::error::{ApplyError, ChildFailure, api_error_text};
-use crate::fingerprint::{Fingerprint, fingerprint};
+use crate::fingerprint::Fingerprint;
+use crate::memory::{OwnerMemory, Tie};
 use crate::object::{ChildRef, Key, ObjectInfo};
+use crate::prepare::Claim;
 use crate::status::StatusWriter;
 
 /// How an [`Applier`] writes.
@@ -98,7 +99,7 @@ impl ApplyReport {
 
 /// How the live state of children is read for the unchanged-skip (and prune candidates).
 #[derive(Clone, Copy)]
-enum Live<'a> {
+pub(crate) enum Live<'a> {
     /// `GET` the metadata of each child that might be skipped.
     Server,
     /// Ask the caller's cache.
@@ -114,10 +115,10 @@ enum Live<'a> {
 /// controller reconciles one object at a time); passes for different owners may.
 #[derive(Clone)]
 pub struct Applier {
-    client: Client,
-    config: Arc<ApplierConfig>,
-    discovery: Arc<Discovery>,
-    memory: Arc<Mutex<HashMap<String, OwnerMemory>>>,
+    pub(crate) client: Client,
+    pub(crate) config: Arc<ApplierConfig>,
+    pub(crate) discovery: Arc<Discovery>,
+    pub(crate) memory: Arc<Mutex<HashMap<String, OwnerMemory>>>,
     status: StatusWriter,
 }
 
@@ -127,79 +128,16 @@ impl std::fmt::Debug for Applier {
     }
 }
 
-/// What the applier remembers of one owner between passes.
-#[derive(Debug, Default)]
-struct OwnerMemory {
-    /// The last successful apply of each child.
-    applied: HashMap<Key, Applied>,
-    /// The group-kinds and namespaces last recorded on the owner (in case the caller hands
-    /// in an owner read before that write).
-    group_kinds: BTreeSet<GroupKind>,
-    namespaces: BTreeSet<String>,
-}
-
-/// The last successful apply of a child: what was sent and what the server answered.
-#[derive(Clone, Debug)]
-struct Applied {
-    hash: Fingerprint,
-    uid: String,
-    marker: Marker,
-    /// The labels and annotations the apply set (a live object must still carry them).
-    labels: Vec<(String, String)>,
-    annotations: Vec<(String, String)>,
-    tie: Tie,
-}
-
-/// What ties a child to its owner.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tie {
-    /// A controller owner reference (and the `part-of` label): the garbage collector
-    /// deletes the child with its owner.
-    Reference,
-    /// The `part-of` label and the `ctop.dev/owner` annotation alone, for a child in
-    /// another namespace than its namespaced owner: pruned by the applier, and deleted with
-    /// the owner only by the caller (a finalizer on the owner).
-    Label,
-}
-
-/// What tells that a live object is still the one our apply produced.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Marker {
-    /// For kinds with a status subresource: any change outside metadata and status bumps
-    /// the generation, while status updates by the child's own controller do not.
-    Generation(i64),
-    /// For every other kind: any change at all.
-    ResourceVersion(String),
-}
-
 /// A desired child, checked and ready to send.
-struct Prepared {
-    child: ChildRef,
-    key: Key,
-    kind: Resolved,
-    body: Value,
-    hash: Fingerprint,
+pub(crate) struct Prepared {
+    pub(crate) child: ChildRef,
+    pub(crate) key: Key,
+    pub(crate) kind: Resolved,
+    pub(crate) body: Value,
+    pub(crate) hash: Fingerprint,
     /// An existing object that is not a child may be taken over.
-    adopt: bool,
-    tie: Tie,
-}
-
-/// What applying a child will do to its live object.
-enum Claim {
-    /// Create it, or apply to a child of the owner.
-    Child,
-    /// Create it again: this applier made it before, and it is gone.
-    Again,
-    /// Take over an object that is not a child yet.
-    Adopted,
-}
-
-/// What is known of a child's live object before it is applied.
-enum Found {
-    /// It exists; who holds it when the owner does not.
-    Object(Option<(String, bool)>),
-    /// It does not exist.
-    Nothing,
+    pub(crate) adopt: bool,
+    pub(crate) tie: Tie,
 }
 
 impl Applier {
@@ -320,36 +258,6 @@ impl Applier {
     {
         let owner = owner_info(owner)?;
         self.run_with(owner, desired.into_iter().map(Into::into).collect(), Live::Cached(cache), false).await
-    }
-
-    /// Drop what is remembered of an owner (call it when the owner is deleted). Only the
-    /// unchanged-skip uses this memory: a forgotten owner's children are applied again on
-    /// its next pass.
-    pub fn forget(&self, owner_uid: &str) {
-        self.memory.lock().remove(owner_uid);
-    }
-
-    /// The owners this applier remembers something of (see [`Applier::forget`]); a caller
-    /// that forgets each owner it deletes sees this fall back as they go.
-    #[must_use]
-    pub fn remembered(&self) -> usize {
-        self.memory.lock().len()
-    }
-
-    /// Whether each of `children` is in `cache` exactly as this applier's last apply of it
-    /// for `owner_uid` left it: the same object, not changed since (its generation for
-    /// kinds with a status, else its resourceVersion), still carrying the labels and
-    /// annotations applied and the owner reference. `false` for a child this applier has
-    /// not applied (or has forgotten). A controller that skips a reconcile whose inputs did
-    /// not change relies on it: the children of the last outcome are still in place.
-    pub fn children_intact(&self, owner_uid: &str, children: &[ChildRef], cache: &dyn ChildCache) -> bool {
-        let memory = self.memory.lock();
-        let Some(m) = memory.get(owner_uid) else { return children.is_empty() };
-        children.iter().all(|child| {
-            m.applied
-                .get(&child.key())
-                .is_some_and(|last| cache.get(child).is_some_and(|live| still_ours(last, &*live, owner_uid)))
-        })
     }
 
     async fn run(
@@ -564,266 +472,6 @@ impl Applier {
         Ok(())
     }
 
-    /// Check one desired child and build the apply body: namespace defaulted, server-set
-    /// metadata dropped, the `part-of` label and the controller owner reference added.
-    async fn prepare(
-        &self,
-        index: usize,
-        object: Value,
-        owner: &ObjectInfo,
-        set_id: &str,
-    ) -> Result<Prepared, ApplyError> {
-        let invalid = |child: String, reason: &str| ApplyError::InvalidChild {
-            index,
-            child,
-            reason: reason.to_owned(),
-        };
-        let Value::Object(mut body) = object else {
-            return Err(invalid("<not an object>".into(), "it is not a JSON object"));
-        };
-        let text = |v: Option<&Value>| v.and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
-        let api_version = text(body.get("apiVersion"));
-        let kind = text(body.get("kind"));
-        let name = text(body.get("metadata").and_then(|m| m.get("name")));
-        let describe =
-            format!("{} {}", kind.as_deref().unwrap_or("<no kind>"), name.as_deref().unwrap_or("<no name>"));
-        let Some(api_version) = api_version else { return Err(invalid(describe, "it has no apiVersion")) };
-        let Some(kind) = kind else { return Err(invalid(describe, "it has no kind")) };
-        let Some(Value::Object(meta)) = body.get_mut("metadata") else {
-            return Err(invalid(describe, "it has no metadata object"));
-        };
-        let Some(name) = name else {
-            let reason = if meta.contains_key("generateName") {
-                "generateName is not supported: give it a fixed metadata.name so it can be applied again and pruned"
-            } else {
-                "it has no metadata.name"
-            };
-            return Err(invalid(describe, reason));
-        };
-        let child_namespace = match meta.get("namespace") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) if s.is_empty() => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => return Err(invalid(describe, "metadata.namespace is not a string")),
-        };
-
-        let resolved = match self.discovery.kind(&api_version, &kind).await {
-            Ok(r) => r,
-            Err(source) if is_missing(&source) => {
-                return Err(ApplyError::UnknownKind { api_version, kind, source });
-            }
-            Err(source) => {
-                return Err(ApplyError::Discovery { what: format!("{api_version} {kind}"), source });
-            }
-        };
-        let mut child = ChildRef { api_version, kind, namespace: child_namespace.clone(), name };
-        let cannot = |child: &ChildRef, reason: String| ApplyError::CannotOwn {
-            owner: owner.describe(),
-            child: Box::new(child.clone()),
-            reason,
-        };
-        let mut tie = Tie::Reference;
-        let namespace = match (resolved.namespaced, owner.namespace.as_deref()) {
-            (true, Some(owner_ns)) => match child_namespace {
-                None => owner_ns.to_owned(),
-                Some(ns) if ns == owner_ns => ns,
-                // Owner references cannot cross namespaces: tied by label (see `Tie`).
-                Some(ns) => {
-                    tie = Tie::Label;
-                    ns
-                }
-            },
-            (true, None) => match child_namespace {
-                Some(ns) => ns,
-                None => {
-                    return Err(cannot(
-                        &child,
-                        "the owner is cluster-scoped, so a namespaced child must set metadata.namespace"
-                            .into(),
-                    ));
-                }
-            },
-            (false, Some(owner_ns)) => {
-                return Err(cannot(
-                    &child,
-                    format!(
-                        "it is cluster-scoped and the owner is namespaced (in {owner_ns}); a cluster-scoped object cannot have a namespaced owner"
-                    ),
-                ));
-            }
-            (false, None) => {
-                if child_namespace.is_some() {
-                    return Err(invalid(
-                        child.to_string(),
-                        "its kind is cluster-scoped but it sets metadata.namespace",
-                    ));
-                }
-                String::new()
-            }
-        };
-        if resolved.namespaced {
-            meta.insert("namespace".into(), Value::String(namespace.clone()));
-            child.namespace = Some(namespace);
-        }
-        for server_set in [
-            "uid",
-            "resourceVersion",
-            "generation",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "managedFields",
-            "selfLink",
-        ] {
-            meta.remove(server_set);
-        }
-
-        let labels = meta.entry("labels").or_insert_with(|| Value::Object(Map::new()));
-        if labels.is_null() {
-            *labels = Value::Object(Map::new());
-        }
-        let Value::Object(labels) = labels else {
-            return Err(invalid(child.to_string(), "metadata.labels is not an object"));
-        };
-        labels.insert(PART_OF_LABEL.into(), Value::String(set_id.to_owned()));
-        for (k, v) in &self.config.child_labels {
-            labels.insert(k.clone(), Value::String(v.clone()));
-        }
-        if tie == Tie::Label {
-            let annotations = meta.entry("annotations").or_insert_with(|| Value::Object(Map::new()));
-            if annotations.is_null() {
-                *annotations = Value::Object(Map::new());
-            }
-            let Value::Object(annotations) = annotations else {
-                return Err(invalid(child.to_string(), "metadata.annotations is not an object"));
-            };
-            annotations.insert(OWNER_ANNOTATION.into(), Value::String(owner.describe()));
-            let body = Value::Object(body);
-            let hash = fingerprint(&body);
-            return Ok(Prepared { key: child.key(), child, kind: resolved, body, hash, adopt: false, tie });
-        }
-
-        let refs = meta.entry("ownerReferences").or_insert_with(|| Value::Array(Vec::new()));
-        if refs.is_null() {
-            *refs = Value::Array(Vec::new());
-        }
-        let Value::Array(refs) = refs else {
-            return Err(invalid(child.to_string(), "metadata.ownerReferences is not an array"));
-        };
-        if let Some(other) = refs.iter().find(|r| {
-            r.get("controller") == Some(&Value::Bool(true))
-                && r.get("uid").and_then(Value::as_str) != Some(&owner.uid)
-        }) {
-            let named = format!(
-                "{} {}",
-                other.get("kind").and_then(Value::as_str).unwrap_or("?"),
-                other.get("name").and_then(Value::as_str).unwrap_or("?")
-            );
-            return Err(cannot(&child, format!("it already names another controller ({named})")));
-        }
-        refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(&owner.uid));
-        refs.push(json!({
-            "apiVersion": owner.api_version,
-            "kind": owner.kind,
-            "name": owner.name,
-            "uid": owner.uid,
-            "controller": true,
-            "blockOwnerDeletion": true,
-        }));
-
-        let body = Value::Object(body);
-        let hash = fingerprint(&body);
-        Ok(Prepared { key: child.key(), child, kind: resolved, body, hash, adopt: false, tie })
-    }
-
-    /// Whether `owner` still exists, as the API server says (same uid).
-    async fn owner_exists(&self, owner: &ObjectInfo) -> Result<bool, kube::Error> {
-        let resolved = self.discovery.kind(&owner.api_version, &owner.kind).await?;
-        let live =
-            resolved.api(&self.client, owner.namespace.as_deref()).get_metadata_opt(&owner.name).await?;
-        Ok(live.is_some_and(|o| o.metadata.uid.as_deref() == Some(&owner.uid)))
-    }
-
-    /// Whether `p` may be applied (see [`Claim`]), or [`ChildError::NotOurs`] when its
-    /// object is someone else's (see `adopt`).
-    async fn claim(
-        &self,
-        owner: &ObjectInfo,
-        set_id: &str,
-        p: &Prepared,
-        live: Live<'_>,
-    ) -> Result<Claim, ChildError> {
-        let known = match live {
-            Live::Cached(cache) => match cache.get(&p.child) {
-                Some(meta) => Some(Found::Object(holder(&*meta, &owner.uid, set_id))),
-                None if cache.knows_all(&p.child) => Some(Found::Nothing),
-                None => None,
-            },
-            Live::Cache(observed) => {
-                observed(&p.child).map(|meta| Found::Object(holder(&Meta(&meta), &owner.uid, set_id)))
-            }
-            Live::Server => None,
-        };
-        let found = match known {
-            Some(found) => found,
-            None => match p
-                .kind
-                .api(&self.client, p.child.namespace.as_deref())
-                .get_metadata_opt(&p.child.name)
-                .await
-            {
-                Ok(Some(o)) => Found::Object(holder(&Meta(&o.metadata), &owner.uid, set_id)),
-                Ok(None) => Found::Nothing,
-                Err(e) => return Err(ChildError::Api(e)),
-            },
-        };
-        match found {
-            Found::Nothing => {
-                let made = self.memory.lock().get(&owner.uid).is_some_and(|m| m.applied.contains_key(&p.key));
-                Ok(if made { Claim::Again } else { Claim::Child })
-            }
-            Found::Object(None) => Ok(Claim::Child),
-            Found::Object(Some((_, false))) if p.adopt => {
-                tracing::info!(owner = %owner.describe(), child = %p.child, "adopting an existing object");
-                Ok(Claim::Adopted)
-            }
-            Found::Object(Some((holder, controlled))) => {
-                Err(ChildError::NotOurs { owner: owner.describe(), holder, controlled })
-            }
-        }
-    }
-
-    /// Whether `p` can be skipped: the same content was applied before and the live object
-    /// is still what that apply produced, with our labels, annotations and owner reference.
-    async fn unchanged(&self, owner_uid: &str, p: &Prepared, live: Live<'_>) -> bool {
-        let last = {
-            let memory = self.memory.lock();
-            memory.get(owner_uid).and_then(|m| m.applied.get(&p.key)).filter(|a| a.hash == p.hash).cloned()
-        };
-        let Some(last) = last else { return false };
-        let ours = |meta: &dyn CachedMeta| still_ours(&last, meta, owner_uid);
-        match live {
-            Live::Cache(observed) => observed(&p.child).is_some_and(|meta| ours(&Meta(&meta))),
-            Live::Cached(cache) => cache.get(&p.child).is_some_and(|o| ours(&*o)),
-            Live::Server => match p
-                .kind
-                .api(&self.client, p.child.namespace.as_deref())
-                .get_metadata_opt(&p.child.name)
-                .await
-            {
-                Ok(found) => found.is_some_and(|o| ours(&Meta(&o.metadata))),
-                Err(error) => {
-                    tracing::debug!(
-                        child = %p.child,
-                        error = %api_error_text(&error),
-                        "cannot read the live object; applying"
-                    );
-                    false
-                }
-            },
-        }
-    }
-
     async fn send(&self, p: &Prepared) -> Result<DynamicObject, kube::Error> {
         let mut params = PatchParams::apply(&self.config.field_manager);
         params.force = self.config.force;
@@ -831,28 +479,6 @@ impl Applier {
             .api(&self.client, p.child.namespace.as_deref())
             .patch(&p.child.name, &params, &Patch::Apply(&p.body))
             .await
-    }
-
-    fn remember(&self, owner_uid: &str, p: &Prepared, result: &DynamicObject) {
-        let Some(uid) = result.metadata.uid.clone() else { return };
-        let marker = match (p.kind.status, result.metadata.generation) {
-            (true, Some(g)) => Marker::Generation(g),
-            _ => match result.metadata.resource_version.clone() {
-                Some(rv) => Marker::ResourceVersion(rv),
-                None => return,
-            },
-        };
-        let mut memory = self.memory.lock();
-        let m = memory.entry(owner_uid.to_owned()).or_default();
-        let kept = |field: &str| -> Vec<(String, String)> {
-            p.body["metadata"][field]
-                .as_object()
-                .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect())
-                .unwrap_or_default()
-        };
-        let (labels, annotations) = (kept("labels"), kept("annotations"));
-        m.applied
-            .insert(p.key.clone(), Applied { hash: p.hash, uid, marker, labels, annotations, tie: p.tie });
     }
 
     /// Make the owner's ApplySet label and annotations say `kinds` (and, for a
@@ -895,36 +521,6 @@ impl Applier {
         self.remember_record(owner, kinds, namespaces);
         Ok(updated.metadata.resource_version)
     }
-
-    fn remember_record(
-        &self,
-        owner: &ObjectInfo,
-        kinds: &BTreeSet<GroupKind>,
-        namespaces: &BTreeSet<String>,
-    ) {
-        if kinds.is_empty() && namespaces.is_empty() && !self.memory.lock().contains_key(&owner.uid) {
-            return;
-        }
-        let mut memory = self.memory.lock();
-        let m = memory.entry(owner.uid.clone()).or_default();
-        m.group_kinds = kinds.clone();
-        m.namespaces = namespaces.clone();
-    }
-}
-
-/// Whether the live object `meta` is still what the apply recorded in `last` produced.
-fn still_ours(last: &Applied, meta: &dyn CachedMeta, owner_uid: &str) -> bool {
-    let same_object = meta.uid() == Some(&last.uid) && !meta.is_deleting();
-    let untouched = match &last.marker {
-        Marker::Generation(g) => meta.generation() == Some(*g),
-        Marker::ResourceVersion(rv) => meta.resource_version() == Some(rv),
-    };
-    let labels_kept = last.labels.iter().all(|(k, v)| meta.label(k) == Some(v));
-    let annotations_kept = last.annotations.iter().all(|(k, v)| meta.annotation(k) == Some(v));
-    // A child tied by label is held by its labels and annotations, checked above.
-    let owned = last.tie == Tie::Label
-        || meta.owner_references().iter().any(|r| r.uid == owner_uid && r.controller == Some(true));
-    same_object && untouched && labels_kept && annotations_kept && owned
 }
 
 /// The merge patch that makes the owner's ApplySet metadata say `kinds`/`namespaces`, or

@@ -110,7 +110,9 @@ mod delete;
 mod discovery;
 mod error;
 mod fingerprint;
+mod memory;
 mod object;
+mod prepare;
 mod prune;
 mod status;
 
