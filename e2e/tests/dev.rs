@@ -83,10 +83,11 @@ fn dev_serves_reloads_and_survives_errors() {
     // An edit is reloaded and applied.
     let script = op.join("operator.ct");
     let source = std::fs::read_to_string(&script).expect("read operator.ct");
-    let old = r#""app.kubernetes.io/part-of": "webapp" };"#;
+    // (The Deployment's own labels: its selector is immutable, on kubesim as on a cluster.)
+    let old = "apply(Deployment({\n      metadata: { name, labels },";
     assert!(source.contains(old));
-    std::fs::write(&script, source.replace(old, r#""app.kubernetes.io/part-of": "webapp", tier: "web" };"#))
-        .expect("edit");
+    let edited = "apply(Deployment({\n      metadata: { name, labels: { ...labels, tier: \"web\" } },";
+    std::fs::write(&script, source.replacen(old, edited, 1)).expect("edit");
     k.eventually(&["get", "deployment", "shop", "-o", "jsonpath={.metadata.labels.tier}"], |s| s == "web");
     // Only the handler changed: the script is swapped in place, the caches are kept.
     eventually_in(&stderr, "script reloaded; caches kept");

@@ -50,7 +50,7 @@ fn run_reconciles_the_webapp_example() {
         "--subresource=status",
         "--type=merge",
         "-p",
-        r#"{"status":{"replicas":2,"availableReplicas":2}}"#,
+        r#"{"status":{"replicas":2,"readyReplicas":2,"availableReplicas":2}}"#,
     ]);
     k.eventually(&["get", "webapp", "shop", "-o", "jsonpath={.status.phase}"], |s| s == "Running");
 
