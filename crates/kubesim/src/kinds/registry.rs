@@ -1,6 +1,7 @@
 //! The kinds the server knows: the built-in table and the CRDs registered at run time,
 //! and the discovery documents built from them.
 
+use ctop_core::split_api_version;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -545,14 +546,6 @@ pub fn version_priority(v: &str) -> (u8, u32, u32) {
 
 fn join_gv(group: &str, version: &str) -> String {
     if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }
-}
-
-/// `apps/v1` → (`apps`, `v1`); `v1` → (``, `v1`).
-pub fn split_api_version(api_version: &str) -> (&str, &str) {
-    match api_version.rsplit_once('/') {
-        Some((g, v)) => (g, v),
-        None => ("", api_version),
-    }
 }
 
 /// Built-in ClusterRoles etc. are seeded by the store; this maps a CRD object to the

@@ -28,9 +28,7 @@ pub(super) async fn history(base: &str, resource: &ApiResource, object: &Value) 
         let controller = overview
             .controllers
             .iter()
-            .find(|c| {
-                c.kind == resource.kind && c.api_version.split('/').next() == Some(resource.group.as_str())
-            })
+            .find(|c| c.kind == resource.kind && ctop_core::group_of(&c.api_version) == resource.group)
             .or_else(|| overview.controllers.iter().find(|c| c.kind == resource.kind))
             .with_context(|| format!("the operator at {base} has no controller of {}", resource.kind))?;
         let mut query = form_urlencoded::Serializer::new(String::new());

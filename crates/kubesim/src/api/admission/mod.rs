@@ -172,7 +172,7 @@ impl VersionConverter for RenameOnly {
         version: &'a str,
     ) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>> {
         let mut out = object.clone();
-        let group = str_at(object, "apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
+        let group = ctop_core::group_of(str_at(object, "apiVersion"));
         out["apiVersion"] =
             json!(if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") });
         Box::pin(std::future::ready(Ok(out)))

@@ -150,7 +150,7 @@ pub(super) fn verify_review(
             return Err(format!("expected response.uid={uid:?}, got {got_uid:?}"));
         }
         let api_version = str_at(&review, "apiVersion");
-        let (group, ver) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let (group, ver) = ctop_core::split_api_version(api_version);
         let kind = str_at(&review, "kind");
         if (group, ver, kind) != ("admission.k8s.io", "v1", "AdmissionReview") {
             return Err(format!(

@@ -263,7 +263,7 @@ fn watches(group: &str, kind: &str) -> bool {
 fn route(api: &Api, change: &Change, queue: &mut Queue) {
     let obj = &change.object;
     let kind = obj["kind"].as_str().unwrap_or_default();
-    let group = obj["apiVersion"].as_str().and_then(|v| v.rsplit_once('/')).map_or("", |(g, _)| g);
+    let group = ctop_core::group_of(obj["apiVersion"].as_str().unwrap_or_default());
     let key = key_of(obj);
     match (group, kind) {
         ("apps", "Deployment") => queue.push(Work::Deployment(key)),

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 /// `metadata` holds just the `creationTimestamp: null` of an empty `ObjectMeta`. Custom
 /// resources and kinds without such structs start empty.
 pub(crate) fn object(api_version: &str, kind: &str) -> Value {
-    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let group = ctop_core::group_of(api_version);
     let template = json!({"metadata": {"creationTimestamp": null}, "spec": {"containers": null}});
     let spec = match (group, kind) {
         ("", "Pod") => Some(json!({"containers": null})),

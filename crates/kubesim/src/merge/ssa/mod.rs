@@ -357,7 +357,7 @@ fn set_top(obj: &mut Value, key: &str, value: Option<Value>) {
 }
 
 fn gvk_string(api_version: &str, kind: &str) -> String {
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let (group, version) = ctop_core::split_api_version(api_version);
     format!("{group}/{version}, Kind={kind}")
 }
 

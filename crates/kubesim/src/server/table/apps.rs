@@ -173,7 +173,7 @@ fn revision(o: &Value) -> Row {
         || "<none>".to_owned(),
         |r| {
             let kind = r["kind"].as_str().unwrap_or_default();
-            let group = r["apiVersion"].as_str().unwrap_or_default().rsplit_once('/').map_or("", |(g, _)| g);
+            let group = ctop_core::group_of(r["apiVersion"].as_str().unwrap_or_default());
             let group_kind = if group.is_empty() { kind.to_owned() } else { format!("{kind}.{group}") };
             match group_kind.as_str() {
                 "" => r["name"].as_str().unwrap_or_default().to_owned(),
