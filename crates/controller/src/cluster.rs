@@ -21,7 +21,7 @@ use crate::error::RunError;
 pub async fn client(kubeconfig: Option<&PathBuf>, context: Option<&String>) -> Result<Client, RunError> {
     let config = kube_config(kubeconfig, context).await?;
     Client::try_from(config)
-        .map_err(|source| RunError::Kube { what: "cannot build the client".into(), source })
+        .map_err(|source| RunError::Kube { what: "cannot build the client".into(), error: source })
 }
 
 /// The client configuration of [`client`] (its `cluster_url` names the server).
@@ -59,9 +59,9 @@ pub async fn install_crds(client: &Client, crds: &[Value], manager: &str) -> Res
     for crd in crds {
         let name = crd["metadata"]["name"].as_str().unwrap_or_default().to_owned();
         drop_conversion_webhook(&api, &name, crd).await?;
-        api.patch(&name, &PatchParams::apply(manager).force(), &Patch::Apply(crd))
-            .await
-            .map_err(|source| RunError::Kube { what: format!("cannot apply the CRD {name}"), source })?;
+        api.patch(&name, &PatchParams::apply(manager).force(), &Patch::Apply(crd)).await.map_err(
+            |source| RunError::Kube { what: format!("cannot apply the CRD {name}"), error: source },
+        )?;
         let established = await_condition(api.clone(), &name, conditions::is_crd_established());
         match tokio::time::timeout(Duration::from_secs(30), established).await {
             Ok(Ok(_)) => tracing::info!(crd = name, "CRD installed"),
@@ -91,7 +91,7 @@ async fn drop_conversion_webhook(
     let live = api
         .get_opt(name)
         .await
-        .map_err(|source| RunError::Kube { what: format!("cannot read the CRD {name}"), source })?;
+        .map_err(|source| RunError::Kube { what: format!("cannot read the CRD {name}"), error: source })?;
     let converts = live.and_then(|l| l.spec.conversion).is_some_and(|c| c.strategy == "Webhook");
     if !converts {
         return Ok(());
@@ -99,7 +99,7 @@ async fn drop_conversion_webhook(
     tracing::info!(crd = name, "the CRD has one version now: its conversion webhook goes");
     let patch = serde_json::json!({"spec": {"conversion": {"strategy": "None", "webhook": null}}});
     api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(|source| {
-        RunError::Kube { what: format!("cannot drop the conversion webhook of {name}"), source }
+        RunError::Kube { what: format!("cannot drop the conversion webhook of {name}"), error: source }
     })?;
     Ok(())
 }
@@ -112,7 +112,7 @@ pub(crate) async fn resolve(client: &Client, k: &KindRef) -> Result<(ApiResource
     let gvk = GroupVersionKind::gvk(k.group(), k.version(), &k.kind);
     let (ar, caps) = kube::discovery::pinned_kind(client, &gvk)
         .await
-        .map_err(|source| RunError::Kube { what: format!("{} is not served", kind_key(k)), source })?;
+        .map_err(|source| RunError::Kube { what: format!("{} is not served", kind_key(k)), error: source })?;
     Ok((ar, caps.scope == Scope::Namespaced))
 }
 

@@ -13,14 +13,15 @@ pub enum RunError {
     /// The kubeconfig could not be read or used.
     #[error("cannot configure the Kubernetes client: {0}")]
     Config(String),
-    /// An API call failed at start.
-    #[error("{what}: {}", api_error_text(.source))]
+    /// An API call failed at start. The message renders the API's answer once, as kubectl
+    /// words it ([`api_error_text`]); the [`kube::Error`] is kept but is not the source,
+    /// whose own text is a `Debug` dump of the same answer.
+    #[error("{what}: {}", api_error_text(.error))]
     Kube {
         /// What was being done.
         what: String,
         /// The error.
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
     /// Start-up failed otherwise.
     #[error("{0}")]
@@ -71,20 +72,23 @@ pub enum ReconcileError {
         /// What is wrong.
         reason: String,
     },
-    /// Applying or pruning the children failed.
+    /// Applying or pruning the children failed. The [`ApplyError`] says why, the API's
+    /// answer rendered as kubectl words it, so it is in the message and not a source (whose
+    /// chain would repeat that answer as a `Debug` dump).
     #[error("apply: {0}")]
-    Apply(#[source] ApplyError),
-    /// Writing the status failed.
+    Apply(ApplyError),
+    /// Writing the status failed; like [`ReconcileError::Apply`], the [`StatusError`] is in
+    /// the message.
     #[error("status: {0}")]
-    Status(#[source] StatusError),
-    /// Another API call failed (finalizers, patches, objects applied by `onStart`).
-    #[error("{what}: {}", api_error_text(.source))]
+    Status(StatusError),
+    /// Another API call failed (finalizers, patches, objects applied by `onStart`); like
+    /// [`RunError::Kube`], the API's answer is rendered once in the message.
+    #[error("{what}: {}", api_error_text(.error))]
     Api {
         /// What was being done, naming the object.
         what: String,
         /// The error.
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
     /// A kind could not be resolved.
     #[error(transparent)]
@@ -218,4 +222,44 @@ fn left(children: &[String]) -> String {
 #[must_use]
 pub fn api_error_text(err: &kube::Error) -> String {
     ctop_applier::api_error_text(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::core::Status;
+
+    use super::*;
+
+    fn not_found() -> kube::Error {
+        kube::Error::Api(Box::new(Status::failure(r#"configmaps "x" not found"#, "NotFound").with_code(404)))
+    }
+
+    /// The API's answer is said once, as kubectl words it, with `to_string` and with the
+    /// chain alike (the `kube::Error`'s own text, a `Debug` dump, never).
+    #[test]
+    fn an_api_error_says_its_answer_once() {
+        let errors: [&dyn std::error::Error; 2] = [
+            &RunError::Kube { what: "cannot apply the CRD x".into(), error: not_found() },
+            &ReconcileError::Api { what: "apply ConfigMap default/x".into(), error: not_found() },
+        ];
+        for e in errors {
+            let line = ctop_core::Chain(e).to_string();
+            assert_eq!(line, e.to_string());
+            assert!(line.ends_with(r#": 404 NotFound: configmaps "x" not found"#), "{line}");
+            assert_eq!(line.matches("not found").count(), 1, "{line}");
+            assert!(!line.contains("ErrorResponse") && !line.contains("ApiError"), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_status_write_error_is_said_once() {
+        let e = ReconcileError::Status(StatusError::Write {
+            object: "App default/a".into(),
+            source: not_found(),
+        });
+        let line = ctop_core::Chain(&e).to_string();
+        assert_eq!(line, e.to_string());
+        assert_eq!(line.matches("not found").count(), 1, "{line}");
+        assert_eq!(e.reason(), "StatusFailed");
+    }
 }

@@ -110,12 +110,9 @@ struct Progress {
 enum PassError {
     #[error("{0}")]
     Waiting(String),
-    #[error("{what}: {}", api_error_text(.source))]
-    Api {
-        what: String,
-        #[source]
-        source: kube::Error,
-    },
+    /// The API's answer is rendered once, in the message.
+    #[error("{what}: {}", api_error_text(.error))]
+    Api { what: String, error: kube::Error },
     #[error(
         "{count} object(s) could not be rewritten in {to}, so {from} stays in status.storedVersions; first: {first}"
     )]
@@ -206,7 +203,7 @@ impl Migration {
         let name = self.crd_name();
         let api_err = |what: &str| {
             let what = what.to_owned();
-            move |source| PassError::Api { what, source }
+            move |error| PassError::Api { what, error }
         };
         let Some(crd) = crds.get_opt(&name).await.map_err(api_err("cannot read the CRD"))? else {
             return Err(PassError::Waiting(format!("the CRD {name} is not installed")));
@@ -259,7 +256,7 @@ impl Migration {
                     progress.migrated = 0;
                     continue;
                 }
-                Err(source) => return Err(PassError::Api { what: format!("cannot list {name}"), source }),
+                Err(error) => return Err(PassError::Api { what: format!("cannot list {name}"), error }),
             };
             for obj in &page.items {
                 pace.tick().await;
@@ -348,8 +345,8 @@ impl Migration {
         };
         let patch = json!({"metadata": {"annotations": {PROGRESS_ANNOTATION: value}}});
         let params = PatchParams { field_manager: Some(self.operator.clone()), ..PatchParams::default() };
-        crds.patch(&self.crd_name(), &params, &Patch::Merge(&patch)).await.map_err(|source| {
-            PassError::Api { what: "cannot record the migration's progress on the CRD".into(), source }
+        crds.patch(&self.crd_name(), &params, &Patch::Merge(&patch)).await.map_err(|error| {
+            PassError::Api { what: "cannot record the migration's progress on the CRD".into(), error }
         })?;
         Ok(())
     }

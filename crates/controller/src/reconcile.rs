@@ -275,10 +275,10 @@ async fn reconcile_object(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Done, Reco
 /// cache does not know yet.
 async fn confirm(ctx: &Ctx, owner: &Object) -> Result<bool, ReconcileError> {
     let api: Api<DynamicObject> = api_for(&ctx.client, &ctx.primary, ctx.namespaced, owner.namespace());
-    let live = api
-        .get_metadata_opt(owner.name())
-        .await
-        .map_err(|source| ReconcileError::Api { what: format!("get {}", describe(ctx, owner)), source })?;
+    let live = api.get_metadata_opt(owner.name()).await.map_err(|source| ReconcileError::Api {
+        what: format!("get {}", describe(ctx, owner)),
+        error: source,
+    })?;
     match live {
         Some(live) if live.metadata.uid.as_deref() == owner.uid() => {
             Ok(live.metadata.deletion_timestamp.is_none() || owner.is_deleting())

@@ -15,7 +15,7 @@ use crate::Duration;
 
 /// What the script's output could not be read as.
 #[derive(Debug, thiserror::Error)]
-#[error("the {handler} handler returned an output ctop cannot read: {source}")]
+#[error("the {handler} handler returned an output ctop cannot read")]
 pub struct OutcomeError {
     /// The handler.
     pub handler: &'static str,

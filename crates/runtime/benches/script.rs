@@ -16,10 +16,10 @@ use ctop_runtime::{Bundle, Limits, Observer, Script, Vm, load_dir};
 use rquickjs::{Context, Function, Runtime};
 use serde_json::{Value, json};
 
-/// The plan's example, unchanged.
+/// The WebApp example (`sdk/examples/webapp.ts`), unchanged.
 const PLAN: &str = include_str!("../sdk/examples/webapp.ts");
 
-/// The plan's example with the "build desired resources" part written out: the same three
+/// The WebApp example with the "build desired resources" part written out: the same three
 /// children and status as [`BARE_JS`], through `apply()` and `setStatus`.
 const OPERATOR: &str = r#"import { resource, z, operator, apply, setStatus, getObserved, randomString, Result, Deployment, Service, Secret } from "https://github.com/cloudticon/k8s@master";
 
@@ -216,7 +216,7 @@ fn main() {
     let build = bench(2, build_n, || load_dir(plan_dir.path(), "operator.ct").unwrap().to_gz());
     let gz = load_dir(plan_dir.path(), "operator.ct").unwrap().to_gz();
     row(
-        "bundle build: load_dir → to_gz (plan's webapp.ts)",
+        "bundle build: load_dir → to_gz (sdk/examples/webapp.ts)",
         build.n,
         ms(build.median),
         ms(build.p99),
@@ -235,7 +235,7 @@ fn main() {
     );
     let vm_cold = bench(5, cold_n, || Vm::new(Arc::clone(&plan), SDK_JS, Limits::default()).unwrap());
     row(
-        "cold start: ctop Vm::new (SDK + plan's bundle)",
+        "cold start: ctop Vm::new (SDK + the WebApp example's bundle)",
         vm_cold.n,
         ms(vm_cold.median),
         ms(vm_cold.p99),

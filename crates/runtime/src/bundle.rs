@@ -47,9 +47,9 @@ pub struct Module {
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
     /// The bytes are not a valid gzip stream.
-    #[error("bundle is not valid gzip: {0}; rebuild it with `ctop bundle DIR -o bundle.js.gz`")]
+    #[error("the bundle is not valid gzip (rebuild it with `ctop bundle DIR -o bundle.js.gz`)")]
     Gzip(#[source] std::io::Error),
-    /// The decompressed bundle is larger than [`MAX_BUNDLE_JSON_BYTES`].
+    /// The decompressed bundle is larger than 64 MiB (`MAX_BUNDLE_JSON_BYTES`).
     #[error(
         "bundle is larger than {limit} bytes once decompressed; split the script or check that the bundle is not corrupt"
     )]
@@ -58,7 +58,7 @@ pub enum BundleError {
         limit: u64,
     },
     /// The decompressed bytes are not the JSON of a bundle.
-    #[error("bundle JSON is invalid: {0}; rebuild it with a matching ctop version")]
+    #[error("the bundle's JSON is invalid (rebuild it with `ctop bundle` of this ctop version)")]
     Json(#[source] serde_json::Error),
     /// The entry module is not one of the bundle's modules.
     #[error("bundle entry {entry:?} is not among its modules; rebuild the bundle")]
@@ -277,6 +277,36 @@ mod tests {
         assert_eq!(a.sha256_hex().len(), 64);
         b.modules.get_mut("lib/a.ts").unwrap().js.push(' ');
         assert_ne!(a.sha256_hex(), b.sha256_hex());
+    }
+
+    /// A corrupt bundle, loaded as a script, says that it is not gzip and the decoder's
+    /// error, each once (they were said three times: by `ScriptError`, `BundleError` and the
+    /// source).
+    #[test]
+    fn a_corrupt_bundle_says_each_cause_once() {
+        let mut gz = sample().to_gz();
+        for b in &mut gz[12..40] {
+            *b ^= 0xa5;
+        }
+        let e = crate::Script::from_bundle_gz(&gz, 1, crate::Limits::default()).unwrap_err();
+        assert!(matches!(e, crate::ScriptError::Bundle(BundleError::Gzip(_))), "{e:?}");
+        let cause = std::error::Error::source(&e).expect("the decoder's error").to_string();
+        assert!(!e.to_string().contains(&cause), "{e}");
+        let line = ctop_core::Chain(&e).to_string();
+        assert_eq!(
+            line,
+            format!(
+                "the bundle is not valid gzip (rebuild it with `ctop bundle DIR -o bundle.js.gz`): {cause}"
+            )
+        );
+        // anyhow's `{:#}` (how `ctop` prints an error) walks the same chain.
+        let mut walked = vec![e.to_string()];
+        let mut next = std::error::Error::source(&e);
+        while let Some(c) = next {
+            walked.push(c.to_string());
+            next = c.source();
+        }
+        assert_eq!(walked.join(": "), line);
     }
 
     #[test]

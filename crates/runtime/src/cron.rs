@@ -27,7 +27,7 @@ pub const MAX_BETWEEN: usize = 10_000;
 #[derive(Debug, thiserror::Error)]
 pub enum CronError {
     /// The expression is not a five-field cron schedule or shortcut.
-    #[error("invalid cron schedule {expression:?}: {source}")]
+    #[error("invalid cron schedule {expression:?}")]
     Expression {
         /// The expression as given.
         expression: String,
@@ -106,7 +106,7 @@ impl Schedule {
 /// Installs `__ct_host.cronNext(expression, timeZone, afterMs)` (a number, or `null` when the
 /// schedule never fires again) and `__ct_host.cronBetween(expression, timeZone, fromMs, toMs,
 /// limit)` (an array of numbers) on `host`. Bad input throws a `TypeError` or `RangeError`
-/// with the [`CronError`] text.
+/// with the [`CronError`] text and its cause.
 pub(crate) fn install<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> rquickjs::Result<()> {
     let next = |ctx: Ctx<'js>, expression: Coerced<String>, zone: Coerced<String>, after: f64| {
         let schedule = Schedule::parse(&expression.0, &zone.0).map_err(|e| throw(&ctx, &e))?;
@@ -130,8 +130,8 @@ pub(crate) fn install<'js>(ctx: &Ctx<'js>, host: &Object<'js>) -> rquickjs::Resu
 
 fn throw(ctx: &Ctx<'_>, e: &CronError) -> rquickjs::Error {
     match e {
-        CronError::Time(_) => Exception::throw_range(ctx, &e.to_string()),
-        _ => Exception::throw_type(ctx, &e.to_string()),
+        CronError::Time(_) => Exception::throw_range(ctx, &ctop_core::Chain(e).to_string()),
+        _ => Exception::throw_type(ctx, &ctop_core::Chain(e).to_string()),
     }
 }
 
@@ -204,7 +204,11 @@ mod tests {
     fn bad_input_says_what_is_wrong() {
         let e = Schedule::parse("* * *", "UTC").unwrap_err();
         assert!(matches!(e, CronError::Expression { .. }), "{e}");
-        assert!(e.to_string().starts_with("invalid cron schedule \"* * *\": "), "{e}");
+        assert_eq!(e.to_string(), "invalid cron schedule \"* * *\"");
+        // The cause follows once, in the chain (and in the TypeError a script sees).
+        let line = ctop_core::Chain(&e).to_string();
+        let cause = std::error::Error::source(&e).expect("croner's error").to_string();
+        assert_eq!(line, format!("invalid cron schedule \"* * *\": {cause}"));
         // Seconds are not part of a CronJob schedule.
         assert!(Schedule::parse("0 * * * * *", "UTC").is_err());
         let e = Schedule::parse("* * * * *", "Mars/Olympus").unwrap_err();

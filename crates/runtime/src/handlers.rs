@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use ctop_core::{
     AdmissionOutcome, FailureKind, FinalizeOutcome, HandlerCall, HandlerError, HandlerFuture, Handlers,
-    MapOutcome, OperatorSpec, ReconcileOutcome, StartOutcome,
+    MapOutcome, OperatorSpec, OutcomeError, ReconcileOutcome, StartOutcome,
 };
 use serde_json::Value;
 
@@ -108,7 +108,7 @@ impl ScriptHandlers {
         let input =
             format!(r#"{{"object":{object},"oldObject":{old},"request":{request},{}}}"#, self.context);
         let output = self.script.dispatch(handler, controller, &input).map_err(|e| e.to_string())?;
-        AdmissionOutcome::from_output(handler, output).map_err(|e| e.to_string())
+        AdmissionOutcome::from_output(handler, output).map_err(|e| ctop_core::Chain(&e).to_string())
     }
 
     /// Check the invariants of the `controller`th controller on `object` (a primary object,
@@ -274,12 +274,19 @@ fn failure(handler: &str, e: VmError) -> HandlerError {
 }
 
 fn outcome(handler: &'static str, out: Value) -> Result<ReconcileOutcome, HandlerError> {
-    ReconcileOutcome::from_output(handler, out).map_err(|e| HandlerError {
+    ReconcileOutcome::from_output(handler, out).map_err(unreadable)
+}
+
+/// An output that does not fit, as a handler failure: the message says what and why (a
+/// handler failure is read as one line), the source is serde's error (which `Chain` leaves
+/// out, the message having said it).
+fn unreadable(e: OutcomeError) -> HandlerError {
+    HandlerError {
         kind: FailureKind::Invalid,
-        message: e.to_string(),
-        source: Some(Box::new(e)),
+        message: ctop_core::Chain(&e).to_string(),
+        source: Some(Box::new(e.source)),
         frame: None,
-    })
+    }
 }
 
 impl Handlers for ScriptHandlers {
@@ -304,14 +311,7 @@ impl Handlers for ScriptHandlers {
 
     fn map(&self, watch: usize, call: HandlerCall) -> HandlerFuture<MapOutcome> {
         let out = self.call(format!("map:{watch}"), call);
-        Box::pin(async move {
-            MapOutcome::from_output(out.await?).map_err(|e| HandlerError {
-                kind: FailureKind::Invalid,
-                message: e.to_string(),
-                source: Some(Box::new(e)),
-                frame: None,
-            })
-        })
+        Box::pin(async move { MapOutcome::from_output(out.await?).map_err(unreadable) })
     }
 }
 

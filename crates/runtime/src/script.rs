@@ -20,16 +20,16 @@ pub enum ScriptError {
     /// The TypeScript sources could not be loaded; the message names file, line and column.
     #[error(transparent)]
     Load(#[from] LoadError),
-    /// A bundle file could not be read.
-    #[error("cannot read the bundle: {0}")]
+    /// A bundle file could not be read; the message says why.
+    #[error(transparent)]
     Bundle(#[from] BundleError),
     /// The script failed while running its top level (or a limit was hit).
     #[error(transparent)]
     Vm(#[from] VmError),
     /// `__ct_operator` does not have the shape the runtime expects (an SDK bug or a script
     /// that overwrote it).
-    #[error("the script's operator registry is malformed: {0}")]
-    Registry(serde_json::Error),
+    #[error("the script's operator registry is malformed")]
+    Registry(#[source] serde_json::Error),
 }
 
 /// A script ready to dispatch handler calls.
@@ -81,7 +81,7 @@ impl Script {
 
     /// Lets `fetch` also reach `rules` (the deployer's `--egress`), and keeps `own_ports` on
     /// loopback closed to it (the operator's health, metrics and webhook servers). See
-    /// [`crate::egress`].
+    /// `egress.rs`.
     pub fn configure_egress(&self, rules: &[EgressRule], own_ports: &[u16]) {
         let mut policy = self.egress.write();
         policy.rules = declared_egress(&self.spec);
@@ -126,7 +126,7 @@ impl Script {
 
     /// [`Script::dispatch_observed`] from async code: waits for a free runtime without
     /// blocking the async runtime, and answers [`VmError::Timeout`] at the deadline plus
-    /// [`OVERRUN_GRACE`] even when the script is stuck in a host call (its runtime is then
+    /// `OVERRUN_GRACE` (2 s) even when the script is stuck in a host call (its runtime is then
     /// abandoned and replaced; see [`Pool::run`]).
     pub async fn dispatch_async(
         &self,

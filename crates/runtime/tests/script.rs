@@ -36,7 +36,7 @@ fn webapp_input() -> String {
 }
 
 #[test]
-fn the_plans_example_declares_and_reconciles() {
+fn the_webapp_example_declares_and_reconciles() {
     let s = script(&[("operator.ct", PLAN)], Limits::default()).expect("the WebApp example loads");
     let spec = s.spec();
     assert_eq!(spec.resources.len(), 1);
@@ -439,7 +439,7 @@ fn a_resource_named_like_a_built_in_kind_of_another_group_is_a_kind_of_its_own()
 /// The printed code frame of the error `source` fails to load with.
 fn load_frame(source: &str) -> (String, String) {
     let err = script(&[("operator.ct", source)], Limits::default()).expect_err("does not load");
-    let frame = ctop_runtime::diagnostic::frame_in(&err, None).expect("a frame");
+    let frame = ctop_runtime::frame_in(&err, None).expect("a frame");
     (err.to_string(), frame.to_string())
 }
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use ctop_runtime::diagnostic::Framed;
+use ctop_runtime::Framed;
 use ctop_runtime::{Limits, Script};
 
 /// Arguments of `ctop bundle`.

@@ -198,7 +198,7 @@ impl DevSource for ScriptSource {
     }
 
     fn code_frame(&self, error: &(dyn std::error::Error + 'static)) -> Option<ctop_core::CodeFrame> {
-        ctop_runtime::diagnostic::frame_in(error, Some(&self.dir))
+        ctop_runtime::frame_in(error, Some(&self.dir))
     }
 
     async fn activated(&mut self, _: &Arc<dyn Handlers>) {

@@ -79,7 +79,7 @@ pub fn types(args: &TypesArgs) -> anyhow::Result<()> {
     for (rel, text) in ctop_runtime::scaffold::editor_types() {
         write(&args.dir, &rel, &text)?;
     }
-    write(&args.dir, "ctop-resources.d.ts", &ctop_runtime::typegen::resource_typings(script.spec()))?;
+    write(&args.dir, "ctop-resources.d.ts", &ctop_runtime::resource_typings(script.spec()))?;
     tracing::info!(dir = %args.dir.display(), resources = script.spec().resources.len(), "typings written: ctop.d.ts, .ctop/types (for editors), ctop-resources.d.ts");
     Ok(())
 }

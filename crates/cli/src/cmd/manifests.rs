@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use ctop_manifests::{Options, RemovedVersion, ScriptBundle, WatchScope};
-use ctop_runtime::diagnostic::Framed;
+use ctop_runtime::Framed;
 use ctop_runtime::{Limits, Script};
 
 /// Arguments of `ctop manifests`.

@@ -143,7 +143,7 @@ pub fn values_text(dir: &std::path::Path, values: Option<&std::path::Path>) -> a
 
 /// The code frame an error (or one of its causes) carries: where a script failed to load or
 /// threw, with the source line, to print under the error. Load errors carry one once
-/// wrapped in [`ctop_runtime::diagnostic::Framed`].
+/// wrapped in [`ctop_runtime::Framed`].
 pub fn code_frame(error: &(dyn std::error::Error + 'static)) -> Option<ctop_core::CodeFrame> {
-    ctop_runtime::diagnostic::frame_in(error, None)
+    ctop_runtime::frame_in(error, None)
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use ctop_runtime::diagnostic::Framed;
+use ctop_runtime::Framed;
 use ctop_runtime::{Limits, Script, load_dir};
 use ctop_testing::replay::{self, ExitCode, Target};
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use ctop_controller::{LeaseTiming, RetryLimit, RunOptions};
-use ctop_runtime::diagnostic::Framed;
+use ctop_runtime::Framed;
 use ctop_runtime::{Bundle, Script, ScriptError, ScriptHandlers, load_dir, script_env, values_from_yaml};
 
 /// Arguments of `ctop run`.

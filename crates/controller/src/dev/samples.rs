@@ -37,16 +37,16 @@ pub enum SampleError {
         #[source]
         source: RunError,
     },
-    /// The API server refused the object.
-    #[error("{kind} {name}: {}", api_error_text(.source))]
+    /// The API server refused the object (its answer rendered once, as kubectl words it;
+    /// the [`kube::Error`] is not the source, whose text is a `Debug` dump of it).
+    #[error("{kind} {name}: {}", api_error_text(.error))]
     Apply {
         /// The kind.
         kind: String,
         /// The object's name.
         name: String,
         /// The error.
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
 }
 
@@ -103,7 +103,7 @@ async fn apply_file(
         api_for::<kube::api::DynamicObject>(client, &ar, namespaced, Some(ns))
             .patch(name, &PatchParams::apply(manager).force(), &Patch::Apply(obj))
             .await
-            .map_err(|source| SampleError::Apply { kind: kind.into(), name: name.into(), source })?;
+            .map_err(|error| SampleError::Apply { kind: kind.into(), name: name.into(), error })?;
         tracing::info!(kind, name, "sample applied: {kind} {name}");
         applied.push(format!("{kind} {name}"));
     }

@@ -226,7 +226,7 @@ pub(crate) async fn delete_children(
             }
             Ok(ctop_applier::Deletion::Gone | ctop_applier::Deletion::Changed) => {}
             Err(source) => {
-                return Err(ReconcileError::Api { what: format!("delete {}", t.describe()), source });
+                return Err(ReconcileError::Api { what: format!("delete {}", t.describe()), error: source });
             }
         }
     }

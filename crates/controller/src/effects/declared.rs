@@ -50,7 +50,7 @@ pub(crate) async fn target_of(
     let (ar, namespaced) = match known {
         Some(k) => k,
         None => ctx.applier.resolve(api_version, kind).await.map_err(|source| {
-            ReconcileError::Run(RunError::Kube { what: format!("{key} is not served"), source })
+            ReconcileError::Run(RunError::Kube { what: format!("{key} is not served"), error: source })
         })?,
     };
     let namespace = obj["metadata"]["namespace"]

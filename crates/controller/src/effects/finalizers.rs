@@ -80,9 +80,9 @@ pub(crate) async fn change_finalizers(
 ) -> Result<(), ReconcileError> {
     let Some(next) = change.apply(owner.finalizers(), owner.is_deleting()) else { return Ok(()) };
     let api: Api<DynamicObject> = api_for(&ctx.client, &ctx.primary, ctx.namespaced, owner.namespace());
-    let failed = |source| ReconcileError::Api {
+    let failed = |error| ReconcileError::Api {
         what: format!("update the finalizers of {}", describe(ctx, owner)),
-        source,
+        error,
     };
     let params = PatchParams { field_manager: Some(ctx.options.name.clone()), ..PatchParams::default() };
     let body = json_patch(owner.uid(), owner.finalizers(), &next)?;

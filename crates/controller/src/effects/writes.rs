@@ -16,7 +16,7 @@ pub(crate) async fn apply_unowned(ctx: &Ctx, obj: &Value) -> Result<(), Reconcil
     let api: Api<DynamicObject> = api_for(&ctx.client, &t.ar, t.namespaced, t.namespace.as_deref());
     api.patch(&t.name, &PatchParams::apply(&ctx.options.name).force(), &Patch::Apply(obj))
         .await
-        .map_err(|source| ReconcileError::Api { what: format!("apply {}", t.describe()), source })?;
+        .map_err(|source| ReconcileError::Api { what: format!("apply {}", t.describe()), error: source })?;
     Ok(())
 }
 
@@ -35,9 +35,9 @@ pub(crate) async fn apply_patches(
             o.remove("apiVersion");
             o.remove("kind");
         }
-        api.patch(&t.name, &PatchParams::default(), &Patch::Merge(&body))
-            .await
-            .map_err(|source| ReconcileError::Api { what: format!("patch {}", t.describe()), source })?;
+        api.patch(&t.name, &PatchParams::default(), &Patch::Merge(&body)).await.map_err(|source| {
+            ReconcileError::Api { what: format!("patch {}", t.describe()), error: source }
+        })?;
     }
     Ok(())
 }

@@ -54,7 +54,7 @@ export async function load({ script, host = fakeHost(), before } = {}) {
   return { sdk, host, dir, dispatch, registry: () => JSON.parse(JSON.stringify(globalThis.__ct_operator)) };
 }
 
-/** The plan's example as JavaScript: examples/webapp.ts has no type annotations, only the specifier changes. */
+/** The WebApp example (examples/webapp.ts) as JavaScript: examples/webapp.ts has no type annotations, only the specifier changes. */
 export function planScript() {
   return readFileSync(join(ROOT, "examples/webapp.ts"), "utf8")
     .replace('"https://github.com/cloudticon/k8s@master"', '"./ctop.js"');

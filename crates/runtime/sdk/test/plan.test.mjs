@@ -1,16 +1,16 @@
-// The plan's example operator.ct runs unchanged (apart from the import specifier).
+// The WebApp example (examples/webapp.ts) runs unchanged (apart from the import specifier).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { golden, load, planScript, webAppCr } from "./helpers.mjs";
 
 const EMPTY = { applies: [], patches: [], conditions: [], events: [], finalizers: { add: [], remove: [] } };
 
-test("the plan's example registers the expected __ct_operator", async () => {
+test("the WebApp example registers the expected __ct_operator", async () => {
   const t = await load({ script: planScript() });
   assert.deepEqual(t.registry(), golden("webapp.operator.json"));
 });
 
-test("a dispatched reconcile of the plan's example returns its status and Result.ok()", async () => {
+test("a dispatched reconcile of the WebApp example returns its status and Result.ok()", async () => {
   const t = await load({ script: planScript() });
   const out = t.dispatch("reconcile", 0, { object: webAppCr(), observed: {}, env: {}, values: {} });
   assert.deepEqual(out, { ...EMPTY, status: { ready: true, phase: "Running" }, result: { type: "ok" } });

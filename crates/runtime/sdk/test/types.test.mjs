@@ -16,7 +16,7 @@ function tsc(project, cwd = ROOT) {
   return { status: r.status, output: `${r.stdout}${r.stderr}` };
 }
 
-test("examples/*.ts type-check with --strict (the plan's example, every function, several operators)", () => {
+test("examples/*.ts type-check with --strict (the WebApp example, every function, several operators)", () => {
   const { status, output } = tsc("tsconfig.json");
   assert.equal(output.trim(), "");
   assert.equal(status, 0);

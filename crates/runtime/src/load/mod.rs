@@ -55,7 +55,6 @@ use oxc_transformer::{EnvOptions, Module as ModuleFormat, TransformOptions, Tran
 
 use crate::bundle::{Bundle, Module};
 
-pub use node_builtins::ADVICE as NODE_BUILTIN_ADVICE;
 pub use resolve::EMPTY_MODULE;
 
 /// Name of the built-in module in rewritten imports; the vm provides it from the sdk.
@@ -217,7 +216,7 @@ pub enum LoadError {
         reason: String,
     },
     /// Reading the operator directory or a module failed (missing, unreadable, not UTF-8).
-    #[error("{}: cannot read: {source}; check that it exists, is readable and is UTF-8 text", path.display())]
+    #[error("cannot read {} (check that it exists, is readable and is UTF-8 text)", path.display())]
     Io {
         /// The operator directory as given, or a module's path relative to it.
         path: PathBuf,

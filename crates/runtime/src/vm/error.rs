@@ -16,7 +16,7 @@ pub enum VmError {
         name: String,
         /// The error's `message`, or the thrown value as text.
         message: String,
-        /// The stack trace, positions mapped through the [`PositionMapper`](super::PositionMapper); may be empty.
+        /// The stack trace, positions mapped through the bundle's source maps; may be empty.
         stack: String,
         /// Module of the innermost script frame (a bundle module if any frame is one).
         file: Option<String>,

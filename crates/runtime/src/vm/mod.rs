@@ -94,7 +94,8 @@ use crate::snapshot::Snapshots;
 pub use clock::{Clock, ClockFn};
 use deadline::Deadline;
 use env::{Env, RejectionSlot, Tracker};
-pub use host::HOST_FUNCTIONS;
+#[cfg(test)]
+pub(crate) use host::HOST_FUNCTIONS;
 use host::{HostFetch, install_host};
 use loader::BundleLoader;
 
@@ -217,8 +218,12 @@ impl Vm {
         Self::with_options(bundle, sdk_js, options)
     }
 
-    /// [`Vm::new`] with all options, e.g. a [`PositionMapper`] for source maps.
-    pub fn with_options(bundle: Arc<Bundle>, sdk_js: &str, options: VmOptions) -> Result<Self, VmError> {
+    /// [`Vm::new`] with all options, e.g. a `PositionMapper` for source maps.
+    pub(crate) fn with_options(
+        bundle: Arc<Bundle>,
+        sdk_js: &str,
+        options: VmOptions,
+    ) -> Result<Self, VmError> {
         if !bundle.modules.contains_key(&bundle.entry) {
             return Err(VmError::Load {
                 message: format!("the entry module {:?} is not in the bundle", bundle.entry),

@@ -1,6 +1,6 @@
 //! A test's `env:`, the script's `Env` for that test, as `values:` is its `Values`: a
 //! mapping of names to strings. In `ctop run` and `ctop dev` the script's `Env` holds the
-//! process variables named `CTOP_ENV_<NAME>`, as `<NAME>` (`ctop_runtime::handlers::ENV_PREFIX`); a
+//! process variables named `CTOP_ENV_<NAME>`, as `<NAME>` (`ctop_runtime::ENV_PREFIX`); a
 //! test names the variables as the script reads them, and gets exactly those.
 //!
 //! ```yaml
@@ -36,10 +36,10 @@ pub fn variable(name: &str, value: Value) -> Result<String, String> {
 /// A name the script can read as `Env.<name>`, and `ctop run` can be given as the process
 /// variable `CTOP_ENV_<name>`.
 fn check_name(name: &str) -> Result<(), String> {
-    if let Some(bare) = name.strip_prefix(ctop_runtime::handlers::ENV_PREFIX) {
+    if let Some(bare) = name.strip_prefix(ctop_runtime::ENV_PREFIX) {
         return Err(format!(
             "env: {name}: name the variable as the script reads it (Env.{bare}), without the {} prefix that ctop run's environment needs",
-            ctop_runtime::handlers::ENV_PREFIX
+            ctop_runtime::ENV_PREFIX
         ));
     }
     if name.is_empty() || name.contains(['=', '\0']) {

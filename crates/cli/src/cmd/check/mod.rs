@@ -50,7 +50,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<()> {
     let dir = &args.dir;
     let mut findings = Vec::new();
     let loaded = load(dir, &args.entry, &mut findings);
-    let resources_dts = loaded.as_ref().map(|(s, _)| ctop_runtime::typegen::resource_typings(s.spec()));
+    let resources_dts = loaded.as_ref().map(|(s, _)| ctop_runtime::resource_typings(s.spec()));
     let compiler = typecheck(dir, &args.entry, resources_dts.as_deref(), &mut findings);
     let mut controllers = 0;
     if let Some((script, bundle)) = &loaded {
