@@ -68,7 +68,9 @@ fn ready_names_the_blocking_child_and_trace_shows_why() {
     assert!(!waited.status.success(), "an unready WebApp does not pass kubectl wait");
 
     // ctop trace, run beside ctop dev: the tree with each one's health, and the reconciles.
-    let out = trace(tmp.path(), &["webapp/stuck"]);
+    // All the reconciles kept: how many Deployment status changes follow the create (each a
+    // reconcile) depends on timing, and the create must stay in view.
+    let out = trace(tmp.path(), &["webapp/stuck", "--last", "100"]);
     let printed = text(&out);
     assert!(out.status.success(), "{printed}");
     for want in [

@@ -127,7 +127,7 @@ pub fn round_trips(script: &ctop_runtime::ScriptHandlers, objects: &[Value]) -> 
         .iter()
         .filter_map(|o| {
             let (api_version, kind, ..) = identity(o);
-            let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            let group = ctop_core::group_of(api_version);
             let resource = spec.converting().find(|r| r.group == group && r.kind == kind)?;
             let e = script.round_trip(resource, o).err()?;
             Some(Violation { oracle: Oracle::ConversionRoundTrip, message: format!("{}: {e}", describe(o)) })

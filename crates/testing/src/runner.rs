@@ -406,7 +406,7 @@ fn event_matches(want: &EventMatch, e: &Value) -> bool {
                 "kind": reg["kind"],
                 "metadata": {"name": reg["name"], "namespace": reg["namespace"]},
             });
-            let group = |v: &str| crate::state::group_of(v).to_owned();
+            let group = |v: &str| ctop_core::group_of(v).to_owned();
             crate::state::is(&fake, &crate::format::ObjectRef { api_version: None, ..r.clone() })
                 && reg["apiVersion"]
                     .as_str()

@@ -37,8 +37,9 @@ use ctop_recording::{HandlerKind, Recording, TapeEntry};
 use serde_json::{Value, json};
 
 use crate::format::ObjectRef;
-use crate::state::{describe, group_of, identity};
+use crate::state::{describe, identity};
 use crate::world::World;
+use ctop_core::group_of;
 
 /// The metadata the API server sets, never applied: `ownerReferences` are remapped and
 /// `deletionTimestamp` becomes a deletion (see the module docs).

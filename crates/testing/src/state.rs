@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use ctop_applier::applyset::{ID_LABEL, PART_OF_LABEL};
-use ctop_core::OperatorSpec;
+use ctop_core::{OperatorSpec, group_of};
 use serde_json::Value;
 
 use crate::format::ObjectRef;
@@ -44,11 +44,6 @@ pub fn is(o: &Value, r: &ObjectRef) -> bool {
         && name == r.name
         && r.api_version.as_deref().is_none_or(|v| v == api_version)
         && (ns.is_empty() || ns == r.namespace.as_deref().unwrap_or("default"))
-}
-
-/// The group of an `apiVersion` (`""` for the core group's `v1`).
-pub fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(group, _)| group)
 }
 
 /// The controller owner reference of `o`, if it has one.

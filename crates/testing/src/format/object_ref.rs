@@ -29,7 +29,7 @@ impl ObjectRef {
     /// Whether `other` names the same object, perhaps in another version of its kind (the
     /// API server serves one object in every version of its resource).
     pub fn same_object(&self, other: &ObjectRef) -> bool {
-        let group = |r: &ObjectRef| r.api_version.as_deref().map(crate::state::group_of).map(str::to_owned);
+        let group = |r: &ObjectRef| r.api_version.as_deref().map(ctop_core::group_of).map(str::to_owned);
         self.kind == other.kind
             && self.namespace == other.namespace
             && self.name == other.name

@@ -222,7 +222,7 @@ async fn setup(
         let own = spec
             .resources
             .iter()
-            .find(|r| r.kind == k && v.rsplit_once('/').is_some_and(|(g, _)| g == r.group))
+            .find(|r| r.kind == k && v.contains('/') && ctop_core::group_of(&v) == r.group)
             .and_then(|r| r.all_versions().into_iter().find(|x| r.api_version_of(&x.name) == v));
         let found = world.kind(Some(&v), &k).await.map_err(FuzzError::World)?;
         let of_kind: Vec<Value> = samples

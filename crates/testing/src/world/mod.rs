@@ -544,7 +544,7 @@ impl World {
         // applied in another version is the same object (an expectation in that version reads
         // it through the API server's conversion).
         let another_version = |v: Option<&str>, k: &str| {
-            let group = v.map(crate::state::group_of);
+            let group = v.map(ctop_core::group_of);
             self.spec
                 .resources
                 .iter()
