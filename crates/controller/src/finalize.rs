@@ -35,8 +35,10 @@ use std::sync::Arc;
 
 use ctop_applier::applyset::applyset_id;
 use ctop_core::{HandlerResult, PruneMode, ReconcileOutcome};
+use kube::api::{Api, DynamicObject};
 
 use crate::call::Call;
+use crate::cluster::api_for;
 use crate::context::Ctx;
 use crate::effects::{self, Change, children_finalizer};
 use crate::error::ReconcileError;
@@ -131,12 +133,35 @@ async fn release_children(ctx: &Arc<Ctx>, owner: &Object, f: &str) -> Result<(),
 
 /// Apply the empty set to `owner`, which prunes every child it has here and in other
 /// namespaces; nothing in an orphaning deletion, which keeps them.
+///
+/// The owner is read again first: a pass may start from a copy of the owner taken before
+/// another pass removed the last finalizer, and by the time it gets here the owner may be
+/// gone, its deletion event may have dropped what the controller remembered (that the
+/// deletion orphans the children), and the garbage collector may have taken the `orphan`
+/// finalizer off already. Pruning then would delete children the user asked to keep; a
+/// gone owner's children were pruned by the pass that let it go.
 async fn prune_children(ctx: &Arc<Ctx>, owner: &Object) -> Result<(), ReconcileError> {
-    let orphaning =
-        ctx.memory.orphaning(&object_key(owner)) || owner.finalizers().iter().any(|f| f == ORPHAN);
-    if !orphaning {
-        effects::apply_children(ctx, owner, Vec::new(), &[], PruneMode::Complete).await?;
+    let orphaning = |finalizers: &[String]| {
+        ctx.memory.orphaning(&object_key(owner)) || finalizers.iter().any(|f| f == ORPHAN)
+    };
+    if orphaning(owner.finalizers()) {
+        return Ok(());
     }
+    let api: Api<DynamicObject> = api_for(&ctx.client, &ctx.primary, ctx.namespaced, owner.namespace());
+    let live = api.get_opt(owner.name()).await.map_err(|error| ReconcileError::Api {
+        what: format!("read {} before pruning its children", object_key(owner)),
+        error,
+    })?;
+    match live {
+        Some(live) if live.metadata.uid.as_deref() == owner.uid() => {
+            if orphaning(live.metadata.finalizers.as_deref().unwrap_or_default()) {
+                return Ok(());
+            }
+        }
+        // Gone, or another object of that name.
+        _ => return Ok(()),
+    }
+    effects::apply_children(ctx, owner, Vec::new(), &[], PruneMode::Complete).await?;
     Ok(())
 }
 
