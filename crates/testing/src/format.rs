@@ -107,7 +107,7 @@ pub enum Action {
     /// Remove every injected fault.
     ClearFaults,
     /// Fill the cluster with the last version of every object a recording saw
-    /// ([`crate::seed`]).
+    /// (the `seed` module).
     Seed(RecordingPath),
     /// Run a recording's calls again against a script, without the cluster
     /// ([`crate::replay::step`]; the runner does it, [`crate::World::act`] does nothing).

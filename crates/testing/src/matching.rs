@@ -56,7 +56,8 @@ pub fn partial_match(expected: &Value, actual: &Value) -> Vec<Mismatch> {
 }
 
 /// Whether `actual` has what `expected` names.
-pub fn matches(expected: &Value, actual: &Value) -> bool {
+#[cfg(test)]
+fn matches(expected: &Value, actual: &Value) -> bool {
     partial_match(expected, actual).is_empty()
 }
 

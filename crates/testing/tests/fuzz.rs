@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use ctop_testing::ObjectRef;
 use ctop_testing::Operator;
-use ctop_testing::format::ObjectRef;
 use ctop_testing::fuzz::step::{Action, Step, Then};
 use ctop_testing::fuzz::{FuzzConfig, FuzzReport, fuzz, replay, shrink};
 

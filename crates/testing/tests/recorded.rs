@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use ctop_testing::runner::GoldenOutcome;
-use ctop_testing::settle::{MAX_CALLS, Quiet, advance, settle};
+use ctop_testing::GoldenOutcome;
 use ctop_testing::{GoldenMode, Operator, TestFile, TestReport, run_test};
+use ctop_testing::{MAX_CALLS, Quiet, advance, settle};
 use serde_json::json;
 
 /// The recording every test here reads, made once per run: WebApps `default/hello` and
@@ -103,7 +103,7 @@ fn a_seeded_cluster_starts_where_the_recorded_one_was() {
     // The token as recorded (masked): the Secret is seeded with it, and kept (a child
     // recreated, by the garbage collector and the operator, would have a new one).
     let recorded = ctop_recording::read(recording()).expect("the recording");
-    let seeds = ctop_testing::seed::collect(&recorded).expect("the seeds");
+    let seeds = ctop_testing::collect_seeds(&recorded).expect("the seeds");
     let secret = seeds
         .iter()
         .find(|s| s.object["kind"] == "Secret" && s.object["metadata"]["name"] == "hello-token")

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use ctop_recording::{RecordOptions, RecordWriter, Recording, TapeEntry};
 use ctop_runtime::{Limits, Script};
 use ctop_testing::replay::{ExitCode, Report, Target, recorded, replay};
-use ctop_testing::settle::{MAX_CALLS, Quiet, settle};
+use ctop_testing::{MAX_CALLS, Quiet, settle};
 use serde_json::json;
 
 /// Records examples/webapp reconciling WebApps `hello` and `broken` into `file`.

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ctop_testing::runner::GoldenOutcome;
+use ctop_testing::GoldenOutcome;
 use ctop_testing::{GoldenMode, Operator, TestFile, TestReport, run_test, test_files};
 
 fn examples() -> PathBuf {

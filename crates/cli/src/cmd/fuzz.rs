@@ -51,7 +51,7 @@ fn summary(report: &FuzzReport) -> String {
         c.checkpoints,
         c.invariant_checks,
         report.wall.as_secs_f64(),
-        ctop_testing::settle::human(report.virtual_time)
+        ctop_testing::human(report.virtual_time)
     )
 }
 

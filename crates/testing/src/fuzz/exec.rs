@@ -252,7 +252,7 @@ impl Runner {
     }
 
     /// Let the world settle and check it: the faults are cleared first (and the operator
-    /// given [`RECOVERY`] if a reconcile failed), then the per-step oracles, the script's
+    /// given `RECOVERY` if a reconcile failed), then the per-step oracles, the script's
     /// invariants, and that every object the fuzzer wrote and did not delete still exists.
     pub async fn checkpoint(&mut self, n: usize) -> Result<(), Failure> {
         let fail = |key: &str, message: String| Failure { step: n, end: false, key: key.to_owned(), message };

@@ -370,7 +370,7 @@ fn template(kind: &Writable) -> Value {
     o
 }
 
-/// Whether [`template`] knows `kind` (the script's own kinds always have one).
+/// Whether `template` knows `kind` (the script's own kinds always have one).
 pub fn has_template(kind: &Writable) -> bool {
     kind.spec_schema.is_some()
         || matches!(

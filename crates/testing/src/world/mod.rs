@@ -381,7 +381,7 @@ impl World {
     /// Carry out a step's action (all but the waiting: an [`Action::Advance`] does nothing
     /// here, see [`crate::settle::advance`]; nor an [`Action::Replay`], which needs no
     /// cluster: see [`crate::replay::step`]); the refusal's text, naming the object, when
-    /// the API server refused a write. A seed restarts the operator (see [`crate::seed`]).
+    /// the API server refused a write. A seed restarts the operator (see the `seed` module).
     pub async fn act(&mut self, action: &Action) -> Result<(), String> {
         match action {
             Action::Check | Action::Advance(_) => Ok(()),

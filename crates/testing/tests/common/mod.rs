@@ -18,9 +18,9 @@ pub fn webapp() -> PathBuf {
 /// (close the writer after stopping the world).
 pub async fn recorded_webapp(file: &Path) -> (World, RecordWriter) {
     let op = Operator { dir: webapp(), entry: "operator.ct".into() };
-    let config = ctop_testing::world::WorldConfig {
+    let config = ctop_testing::WorldConfig {
         workloads: Some(ctop_kubesim::WorkloadConfig::default()),
-        values: ctop_testing::world::values_for(&op.dir, None).expect("values"),
+        values: ctop_testing::values_for(&op.dir, None).expect("values"),
         env: json!({}),
     };
     let options =
