@@ -413,7 +413,7 @@ impl Applier {
         };
         let left = match crate::prune::prune(&self.client, &self.discovery, &scope, &mut report).await {
             Ok(left) => left,
-            Err((what, source)) => return Err(ApplyError::Prune { what, source, report: Box::new(report) }),
+            Err((what, error)) => return Err(ApplyError::Prune { what, error, report: Box::new(report) }),
         };
         if let Some(m) = self.memory.lock().get_mut(&owner.uid) {
             for child in &report.pruned {
@@ -495,9 +495,9 @@ impl Applier {
             self.remember_record(owner, kinds, namespaces);
             return Ok(None);
         };
-        let failed = |source| ApplyError::OwnerUpdate {
+        let failed = |error| ApplyError::OwnerUpdate {
             owner: owner.describe(),
-            source,
+            error,
             report: Box::new(report.clone()),
         };
         let resolved = match self.discovery.kind(&owner.api_version, &owner.kind).await {

@@ -87,25 +87,27 @@ pub enum ApplyError {
     /// the CRD or fix the object; nothing was applied.
     #[error(
         "the API server does not serve {api_version} {kind}: {}; install its CRD or fix apiVersion/kind",
-        api_error_text(.source)
+        api_error_text(.error)
     )]
     UnknownKind {
         /// The `apiVersion` asked for.
         api_version: String,
         /// The `kind` asked for.
         kind: String,
-        /// What discovery answered.
-        source: kube::Error,
+        /// What discovery answered (its text is in the message: kube's own repeats it as a
+        /// debug dump, so it is a field, not the cause).
+        error: kube::Error,
     },
 
     /// API discovery failed for another reason (network, authorization, server error).
     /// Usually transient: retry with backoff.
-    #[error("API discovery of {what} failed: {}; retry", api_error_text(.source))]
+    #[error("API discovery of {what} failed: {}; retry", api_error_text(.error))]
     Discovery {
         /// What was being discovered.
         what: String,
-        /// The underlying error.
-        source: kube::Error,
+        /// The API server's answer (its text is in the message: kube's own repeats it as a
+        /// debug dump, so it is a field, not the cause).
+        error: kube::Error,
     },
 
     /// The owner is already the parent of an ApplySet that another tool manages (its
@@ -125,13 +127,14 @@ pub enum ApplyError {
     /// applied in this pass are in `report`; nothing was pruned.
     #[error(
         "cannot record the ApplySet on {owner}: {}; retry (the owner's kind needs the patch verb)",
-        api_error_text(.source)
+        api_error_text(.error)
     )]
     OwnerUpdate {
         /// The owner.
         owner: String,
-        /// The underlying error.
-        source: kube::Error,
+        /// The API server's answer (its text is in the message: kube's own repeats it as a
+        /// debug dump, so it is a field, not the cause).
+        error: kube::Error,
         /// What was done before.
         report: Box<ApplyReport>,
     },
@@ -165,12 +168,13 @@ pub enum ApplyError {
     /// kind recorded on the owner could not be discovered). The objects not yet pruned
     /// stay until a later pass. Usually transient: retry with backoff; a 403 means the
     /// operator lacks `list`/`delete` on that kind.
-    #[error("pruning failed at {what}: {}; retry", api_error_text(.source))]
+    #[error("pruning failed at {what}: {}; retry", api_error_text(.error))]
     Prune {
         /// The list or delete that failed.
         what: String,
-        /// The underlying error.
-        source: kube::Error,
+        /// The API server's answer (its text is in the message: kube's own repeats it as a
+        /// debug dump, so it is a field, not the cause).
+        error: kube::Error,
         /// What was done before (including what was already pruned).
         report: Box<ApplyReport>,
     },
@@ -240,23 +244,25 @@ pub enum StatusError {
 
     /// Discovery of the object's kind failed. Retry with backoff; if the kind is unknown
     /// its CRD is missing.
-    #[error("API discovery of {what} failed: {}; retry", api_error_text(.source))]
+    #[error("API discovery of {what} failed: {}; retry", api_error_text(.error))]
     Discovery {
         /// What was being discovered.
         what: String,
-        /// The underlying error.
-        source: kube::Error,
+        /// The API server's answer (its text is in the message: kube's own repeats it as a
+        /// debug dump, so it is a field, not the cause).
+        error: kube::Error,
     },
 
     /// The API server refused the status write (e.g. 404 when the object was deleted, 422
     /// when the status does not match the CRD schema, 403 without `patch` on
     /// `<plural>/status`). Retry with backoff unless it is a 422.
-    #[error("writing the status of {object} failed: {}", api_error_text(.source))]
+    #[error("writing the status of {object} failed: {}", api_error_text(.error))]
     Write {
         /// The object.
         object: String,
-        /// The underlying error.
-        source: kube::Error,
+        /// The API server's answer (its text is in the message: kube's own repeats it as a
+        /// debug dump, so it is a field, not the cause).
+        error: kube::Error,
     },
 }
 
@@ -415,6 +421,15 @@ mod tests {
             causes,
             retry_after_seconds: 0,
         }
+    }
+
+    #[test]
+    fn an_api_answer_is_said_once_in_the_chain() {
+        let error = api(Status::failure("configmaps \"x\" is forbidden", "Forbidden").with_code(403));
+        let err = StatusError::Write { object: "App default/a".into(), error };
+        let line = ctop_core::Chain(&err).to_string();
+        assert_eq!(line, err.to_string(), "kube's own text (a debug dump of the answer) is not appended");
+        assert_eq!(line.matches("is forbidden").count(), 1, "{line}");
     }
 
     #[test]

@@ -79,10 +79,10 @@ impl Applier {
         let resolved = match self.discovery.kind(&api_version, &kind).await {
             Ok(r) => r,
             Err(source) if is_missing(&source) => {
-                return Err(ApplyError::UnknownKind { api_version, kind, source });
+                return Err(ApplyError::UnknownKind { api_version, kind, error: source });
             }
             Err(source) => {
-                return Err(ApplyError::Discovery { what: format!("{api_version} {kind}"), source });
+                return Err(ApplyError::Discovery { what: format!("{api_version} {kind}"), error: source });
             }
         };
         let mut child = ChildRef { api_version, kind, namespace: child_namespace.clone(), name };

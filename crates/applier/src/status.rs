@@ -233,10 +233,10 @@ impl StatusWriter {
                 return Err(if is_missing(&source) {
                     StatusError::Discovery {
                         what: format!("{what} (not served: is its CRD installed?)"),
-                        source,
+                        error: source,
                     }
                 } else {
-                    StatusError::Discovery { what, source }
+                    StatusError::Discovery { what, error: source }
                 });
             }
         };
@@ -254,7 +254,7 @@ impl StatusWriter {
                 if code(&source) == Some(404) {
                     self.memory.lock().remove(&info.uid);
                 }
-                StatusError::Write { object: info.describe(), source }
+                StatusError::Write { object: info.describe(), error: source }
             })?;
         let stored = match answered.data.get("status") {
             Some(Value::Object(status)) => status.clone(),

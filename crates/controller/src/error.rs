@@ -122,7 +122,7 @@ impl From<ApplyError> for ReconcileError {
     /// A failed apply; the owner's own write answered `404` means the owner is gone.
     fn from(e: ApplyError) -> Self {
         match e {
-            ApplyError::OwnerUpdate { owner, source: kube::Error::Api(s), .. } if s.code == 404 => {
+            ApplyError::OwnerUpdate { owner, error: kube::Error::Api(s), .. } if s.code == 404 => {
                 Self::Gone { object: owner }
             }
             ApplyError::OwnerGone { owner, .. } => Self::Gone { object: owner },
@@ -253,10 +253,8 @@ mod tests {
 
     #[test]
     fn a_status_write_error_is_said_once() {
-        let e = ReconcileError::Status(StatusError::Write {
-            object: "App default/a".into(),
-            source: not_found(),
-        });
+        let e =
+            ReconcileError::Status(StatusError::Write { object: "App default/a".into(), error: not_found() });
         let line = ctop_core::Chain(&e).to_string();
         assert_eq!(line, e.to_string());
         assert_eq!(line.matches("not found").count(), 1, "{line}");

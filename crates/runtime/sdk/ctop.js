@@ -15,7 +15,7 @@
  *   they are applied).
  *
  * Every built-in kind handle is also a global under its lowerCamel name (`secret`,
- * `configMap`, ...), so the plan's `getObserved(secret, ...)` works without an import.
+ * `configMap`, ...), so a script's `getObserved(secret, ...)` works without an import.
  *
  * Reading order (each module imports only those before it):
  * - `src/util.js`: plain-data helpers, durations;
@@ -50,8 +50,8 @@ export { z, ZodError } from "./src/z.js";
 
 globalThis.__ct_dispatch = dispatch;
 
-// Kind handles are also globals under a lowerCamel name (`secret`, `configMap`, ...), so the
-// plan's `getObserved(secret, ...)` works without an import. Existing globals are kept.
+// Kind handles are also globals under a lowerCamel name (`secret`, `configMap`, ...), so a
+// script's `getObserved(secret, ...)` works without an import. Existing globals are kept.
 for (const [kind, handle] of Object.entries(builtins)) {
   const lower = kind[0].toLowerCase() + kind.slice(1);
   if (!(lower in globalThis)) {

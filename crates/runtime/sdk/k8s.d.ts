@@ -4733,7 +4733,7 @@ export declare const StorageClass: Kind<StorageClass>;
 
 /**
  * Every built-in kind handle is also a global under its lowerCamel name, so scripts like
- * the plan's `getObserved(secret, ...)` work without importing it.
+ * the WebApp example's `getObserved(secret, ...)` work without importing it.
  */
 declare global {
   const configMap: typeof ConfigMap;

@@ -149,7 +149,7 @@ async fn write(ctx: &Ctx, owner: &Object, patch: StatusPatch) -> Option<Reconcil
             None
         }
         Ok(_) => None,
-        Err(ctop_applier::StatusError::Write { source: kube::Error::Api(s), .. }) if s.code == 404 => {
+        Err(ctop_applier::StatusError::Write { error: kube::Error::Api(s), .. }) if s.code == 404 => {
             Some(ReconcileError::Gone { object: describe(ctx, owner) })
         }
         Err(e) => {

@@ -124,7 +124,7 @@ impl<'a> Typings<'a> {
         }
         self.out.push_str(
             "\n/**\n * Every built-in kind handle is also a global under its lowerCamel name, so scripts like\n \
-             * the plan's `getObserved(secret, ...)` work without importing it.\n */\ndeclare global {\n",
+             * the WebApp example's `getObserved(secret, ...)` work without importing it.\n */\ndeclare global {\n",
         );
         for k in kinds {
             let _ = writeln!(self.out, "  const {}: typeof {};", lower_camel(k.kind), k.kind);
