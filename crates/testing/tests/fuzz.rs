@@ -176,6 +176,14 @@ fn a_status_that_flips_is_caught() {
                 &s[body..]
             )
         });
+        // An example may leave the idempotence oracle out for a reason of its own (cronjob's
+        // failing runs); this test is about the oracle, so it is on here.
+        let settings = dir.path().join("tests/fuzz.yaml");
+        if let Ok(text) = std::fs::read_to_string(&settings) {
+            let kept: Vec<&str> =
+                text.lines().filter(|l| !l.trim_start().starts_with("idempotence:")).collect();
+            std::fs::write(&settings, kept.join("\n") + "\n").expect("rewrite tests/fuzz.yaml");
+        }
         caught(name, dir.path(), &["oracle idempotence", "not quiet"]);
     }
 }
