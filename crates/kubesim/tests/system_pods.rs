@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use common::{eventually, start_with};
 use ctop_kubesim::{Config, WorkloadConfig};
-use k8s_openapi::api::core::v1::{Node, Pod, Service};
+use k8s_openapi::api::core::v1::{Node, Pod, Service, ServiceAccount};
 use kube::ResourceExt as _;
 use kube::api::{Api, ListParams};
 
@@ -99,10 +99,17 @@ async fn a_new_cluster_runs_the_system_pods_of_kind() {
 #[tokio::test(flavor = "multi_thread")]
 async fn system_pods_can_be_left_out() {
     let (_sim, client) = start_with(config(1, false)).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The cluster is up once its node and each namespace's ServiceAccount are there: the
+    // system workloads, when on, are made before them.
+    let nodes: Api<Node> = Api::all(client.clone());
+    let first =
+        eventually(10, "the node", || async { nodes.get_opt("kubesim-node-1").await.ok().flatten() }).await;
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "kube-system");
+    eventually(10, "kube-system's ServiceAccount", || async {
+        accounts.get_opt("default").await.ok().flatten()
+    })
+    .await;
     let pods: Api<Pod> = Api::all(client.clone());
     assert!(pods.list(&ListParams::default()).await.expect("list").items.is_empty());
-    let nodes: Api<Node> = Api::all(client);
-    let first = nodes.get("kubesim-node-1").await.expect("node");
     assert!(!first.labels().contains_key("node-role.kubernetes.io/control-plane"));
 }
