@@ -22,7 +22,8 @@ pub(crate) async fn sync(cluster: &Cluster<'_>, key: &ObjKey) -> Result<Next, Ap
     let desired = usize::try_from(rs["spec"]["replicas"].as_i64().unwrap_or(1)).unwrap_or(0);
     // A Pod the API refuses (invalid, forbidden, or a webhook that fails closed) is reported
     // as the real controller does: a `ReplicaFailure` condition with the API's message, and
-    // another try a little later.
+    // another try a little later (pkg/controller/replicaset: any error of manageReplicas
+    // becomes the FailedCreate condition in calculateStatus, whatever its code).
     let mut failed_create = None;
     if pods.len() < desired {
         for _ in pods.len()..desired {
