@@ -38,6 +38,7 @@ pub use outcome::{
     ReconcileOutcome, StartOutcome,
 };
 pub use spec::{
-    ControllerSpec, Deprecation, KindRef, NamedPredicate, OperatorSpec, PolicyRule, Predicate, PrinterColumn,
-    ResourceSpec, Scope, VersionSpec, WatchSpec, group_of, kind_key, split_api_version,
+    ControllerSpec, Deprecation, KindRef, MetadataOnlyConflict, MetadataOnlyNeed, NamedPredicate,
+    OperatorSpec, PolicyRule, Predicate, PrinterColumn, ResourceSpec, Scope, VersionSpec, WatchSpec,
+    group_of, kind_key, split_api_version,
 };

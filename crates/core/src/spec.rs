@@ -334,6 +334,14 @@ pub struct ControllerSpec {
     /// Watched read-only kinds.
     #[serde(default)]
     pub reads: Vec<KindRef>,
+    /// Read kinds watched and cached as their metadata only (`meta.k8s.io/v1`
+    /// `PartialObjectMetadata`), from `.reads(kind, { metadataOnly: true })`: the script's
+    /// `getObserved` and `listObserved` of such a kind see `apiVersion`, `kind` and
+    /// `metadata`, never `spec` or `status`. Each is also in [`reads`](Self::reads); a kind
+    /// the controller also reconciles, manages or watches is refused by
+    /// [`ControllerSpec::metadata_only_conflict`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metadata_only: Vec<KindRef>,
     /// Secondary watches with mappers.
     #[serde(default)]
     pub watches: Vec<WatchSpec>,
@@ -357,6 +365,68 @@ pub struct ControllerSpec {
     /// checks through the `invariant` handler. The running operator never calls them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub invariants: Vec<String>,
+}
+
+impl ControllerSpec {
+    /// Whether the controller caches `kind` as metadata only (`.reads(kind, { metadataOnly: true })`).
+    #[must_use]
+    pub fn is_metadata_only(&self, kind: &KindRef) -> bool {
+        self.metadata_only.iter().any(|k| k.key() == kind.key())
+    }
+
+    /// The first `metadataOnly` kind the controller also needs in full, if any: its own kind
+    /// (its handlers get whole objects) or a managed kind (the applier, pruning and the
+    /// `Ready` condition read children's status from the cache). A `.watches()` of a
+    /// metadata-only kind shares its watch and is fine: predicates and mappers see the
+    /// metadata.
+    #[must_use]
+    pub fn metadata_only_conflict(&self) -> Option<MetadataOnlyConflict> {
+        self.metadata_only.iter().find_map(|k| {
+            let same = |x: &KindRef| x.key() == k.key();
+            let why = if same(&self.for_) {
+                MetadataOnlyNeed::Reconciled
+            } else if self.manages.iter().any(same) {
+                MetadataOnlyNeed::Managed
+            } else {
+                return None;
+            };
+            Some(MetadataOnlyConflict { controller: self.name.clone(), kind: k.clone(), why })
+        })
+    }
+}
+
+/// A kind declared `metadataOnly` that its controller needs in full (see
+/// [`ControllerSpec::metadata_only_conflict`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "operator {controller:?}: .reads({kind}, {{ metadataOnly: true }}): {kind} is {why}, so its objects are cached in full; drop metadataOnly",
+    kind = kind.kind
+)]
+pub struct MetadataOnlyConflict {
+    /// The controller's name.
+    pub controller: String,
+    /// The kind declared `metadataOnly`.
+    pub kind: KindRef,
+    /// What needs its full objects.
+    pub why: MetadataOnlyNeed,
+}
+
+/// What needs the full objects of a kind declared `metadataOnly`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetadataOnlyNeed {
+    /// It is the kind the controller reconciles.
+    Reconciled,
+    /// The controller manages it (`.manages()`): children's health and the applier read them.
+    Managed,
+}
+
+impl std::fmt::Display for MetadataOnlyNeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Reconciled => "the kind this operator reconciles",
+            Self::Managed => "managed by this operator (the Ready condition reads its children's status)",
+        })
+    }
 }
 
 #[cfg(test)]
@@ -403,6 +473,41 @@ mod tests {
         assert_eq!(r.storage_version(), "v1");
         let all = r.all_versions();
         assert_eq!((all.len(), all[0].name.as_str(), all[0].served, all[0].storage), (1, "v1", true, true));
+    }
+
+    #[test]
+    fn reads_metadata_only_kinds_and_refuses_those_needed_in_full() {
+        let json = serde_json::json!({
+            "index": 0, "name": "podwatch", "for": {"apiVersion": "apps.example.com/v1", "kind": "WebApp"},
+            "every": null, "manages": [{"apiVersion": "v1", "kind": "Secret"}],
+            "reads": [{"apiVersion": "v1", "kind": "Pod"}],
+            "metadataOnly": [{"apiVersion": "v1", "kind": "Pod"}],
+            "watches": [], "permissions": [], "finalizer": null, "handlers": ["reconcile"]
+        });
+        let mut c: ControllerSpec = serde_json::from_value(json).expect("valid controller");
+        let pod = KindRef { api_version: "v1".into(), kind: "Pod".into() };
+        assert_eq!(c.metadata_only, [pod.clone()]);
+        assert!(c.is_metadata_only(&pod));
+        assert_eq!(c.metadata_only_conflict(), None);
+        // Written back only when there are some (older specs stay byte for byte).
+        let back = serde_json::to_value(&c).expect("serializes");
+        assert_eq!(back["metadataOnly"], serde_json::json!([{"apiVersion": "v1", "kind": "Pod"}]));
+        let without: ControllerSpec = serde_json::from_value(serde_json::json!({"index": 0, "name": "x",
+            "for": {"apiVersion": "v1", "kind": "ConfigMap"}}))
+        .expect("valid controller");
+        assert!(serde_json::to_value(&without).expect("serializes").get("metadataOnly").is_none());
+
+        c.manages.push(pod.clone());
+        let conflict = c.metadata_only_conflict().expect("a managed kind is needed in full");
+        assert_eq!(conflict.why, MetadataOnlyNeed::Managed);
+        assert_eq!(
+            conflict.to_string(),
+            "operator \"podwatch\": .reads(Pod, { metadataOnly: true }): Pod is managed by this operator \
+             (the Ready condition reads its children's status), so its objects are cached in full; drop metadataOnly"
+        );
+        c.manages.clear();
+        c.for_ = pod;
+        assert_eq!(c.metadata_only_conflict().map(|e| e.why), Some(MetadataOnlyNeed::Reconciled));
     }
 
     #[test]
