@@ -1,6 +1,8 @@
 //! Watches and their caches: one watch per kind and scope, shared by everything that reads
 //! or is triggered by that kind, feeding a [`Store`] (and, for managed kinds, an index
-//! of ApplySet members).
+//! of ApplySet members). A kind read `metadataOnly` is listed and watched as
+//! `PartialObjectMetadata` (the server sends each object's `metadata` alone) and cached as
+//! an [`Object`] with nothing else.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -73,6 +75,8 @@ pub(crate) struct InformerPlan {
     pub(crate) scope: Option<EventScope>,
     /// `.watches()` fed from this watch, each through its own channel.
     pub(crate) subscribers: Vec<tokio::sync::mpsc::UnboundedSender<watcher::Event<Object>>>,
+    /// Watch `PartialObjectMetadata` rather than whole objects (`.reads(kind, { metadataOnly: true })`).
+    pub(crate) metadata_only: bool,
 }
 
 /// A started [`InformerPlan`].
@@ -92,7 +96,17 @@ impl InformerPlan {
         labels: Option<String>,
         role: Role,
     ) -> Self {
-        Self { key, ar, namespaced, namespace, labels, role, scope: None, subscribers: Vec::new() }
+        Self {
+            key,
+            ar,
+            namespaced,
+            namespace,
+            labels,
+            role,
+            scope: None,
+            subscribers: Vec::new(),
+            metadata_only: false,
+        }
     }
 
     /// Whether this watch sees every object a watch of `key` in `namespace` with
@@ -116,20 +130,24 @@ impl InformerPlan {
         if let Some(sel) = &self.labels {
             config = config.labels(sel);
         }
-        let api = api_for::<Wire>(client, &self.ar, self.namespaced, self.namespace.as_deref());
         // Readiness is tapped here: a second task waiting on a kube-runtime 5 store is never
         // woken (its readiness keeps one waker; see crates/kubesim/tests/store_ready.rs).
         let scope_filters = self.scope.is_some();
         let mut scope = self.scope;
-        let events = watcher(api, config).default_backoff().filter_map(move |e| {
+        let (ar, namespaced, ns) = (&self.ar, self.namespaced, self.namespace.as_deref());
+        let objects = if self.metadata_only {
+            let api = api_for::<Wire<true>>(client, ar, namespaced, ns);
+            watcher(api, config).default_backoff().map(|e| e.map(unwrap_event)).boxed()
+        } else {
+            let api = api_for::<Wire>(client, ar, namespaced, ns);
+            watcher(api, config).default_backoff().map(|e| e.map(unwrap_event)).boxed()
+        };
+        let events = objects.filter_map(move |e| {
             std::future::ready(match e {
-                Ok(e) => {
-                    let e = unwrap_event(e);
-                    match &mut scope {
-                        Some(scope) => scope.pass(e).map(Ok),
-                        None => Some(Ok(e)),
-                    }
-                }
+                Ok(e) => match &mut scope {
+                    Some(scope) => scope.pass(e).map(Ok),
+                    None => Some(Ok(e)),
+                },
                 Err(e) => Some(Err(e)),
             })
         });
@@ -159,7 +177,7 @@ impl InformerPlan {
 }
 
 /// The cached object of a watch event.
-fn unwrap_event(e: watcher::Event<Wire>) -> watcher::Event<Object> {
+fn unwrap_event<const METADATA: bool>(e: watcher::Event<Wire<METADATA>>) -> watcher::Event<Object> {
     match e {
         watcher::Event::Apply(w) => watcher::Event::Apply(w.object),
         watcher::Event::Delete(w) => watcher::Event::Delete(w.object),

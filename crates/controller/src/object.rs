@@ -14,6 +14,8 @@
 //!
 //! [`Wire`] is the same object as kube's watcher reads it: the watcher needs a
 //! `kube::Resource`, whose `meta()` is a full `ObjectMeta`, which the cache does not keep.
+//! `Wire<true>` asks for `PartialObjectMetadata` (kube's `Resource::metadata_api`): the
+//! server sends the metadata alone, read straight into an [`Object`] with no other fields.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -423,14 +425,15 @@ impl<'de> Visitor<'de> for MetadataSeed<'_> {
 
 /// An [`Object`] as kube's watcher reads it: with the `ObjectMeta` a `kube::Resource` must
 /// lend (name, namespace, uid and resourceVersion only; the watcher reads the version).
-/// The informer unwraps it before anything keeps it.
+/// The informer unwraps it before anything keeps it. `METADATA`: watched and listed as
+/// `PartialObjectMetadata`.
 #[derive(Clone, Debug)]
-pub(crate) struct Wire {
+pub(crate) struct Wire<const METADATA: bool = false> {
     pub(crate) object: Object,
     meta: ObjectMeta,
 }
 
-impl Wire {
+impl<const METADATA: bool> Wire<METADATA> {
     fn new(object: Object) -> Self {
         let owned = |s: &Option<Box<str>>| s.as_deref().map(str::to_owned);
         let meta = ObjectMeta {
@@ -444,15 +447,19 @@ impl Wire {
     }
 }
 
-impl<'de> Deserialize<'de> for Wire {
+impl<'de, const METADATA: bool> Deserialize<'de> for Wire<METADATA> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         Object::deserialize(deserializer).map(Self::new)
     }
 }
 
-impl kube::Resource for Wire {
+impl<const METADATA: bool> kube::Resource for Wire<METADATA> {
     type DynamicType = ApiResource;
     type Scope = DynamicResourceScope;
+
+    fn metadata_api() -> bool {
+        METADATA
+    }
 
     fn group(dt: &ApiResource) -> Cow<'_, str> {
         dt.group.as_str().into()

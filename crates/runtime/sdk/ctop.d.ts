@@ -375,6 +375,22 @@ export interface ManagesOptions {
   adopt?: boolean;
 }
 
+/** Options of `.reads(...kinds, options)`. */
+export interface ReadsOptions {
+  /**
+   * Watch and cache these kinds as their metadata only (`PartialObjectMetadata`, as
+   * controller-runtime's `OnlyMetadata` and kube-rs's `metadata_watcher` do; default false):
+   * the API server sends each object's `metadata` alone, so a kind with many or large objects
+   * (Pods, Secrets) costs the operator a fraction of the memory and CPU. `getObserved` and
+   * `listObserved` of these kinds then return `{ apiVersion, kind, metadata }` (the kind's own
+   * `apiVersion` and `kind`), never `spec`, `status` or `data`, though their types still say
+   * they may be there. A `.watches()` of the kind shares the watch: its mapper sees the same
+   * objects. Refused (the script throws) for the operator's own kind and for kinds it
+   * `.manages()`, whose full objects it needs. RBAC is the same: get, list, watch.
+   */
+  metadataOnly?: boolean;
+}
+
 /** Options of `apply(obj, options)`. */
 export interface ApplyOptions {
   /**
@@ -412,6 +428,12 @@ export interface OperatorBuilder<CR extends KubeObject> {
   manages(...kindsAndOptions: [...(AnyKind | AnyKind[])[], ManagesOptions]): this;
   /** Read-only kinds: watched (so `getObserved` sees them), RBAC get/list/watch. */
   reads(...kinds: (AnyKind | AnyKind[])[]): this;
+  /**
+   * `.reads(Pod, { metadataOnly: true })`: watch and cache these kinds as metadata only;
+   * `getObserved`/`listObserved` of them return `{ apiVersion, kind, metadata }` (see
+   * {@link ReadsOptions}).
+   */
+  reads(...kindsAndOptions: [...(AnyKind | AnyKind[])[], ReadsOptions]): this;
   /** Watch another kind; `mapper` names the CRs to reconcile (without one: by owner reference). */
   watches<T extends KubeObject>(kind: Kind<T, any>, mapper?: Mapper<Stored<T>> | null, options?: WatchOptions): this;
   watches<T extends KubeObject>(kind: Kind<T, any>, options: WatchOptions): this;
@@ -505,7 +527,10 @@ export declare function patch<T extends KubeObject>(obj: T): Named<T>;
  */
 export declare function remove<T extends KubeObject>(obj: T): T;
 
-/** The cached object, or undefined; namespace defaults to the CR's. */
+/**
+ * The cached object, or undefined; namespace defaults to the CR's. Of a kind read with
+ * `{ metadataOnly: true }`: `{ apiVersion, kind, metadata }` only.
+ */
 export declare function getObserved<T extends KubeObject>(kind: Kind<T, any>, name: string, namespace?: string): Stored<T> | undefined;
 export declare function getObserved(kind: KindRef | string, name: string, namespace?: string): Stored<GenericObject> | undefined;
 
@@ -520,7 +545,10 @@ export type ListFilter<T> =
       ownedBy?: KubeObject;
     }
   | ((obj: T) => boolean);
-/** Cached objects of a kind (all namespaces unless filtered). */
+/**
+ * Cached objects of a kind (all namespaces unless filtered); of a kind read with
+ * `{ metadataOnly: true }`, each is `{ apiVersion, kind, metadata }` only.
+ */
 export declare function listObserved<T extends KubeObject>(kind: Kind<T, any>, filter?: ListFilter<Stored<T>>): Stored<T>[];
 export declare function listObserved(kind: KindRef | string, filter?: ListFilter<Stored<GenericObject>>): Stored<GenericObject>[];
 

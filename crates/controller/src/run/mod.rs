@@ -268,6 +268,10 @@ async fn start_controller(
     stop: watch::Receiver<bool>,
 ) -> Result<(impl Future<Output = ()> + Send + 'static, Primary), RunError> {
     let name = spec.name.clone();
+    // A kind read metadata-only that the controller needs in full (the SDK refuses it too).
+    if let Some(conflict) = spec.metadata_only_conflict() {
+        return Err(RunError::Start(conflict.to_string()));
+    }
     let queue = WorkQueue::new(name.clone(), Some(metrics.clone()));
     let options_concurrency = options.concurrency;
     let (primary, namespaced) = resolve(&client, &spec.for_).await?;
@@ -326,14 +330,11 @@ async fn start_controller(
             _ => (owned && spec.children_only.contains(k) && !spec.reads.contains(k))
                 .then(|| ctop_applier::applyset::PART_OF_LABEL.to_owned()),
         };
-        plans.push(InformerPlan::new(
-            kind_key(k),
-            ar,
-            child_namespaced,
-            scope(child_namespaced, ns),
-            selector,
-            role,
-        ));
+        let mut plan =
+            InformerPlan::new(kind_key(k), ar, child_namespaced, scope(child_namespaced, ns), selector, role);
+        // `.reads(kind, { metadataOnly: true })`: `PartialObjectMetadata` (never a managed kind).
+        plan.metadata_only = spec.is_metadata_only(k);
+        plans.push(plan);
     }
     let mut watch_sources = Vec::new();
     for (i, w) in spec.watches.iter().enumerate() {
@@ -350,14 +351,17 @@ async fn start_controller(
                     WatchSource::Shared(rx, filter)
                 }
                 None => {
-                    plans.push(InformerPlan::new(
+                    let mut plan = InformerPlan::new(
                         key,
                         ar.clone(),
                         watched_namespaced,
                         w_ns,
                         w.label_selector.clone(),
                         Role::Watch,
-                    ));
+                    );
+                    // A kind the controller reads metadata-only is watched so everywhere.
+                    plan.metadata_only = spec.is_metadata_only(&w.kind);
+                    plans.push(plan);
                     WatchSource::Own(plans.len() - 1)
                 }
             };

@@ -65,6 +65,7 @@ operator(database, { name: "database" })
   .manages(StatefulSet, Service, Secret)
   .manages([Job, CronJob])
   .reads(ConfigMap, "v1/Namespace", { apiVersion: "v1", kind: "Pod" })
+  .reads(ServiceAccount, [PersistentVolumeClaim], { metadataOnly: true })
   .watches(ConfigMap, (cm) => cm.metadata.labels?.["db.example.com/name"], {
     labelSelector: { "db.example.com/managed": "true" },
     predicate: { or: ["GenerationChanged", "LabelChanged"] },

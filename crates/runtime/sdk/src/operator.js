@@ -97,6 +97,7 @@ class OperatorBuilder {
         + `${this.#entry.for.kind} objects, and an object's children belong to one controller (each would prune `
         + `the other's); apply them from one controller, or patch() objects you do not own`);
     }
+    for (const k of kinds.flat()) this.#refuseMetadataOnly(kindRef(k, "manages"), "manages");
     this.#addKinds("manages", kinds);
     for (const option of ["childrenOnly", "adopt"]) {
       if (opts[option] !== true) continue;
@@ -108,8 +109,43 @@ class OperatorBuilder {
     }
     return this;
   }
-  /** Read-only kinds: watched (so `getObserved` sees them), RBAC get/list/watch. */
-  reads(...kinds) { return this.#addKinds("reads", kinds); }
+  /**
+   * Read-only kinds: watched (so `getObserved` sees them), RBAC get/list/watch. A last
+   * argument `{ metadataOnly: true }` watches and caches them as `PartialObjectMetadata`
+   * (the server sends `metadata` alone): `getObserved`/`listObserved` of these kinds give
+   * `{ apiVersion, kind, metadata }`, never `spec` or `status`. Refused for the operator's
+   * own kind and for kinds it manages (their full objects are needed).
+   */
+  reads(...kinds) {
+    const last = kinds[kinds.length - 1];
+    const opts = isPlainObject(last) && !("kind" in last) ? kinds.pop() : {};
+    for (const key of Object.keys(opts)) {
+      if (key !== "metadataOnly") throw new TypeError(`reads: unknown option ${key} (only metadataOnly)`);
+      if (typeof opts[key] !== "boolean") throw new TypeError(`reads: ${key} must be true or false`);
+    }
+    this.#addKinds("reads", kinds);
+    if (opts.metadataOnly !== true) return this;
+    for (const k of kinds.flat()) {
+      const ref = kindRef(k, "reads");
+      this.#entry.metadataOnly ??= [];
+      if (!this.#entry.metadataOnly.some((x) => kindKey(x) === kindKey(ref))) this.#entry.metadataOnly.push(ref);
+      this.#refuseMetadataOnly(ref, "reads");
+    }
+    return this;
+  }
+  /** Throw when `ref` is both metadata-only and needed in full (see `ControllerSpec::metadata_only_conflict`). */
+  #refuseMetadataOnly(ref, method) {
+    if (!this.#entry.metadataOnly?.some((x) => kindKey(x) === kindKey(ref))) return;
+    const why = kindKey(ref) === kindKey(this.#entry.for)
+      ? "the kind this operator reconciles"
+      : this.#entry.manages.some((x) => kindKey(x) === kindKey(ref)) || method === "manages"
+        ? "managed by this operator (the Ready condition reads its children's status)"
+        : null;
+    if (why) {
+      throw new Error(`operator "${this.#entry.name}": .reads(${ref.kind}, { metadataOnly: true }): ${ref.kind} is `
+        + `${why}, so its objects are cached in full; drop metadataOnly`);
+    }
+  }
   #addKinds(field, kinds) {
     for (const k of kinds.flat()) {
       const ref = kindRef(k, field);

@@ -658,3 +658,27 @@ test("two controllers of one kind may not both manage children", async () => {
     operator(webApp, { name: "a" }).manages(Secret);
     operator(webApp, { name: "b" }).reads(ConfigMap).reconcile(() => {});`);
 });
+
+test("reads(kind, { metadataOnly: true }): the kinds are read and listed as metadata-only; needed ones are refused", async () => {
+  const t = await withOperator(`
+    operator(webApp).manages(Secret).reads(ConfigMap).reads([Namespace], "v1/Pod", { metadataOnly: true })
+      .reads("v1/Pod", { metadataOnly: true }).reads(Job, { metadataOnly: false });
+    operator(Deployment).reads(ConfigMap);`);
+  const [ctl, plain] = t.registry().controllers;
+  assert.deepEqual(ctl.reads, [{ apiVersion: "v1", kind: "ConfigMap" }, { apiVersion: "v1", kind: "Namespace" },
+    { apiVersion: "v1", kind: "Pod" }, { apiVersion: "batch/v1", kind: "Job" }]);
+  assert.deepEqual(ctl.metadataOnly, [{ apiVersion: "v1", kind: "Namespace" }, { apiVersion: "v1", kind: "Pod" }],
+    "listed once, in order; metadataOnly: false reads in full");
+  assert.equal(plain.metadataOnly, undefined, "absent unless asked");
+
+  await assert.rejects(withOperator(`operator(webApp).reads(Secret, { metadata: true });`),
+    /reads: unknown option metadata \(only metadataOnly\)/);
+  await assert.rejects(withOperator(`operator(webApp).reads(Secret, { metadataOnly: "yes" });`),
+    /reads: metadataOnly must be true or false/);
+  await assert.rejects(withOperator(`operator(webApp).manages(Secret).reads(Secret, { metadataOnly: true });`),
+    /operator "webapp": \.reads\(Secret, \{ metadataOnly: true \}\): Secret is managed by this operator/);
+  await assert.rejects(withOperator(`operator(webApp).reads(Secret, { metadataOnly: true }).manages([Service, Secret]);`),
+    /Secret is managed by this operator \(the Ready condition reads its children's status\), so its objects are cached in full; drop metadataOnly/);
+  await assert.rejects(withOperator(`operator(ConfigMap).reads(ConfigMap, { metadataOnly: true });`),
+    /ConfigMap is the kind this operator reconciles/);
+});
