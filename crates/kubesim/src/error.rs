@@ -215,15 +215,23 @@ impl ApiError {
         )
     }
 
-    /// 406 NotAcceptable.
-    pub fn not_acceptable(accept: &str) -> Self {
+    /// 406 NotAcceptable: no media type of the `Accept` header is one the server answers in
+    /// (an `as=` transform it does not know leaves its media type out). The server's words,
+    /// listing what kubesim serves (the API server's list for custom resources; for
+    /// built-in kinds it adds protobuf, which kubesim does not answer in).
+    pub fn not_acceptable() -> Self {
         Self::new(
             406,
             "NotAcceptable",
-            format!(
-                "only the following media types are accepted: application/json, application/yaml; requested: {accept}"
-            ),
+            "only the following media types are accepted: application/json, application/yaml",
         )
+    }
+
+    /// 406 NotAcceptable for an answer that cannot take the form the client named with
+    /// `as=` (a list asked for as one object's `PartialObjectMetadata`, or the other way
+    /// round); `message` in the server's words.
+    pub fn not_acceptable_as(message: impl Into<String>) -> Self {
+        Self::new(406, "NotAcceptable", message)
     }
 
     /// 410 Expired.

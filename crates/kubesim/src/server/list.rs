@@ -20,7 +20,7 @@ use crate::store::ObjKey;
 pub(super) fn render_one(rt: &ResourceType, obj: Value, shape: Shape, query: &Query) -> Value {
     match shape {
         Shape::Full => obj,
-        Shape::Partial => table::partial(&obj),
+        Shape::Partial(p) => table::partial(&obj, &p.api_version()),
         Shape::Table => table::table(rt, &[obj], json!({}), include(query)),
     }
 }
@@ -146,12 +146,21 @@ pub(super) async fn list(
         let token = serde_json::to_vec(&Continue { rv, start }).unwrap_or_default();
         meta["continue"] = json!(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token));
     }
+    // The server lists first, then transforms the list into what the client named.
+    if let Shape::Partial(p) = shape
+        && let Some(refused) = p.refuse(rt, true)
+    {
+        return Err(refused);
+    }
     let body = match shape {
         Shape::Table => table::table(rt, &items, meta, include(query)),
-        Shape::Partial => json!({
-            "kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
-            "items": items.iter().map(table::partial).collect::<Vec<_>>(),
-        }),
+        Shape::Partial(p) => {
+            let api_version = p.api_version();
+            json!({
+                "kind": "PartialObjectMetadataList", "apiVersion": api_version, "metadata": meta,
+                "items": items.iter().map(|o| table::partial(o, &api_version)).collect::<Vec<_>>(),
+            })
+        }
         Shape::Full => {
             json!({"kind": format!("{}List", rt.kind), "apiVersion": rt.api_version(), "metadata": meta, "items": items})
         }

@@ -16,7 +16,7 @@ use super::path::{Query, ResPath, truthy, verb_of};
 use super::reviews::review;
 use super::watch::watch;
 use super::wire::{
-    error_response, json_response, negotiate, parse_json, read_body, with_first_warning, with_warnings,
+    Shape, error_response, json_response, negotiate, parse_json, read_body, with_first_warning, with_warnings,
 };
 use crate::api::{Api, DeleteOpts, Deleted, FieldValidation, PatchKind, WriteOpts};
 use crate::auth::authz::{Attributes, User};
@@ -152,6 +152,12 @@ async fn verbs(
         (&Method::GET, None, None) => list(api, &rt, p.namespace.as_deref(), query, shape).await,
         (&Method::GET, Some(name), None | Some("status")) => {
             let obj = api.get(&rt, &ns, name).await?;
+            // A missing object is a 404 whatever the client asked it to look like.
+            if let Shape::Partial(p) = shape
+                && let Some(refused) = p.refuse(&rt, false)
+            {
+                return Err(refused);
+            }
             Ok(json_response(200, &render_one(&rt, obj, shape, query)))
         }
         (&Method::GET, Some(name), Some("scale")) if rt.scale.is_some() => {

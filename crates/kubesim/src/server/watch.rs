@@ -89,7 +89,7 @@ pub(super) async fn watch(
         move |served: Value| -> Value {
             match shape {
                 Shape::Full => served,
-                Shape::Partial => table::partial(&served),
+                Shape::Partial(p) => table::partial(&served, &p.api_version()),
                 Shape::Table => table::table(&rt, &[served], json!({}), include_q),
             }
         }

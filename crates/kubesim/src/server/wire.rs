@@ -12,6 +12,7 @@ use http_body_util::BodyExt as _;
 use serde_json::Value;
 
 use crate::error::ApiError;
+use crate::kinds::registry::ResourceType;
 
 /// The largest request body accepted: the real server's `MaxRequestBodyBytes`, 3 MiB.
 const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -67,7 +68,54 @@ pub(super) fn with_first_warning(mut r: Response, text: &str) -> Response {
 pub(super) enum Shape {
     Full,
     Table,
-    Partial,
+    /// `as=PartialObjectMetadata` (`list: false`) or `as=PartialObjectMetadataList`.
+    Partial(Partial),
+}
+
+/// Metadata alone, as `meta.k8s.io` `PartialObjectMetadata` in `version` (`v1`, `v1beta1`):
+/// of one object (a get, each event of a watch) or of a list. The API server transforms
+/// what the handler produced into what the client named and refuses (406) a list asked for
+/// as one object, or one object as a list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Partial {
+    pub(super) list: bool,
+    pub(super) version: &'static str,
+}
+
+impl Partial {
+    /// The answer's `apiVersion`.
+    pub(super) fn api_version(self) -> String {
+        format!("meta.k8s.io/{}", self.version)
+    }
+
+    /// The 406 for a request whose answer is (`list`) or is not a list of the objects of
+    /// `rt`, when the client asked for the other; `None` when it asked for that.
+    pub(super) fn refuse(self, rt: &ResourceType, list: bool) -> Option<ApiError> {
+        if self.list == list {
+            return None;
+        }
+        // The server names the Go type of what its handler produced: an internal type of the
+        // kind's API group for built-in kinds, an unstructured object for custom resources.
+        let go_type = match (&rt.crd, list) {
+            (Some(_), false) => "*unstructured.Unstructured".to_owned(),
+            (Some(_), true) => "*unstructured.UnstructuredList".to_owned(),
+            (None, _) => {
+                let package = match rt.group.split('.').next().unwrap_or_default() {
+                    "" | "events" => "core",
+                    first => first,
+                };
+                format!("*{package}.{}{}", rt.kind, if list { "List" } else { "" })
+            }
+        };
+        let message = if list {
+            format!("you requested PartialObjectMetadata, but the requested object is a list ({go_type})")
+        } else {
+            format!(
+                "you requested PartialObjectMetadataList, but the requested object is not a list ({go_type})"
+            )
+        };
+        Some(ApiError::not_acceptable_as(message))
+    }
 }
 
 pub(super) fn negotiate(headers: &HeaderMap) -> Result<Shape, ApiError> {
@@ -75,30 +123,31 @@ pub(super) fn negotiate(headers: &HeaderMap) -> Result<Shape, ApiError> {
     if accept.is_empty() {
         return Ok(Shape::Full);
     }
-    let mut json_ok = false;
+    // A clause naming an `as=` transform the server does not know is not acceptable (the
+    // API server's endpoint restrictions leave it out); the next clause may be.
     for part in accept.split(',') {
         let part = part.trim();
         let media = part.split(';').next().unwrap_or("").trim();
         if !matches!(media, "application/json" | "*/*" | "application/*" | "application/yaml") {
             continue;
         }
-        json_ok = true;
         let params: HashMap<&str, &str> =
             part.split(';').skip(1).filter_map(|p| p.trim().split_once('=')).collect();
         match (params.get("as"), params.get("g"), params.get("v")) {
             (Some(&"Table"), Some(&"meta.k8s.io"), Some(&("v1" | "v1beta1"))) => return Ok(Shape::Table),
-            (
-                Some(&("PartialObjectMetadata" | "PartialObjectMetadataList")),
-                Some(&"meta.k8s.io"),
-                Some(&("v1" | "v1beta1")),
-            ) => {
-                return Ok(Shape::Partial);
+            (Some(&kind), Some(&"meta.k8s.io"), Some(&v))
+                if matches!(kind, "PartialObjectMetadata" | "PartialObjectMetadataList")
+                    && matches!(v, "v1" | "v1beta1") =>
+            {
+                let version = if v == "v1" { "v1" } else { "v1beta1" };
+                return Ok(Shape::Partial(Partial { list: kind.ends_with("List"), version }));
             }
             (Some(_), _, _) => {}
             (None, _, _) => return Ok(Shape::Full),
         }
     }
-    if json_ok { Ok(Shape::Full) } else { Err(ApiError::not_acceptable(accept)) }
+    tracing::debug!(accept, "no acceptable media type");
+    Err(ApiError::not_acceptable())
 }
 
 pub(super) async fn read_body(body: Body) -> Result<Bytes, ApiError> {
@@ -243,7 +292,30 @@ mod tests {
             header::ACCEPT,
             HeaderValue::from_static("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"),
         );
-        assert_eq!(negotiate(&h).ok(), Some(Shape::Partial));
+        assert_eq!(negotiate(&h).ok(), Some(Shape::Partial(Partial { list: true, version: "v1" })));
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1"),
+        );
+        assert_eq!(negotiate(&h).ok(), Some(Shape::Partial(Partial { list: false, version: "v1beta1" })));
+        // Another version of the group is no transform the server knows: plain JSON is left.
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static(
+                "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v2,application/json",
+            ),
+        );
+        assert_eq!(negotiate(&h).ok(), Some(Shape::Full));
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v2"),
+        );
+        assert_eq!(
+            negotiate(&h).err().map(|e| e.message.clone()),
+            Some(
+                "only the following media types are accepted: application/json, application/yaml".to_owned()
+            )
+        );
         h.insert(header::ACCEPT, HeaderValue::from_static("application/vnd.kubernetes.protobuf"));
         assert!(negotiate(&h).is_err());
         h.insert(header::ACCEPT, HeaderValue::from_static("application/vnd.kubernetes.protobuf, */*"));

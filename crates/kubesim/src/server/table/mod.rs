@@ -27,11 +27,11 @@ use serde_json::{Value, json};
 
 use crate::kinds::registry::ResourceType;
 
-/// `PartialObjectMetadata` of an object.
-pub fn partial(obj: &Value) -> Value {
+/// `PartialObjectMetadata` of an object, in `api_version` (`meta.k8s.io/v1` or `/v1beta1`).
+pub fn partial(obj: &Value, api_version: &str) -> Value {
     json!({
         "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
+        "apiVersion": api_version,
         "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
     })
 }
@@ -142,7 +142,7 @@ static PRINTERS: LazyLock<HashMap<(&'static str, &'static str), Compiled>> = Laz
 fn attach(row: &mut Value, o: &Value, include: Include) {
     match include {
         Include::None => {}
-        Include::Metadata => row["object"] = partial(o),
+        Include::Metadata => row["object"] = partial(o, "meta.k8s.io/v1"),
         Include::Object => row["object"] = o.clone(),
     }
 }
