@@ -282,6 +282,20 @@ fn unknown_kinds_are_guessed_and_reported() {
 }
 
 #[test]
+fn a_kind_read_metadata_only_needs_the_same_rules() {
+    // `PartialObjectMetadata` is a way of answering a list or a watch, not a verb or a
+    // resource of its own: the same get, list and watch are needed.
+    let full = ControllerSpec { reads: vec![kind("v1", "Pod")], ..Default::default() };
+    let metadata_only = ControllerSpec { metadata_only: vec![kind("v1", "Pod")], ..full.clone() };
+    let (a, b) = (
+        permissions(&spec(full), &Options::new("op")),
+        permissions(&spec(metadata_only), &Options::new("op")),
+    );
+    assert!(b.cluster.contains(&rule("", &["pods"], &["get", "list", "watch"])), "{:?}", b.cluster);
+    assert_eq!((a.cluster, a.namespaces, a.notes), (b.cluster, b.namespaces, b.notes));
+}
+
+#[test]
 fn rbac_documents_bind_the_service_account() {
     let p = permissions(&spec(ControllerSpec::default()), &Options::new("op"));
     let docs = documents(&p, &Options::new("op"), &Map::new());
