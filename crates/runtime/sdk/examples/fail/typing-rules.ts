@@ -4,7 +4,7 @@ import { resource, z, operator, listObserved, getObserved, cron, stringData, hea
 const platform = resource("apps.example.com/v1", "Platform", { scope: "Cluster", spec: { size: z.number() } });
 const app = resource("apps.example.com/v1", "App", { spec: { image: z.string() } });
 
-operator(platform).reconcile((cr) => {
+operator(platform).reads(ConfigMap, { metadataOnly: "yes" }).reconcile((cr) => { // ERROR-11: metadataOnly is a boolean
   const ns: string = cr.metadata.namespace; // ERROR-1: a cluster-scoped CR may have no namespace
   void ns;
 });
