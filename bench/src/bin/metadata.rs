@@ -134,17 +134,19 @@ fn pod(name: &str) -> Value {
 /// The status a kubelet would have written of a running [`pod`].
 fn running_status(i: usize) -> Value {
     let at = "2026-11-29T10:00:05Z";
-    let condition = |t: &str| json!({"type": t, "status": "True", "lastProbeTime": null, "lastTransitionTime": at});
+    let condition =
+        |t: &str| json!({"type": t, "status": "True", "lastProbeTime": null, "lastTransitionTime": at});
     let container = |name: &str, image: &str| {
         json!({"name": name, "image": image, "imageID": format!("{image}@sha256:{}", "ab".repeat(32)),
                "containerID": format!("containerd://{}", "0f".repeat(32)), "ready": true, "restartCount": 0,
                "started": true, "state": {"running": {"startedAt": at}}})
     };
     let ip = format!("10.244.{}.{}", i / 250, i % 250 + 2);
+    let conditions = ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
+        .map(condition);
     json!({"status": {
         "phase": "Running",
-        "conditions": ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
-            .map(condition),
+        "conditions": conditions,
         "hostIP": "10.0.0.3", "hostIPs": [{"ip": "10.0.0.3"}], "podIP": ip, "podIPs": [{"ip": ip}],
         "startTime": at, "qosClass": "Burstable",
         "containerStatuses": [container("app", "registry.example.com/shop/web:1.27.3"),
@@ -266,7 +268,9 @@ async fn run_mode(opts: &Opts, mode: &str) -> anyhow::Result<Run> {
     wait_status(&censuses, timeout, "the first reconcile", sample_found).await?;
     let sync_s = start.elapsed().as_secs_f64();
     let (sync_cpu, sync_rss, sync_hwm) = proc_usage(controller.pid());
-    eprintln!("[{mode}] synced in {sync_s:.1}s: {sync_rss:.1} MB RSS, {sync_hwm:.1} MB peak, {sync_cpu:.2} CPU s");
+    eprintln!(
+        "[{mode}] synced in {sync_s:.1}s: {sync_rss:.1} MB RSS, {sync_hwm:.1} MB peak, {sync_cpu:.2} CPU s"
+    );
 
     // 2. churn
     let start = Instant::now();
@@ -288,7 +292,9 @@ async fn run_mode(opts: &Opts, mode: &str) -> anyhow::Result<Run> {
     let churn_s = start.elapsed().as_secs_f64();
     let (cpu, churn_rss, churn_hwm) = proc_usage(controller.pid());
     let status = censuses.get("census").await?.data["status"].clone();
-    eprintln!("[{mode}] churn in {churn_s:.1}s: {churn_rss:.1} MB RSS, {churn_hwm:.1} MB peak; status {status}");
+    eprintln!(
+        "[{mode}] churn in {churn_s:.1}s: {churn_rss:.1} MB RSS, {churn_hwm:.1} MB peak; status {status}"
+    );
     let labelled = status["labelled"].as_u64().unwrap_or(0);
     if labelled as usize != expected {
         bail!("the reconcile saw {labelled} of the {expected} sampled Pods labelled");
