@@ -72,9 +72,11 @@ fn a_kind_the_controller_manages_cannot_be_metadata_only() {
     let body =
         "operator(widget).manages(ConfigMap).reads(ConfigMap, { metadataOnly: true }).reconcile(() => {});";
     std::fs::write(dir.path().join("operator.ct"), format!("{}\n{body}", common::PRELUDE)).expect("write");
-    let err = ctop_runtime::Script::from_dir(dir.path(), "operator.ct", 1, ctop_runtime::Limits::default())
-        .err()
-        .expect("refused");
+    let Err(err) =
+        ctop_runtime::Script::from_dir(dir.path(), "operator.ct", 1, ctop_runtime::Limits::default())
+    else {
+        panic!("a metadata-only managed kind was accepted");
+    };
     assert!(
         err.to_string().contains(
             ".reads(ConfigMap, { metadataOnly: true }): ConfigMap is managed by this operator \

@@ -486,7 +486,7 @@ mod tests {
         });
         let mut c: ControllerSpec = serde_json::from_value(json).expect("valid controller");
         let pod = KindRef { api_version: "v1".into(), kind: "Pod".into() };
-        assert_eq!(c.metadata_only, [pod.clone()]);
+        assert_eq!(c.metadata_only, std::slice::from_ref(&pod));
         assert!(c.is_metadata_only(&pod));
         assert_eq!(c.metadata_only_conflict(), None);
         // Written back only when there are some (older specs stay byte for byte).
