@@ -85,3 +85,60 @@ fn a_kind_the_controller_manages_cannot_be_metadata_only() {
         "{err}"
     );
 }
+
+/// A spec written in Rust (no SDK to refuse it) whose managed kind is also metadata-only.
+struct Conflicted(ctop_core::OperatorSpec);
+
+impl ctop_core::Handlers for Conflicted {
+    fn spec(&self) -> &ctop_core::OperatorSpec {
+        &self.0
+    }
+    fn reconcile(&self, _: ctop_core::HandlerCall) -> ctop_core::HandlerFuture<ctop_core::ReconcileOutcome> {
+        Box::pin(async { Ok(ctop_core::ReconcileOutcome::default()) })
+    }
+    fn finalize(&self, _: ctop_core::HandlerCall) -> ctop_core::HandlerFuture<ctop_core::FinalizeOutcome> {
+        Box::pin(async { Ok(ctop_core::FinalizeOutcome::default()) })
+    }
+    fn on_start(&self, _: ctop_core::HandlerCall) -> ctop_core::HandlerFuture<ctop_core::StartOutcome> {
+        Box::pin(async { Ok(ctop_core::StartOutcome::default()) })
+    }
+    fn map(&self, _: usize, _: ctop_core::HandlerCall) -> ctop_core::HandlerFuture<ctop_core::MapOutcome> {
+        Box::pin(async { Ok(ctop_core::MapOutcome::default()) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_refuses_a_managed_kind_read_metadata_only() {
+    let kind = |api_version: &str, kind: &str| ctop_core::KindRef {
+        api_version: api_version.into(),
+        kind: kind.into(),
+    };
+    let secret = kind("v1", "Secret");
+    let spec = ctop_core::OperatorSpec {
+        resources: Vec::new(),
+        controllers: vec![ctop_core::ControllerSpec {
+            name: "copier".into(),
+            for_: kind("v1", "ConfigMap"),
+            manages: vec![secret.clone()],
+            reads: vec![secret.clone()],
+            metadata_only: vec![secret],
+            handlers: vec!["reconcile".into()],
+            ..ctop_core::ControllerSpec::default()
+        }],
+    };
+    let sim = common::sim().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let options = ctop_controller::RunOptions::local(kubeconfig, "conflicted");
+    let run = ctop_controller::run(std::sync::Arc::new(Conflicted(spec)), options, std::future::pending());
+    let err = tokio::time::timeout(std::time::Duration::from_secs(30), run)
+        .await
+        .expect("refused at start, not run")
+        .expect_err("refused");
+    assert_eq!(
+        err.to_string(),
+        "operator \"copier\": .reads(Secret, { metadataOnly: true }): Secret is managed by this operator \
+         (the Ready condition reads its children's status), so its objects are cached in full; drop metadataOnly"
+    );
+}
