@@ -323,6 +323,32 @@ mod tests {
     }
 
     #[test]
+    fn a_partial_of_the_wrong_shape_names_the_servers_go_type() {
+        let registry = crate::kinds::registry::Registry::with_builtins();
+        let refused = |api_version: &str, kind: &str, list: bool| {
+            let rt = registry.by_kind(api_version, kind).expect("a built-in kind");
+            Partial { list: !list, version: "v1" }.refuse(&rt, list).map(|e| e.message.clone())
+        };
+        assert_eq!(
+            refused("apps/v1", "Deployment", true).as_deref(),
+            Some(
+                "you requested PartialObjectMetadata, but the requested object is a list (*apps.DeploymentList)"
+            )
+        );
+        assert_eq!(
+            refused("rbac.authorization.k8s.io/v1", "Role", false).as_deref(),
+            Some(
+                "you requested PartialObjectMetadataList, but the requested object is not a list (*rbac.Role)"
+            )
+        );
+        let pods = registry.by_kind("v1", "Pod").expect("pods");
+        assert!(
+            Partial { list: true, version: "v1" }.refuse(&pods, true).is_none(),
+            "a list asked for as one"
+        );
+    }
+
+    #[test]
     fn a_watch_event_writes_its_type_first() {
         let line = event_line("ADDED", &json!({"kind": "ConfigMap", "apiVersion": "v1"}));
         assert_eq!(
