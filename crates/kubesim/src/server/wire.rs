@@ -344,7 +344,7 @@ mod tests {
         let pods = registry.by_kind("v1", "Pod").expect("pods");
         assert!(
             Partial { list: true, version: "v1" }.refuse(&pods, true).is_none(),
-            "a list asked for as one"
+            "a list asked for as a list"
         );
     }
 
