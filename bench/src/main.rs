@@ -58,6 +58,10 @@ pub struct Opts {
     /// The ctop binary.
     #[arg(long, default_value = "target/release/ctop")]
     ctop: PathBuf,
+    /// The ctop binary that runs kubesim for every implementation [default: --ctop]. Give one
+    /// binary here when comparing two builds of ctop, so both meet the same API server.
+    #[arg(long)]
+    sim: Option<PathBuf>,
     /// The native controller binary.
     #[arg(long, default_value = "target/release/webapp-native")]
     native: PathBuf,
@@ -218,7 +222,7 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     let tmp = std::env::temp_dir().join(format!("ctop-bench-{}-{imp}-{size}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
-    let kubesim = sim::start(&opts.ctop, &tmp, size).await?;
+    let kubesim = sim::start(opts.sim.as_ref().unwrap_or(&opts.ctop), &tmp, size).await?;
     let (kubeconfig, client) = (kubesim.kubeconfig.clone(), kubesim.client.clone());
 
     // The CRD, from `ctop manifests` of the example.
