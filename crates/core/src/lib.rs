@@ -34,8 +34,8 @@ pub use handlers::{
 pub use labels::{LabelSelector, LabelSelectorError};
 pub use outcome::{
     AdmissionOutcome, Children, Condition, ConditionStatus, EventRecord, EventType, FinalizeOutcome,
-    FinalizerChanges, HandlerResult, MapOutcome, MapRequest, ObjectReference, OutcomeError, PruneMode,
-    ReconcileOutcome, StartOutcome,
+    FinalizerChanges, ForeignApply, HandlerResult, MapOutcome, MapRequest, ObjectReference, OutcomeError,
+    PruneMode, ReconcileOutcome, StartOutcome,
 };
 pub use spec::{
     ControllerSpec, Deprecation, KindRef, NamedPredicate, OperatorSpec, PolicyRule, Predicate, PrinterColumn,
