@@ -95,7 +95,17 @@ impl InformerPlan {
         labels: Option<String>,
         role: Role,
     ) -> Self {
-        Self { key, ar, namespaced, namespace, labels, fields: None, role, scope: None, subscribers: Vec::new() }
+        Self {
+            key,
+            ar,
+            namespaced,
+            namespace,
+            labels,
+            fields: None,
+            role,
+            scope: None,
+            subscribers: Vec::new(),
+        }
     }
 
     /// Whether this watch sees every object a watch of `key` in `namespace` with

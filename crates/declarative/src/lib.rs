@@ -46,9 +46,11 @@
 mod error;
 mod expr;
 mod jsonpath;
+pub mod operator;
 mod pipeline;
 
 pub use error::{Error, Result};
 pub use expr::Expr;
 pub use jsonpath::JsonPath;
+pub use operator::{Operator, OperatorError, OperatorHandlers};
 pub use pipeline::{Delta, DeltaType, Pipeline, Stage};

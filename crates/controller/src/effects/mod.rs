@@ -98,9 +98,7 @@ pub(crate) async fn carry_out(
                         pruned += n;
                         if let Err(e) = apply_patches(ctx, Some(owner), &out.patches).await {
                             failure = Some(e);
-                        } else if let Err(e) =
-                            apply_foreign(ctx, Some(owner), &out.foreign_applies).await
-                        {
+                        } else if let Err(e) = apply_foreign(ctx, Some(owner), &out.foreign_applies).await {
                             failure = Some(e);
                         }
                     }

@@ -2,8 +2,8 @@
 //! (`onStart`), merge patches (`patch()`) and server-side applies under a field manager of
 //! their own (a declarative `Operator`'s `Patcher` targets).
 
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use ctop_core::ForeignApply;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::Value;
 
 use super::declared::target_of;
@@ -55,12 +55,12 @@ pub(crate) async fn apply_foreign(
     for a in applies {
         let t = target_of(ctx, "apply", &a.object, owner).await?;
         let api: Api<DynamicObject> = api_for(&ctx.client, &t.ar, t.namespaced, t.namespace.as_deref());
-        api.patch(&t.name, &PatchParams::apply(&a.manager).force(), &Patch::Apply(&a.object))
-            .await
-            .map_err(|source| ReconcileError::Api {
+        api.patch(&t.name, &PatchParams::apply(&a.manager).force(), &Patch::Apply(&a.object)).await.map_err(
+            |source| ReconcileError::Api {
                 what: format!("apply {} as {}", t.describe(), a.manager),
                 error: source,
-            })?;
+            },
+        )?;
     }
     Ok(())
 }

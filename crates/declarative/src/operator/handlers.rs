@@ -1,0 +1,264 @@
+//! [`OperatorHandlers`]: an `Operator` served to ctop's controller as [`Handlers`].
+//!
+//! A reconcile of the Operator object brings every Δ controller's view up to date
+//! ([`super::runner`]) and answers with the Updater targets as children, the Patcher
+//! targets as foreign applies ([`super::outputs`]) and the status ([`super::status`]).
+//! Any event on a source kind maps to the Operator object; `onStart` applies the Operator
+//! document itself, so that running a file creates (or updates) its object.
+//!
+//! The runners live here, built from the Operator object as the cluster has it and rebuilt
+//! when its uid or its `spec` changes: one Operator's state, dropped with it.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use ctop_core::{
+    Condition, ConditionStatus, FailureKind, FinalizeOutcome, ForeignApply, HandlerCall, HandlerError,
+    HandlerFuture, Handlers, MapOutcome, MapRequest, ObjectReference, OperatorSpec, PruneMode,
+    ReconcileOutcome, StartOutcome,
+};
+use serde_json::{Map, Value};
+
+use super::error::OperatorError;
+use super::model::{Operator, TargetType};
+use super::outputs::{patcher_applies, updater_children};
+use super::runner::Runner;
+use super::spec::operator_spec;
+use super::status::{self, ControllerStatus};
+
+/// An `Operator` as [`Handlers`] for `ctop_controller::run`.
+pub struct OperatorHandlers {
+    operator: Operator,
+    spec: OperatorSpec,
+    state: Arc<Mutex<Option<State>>>,
+}
+
+/// The runners of the Operator object the cluster has.
+struct State {
+    uid: String,
+    spec: Value,
+    /// Started at (the OneShot triggers' label).
+    started: String,
+    slots: Vec<Slot>,
+}
+
+/// One Δ controller: running, or why it cannot.
+enum Slot {
+    Running {
+        runner: Box<Runner>,
+        /// The Updater children it gave last time (kind key, namespace, name).
+        emitted: BTreeSet<(String, String, String)>,
+    },
+    Broken {
+        name: String,
+        message: String,
+    },
+}
+
+impl OperatorHandlers {
+    /// The handlers of `operator`.
+    pub fn new(operator: Operator) -> Result<OperatorHandlers, OperatorError> {
+        let spec = operator_spec(&operator)?;
+        Ok(OperatorHandlers { operator, spec, state: Arc::new(Mutex::new(None)) })
+    }
+
+    /// The Operator they serve.
+    pub fn operator(&self) -> &Operator {
+        &self.operator
+    }
+}
+
+fn invalid(message: String) -> HandlerError {
+    HandlerError::new(FailureKind::Invalid, message)
+}
+
+impl Handlers for OperatorHandlers {
+    fn spec(&self) -> &OperatorSpec {
+        &self.spec
+    }
+
+    fn reconcile(&self, call: HandlerCall) -> HandlerFuture<ReconcileOutcome> {
+        let state = Arc::clone(&self.state);
+        let spec = self.spec.clone();
+        Box::pin(async move {
+            let object: Value = serde_json::from_str(call.object.as_deref().unwrap_or("null"))
+                .map_err(|e| invalid(format!("the Operator object does not read: {e}")))?;
+            let mut guard = state.lock().map_err(|_| invalid("the Operator's state was poisoned".into()))?;
+            Ok(reconcile(&mut guard, &spec, &object, call.observer.as_ref()))
+        })
+    }
+
+    fn finalize(&self, _: HandlerCall) -> HandlerFuture<FinalizeOutcome> {
+        Box::pin(async { Err(invalid("an Operator has no finalize handler".into())) })
+    }
+
+    fn on_start(&self, _: HandlerCall) -> HandlerFuture<StartOutcome> {
+        let mut object = self.operator.object.clone();
+        if let Some(map) = object.as_object_mut() {
+            map.remove("status");
+        }
+        let manager = self.operator.name.clone();
+        Box::pin(async move {
+            Ok(StartOutcome { foreign_applies: vec![ForeignApply { manager, object }], ..Default::default() })
+        })
+    }
+
+    fn map(&self, _: usize, _: HandlerCall) -> HandlerFuture<MapOutcome> {
+        let name = self.operator.name.clone();
+        Box::pin(async move { Ok(MapOutcome { requests: vec![MapRequest { name, namespace: None }] }) })
+    }
+}
+
+/// One reconcile of the Operator object.
+fn reconcile(
+    state: &mut Option<State>,
+    spec: &OperatorSpec,
+    object: &Value,
+    observer: &dyn ctop_core::Observer,
+) -> ReconcileOutcome {
+    let uid = object["metadata"]["uid"].as_str().unwrap_or_default().to_string();
+    let op_spec = object.get("spec").cloned().unwrap_or(Value::Null);
+    if state.as_ref().is_none_or(|s| s.uid != uid || s.spec != op_spec) {
+        observer.nondeterministic("clock");
+        *state = Some(build(object, spec, uid.clone(), op_spec, now()));
+    }
+    let Some(state) = state.as_mut() else { return ReconcileOutcome::default() };
+    let operator = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    let mut out = ReconcileOutcome::default();
+    let mut statuses = Vec::new();
+    let mut keep = false;
+    let mut kept_deletes = Vec::new();
+    for slot in &mut state.slots {
+        let (runner, emitted) = match slot {
+            Slot::Broken { name, message } => {
+                keep = true;
+                statuses.push(ControllerStatus {
+                    name: name.clone(),
+                    ready: ConditionStatus::False,
+                    message: message.clone(),
+                    errors: vec![message.clone()],
+                });
+                continue;
+            }
+            Slot::Running { runner, emitted } => (runner, emitted),
+        };
+        runner.sync(observer, &state.started);
+        let kind = runner.target.kind.clone();
+        match runner.target.type_ {
+            TargetType::Updater => {
+                let (children, refused) = updater_children(runner.view(), &kind, &uid, observer);
+                for e in refused {
+                    runner.error(format!("controller {:?}: {e}", runner.name));
+                }
+                let now: BTreeSet<_> = children
+                    .iter()
+                    .map(|c| {
+                        let m = &c["metadata"];
+                        let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+                        (kind.key(), s(&m["namespace"]), s(&m["name"]))
+                    })
+                    .collect();
+                for (_, ns, name) in emitted.difference(&now) {
+                    kept_deletes.push(ObjectReference {
+                        api_version: Some(kind.api_version.clone()),
+                        kind: Some(kind.kind.clone()),
+                        name: Some(name.clone()),
+                        namespace: Some(ns.clone()).filter(|n| !n.is_empty()),
+                        uid: None,
+                    });
+                }
+                *emitted = now;
+                out.children.objects.extend(children);
+            }
+            TargetType::Patcher => {
+                let manager = format!("{operator}-{}", runner.name);
+                match patcher_applies(runner.view(), &kind, &manager, observer) {
+                    Ok(applies) => out.foreign_applies.extend(applies),
+                    Err(e) => runner.error(format!("controller {:?}: {e}", runner.name)),
+                }
+            }
+        }
+        let (ready, message) = match (runner.failing, runner.errors.back()) {
+            (true, Some(e)) => (ConditionStatus::Unknown, e.clone()),
+            _ => (ConditionStatus::True, String::new()),
+        };
+        statuses.push(ControllerStatus {
+            name: runner.name.clone(),
+            ready,
+            message,
+            errors: runner.errors.iter().cloned().collect(),
+        });
+    }
+    // A controller that cannot run may have made children before: keep them, and delete
+    // only what the running ones dropped since they last ran here.
+    if keep {
+        out.children.prune = PruneMode::Keep;
+        out.children.deletes = kept_deletes;
+    }
+    let mut clock = || {
+        observer.nondeterministic("clock");
+        now()
+    };
+    let controllers = status::controllers(&statuses, &object["status"], &mut clock);
+    let mut status = Map::new();
+    status.insert("controllers".into(), controllers);
+    out.status = Some(status);
+    let not_ready: Vec<&str> =
+        statuses.iter().filter(|s| s.ready != ConditionStatus::True).map(|s| s.name.as_str()).collect();
+    out.conditions.push(if not_ready.is_empty() {
+        Condition {
+            type_: "Ready".into(),
+            status: ConditionStatus::True,
+            reason: "Ready".into(),
+            message: format!("{} controllers ready", statuses.len()),
+        }
+    } else {
+        Condition {
+            type_: "Ready".into(),
+            status: ConditionStatus::False,
+            reason: "NotReady".into(),
+            message: format!("controllers not ready: {} (see status.controllers)", not_ready.join(", ")),
+        }
+    });
+    out
+}
+
+/// The runners of an Operator object. A controller whose kinds this process does not
+/// watch (the object was changed after it started) cannot run until it restarts.
+fn build(object: &Value, spec: &OperatorSpec, uid: String, op_spec: Value, started: String) -> State {
+    let slots = match Operator::from_value(object.clone()) {
+        Err(e) => vec![Slot::Broken { name: "operator".into(), message: e.to_string() }],
+        Ok(op) => op
+            .controllers
+            .iter()
+            .map(|c| {
+                let broken = |message: String| Slot::Broken { name: c.name.clone(), message };
+                if let Some(message) = &c.broken {
+                    return broken(message.clone());
+                }
+                let runner = match Runner::new(c) {
+                    Ok(r) => r,
+                    Err(message) => return broken(message),
+                };
+                let declared = spec.controllers.first();
+                let watched = |k: &ctop_core::KindRef| {
+                    declared.is_some_and(|d| d.reads.contains(k) || d.manages.contains(k))
+                };
+                if let Some(k) = runner.watched().chain(std::iter::once(&runner.target.kind)).find(|k| !watched(k)) {
+                    return broken(format!(
+                        "controller {:?}: {} is not declared by this ctop process (the Operator changed since it \
+                         started; restart it)",
+                        c.name,
+                        k.key()
+                    ));
+                }
+                Slot::Running { runner: Box::new(runner), emitted: BTreeSet::new() }
+            })
+            .collect(),
+    };
+    State { uid, spec: op_spec, started, slots }
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
