@@ -38,3 +38,6 @@ pub fn is_operator_yaml(text: &str) -> bool {
             && v.get("apiVersion").and_then(serde_json::Value::as_str) == Some(OPERATOR_API_VERSION)
     })
 }
+
+#[cfg(test)]
+mod tests;
