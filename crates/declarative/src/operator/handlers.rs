@@ -9,7 +9,7 @@
 //! The runners live here, built from the Operator object as the cluster has it and rebuilt
 //! when its uid or its `spec` changes: one Operator's state, dropped with it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use ctop_core::{
@@ -21,8 +21,8 @@ use serde_json::{Map, Value};
 
 use super::error::OperatorError;
 use super::model::{Operator, TargetType};
-use super::outputs::{patcher_applies, updater_children};
-use super::runner::Runner;
+use super::outputs::{key_of, patcher_applies, updater_children};
+use super::runner::{Key, Runner};
 use super::spec::operator_spec;
 use super::status::{self, ControllerStatus};
 
@@ -44,14 +44,12 @@ struct State {
 
 /// One Δ controller: running, or why it cannot.
 enum Slot {
-    Running {
-        runner: Box<Runner>,
-        /// The Updater children it gave last time (kind key, namespace, name).
-        emitted: BTreeSet<(String, String, String)>,
-    },
+    Running(Box<Runner>),
     Broken {
         name: String,
         message: String,
+        /// The kind of its Updater target, when it reads that far.
+        target: Option<ctop_core::KindRef>,
     },
 }
 
@@ -127,10 +125,11 @@ fn reconcile(
     let mut out = ReconcileOutcome::default();
     let mut statuses = Vec::new();
     let mut keep = false;
-    let mut kept_deletes = Vec::new();
+    // Updater children by kind: what the running controllers give now.
+    let mut given: BTreeMap<ctop_core::KindRef, BTreeSet<Key>> = BTreeMap::new();
     for slot in &mut state.slots {
-        let (runner, emitted) = match slot {
-            Slot::Broken { name, message } => {
+        let runner = match slot {
+            Slot::Broken { name, message, .. } => {
                 keep = true;
                 statuses.push(ControllerStatus {
                     name: name.clone(),
@@ -140,7 +139,7 @@ fn reconcile(
                 });
                 continue;
             }
-            Slot::Running { runner, emitted } => (runner, emitted),
+            Slot::Running(runner) => runner,
         };
         runner.sync(observer, &state.started);
         let kind = runner.target.kind.clone();
@@ -150,24 +149,7 @@ fn reconcile(
                 for e in refused {
                     runner.error(format!("controller {:?}: {e}", runner.name));
                 }
-                let now: BTreeSet<_> = children
-                    .iter()
-                    .map(|c| {
-                        let m = &c["metadata"];
-                        let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
-                        (kind.key(), s(&m["namespace"]), s(&m["name"]))
-                    })
-                    .collect();
-                for (_, ns, name) in emitted.difference(&now) {
-                    kept_deletes.push(ObjectReference {
-                        api_version: Some(kind.api_version.clone()),
-                        kind: Some(kind.kind.clone()),
-                        name: Some(name.clone()),
-                        namespace: Some(ns.clone()).filter(|n| !n.is_empty()),
-                        uid: None,
-                    });
-                }
-                *emitted = now;
+                given.entry(kind.clone()).or_default().extend(children.iter().map(key_of));
                 out.children.objects.extend(children);
             }
             TargetType::Patcher => {
@@ -190,10 +172,11 @@ fn reconcile(
         });
     }
     // A controller that cannot run may have made children before: keep them, and delete
-    // only what the running ones dropped since they last ran here.
+    // only the children of kinds no broken controller targets that the running ones no
+    // longer give.
     if keep {
         out.children.prune = PruneMode::Keep;
-        out.children.deletes = kept_deletes;
+        out.children.deletes = stale_children(&state.slots, &given, &uid, observer);
     }
     let mut clock = || {
         observer.nondeterministic("clock");
@@ -227,12 +210,13 @@ fn reconcile(
 /// watch (the object was changed after it started) cannot run until it restarts.
 fn build(object: &Value, spec: &OperatorSpec, uid: String, op_spec: Value, started: String) -> State {
     let slots = match Operator::from_value(object.clone()) {
-        Err(e) => vec![Slot::Broken { name: "operator".into(), message: e.to_string() }],
+        Err(e) => vec![Slot::Broken { name: "operator".into(), message: e.to_string(), target: None }],
         Ok(op) => op
             .controllers
             .iter()
             .map(|c| {
-                let broken = |message: String| Slot::Broken { name: c.name.clone(), message };
+                let target = c.target.as_ref().filter(|t| t.type_ == TargetType::Updater).map(|t| t.kind.clone());
+                let broken = |message: String| Slot::Broken { name: c.name.clone(), message, target: target.clone() };
                 if let Some(message) = &c.broken {
                     return broken(message.clone());
                 }
@@ -252,11 +236,53 @@ fn build(object: &Value, spec: &OperatorSpec, uid: String, op_spec: Value, start
                         k.key()
                     ));
                 }
-                Slot::Running { runner: Box::new(runner), emitted: BTreeSet::new() }
+                Slot::Running(Box::new(runner))
             })
             .collect(),
     };
     State { uid, spec: op_spec, started, slots }
+}
+
+/// The children of the Operator (`uid`) of the kinds in `given` that the running
+/// controllers no longer give, unless a broken controller targets that kind (or one cannot
+/// tell which kind it targets: then nothing).
+fn stale_children(
+    slots: &[Slot],
+    given: &BTreeMap<ctop_core::KindRef, BTreeSet<Key>>,
+    uid: &str,
+    observer: &dyn ctop_core::Observer,
+) -> Vec<ObjectReference> {
+    let mut kept = Vec::new();
+    for slot in slots {
+        match slot {
+            Slot::Broken { target: Some(k), .. } => kept.push(k),
+            Slot::Broken { target: None, .. } => return Vec::new(),
+            Slot::Running(_) => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (kind, keys) in given.iter().filter(|(k, _)| !kept.contains(k)) {
+        let Some(Ok(live)) = observer.list(&kind.key()).map(|t| serde_json::from_str::<Vec<Value>>(&t))
+        else {
+            continue;
+        };
+        for obj in &live {
+            let owned = obj["metadata"]["ownerReferences"]
+                .as_array()
+                .is_some_and(|l| l.iter().any(|o| o["uid"].as_str() == Some(uid)));
+            let key = key_of(obj);
+            if owned && !keys.contains(&key) {
+                out.push(ObjectReference {
+                    api_version: Some(kind.api_version.clone()),
+                    kind: Some(kind.kind.clone()),
+                    name: Some(key.1),
+                    namespace: Some(key.0).filter(|n| !n.is_empty()),
+                    uid: None,
+                });
+            }
+        }
+    }
+    out
 }
 
 fn now() -> String {

@@ -45,7 +45,7 @@ pub(super) fn sanitize(obj: &Value) -> Value {
 }
 
 /// The key of an object.
-fn key_of(obj: &Value) -> Key {
+pub(super) fn key_of(obj: &Value) -> Key {
     let meta = &obj["metadata"];
     (
         meta["namespace"].as_str().unwrap_or_default().to_string(),

@@ -106,9 +106,15 @@ async fn views_follow_the_caches_and_errors_stay_with_their_controller() {
     let err = copy["lastErrors"][0].as_str().expect("an error");
     assert!(err.starts_with("controller \"copy\": pipeline[0].@project.data.n: @add:"), "{err}");
 
-    // Fixed, then deleted: the view follows, and the running controller's dropped child is
-    // deleted although the broken one keeps the rest.
+    // Deleted: the view follows, and the running controller's dropped child is deleted
+    // although the broken one keeps the rest (its target is of another kind).
     caches.remove("v1/ConfigMap", "a");
+    let copy = "demo.view.dcontroller.io/v1alpha1/Copy";
+    caches.put(
+        copy,
+        json!({"metadata": {"name": "a-copy", "namespace": "ns", "ownerReferences": [{"uid": "u1"}]}}),
+    );
+    caches.put(copy, json!({"metadata": {"name": "not-mine", "namespace": "ns"}}));
     let out = h.reconcile(call(&object, &caches)).await.expect("reconcile");
     assert_eq!(out.children.objects.len(), 1);
     assert_eq!(out.children.deletes.len(), 1);
