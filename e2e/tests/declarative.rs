@@ -1,0 +1,104 @@
+//! A Δ-controller `Operator` YAML where a script directory goes: `ctop manifests op.yaml`
+//! gives CRDs and least-privilege RBAC the API server accepts, and `ctop run op.yaml`
+//! creates the Operator, keeps its view objects (readable with kubectl) and writes its
+//! status as Δ-controller does.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{Kubectl, ctop_run, start_sim};
+use ctop_e2e::binary;
+
+const OPERATOR: &str = r#"
+apiVersion: dcontroller.io/v1alpha1
+kind: Operator
+metadata:
+  name: demo
+spec:
+  controllers:
+    - name: copy
+      sources:
+        - apiGroup: ""
+          kind: ConfigMap
+          labelSelector: {matchLabels: {copy: "yes"}}
+      pipeline:
+        - "@project":
+            metadata:
+              name: "$.metadata.name"
+              namespace: "$.metadata.namespace"
+            spec:
+              x: "$.data.x"
+      target:
+        kind: Copy
+    - name: stamp
+      sources:
+        - apiGroup: ""
+          kind: ConfigMap
+          labelSelector: {matchLabels: {stamp: "yes"}}
+      pipeline:
+        - "@project":
+            metadata:
+              name: target
+              namespace: "$.metadata.namespace"
+            data: "$.data"
+      target:
+        apiGroup: ""
+        kind: ConfigMap
+        type: Patcher
+"#;
+
+fn write_operator(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("op.yaml");
+    std::fs::write(&path, OPERATOR).expect("write the Operator");
+    path
+}
+
+#[test]
+fn manifests_of_an_operator_yaml_install_on_kubesim() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_sim(dir.path());
+    let op = write_operator(dir.path());
+    let out = Command::new(binary::ctop()).arg("manifests").arg(&op).output().expect("ctop manifests runs");
+    assert!(out.status.success(), "ctop manifests: {}", String::from_utf8_lossy(&out.stderr));
+    let yaml = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(yaml.contains("name: operators.dcontroller.io"), "the Operator CRD");
+    assert!(yaml.contains("name: copies.demo.view.dcontroller.io"), "the view's CRD");
+    assert!(yaml.contains("- --bundle"), "the Deployment runs the Operator from its bundle");
+    let manifests = dir.path().join("manifests.yaml");
+    std::fs::write(&manifests, &yaml).expect("write");
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    k.ok(&["apply", "--server-side", "-f", manifests.to_str().expect("utf-8")]);
+    // The Patcher's target kind is read and patched, never created or deleted.
+    let rules = k.ok(&[
+        "get",
+        "clusterrole",
+        "demo-manager",
+        "-o",
+        "jsonpath={.rules[0].resources} {.rules[0].verbs}",
+    ]);
+    assert_eq!(rules, r#"["configmaps"] ["get","list","patch","watch"]"#);
+}
+
+#[test]
+fn run_takes_an_operator_yaml() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_sim(dir.path());
+    let op = write_operator(dir.path());
+    let _run = ctop_run(&op, &kubeconfig, &[], "run.log");
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    k.eventually(
+        &["get", "operator", "demo", "-o", "jsonpath={.status.controllers[*].conditions[0].reason}"],
+        |s| s == "Ready Ready",
+    );
+    k.ok(&["create", "configmap", "a", "--from-literal=x=1"]);
+    k.ok(&["label", "configmap", "a", "copy=yes"]);
+    k.eventually(&["get", "copies.demo.view.dcontroller.io", "a", "-o", "jsonpath={.spec.x}"], |s| s == "1");
+    k.ok(&["create", "configmap", "target", "--from-literal=own=kept"]);
+    k.ok(&["create", "configmap", "src", "--from-literal=p=1"]);
+    k.ok(&["label", "configmap", "src", "stamp=yes"]);
+    k.eventually(&["get", "configmap", "target", "-o", "jsonpath={.data.p}/{.data.own}"], |s| s == "1/kept");
+    k.ok(&["delete", "configmap", "src"]);
+    k.eventually(&["get", "configmap", "target", "-o", "jsonpath={.data.p}/{.data.own}"], |s| s == "/kept");
+}
