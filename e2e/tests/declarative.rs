@@ -6,9 +6,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-use common::{Kubectl, ctop_run, start_sim};
+use common::{Kubectl, Proc, ctop_run, start_sim};
 use ctop_e2e::binary;
 
 const OPERATOR: &str = r#"
@@ -101,4 +102,39 @@ fn run_takes_an_operator_yaml() {
     k.eventually(&["get", "configmap", "target", "-o", "jsonpath={.data.p}/{.data.own}"], |s| s == "1/kept");
     k.ok(&["delete", "configmap", "src"]);
     k.eventually(&["get", "configmap", "target", "-o", "jsonpath={.data.p}/{.data.own}"], |s| s == "/kept");
+}
+
+#[test]
+fn dev_takes_an_operator_yaml_and_reloads_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let op = write_operator(dir.path());
+    let kubeconfig = dir.path().join("kc");
+    let _dev = Proc(
+        Command::new(binary::ctop())
+            .arg("dev")
+            .arg(&op)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("stderr")).expect("stderr file"))
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("ctop dev starts"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !kubeconfig.exists() {
+        assert!(Instant::now() < deadline, "no kubeconfig written");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    k.ok(&["create", "configmap", "a", "--from-literal=x=1"]);
+    k.ok(&["label", "configmap", "a", "copy=yes"]);
+    k.eventually(&["get", "copies.demo.view.dcontroller.io", "a", "-o", "jsonpath={.spec.x}"], |s| s == "1");
+    // A saved change reloads: the view now carries y as well.
+    std::fs::write(&op, OPERATOR.replace("x: \"$.data.x\"", "x: \"$.data.x\"\n              y: done"))
+        .expect("edit");
+    k.eventually(&["get", "copies.demo.view.dcontroller.io", "a", "-o", "jsonpath={.spec.y}"], |s| {
+        s == "done"
+    });
 }
