@@ -293,8 +293,10 @@ async fn state_after(world: &World, test: &TestFile, n: usize, step: &Step) -> R
     let objects = snapshot.golden_objects(world.spec(), &primaries, &applied);
     let golden = golden::render_step(n, &step.name, &objects);
     let mut violations = after_step(world.spec(), &snapshot, &primaries, &last_calls);
-    if world.spec().converting().next().is_some() {
-        let (script, objects) = (world.script().clone(), snapshot.objects.clone());
+    if world.spec().converting().next().is_some()
+        && let Some(script) = world.script()
+    {
+        let (script, objects) = (script.clone(), snapshot.objects.clone());
         let found = tokio::task::spawn_blocking(move || round_trips(&script, &objects))
             .await
             .map_err(|e| format!("the conversion round trips stopped: {e}"))?;
