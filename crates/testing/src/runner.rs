@@ -109,7 +109,7 @@ pub fn run_test(op: &Operator, test: &TestFile, mode: GoldenMode) -> TestReport 
 async fn start_world(op: &Operator, test: &TestFile, q: Quiet) -> Result<World, String> {
     let values = values_for(&op.dir, test.values.as_ref()).map_err(|e| Chain(&e).to_string())?;
     let env = crate::format::env::value(test.env.as_ref());
-    let config = WorldConfig { workloads: test.workloads.clone(), values, env };
+    let config = WorldConfig { workloads: test.workloads.clone(), values, env, crds: test.crds.clone() };
     let world = World::start(op, &config).await.map_err(|e| Chain(&e).to_string())?;
     if let Err(e) = settle(&world, q).await {
         world.stop().await;

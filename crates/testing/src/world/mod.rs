@@ -79,6 +79,8 @@ pub struct WorldConfig {
     pub values: Value,
     /// The script's `Env` (a mapping of names to strings).
     pub env: Value,
+    /// CustomResourceDefinitions of other operators, installed before the operator starts.
+    pub crds: Vec<Value>,
 }
 
 /// The running world. Dropping it stops the operator and kubesim.
@@ -222,6 +224,7 @@ impl World {
             Some(hook) => ctop_manifests::operator_crds_with(&spec, &hook.conversion().into())?,
             None => ctop_manifests::operator_crds(&spec)?,
         };
+        let crds: Vec<Value> = config.crds.iter().cloned().chain(crds).collect();
         ctop_controller::install_crds(&client, &crds, MANAGER)
             .await
             .map_err(|e| kube_error("cannot install the CRDs", e))?;
