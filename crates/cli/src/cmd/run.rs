@@ -286,7 +286,7 @@ async fn run_operator(args: RunArgs, op: ctop_declarative::Operator) -> anyhow::
     let namespace = args.lease_namespace.clone().or_else(|| std::env::var("POD_NAMESPACE").ok());
     let handlers = super::declarative::handlers(op)?;
     let install_crds = if args.install_crds {
-        ctop_manifests::operator_crds(&*ctop_core::Handlers::spec(&*handlers))?
+        ctop_manifests::operator_crds(ctop_core::Handlers::spec(&*handlers))?
     } else {
         Vec::new()
     };
