@@ -12,43 +12,7 @@ use std::time::{Duration, Instant};
 use common::{Kubectl, Proc, ctop_run, start_sim};
 use ctop_e2e::binary;
 
-const OPERATOR: &str = r#"
-apiVersion: dcontroller.io/v1alpha1
-kind: Operator
-metadata:
-  name: demo
-spec:
-  controllers:
-    - name: copy
-      sources:
-        - apiGroup: ""
-          kind: ConfigMap
-          labelSelector: {matchLabels: {copy: "yes"}}
-      pipeline:
-        - "@project":
-            metadata:
-              name: "$.metadata.name"
-              namespace: "$.metadata.namespace"
-            spec:
-              x: "$.data.x"
-      target:
-        kind: Copy
-    - name: stamp
-      sources:
-        - apiGroup: ""
-          kind: ConfigMap
-          labelSelector: {matchLabels: {stamp: "yes"}}
-      pipeline:
-        - "@project":
-            metadata:
-              name: target
-              namespace: "$.metadata.namespace"
-            data: "$.data"
-      target:
-        apiGroup: ""
-        kind: ConfigMap
-        type: Patcher
-"#;
+const OPERATOR: &str = include_str!("../../crates/declarative/tests/fixtures/operator/demo.yaml");
 
 fn write_operator(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("op.yaml");
@@ -91,7 +55,7 @@ fn run_takes_an_operator_yaml() {
     let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
     k.eventually(
         &["get", "operator", "demo", "-o", "jsonpath={.status.controllers[*].conditions[0].reason}"],
-        |s| s == "Ready Ready",
+        |s| s == "Ready Ready NotReady",
     );
     k.ok(&["create", "configmap", "a", "--from-literal=x=1"]);
     k.ok(&["label", "configmap", "a", "copy=yes"]);

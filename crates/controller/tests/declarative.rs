@@ -15,52 +15,7 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams};
 use serde_json::{Value, json};
 
-const OPERATOR: &str = r#"
-apiVersion: dcontroller.io/v1alpha1
-kind: Operator
-metadata:
-  name: demo
-spec:
-  controllers:
-    - name: copy
-      sources:
-        - apiGroup: ""
-          kind: ConfigMap
-          labelSelector: {matchLabels: {copy: "yes"}}
-      pipeline:
-        - "@project":
-            metadata:
-              name: "$.metadata.name"
-              namespace: "$.metadata.namespace"
-            spec:
-              x: "$.data.x"
-      target:
-        kind: Copy
-    - name: stamp
-      sources:
-        - apiGroup: ""
-          kind: ConfigMap
-          labelSelector: {matchLabels: {stamp: "yes"}}
-      pipeline:
-        - "@project":
-            metadata:
-              name: target
-              namespace: "$.metadata.namespace"
-            data: "$.data"
-      target:
-        apiGroup: ""
-        kind: ConfigMap
-        type: Patcher
-    - name: broken
-      sources:
-        - apiGroup: ""
-          kind: ConfigMap
-      pipeline:
-        - "@project":
-            metadata: {name: {"@nosuchop": 1}}
-      target:
-        kind: Other
-"#;
+const OPERATOR: &str = include_str!("../../declarative/tests/fixtures/operator/demo.yaml");
 
 fn handlers() -> Arc<OperatorHandlers> {
     let _ = tracing_subscriber::fmt()

@@ -69,13 +69,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     if let Some(op) = super::declarative::operator_at(&args.dir)? {
         return run_operator(args, op).await;
     }
-    let (sim, kubeconfig) = match &args.context {
-        Some(ctx) => (None, context_kubeconfig(args.kubeconfig.as_deref(), ctx)?),
-        None => {
-            let (sim, path) = start_sim(args.kubeconfig.clone(), args.workloads.config()).await?;
-            (Some(sim), path)
-        }
-    };
+    let (sim, kubeconfig) = cluster(&args).await?;
     let client = client(&kubeconfig).await?;
     let values = values_from_yaml(&super::values_text(&args.dir, args.values.as_deref())?)
         .context("the values file is not a YAML mapping")?;
@@ -149,13 +143,7 @@ async fn serve_page(options: &mut DevOptions, port: u16) -> anyhow::Result<tokio
 /// `kubectl get` reads the views), the Operator itself (its `onStart`), and a reload when
 /// the file is saved. Scripts' samples, values, webhooks and recordings do not apply.
 async fn run_operator(args: DevArgs, op: ctop_declarative::Operator) -> anyhow::Result<()> {
-    let (sim, kubeconfig) = match &args.context {
-        Some(ctx) => (None, context_kubeconfig(args.kubeconfig.as_deref(), ctx)?),
-        None => {
-            let (sim, path) = start_sim(args.kubeconfig.clone(), args.workloads.config()).await?;
-            (Some(sim), path)
-        }
-    };
+    let (sim, kubeconfig) = cluster(&args).await?;
     let client = client(&kubeconfig).await?;
     let name = op.name.clone();
     let handlers: Arc<dyn Handlers> = super::declarative::handlers(op)?;
@@ -334,6 +322,18 @@ async fn dev_webhook(
         );
     }
     Ok(None)
+}
+
+/// The cluster `ctop dev` works on: the kubeconfig's `--context`, else an embedded kubesim
+/// (returned, to stop at the end).
+async fn cluster(args: &DevArgs) -> anyhow::Result<(Option<KubeSim>, PathBuf)> {
+    Ok(match &args.context {
+        Some(ctx) => (None, context_kubeconfig(args.kubeconfig.as_deref(), ctx)?),
+        None => {
+            let (sim, path) = start_sim(args.kubeconfig.clone(), args.workloads.config()).await?;
+            (Some(sim), path)
+        }
+    })
 }
 
 async fn start_sim(

@@ -250,18 +250,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         result?;
         return closed;
     }
-    let page = match ui_addr {
-        Some(addr) => {
-            let inspector = ctop_ui::Inspector::default();
-            options.inspector = Some(inspector.clone());
-            let (addr, task) = ctop_controller::health::serve_router(addr, ctop_ui::router(inspector))
-                .await
-                .context("cannot serve the operator's page")?;
-            tracing::info!("serving the operator's page on http://{addr}/");
-            Some(task)
-        }
-        None => None,
-    };
+    let page = serve_page(ui_addr, &mut options).await?;
     let recorder = args.record.writer(&name, &env, &values)?;
     let handlers = Arc::new(ScriptHandlers::new(Arc::clone(&script), &env, &values));
     let handlers = super::record::wrap(handlers, &script, recorder.as_ref());
@@ -292,23 +281,29 @@ async fn run_operator(args: RunArgs, op: ctop_declarative::Operator) -> anyhow::
     };
     let (mut options, timing) =
         run_options(&args, name, namespace.unwrap_or_else(|| "default".into()), install_crds)?;
-    let page = match args.ui_port.map(|port| SocketAddr::from((args.ui_address, port))) {
-        Some(addr) => {
-            let inspector = ctop_ui::Inspector::default();
-            options.inspector = Some(inspector.clone());
-            let (addr, task) = ctop_controller::health::serve_router(addr, ctop_ui::router(inspector))
-                .await
-                .context("cannot serve the operator's page")?;
-            tracing::info!("serving the operator's page on http://{addr}/");
-            Some(task)
-        }
-        None => None,
-    };
+    let page =
+        serve_page(args.ui_port.map(|port| SocketAddr::from((args.ui_address, port))), &mut options).await?;
     let result = ctop_controller::run_with_lease(handlers, options, timing, super::shutdown_signal()).await;
     if let Some(task) = page {
         task.abort();
     }
     Ok(result?)
+}
+
+/// Serve the operator's page on `addr`, when there is one, over the inspector it puts in
+/// `options`.
+async fn serve_page(
+    addr: Option<SocketAddr>,
+    options: &mut RunOptions,
+) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
+    let Some(addr) = addr else { return Ok(None) };
+    let inspector = ctop_ui::Inspector::default();
+    options.inspector = Some(inspector.clone());
+    let (addr, task) = ctop_controller::health::serve_router(addr, ctop_ui::router(inspector))
+        .await
+        .context("cannot serve the operator's page")?;
+    tracing::info!("serving the operator's page on http://{addr}/");
+    Ok(Some(task))
 }
 
 /// The controller's options and lease timing of `ctop run`'s flags, for an operator named
