@@ -20,6 +20,7 @@ mod frame;
 mod handlers;
 mod labels;
 mod outcome;
+mod plural;
 mod spec;
 pub mod yaml;
 
@@ -37,6 +38,7 @@ pub use outcome::{
     FinalizerChanges, ForeignApply, HandlerResult, MapOutcome, MapRequest, ObjectReference, OutcomeError,
     PruneMode, ReconcileOutcome, StartOutcome,
 };
+pub use plural::guess_plural;
 pub use spec::{
     ControllerSpec, Deprecation, KindRef, NamedPredicate, OperatorSpec, PolicyRule, Predicate, PrinterColumn,
     ResourceSpec, Scope, VersionSpec, WatchSpec, group_of, kind_key, split_api_version,

@@ -146,15 +146,9 @@ fn view_resource(k: &KindRef) -> ResourceSpec {
 /// The resource name of a kind, as Kubernetes names its built-in ones (`Ingress` →
 /// `ingresses`, `NetworkPolicy` → `networkpolicies`, `Endpoints` → `endpoints`).
 fn plural(kind: &str) -> String {
-    let k = kind.to_lowercase();
-    if k == "endpoints" {
-        k
-    } else if ["s", "x", "z", "ch", "sh"].iter().any(|s| k.ends_with(s)) {
-        format!("{k}es")
-    } else if k.ends_with('y') && !k[..k.len() - 1].ends_with(['a', 'e', 'i', 'o', 'u']) {
-        format!("{}ies", &k[..k.len() - 1])
-    } else {
-        format!("{k}s")
+    match kind {
+        "Endpoints" => "endpoints".to_string(),
+        _ => ctop_core::guess_plural(kind),
     }
 }
 
