@@ -2,7 +2,8 @@
 //! against kubesim: the Operator object created at start, views as real objects, Updater
 //! outputs created, updated and pruned (also of inputs deleted while the operator was
 //! stopped), Patcher fields patched, removed when they go stale and on delete, and a
-//! broken controller reported beside a working one.
+//! broken controller reported beside a working one; the Updater outputs deleted with the
+//! Operator, and another Operator object left alone.
 
 mod common;
 
@@ -142,5 +143,19 @@ async fn an_operator_yaml_runs_on_the_controller() {
         (data_of(&cms, "target").await? == json!({"own": "kept"})).then_some(())
     })
     .await;
+
+    // Another Operator object is not this process's to reconcile.
+    let mut other = Operator::from_yaml(OPERATOR).expect("reads").object;
+    other["metadata"]["name"] = json!("other");
+    let other: DynamicObject = serde_json::from_value(other).expect("an object");
+    operators.create(&PostParams::default(), &other).await.expect("create another Operator");
+    // Deleting the Operator deletes its Updater outputs, as a CR's children.
+    operators.delete("demo", &DeleteParams::default()).await.expect("delete the Operator");
+    eventually(30, "the Copy of c deleted with the Operator", || async {
+        copies.get_opt("c").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    let other = operators.get("other").await.expect("the other Operator");
+    assert!(other.data.get("status").is_none_or(Value::is_null), "{:?}", other.data.get("status"));
     op.stop().await;
 }
