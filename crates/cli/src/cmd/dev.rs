@@ -143,6 +143,9 @@ async fn serve_page(options: &mut DevOptions, port: u16) -> anyhow::Result<tokio
 /// `kubectl get` reads the views), the Operator itself (its `onStart`), and a reload when
 /// the file is saved. Scripts' samples, values, webhooks and recordings do not apply.
 async fn run_operator(args: DevArgs, op: ctop_declarative::Operator) -> anyhow::Result<()> {
+    if args.record.record.is_some() {
+        anyhow::bail!("--record is for scripts; an Operator YAML takes none");
+    }
     let (sim, kubeconfig) = cluster(&args).await?;
     let client = client(&kubeconfig).await?;
     let name = op.name.clone();

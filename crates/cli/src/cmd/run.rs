@@ -266,10 +266,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
 /// Run a Δ-controller `Operator` YAML: its one controller, with the same queue, retries,
 /// leader election, health, metrics and page as a script's (from a YAML file, or from the
 /// bundle `ctop manifests` made of one; the values the Deployment passes are ignored).
-/// Webhooks and shadows are the scripts' and are refused.
+/// Webhooks, shadows and recordings are the scripts' and are refused.
 async fn run_operator(args: RunArgs, op: ctop_declarative::Operator) -> anyhow::Result<()> {
-    if args.webhook_port.is_some() || args.shadow.shadow {
-        anyhow::bail!("--webhook-port and --shadow are for scripts; an Operator YAML takes neither");
+    if args.webhook_port.is_some() || args.shadow.shadow || args.record.record.is_some() {
+        anyhow::bail!(
+            "--webhook-port, --shadow and --record are for scripts; an Operator YAML takes none of them"
+        );
     }
     let name = args.name.clone().unwrap_or_else(|| op.name.clone());
     let namespace = args.lease_namespace.clone().or_else(|| std::env::var("POD_NAMESPACE").ok());

@@ -162,3 +162,32 @@ async fn on_start_applies_the_operator_and_events_map_to_it() {
     let m = h.map(0, call(&json!({}), &caches)).await.expect("map");
     assert_eq!(m.requests[0].name, "demo");
 }
+
+#[tokio::test]
+async fn a_one_shot_source_gives_one_trigger_object() {
+    let op = Operator::from_yaml(
+        r#"
+apiVersion: dcontroller.io/v1alpha1
+kind: Operator
+metadata: {name: demo, uid: u1}
+spec:
+  controllers:
+    - name: init
+      sources: [{kind: Start, type: OneShot}, {kind: Tick, type: Periodic, parameters: {period: 10m}}]
+      pipeline:
+        - "@project": {metadata: {name: {"@concat": ["made-by-", "$.metadata.name"]}, namespace: ns}}
+      target: {kind: Marker}
+"#,
+    )
+    .expect("operator");
+    let object = op.object.clone();
+    let h = OperatorHandlers::new(op).expect("handlers");
+    let spec = &ctop_core::Handlers::spec(&h).controllers[0];
+    assert_eq!((spec.every, spec.always_run), (Some(ctop_core::Duration::from_secs(600)), true));
+    let caches = Arc::new(Caches::default());
+    for _ in 0..2 {
+        let out = h.reconcile(call(&object, &caches)).await.expect("reconcile");
+        let names: Vec<_> = out.children.objects.iter().map(|o| o["metadata"]["name"].clone()).collect();
+        assert_eq!(names, [json!("made-by-one-shot-trigger")]);
+    }
+}
