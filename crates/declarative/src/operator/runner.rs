@@ -73,15 +73,19 @@ impl Runner {
         self.sources.iter().filter(|s| s.type_ == SourceType::Watcher).map(|s| &s.kind)
     }
 
-    /// Notes an error (once when it repeats the last one).
+    /// Notes an error: an error already kept moves to the end (newest) instead of being
+    /// kept twice, and is logged only the first time.
     pub(super) fn error(&mut self, message: String) {
         self.failing = true;
-        if self.errors.back() != Some(&message) {
-            tracing::warn!(controller = self.name, error = message, "declarative controller error");
-            self.errors.push_back(message);
-            while self.errors.len() > KEPT_ERRORS {
-                self.errors.pop_front();
+        match self.errors.iter().position(|e| *e == message) {
+            Some(i) => {
+                self.errors.remove(i);
             }
+            None => tracing::warn!(controller = self.name, error = message, "declarative controller error"),
+        }
+        self.errors.push_back(message);
+        while self.errors.len() > KEPT_ERRORS {
+            self.errors.pop_front();
         }
     }
 

@@ -191,3 +191,57 @@ spec:
         assert_eq!(names, [json!("made-by-one-shot-trigger")]);
     }
 }
+
+#[tokio::test]
+async fn errors_name_the_controller_the_stage_and_the_expression() {
+    let op = Operator::from_yaml(
+        r#"
+apiVersion: dcontroller.io/v1alpha1
+kind: Operator
+metadata: {name: demo, uid: u1}
+spec:
+  controllers:
+    - name: unknown-op
+      sources: [{apiGroup: "", kind: ConfigMap}]
+      pipeline: [{"@project": {metadata: {name: {"@frobnicate": 1}}}}]
+      target: {kind: A}
+    - name: out-of-order
+      sources: [{apiGroup: "", kind: ConfigMap}]
+      pipeline: [{"@select": true}, {"@join": true}]
+      target: {kind: B}
+    - name: bad-path
+      sources: [{apiGroup: "", kind: ConfigMap}]
+      pipeline: [{"@project": {metadata: {name: "$.metadata[", namespace: ns}}}]
+      target: {kind: C}
+"#,
+    )
+    .expect("operator");
+    let object = op.object.clone();
+    let h = OperatorHandlers::new(op).expect("handlers");
+    let caches = Arc::new(Caches::default());
+    caches.put("v1/ConfigMap", json!({"metadata": {"name": "a", "namespace": "ns", "resourceVersion": "1"}}));
+    let out = h.reconcile(call(&object, &caches)).await.expect("reconcile");
+    let status = Value::Object(out.status.expect("status"));
+    let message = |i: usize| {
+        status["controllers"][i]["conditions"][0]["message"].as_str().unwrap_or_default().to_string()
+    };
+    assert_eq!(
+        message(0),
+        "controller \"unknown-op\": pipeline[0].@project.metadata.name: unknown operator \"@frobnicate\""
+    );
+    assert_eq!(status["controllers"][0]["conditions"][0]["status"], "False");
+    assert!(
+        message(1)
+            .starts_with("controller \"out-of-order\": pipeline[1].@join: @join must be the first stage"),
+        "{}",
+        message(1)
+    );
+    assert_eq!(status["controllers"][2]["conditions"][0]["status"], "Unknown");
+    assert!(
+        message(2).starts_with(
+            "controller \"bad-path\": pipeline[0].@project.metadata.name: invalid JSONPath \"$.metadata[\""
+        ),
+        "{}",
+        message(2)
+    );
+}
