@@ -42,14 +42,25 @@ struct State {
     slots: Vec<Slot>,
 }
 
+/// The children a controller that cannot run would make.
+#[derive(Clone)]
+enum Makes {
+    /// None: its target is a Patcher.
+    Nothing,
+    /// Its Updater target's.
+    Kind(ctop_core::KindRef),
+    /// Its target does not read.
+    Unknown,
+}
+
 /// One Δ controller: running, or why it cannot.
 enum Slot {
     Running(Box<Runner>),
     Broken {
         name: String,
         message: String,
-        /// The kind of its Updater target, when it reads that far.
-        target: Option<ctop_core::KindRef>,
+        /// What children it would make.
+        makes: Makes,
     },
 }
 
@@ -124,13 +135,19 @@ fn reconcile(
     let operator = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
     let mut out = ReconcileOutcome::default();
     let mut statuses = Vec::new();
-    let mut keep = false;
     // Updater children by kind: what the running controllers give now.
     let mut given: BTreeMap<ctop_core::KindRef, BTreeSet<Key>> = BTreeMap::new();
+    // Kinds whose former children stay (a controller of that kind cannot tell what it would
+    // give); `None` in it: a broken controller of an unknown kind, so every child stays.
+    let mut kept: Vec<Option<ctop_core::KindRef>> = Vec::new();
     for slot in &mut state.slots {
         let runner = match slot {
-            Slot::Broken { name, message, .. } => {
-                keep = true;
+            Slot::Broken { name, message, makes } => {
+                match makes {
+                    Makes::Nothing => {}
+                    Makes::Kind(k) => kept.push(Some(k.clone())),
+                    Makes::Unknown => kept.push(None),
+                }
                 statuses.push(ControllerStatus {
                     name: name.clone(),
                     ready: ConditionStatus::False,
@@ -160,6 +177,9 @@ fn reconcile(
                 }
             }
         }
+        if runner.failing && runner.target.type_ == TargetType::Updater {
+            kept.push(Some(kind.clone()));
+        }
         let (ready, message) = match (runner.failing, runner.errors.back()) {
             (true, Some(e)) => (ConditionStatus::Unknown, e.clone()),
             _ => (ConditionStatus::True, String::new()),
@@ -171,12 +191,13 @@ fn reconcile(
             errors: runner.errors.iter().cloned().collect(),
         });
     }
-    // A controller that cannot run may have made children before: keep them, and delete
-    // only the children of kinds no broken controller targets that the running ones no
-    // longer give.
-    if keep {
+    // A controller that cannot run, or failed on some object, may have made children its
+    // view lacks now (after a restart, a failing object's output is not in it): keep the
+    // children of its kind, and delete only those of other kinds that the running
+    // controllers no longer give.
+    if !kept.is_empty() {
         out.children.prune = PruneMode::Keep;
-        out.children.deletes = stale_children(&state.slots, &given, &uid, observer);
+        out.children.deletes = stale_children(&kept, &given, &uid, observer);
     }
     let mut clock = || {
         observer.nondeterministic("clock");
@@ -210,13 +231,17 @@ fn reconcile(
 /// watch (the object was changed after it started) cannot run until it restarts.
 fn build(object: &Value, spec: &OperatorSpec, uid: String, op_spec: Value, started: String) -> State {
     let slots = match Operator::from_value(object.clone()) {
-        Err(e) => vec![Slot::Broken { name: "operator".into(), message: e.to_string(), target: None }],
+        Err(e) => vec![Slot::Broken { name: "operator".into(), message: e.to_string(), makes: Makes::Unknown }],
         Ok(op) => op
             .controllers
             .iter()
             .map(|c| {
-                let target = c.target.as_ref().filter(|t| t.type_ == TargetType::Updater).map(|t| t.kind.clone());
-                let broken = |message: String| Slot::Broken { name: c.name.clone(), message, target: target.clone() };
+                let makes = match &c.target {
+                    Some(t) if t.type_ == TargetType::Patcher => Makes::Nothing,
+                    Some(t) => Makes::Kind(t.kind.clone()),
+                    None => Makes::Unknown,
+                };
+                let broken = |message: String| Slot::Broken { name: c.name.clone(), message, makes: makes.clone() };
                 if let Some(message) = &c.broken {
                     return broken(message.clone());
                 }
@@ -244,22 +269,17 @@ fn build(object: &Value, spec: &OperatorSpec, uid: String, op_spec: Value, start
 }
 
 /// The children of the Operator (`uid`) of the kinds in `given` that the running
-/// controllers no longer give, unless a broken controller targets that kind (or one cannot
-/// tell which kind it targets: then nothing).
+/// controllers no longer give, but for the `kept` kinds (with a `None` among them: none).
 fn stale_children(
-    slots: &[Slot],
+    kept: &[Option<ctop_core::KindRef>],
     given: &BTreeMap<ctop_core::KindRef, BTreeSet<Key>>,
     uid: &str,
     observer: &dyn ctop_core::Observer,
 ) -> Vec<ObjectReference> {
-    let mut kept = Vec::new();
-    for slot in slots {
-        match slot {
-            Slot::Broken { target: Some(k), .. } => kept.push(k),
-            Slot::Broken { target: None, .. } => return Vec::new(),
-            Slot::Running(_) => {}
-        }
+    if kept.iter().any(Option::is_none) {
+        return Vec::new();
     }
+    let kept: Vec<&ctop_core::KindRef> = kept.iter().flatten().collect();
     let mut out = Vec::new();
     for (kind, keys) in given.iter().filter(|(k, _)| !kept.contains(k)) {
         let Some(Ok(live)) = observer.list(&kind.key()).map(|t| serde_json::from_str::<Vec<Value>>(&t))

@@ -245,3 +245,29 @@ spec:
         message(2)
     );
 }
+
+#[tokio::test]
+async fn after_a_restart_a_failing_objects_output_is_kept() {
+    let yaml =
+        OP.replace("    - name: broken", "    - name: fine").replace("\"@nope\": 1", "\"@select\": true");
+    let op = Operator::from_yaml(&yaml).expect("operator");
+    let object = op.object.clone();
+    let caches = Arc::new(Caches::default());
+    // The output made before the restart, and an input that now fails (`@add` of a string).
+    caches.put(
+        "v1/ConfigMap",
+        json!({"metadata": {"name": "a", "namespace": "ns", "resourceVersion": "2"}, "data": {"n": "x"}}),
+    );
+    let copy = "demo.view.dcontroller.io/v1alpha1/Copy";
+    caches.put(
+        copy,
+        json!({"metadata": {"name": "a-copy", "namespace": "ns", "ownerReferences": [{"uid": "u1"}]}}),
+    );
+    let out = OperatorHandlers::new(op)
+        .expect("handlers")
+        .reconcile(call(&object, &caches))
+        .await
+        .expect("reconcile");
+    assert_eq!(out.children.prune, PruneMode::Keep);
+    assert!(out.children.deletes.is_empty(), "{:?}", out.children.deletes);
+}
