@@ -144,6 +144,15 @@ async fn an_operator_yaml_runs_on_the_controller() {
     })
     .await;
 
+    // A Patcher's target that appears after its input is patched when it appears.
+    cms.delete("target", &DeleteParams::default()).await.expect("delete target");
+    put_cm(&cms, "src", json!({"stamp": "yes"}), json!({"p": "5"})).await;
+    put_cm(&cms, "target", json!({}), json!({"own": "new"})).await;
+    eventually(30, "the new target patched", || async {
+        (data_of(&cms, "target").await? == json!({"own": "new", "p": "5"})).then_some(())
+    })
+    .await;
+
     // Another Operator object is not this process's to reconcile.
     let mut other = Operator::from_yaml(OPERATOR).expect("reads").object;
     other["metadata"]["name"] = json!("other");

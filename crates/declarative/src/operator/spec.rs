@@ -63,6 +63,11 @@ pub fn operator_spec(op: &Operator) -> Result<OperatorSpec, OperatorError> {
             TargetType::Updater => push(&mut c.manages, &t.kind),
             TargetType::Patcher => {
                 push(&mut c.reads, &t.kind);
+                // A target object that appears (or loses what was applied) is patched then.
+                let w = WatchSpec { kind: t.kind.clone(), mapper: true, ..WatchSpec::default() };
+                if !c.watches.contains(&w) {
+                    c.watches.push(w);
+                }
                 let rule = PolicyRule {
                     api_groups: vec![t.kind.group().to_string()],
                     resources: vec![plural(&t.kind.kind)],
@@ -191,7 +196,7 @@ spec:
             keys(&c.reads),
             ["v1/Pod", "demo.view.dcontroller.io/v1alpha1/PodView", "apps/v1/Deployment"]
         );
-        assert_eq!(c.watches.len(), 2);
+        assert_eq!(c.watches.len(), 3, "the sources' and the Patcher target's");
         assert!(c.watches.iter().all(|w| w.mapper));
         assert_eq!(c.watches[0].namespace.as_deref(), Some("web"));
         assert_eq!((c.every, c.always_run), (Some(ctop_core::Duration::from_secs(60)), true));
