@@ -13,9 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use ctop_core::{
-    Condition, ConditionStatus, FailureKind, FinalizeOutcome, ForeignApply, HandlerCall, HandlerError,
-    HandlerFuture, Handlers, MapOutcome, MapRequest, ObjectReference, OperatorSpec, PruneMode,
-    ReconcileOutcome, StartOutcome,
+    Condition, ConditionStatus, EventRecord, EventType, FailureKind, FinalizeOutcome, ForeignApply,
+    HandlerCall, HandlerError, HandlerFuture, Handlers, MapOutcome, MapRequest, ObjectReference,
+    OperatorSpec, PruneMode, ReconcileOutcome, StartOutcome,
 };
 use serde_json::{Map, Value};
 
@@ -39,6 +39,8 @@ struct State {
     spec: Value,
     /// Started at (the OneShot triggers' label).
     started: String,
+    /// Whether the controllers that cannot run were told as Events.
+    announced: bool,
     slots: Vec<Slot>,
 }
 
@@ -143,6 +145,9 @@ fn reconcile(
     for slot in &mut state.slots {
         let runner = match slot {
             Slot::Broken { name, message, makes } => {
+                if !state.announced {
+                    out.events.push(warning("InvalidController", message));
+                }
                 match makes {
                     Makes::Nothing => {}
                     Makes::Kind(k) => kept.push(Some(k.clone())),
@@ -177,6 +182,7 @@ fn reconcile(
                 }
             }
         }
+        out.events.extend(runner.take_new_errors().iter().map(|e| warning("ControllerFailed", e)));
         if runner.failing && runner.target.type_ == TargetType::Updater {
             kept.push(Some(kind.clone()));
         }
@@ -191,6 +197,7 @@ fn reconcile(
             errors: runner.errors.iter().cloned().collect(),
         });
     }
+    state.announced = true;
     // A controller that cannot run, or failed on some object, may have made children its
     // view lacks now (after a restart, a failing object's output is not in it): keep the
     // children of its kind, and delete only those of other kinds that the running
@@ -265,7 +272,7 @@ fn build(object: &Value, spec: &OperatorSpec, uid: String, op_spec: Value, start
             })
             .collect(),
     };
-    State { uid, spec: op_spec, started, slots }
+    State { uid, spec: op_spec, started, slots, announced: false }
 }
 
 /// The children of the Operator (`uid`) of the kinds in `given` that the running
@@ -303,6 +310,11 @@ fn stale_children(
         }
     }
     out
+}
+
+/// A Warning Event about the Operator.
+fn warning(reason: &str, message: &str) -> EventRecord {
+    EventRecord { type_: EventType::Warning, reason: reason.into(), message: message.into(), regarding: None }
 }
 
 fn now() -> String {

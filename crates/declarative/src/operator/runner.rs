@@ -39,6 +39,8 @@ pub(super) struct Runner {
     pub(super) errors: VecDeque<String>,
     /// Whether the last sync failed somewhere.
     pub(super) failing: bool,
+    /// Errors noted for the first time since [`Runner::take_new_errors`].
+    new_errors: Vec<String>,
 }
 
 impl Runner {
@@ -60,6 +62,7 @@ impl Runner {
             pipeline,
             errors: VecDeque::new(),
             failing: false,
+            new_errors: Vec::new(),
         })
     }
 
@@ -81,12 +84,20 @@ impl Runner {
             Some(i) => {
                 self.errors.remove(i);
             }
-            None => tracing::warn!(controller = self.name, error = message, "declarative controller error"),
+            None => {
+                tracing::warn!(controller = self.name, error = message, "declarative controller error");
+                self.new_errors.push(message.clone());
+            }
         }
         self.errors.push_back(message);
         while self.errors.len() > KEPT_ERRORS {
             self.errors.pop_front();
         }
+    }
+
+    /// The errors noted for the first time since the last call (each becomes an Event).
+    pub(super) fn take_new_errors(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.new_errors)
     }
 
     /// Brings the view up to date with the caches. A failing event is noted and left out of

@@ -82,6 +82,9 @@ async fn views_follow_the_caches_and_errors_stay_with_their_controller() {
     let message = broken["conditions"][0]["message"].as_str().expect("message");
     assert!(message.starts_with("controller \"broken\": pipeline[0]"), "{message}");
     assert!(message.contains("@nope"), "{message}");
+    let reasons =
+        |o: &ctop_core::ReconcileOutcome| o.events.iter().map(|e| e.reason.clone()).collect::<Vec<_>>();
+    assert_eq!(reasons(&out), ["InvalidController"]);
 
     // A type error at run time: named, the view stays as it was, the other object goes on.
     caches.put(
@@ -105,6 +108,13 @@ async fn views_follow_the_caches_and_errors_stay_with_their_controller() {
     assert_eq!(copy["conditions"][0]["status"], "Unknown");
     let err = copy["lastErrors"][0].as_str().expect("an error");
     assert!(err.starts_with("controller \"copy\": pipeline[0].@project.data.n: @add:"), "{err}");
+    assert_eq!(
+        reasons(&out),
+        ["ControllerFailed"],
+        "a new error is an Event, the broken controller told once"
+    );
+    let again = h.reconcile(call(&object, &caches)).await.expect("reconcile");
+    assert!(again.events.is_empty(), "an error is told once: {:?}", again.events);
 
     // Deleted: the view follows, and the running controller's dropped child is deleted
     // although the broken one keeps the rest (its target is of another kind).
