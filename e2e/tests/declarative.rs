@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Kubectl, Proc, ctop_run, start_sim};
+use common::{Kubectl, Logged, Proc, ctop_run, start_sim};
 use ctop_e2e::binary;
 
 const OPERATOR: &str = include_str!("../../crates/declarative/tests/fixtures/operator/demo.yaml");
@@ -44,6 +44,43 @@ fn manifests_of_an_operator_yaml_install_on_kubesim() {
         "jsonpath={.rules[0].resources} {.rules[0].verbs}",
     ]);
     assert_eq!(rules, r#"["configmaps"] ["get","list","patch","watch"]"#);
+
+    // What the Deployment runs: `ctop run --bundle` of the ConfigMap's bundle, as deployed.
+    let b64 = k.ok(&[
+        "get",
+        "configmap",
+        "-n",
+        "demo-system",
+        "demo-bundle",
+        "-o",
+        "jsonpath={.binaryData.bundle\\.js\\.gz}",
+    ]);
+    let decoded =
+        Command::new("base64").arg("-d").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(
+            |mut c| {
+                use std::io::Write as _;
+                c.stdin.take().expect("stdin").write_all(b64.as_bytes())?;
+                c.wait_with_output()
+            },
+        );
+    let bundle = dir.path().join("bundle.js.gz");
+    std::fs::write(&bundle, decoded.expect("base64 -d").stdout).expect("write the bundle");
+    let values = dir.path().join("values.yaml");
+    std::fs::write(&values, "").expect("write the values");
+    let _run = Logged::spawn(
+        Command::new(binary::ctop())
+            .args(["run", "--bundle"])
+            .arg(&bundle)
+            .arg("--values")
+            .arg(&values)
+            .arg("--kubeconfig")
+            .arg(&k.kubeconfig)
+            .args(["--leader-elect=false", "--health-port", "0", "--metrics-port", "0"]),
+        dir.path().join("bundle-run.log"),
+    );
+    k.eventually(&["get", "operator", "demo", "-o", "jsonpath={.status.controllers[0].name}"], |s| {
+        s == "copy"
+    });
 }
 
 #[test]
