@@ -67,6 +67,9 @@ pub(crate) struct InformerPlan {
     /// `None`: all namespaces (or a cluster-scoped kind).
     pub(crate) namespace: Option<String>,
     pub(crate) labels: Option<String>,
+    /// A field selector the server applies (the primary watch of a declarative `Operator`:
+    /// `metadata.name=<its name>`).
+    pub(crate) fields: Option<String>,
     pub(crate) role: Role,
     /// What the controller filters itself before the cache (the primary kind's
     /// annotation selector); `None`: everything the server sends.
@@ -92,7 +95,17 @@ impl InformerPlan {
         labels: Option<String>,
         role: Role,
     ) -> Self {
-        Self { key, ar, namespaced, namespace, labels, role, scope: None, subscribers: Vec::new() }
+        Self {
+            key,
+            ar,
+            namespaced,
+            namespace,
+            labels,
+            fields: None,
+            role,
+            scope: None,
+            subscribers: Vec::new(),
+        }
     }
 
     /// Whether this watch sees every object a watch of `key` in `namespace` with
@@ -100,6 +113,7 @@ impl InformerPlan {
     pub(crate) fn covers(&self, key: &str, namespace: Option<&str>, labels: Option<&str>) -> bool {
         self.key == key
             && self.scope.is_none()
+            && self.fields.is_none()
             && (self.namespace.is_none() || self.namespace.as_deref() == namespace)
             && (self.labels.is_none() || self.labels.as_deref() == labels)
     }
@@ -115,6 +129,9 @@ impl InformerPlan {
         let mut config = watcher::Config::default();
         if let Some(sel) = &self.labels {
             config = config.labels(sel);
+        }
+        if let Some(sel) = &self.fields {
+            config = config.fields(sel);
         }
         let api = api_for::<Wire>(client, &self.ar, self.namespaced, self.namespace.as_deref());
         // Readiness is tapped here: a second task waiting on a kube-runtime 5 store is never
@@ -145,7 +162,7 @@ impl InformerPlan {
                 }
             }
         })));
-        let filtered = self.labels.is_some() || scope_filters;
+        let filtered = self.labels.is_some() || self.fields.is_some() || scope_filters;
         let cache = Cached {
             complete: (!filtered).then_some(self.namespace),
             key: self.key,
