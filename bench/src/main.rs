@@ -58,6 +58,10 @@ pub struct Opts {
     /// The ctop binary.
     #[arg(long, default_value = "target/release/ctop")]
     ctop: PathBuf,
+    /// The ctop binary that runs kubesim for every implementation [default: --ctop]. Give one
+    /// binary here when comparing two builds of ctop, so both meet the same API server.
+    #[arg(long)]
+    sim: Option<PathBuf>,
     /// The native controller binary.
     #[arg(long, default_value = "target/release/webapp-native")]
     native: PathBuf,
@@ -115,6 +119,16 @@ pub struct Run {
     pub steady_writes: u64,
     /// First spec update → last Deployment with the new image.
     pub update_converge_s: f64,
+    /// Reconciles the update burst caused (until the count stays still for a second: the
+    /// echoes of its own status and children writes included).
+    #[serde(default)]
+    pub update_reconciles: u64,
+    /// The implementation's API requests during the update burst.
+    #[serde(default)]
+    pub update_requests: u64,
+    /// CPU seconds the implementation spent on the update burst.
+    #[serde(default)]
+    pub update_cpu_s: f64,
     /// First delete → every CR and child gone.
     pub delete_converge_s: f64,
     /// User + system CPU seconds of the whole run.
@@ -133,7 +147,12 @@ pub struct Run {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt().with_env_filter("warn").with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     let opts = <Opts as clap::Parser>::parse();
     std::fs::create_dir_all(&opts.out)?;
     let mut runs: Vec<Run> = Vec::new();
@@ -218,7 +237,7 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     let tmp = std::env::temp_dir().join(format!("ctop-bench-{}-{imp}-{size}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
-    let kubesim = sim::start(&opts.ctop, &tmp, size).await?;
+    let kubesim = sim::start(opts.sim.as_ref().unwrap_or(&opts.ctop), &tmp, size).await?;
     let (kubeconfig, client) = (kubesim.kubeconfig.clone(), kubesim.client.clone());
 
     // The CRD, from `ctop manifests` of the example.
@@ -292,6 +311,10 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     run.rss_per_cr_kb = (proc_usage(pid).1 - run.base_rss_mb).max(0.0) * 1024.0 / size as f64;
 
     // A burst of spec updates.
+    let reset = http::Request::delete("/kubesim/stats").body(Vec::new())?;
+    let _: Value = client.request(reset).await?;
+    let (update_cpu0, _, _) = proc_usage(pid);
+    let update_r0 = reconciles(port).await;
     let t_update = Instant::now();
     futures::stream::iter(names.iter().cloned())
         .map(|name| {
@@ -320,6 +343,22 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     if !ok {
         fail(&mut run, "update");
     }
+    // The work one change causes: wait until the reconciles stop (a second without one).
+    let mut last = reconciles(port).await;
+    let quiet_since = Instant::now();
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = reconciles(port).await;
+        if now == last || quiet_since.elapsed() > Duration::from_secs(30) {
+            break;
+        }
+        last = now;
+    }
+    run.update_reconciles = last.saturating_sub(update_r0);
+    let update_requests = impl_requests(&client).await?;
+    tracing::info!(implementation = imp, size, requests = ?update_requests, "the update burst's requests");
+    run.update_requests = update_requests.values().sum();
+    run.update_cpu_s = proc_usage(pid).0 - update_cpu0;
 
     // Process B: the same implementation restarted with the short resync period; once it
     // has been through every CR (all no-ops: everything converged), count its resyncs.

@@ -127,6 +127,25 @@ pub fn markdown(runs: &[Run], every: &str) -> String {
             script,
         );
     }
+    let _ = writeln!(
+        md,
+        "\nThe update burst, per change (one `spec.image` change per CR; reconciles and requests until a second passes without a reconcile, echoes included):\n"
+    );
+    let _ = writeln!(md, "| impl | CRs | reconciles/CR | requests/CR | CPU µs/CR | CPU µs/reconcile |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    for r in runs.iter().filter(|r| r.update_reconciles > 0) {
+        let n = r.size.max(1) as f64;
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.2} | {:.2} | {:.0} | {:.0} |",
+            r.implementation,
+            r.size,
+            r.update_reconciles as f64 / n,
+            r.update_requests as f64 / n,
+            r.update_cpu_s * 1e6 / n,
+            r.update_cpu_s * 1e6 / r.update_reconciles as f64,
+        );
+    }
     let mut sizes: Vec<usize> = runs.iter().map(|r| r.size).collect();
     sizes.sort_unstable();
     sizes.dedup();

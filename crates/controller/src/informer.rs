@@ -69,6 +69,9 @@ pub(crate) struct InformerPlan {
     /// `None`: all namespaces (or a cluster-scoped kind).
     pub(crate) namespace: Option<String>,
     pub(crate) labels: Option<String>,
+    /// A field selector the server applies (the primary watch of a declarative `Operator`:
+    /// `metadata.name=<its name>`).
+    pub(crate) fields: Option<String>,
     pub(crate) role: Role,
     /// What the controller filters itself before the cache (the primary kind's
     /// annotation selector); `None`: everything the server sends.
@@ -102,6 +105,7 @@ impl InformerPlan {
             namespaced,
             namespace,
             labels,
+            fields: None,
             role,
             scope: None,
             subscribers: Vec::new(),
@@ -114,6 +118,7 @@ impl InformerPlan {
     pub(crate) fn covers(&self, key: &str, namespace: Option<&str>, labels: Option<&str>) -> bool {
         self.key == key
             && self.scope.is_none()
+            && self.fields.is_none()
             && (self.namespace.is_none() || self.namespace.as_deref() == namespace)
             && (self.labels.is_none() || self.labels.as_deref() == labels)
     }
@@ -129,6 +134,9 @@ impl InformerPlan {
         let mut config = watcher::Config::default();
         if let Some(sel) = &self.labels {
             config = config.labels(sel);
+        }
+        if let Some(sel) = &self.fields {
+            config = config.fields(sel);
         }
         // Readiness is tapped here: a second task waiting on a kube-runtime 5 store is never
         // woken (its readiness keeps one waker; see crates/kubesim/tests/store_ready.rs).
@@ -163,7 +171,7 @@ impl InformerPlan {
                 }
             }
         })));
-        let filtered = self.labels.is_some() || scope_filters;
+        let filtered = self.labels.is_some() || self.fields.is_some() || scope_filters;
         let cache = Cached {
             complete: (!filtered).then_some(self.namespace),
             key: self.key,

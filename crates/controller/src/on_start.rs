@@ -69,7 +69,7 @@ async fn run_on_start(ctx: &Arc<Ctx>) -> Result<Option<Duration>, ReconcileError
         let t = target_of(ctx, "apply", obj, None).await?;
         check_declared(ctx, Write::Apply, &t)?;
     }
-    for p in &out.patches {
+    for p in out.patches.iter().chain(out.foreign_applies.iter().map(|a| &a.object)) {
         let t = target_of(ctx, "patch", p, None).await?;
         check_declared(ctx, Write::Patch, &t)?;
     }
@@ -77,6 +77,7 @@ async fn run_on_start(ctx: &Arc<Ctx>) -> Result<Option<Duration>, ReconcileError
         effects::apply_unowned(ctx, obj).await?;
     }
     effects::apply_patches(ctx, None, &out.patches).await?;
+    effects::apply_foreign(ctx, None, &out.foreign_applies).await?;
     effects::publish_events(ctx, None, &out.events).await;
     Ok(match out.result {
         HandlerResult::Requeue { after } => Some(after.into()),

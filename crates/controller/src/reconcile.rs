@@ -246,9 +246,10 @@ async fn reconcile_object(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Done, Reco
         return Ok(Next::AwaitChange.into());
     }
     // Only an outcome whose every effect the caches can confirm later is fingerprinted.
-    let children: Option<Vec<ChildRef>> = (out.patches.is_empty() && out.children.deletes.is_empty())
-        .then(|| out.children.objects.iter().map(|o| child_ref(o, &owner)).collect::<Option<_>>())
-        .flatten();
+    let children: Option<Vec<ChildRef>> =
+        (out.patches.is_empty() && out.foreign_applies.is_empty() && out.children.deletes.is_empty())
+            .then(|| out.children.objects.iter().map(|o| child_ref(o, &owner)).collect::<Option<_>>())
+            .flatten();
     let keeps_ready = ctx.owns_status && !effects::sets_ready(&out);
     let carried = effects::carry_out(ctx, &owner, out, "reconcile").await;
     if let Some(e) = carried.failure {

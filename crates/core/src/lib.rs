@@ -20,6 +20,7 @@ mod frame;
 mod handlers;
 mod labels;
 mod outcome;
+mod plural;
 mod spec;
 pub mod yaml;
 
@@ -34,9 +35,10 @@ pub use handlers::{
 pub use labels::{LabelSelector, LabelSelectorError};
 pub use outcome::{
     AdmissionOutcome, Children, Condition, ConditionStatus, EventRecord, EventType, FinalizeOutcome,
-    FinalizerChanges, HandlerResult, MapOutcome, MapRequest, ObjectReference, OutcomeError, PruneMode,
-    ReconcileOutcome, StartOutcome,
+    FinalizerChanges, ForeignApply, HandlerResult, MapOutcome, MapRequest, ObjectReference, OutcomeError,
+    PruneMode, ReconcileOutcome, StartOutcome,
 };
+pub use plural::guess_plural;
 pub use spec::{
     ControllerSpec, Deprecation, KindRef, MetadataOnlyConflict, MetadataOnlyNeed, NamedPredicate,
     OperatorSpec, PolicyRule, Predicate, PrinterColumn, ResourceSpec, Scope, VersionSpec, WatchSpec,

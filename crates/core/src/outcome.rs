@@ -163,6 +163,19 @@ pub enum HandlerResult {
     },
 }
 
+/// A server-side apply of an object the operator does not own, under the field manager
+/// `manager` (forced: the fields it names are taken from other managers). Applying the
+/// object with fewer fields later drops the ones left out; applying only `apiVersion`,
+/// `kind` and the name drops everything the manager contributed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ForeignApply {
+    /// The field manager, e.g. `<operator>-<controller>`.
+    pub manager: String,
+    /// The applied configuration: `apiVersion`, `kind`, `metadata.name` (and namespace),
+    /// and the fields this manager owns.
+    pub object: Value,
+}
+
 /// What one reconcile wants done.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReconcileOutcome {
@@ -171,6 +184,11 @@ pub struct ReconcileOutcome {
     /// Merge patches of objects the operator does not own (no owner reference, never
     /// pruned); each names its object by `apiVersion`, `kind` and `metadata.name`.
     pub patches: Vec<Value>,
+    /// Server-side applies of objects the operator does not own, each under a field manager
+    /// of its own (no owner reference, never pruned): what one manager applied and leaves out
+    /// next time is removed by the server. The declarative operators' `Patcher` targets use
+    /// them; scripts do not produce them. Checked like [`ReconcileOutcome::patches`].
+    pub foreign_applies: Vec<ForeignApply>,
     /// A JSON merge patch of the handled object's `status`: named fields are set, `null`
     /// deletes one, fields not named are kept. `None`: the handler set no status.
     pub status: Option<Map<String, Value>>,
@@ -235,6 +253,8 @@ struct Wire {
     applies: Vec<Value>,
     #[serde(default)]
     patches: Vec<Value>,
+    #[serde(default, rename = "foreignApplies")]
+    foreign_applies: Vec<ForeignApply>,
     #[serde(default)]
     deletes: Vec<WireRef>,
     #[serde(default)]
@@ -313,6 +333,7 @@ impl ReconcileOutcome {
                 adopt: w.adopt,
             },
             patches: w.patches,
+            foreign_applies: w.foreign_applies,
             status: w.status,
             conditions: w.conditions,
             events: w.events,
@@ -353,7 +374,7 @@ impl ReconcileOutcome {
                 })
             })
             .collect();
-        serde_json::json!({
+        let mut out = serde_json::json!({
             "applies": self.children.objects,
             "patches": self.patches,
             "deletes": deletes,
@@ -363,7 +384,14 @@ impl ReconcileOutcome {
             "events": self.events,
             "finalizers": self.finalizers,
             "result": result,
-        })
+        });
+        // Only when there are some: the outputs of scripts keep their text.
+        if !self.foreign_applies.is_empty()
+            && let Some(map) = out.as_object_mut()
+        {
+            map.insert("foreignApplies".into(), serde_json::json!(self.foreign_applies));
+        }
+        out
     }
 }
 
@@ -466,6 +494,7 @@ mod tests {
         let out = json!({
             "applies": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a"}}],
             "patches": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p"}}],
+            "foreignApplies": [{"manager": "op-c", "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}}],
             "deletes": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ns"}}],
             "adopt": [0],
             "status": {"phase": "Ready", "gone": null},
@@ -475,8 +504,10 @@ mod tests {
             "result": {"type": "requeue", "after": "1m30s", "keep": true}
         });
         let o = ReconcileOutcome::from_output("reconcile", out).expect("reads");
+        assert_eq!(o.foreign_applies[0].manager, "op-c");
         let again = ReconcileOutcome::from_output("reconcile", o.to_output()).expect("reads back");
         assert_eq!(again, o);
+        assert!(ReconcileOutcome::default().to_output().get("foreignApplies").is_none());
         for result in [json!({"type": "ok"}), json!({"type": "error", "message": "no"})] {
             let o = ReconcileOutcome::from_output("reconcile", json!({"result": result})).expect("reads");
             assert_eq!(ReconcileOutcome::from_output("reconcile", o.to_output()).expect("reads back"), o);

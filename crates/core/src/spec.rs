@@ -301,6 +301,10 @@ pub struct ControllerSpec {
     /// Only primary objects matching this label selector (applied by the server).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_selector: Option<String>,
+    /// Only primary objects matching this field selector (`metadata.name=x`, applied by the
+    /// server): a declarative `Operator` reconciles its own object alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_selector: Option<String>,
     /// Only primary objects whose annotations match this selector (label-selector syntax;
     /// applied by the controller, the API server selects by labels only).
     #[serde(default, skip_serializing_if = "Option::is_none")]

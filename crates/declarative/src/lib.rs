@@ -11,6 +11,11 @@
 //!   target [`Delta`]s back.
 //! * [`JsonPath`]: the ojg dialect on its own.
 //! * [`Error`]: every error names where in the YAML it stands.
+//! * [`Operator`] and [`OperatorHandlers`] (module [`operator`]): a whole `Operator`
+//!   document run by ctop's controller, one ctop controller per Operator, each Δ controller
+//!   evaluated level-based from the caches; Updater targets become children of the
+//!   Operator, Patcher targets server-side applies under a field manager of their own, and
+//!   the status is Δ-controller's `status.controllers[]`.
 //!
 //! ```
 //! use ctop_declarative::Expr;
@@ -46,9 +51,11 @@
 mod error;
 mod expr;
 mod jsonpath;
+pub mod operator;
 mod pipeline;
 
 pub use error::{Error, Result};
 pub use expr::Expr;
 pub use jsonpath::JsonPath;
+pub use operator::{Operator, OperatorError, OperatorHandlers};
 pub use pipeline::{Delta, DeltaType, Pipeline, Stage};

@@ -88,7 +88,7 @@ pub(crate) fn resolve(spec: &OperatorSpec, kind: &KindRef) -> Resolved {
     {
         return Resolved { group, plural: plural.to_owned(), namespaced, guessed: false };
     }
-    Resolved { group, plural: pluralize(&kind.kind), namespaced: true, guessed: true }
+    Resolved { group, plural: ctop_core::guess_plural(&kind.kind), namespaced: true, guessed: true }
 }
 
 /// Whether `resource` (a plural, maybe with `/subresource`) of `group` is namespaced, for
@@ -105,18 +105,6 @@ pub(crate) fn resource_is_namespaced(spec: &OperatorSpec, group: &str, resource:
 }
 
 use ctop_core::group_of;
-
-/// The SDK's plural of a kind it has no table entry for (`Policy` → `policies`).
-fn pluralize(kind: &str) -> String {
-    let k = kind.to_lowercase();
-    if ["s", "x", "z", "ch", "sh"].iter().any(|s| k.ends_with(s)) {
-        format!("{k}es")
-    } else if k.ends_with('y') && !k[..k.len() - 1].ends_with(['a', 'e', 'i', 'o', 'u']) {
-        format!("{}ies", &k[..k.len() - 1])
-    } else {
-        format!("{k}s")
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -194,7 +182,7 @@ mod tests {
         for (k, p) in
             [("App", "apps"), ("Class", "classes"), ("Box", "boxes"), ("Policy", "policies"), ("Day", "days")]
         {
-            assert_eq!(pluralize(k), p);
+            assert_eq!(ctop_core::guess_plural(k), p);
         }
     }
 }

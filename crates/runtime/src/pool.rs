@@ -64,17 +64,19 @@ enum CallState {
 }
 
 impl Pool {
-    /// Builds `n` (at least 1) `Vm`s with `factory` now, so load errors surface at start.
+    /// `n` (at least 1) slots. One `Vm` is built now, so load errors surface at start; the
+    /// others when calls first overlap, so an operator whose calls rarely overlap never pays
+    /// for them (each holds the script's module graph, about 0.6 MB for the webapp example).
     pub fn new<F>(n: usize, factory: F) -> Result<Self, VmError>
     where
         F: Fn() -> Result<Vm, VmError> + Send + Sync + 'static,
     {
         let size = n.max(1);
-        let idle = (0..size).map(|_| factory()).collect::<Result<Vec<_>, _>>()?;
+        let first = factory()?;
         Ok(Pool {
             factory: Arc::new(factory),
             size,
-            state: Mutex::new(PoolState { idle, empty: 0 }),
+            state: Mutex::new(PoolState { idle: vec![first], empty: size - 1 }),
             returned: Condvar::new(),
         })
     }
@@ -286,6 +288,36 @@ mod tests {
         assert_eq!(b.dispatch("reconcile", 0, "{\"n\":4}").unwrap(), json!(8));
         pool.checkin(a);
         pool.checkin(b);
+    }
+
+    #[test]
+    fn pool_builds_one_vm_at_start_and_the_others_when_calls_overlap() {
+        let builds = Arc::new(AtomicUsize::new(0));
+        let b = reconciler(COUNTER, "return input.n;");
+        let counted = Arc::clone(&builds);
+        let pool = Pool::new(3, move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Vm::new(Arc::clone(&b), SDK, Limits::default())
+        })
+        .unwrap();
+        assert_eq!(builds.load(Ordering::SeqCst), 1);
+        // Calls one after the other share the first.
+        for _ in 0..3 {
+            let vm = pool.checkout().unwrap();
+            pool.checkin(vm);
+        }
+        assert_eq!(builds.load(Ordering::SeqCst), 1);
+        // Three at once build the other two, and no more.
+        let held: Vec<_> = (0..3).map(|_| pool.checkout().unwrap()).collect();
+        assert_eq!(builds.load(Ordering::SeqCst), 3);
+        for vm in held {
+            pool.checkin(vm);
+        }
+        let again: Vec<_> = (0..3).map(|_| pool.checkout().unwrap()).collect();
+        assert_eq!(builds.load(Ordering::SeqCst), 3);
+        for vm in again {
+            pool.checkin(vm);
+        }
     }
 
     #[test]

@@ -62,6 +62,9 @@ pub struct TestFile {
     pub oracles_off: BTreeMap<Oracle, String>,
     /// Compare with (or, with `--update`, write) the golden file.
     pub golden: bool,
+    /// CustomResourceDefinitions installed before the operator starts (`crds:`, files of
+    /// the operator's directory): the kinds of other operators it reads.
+    pub crds: Vec<Value>,
     /// The steps, in order.
     pub steps: Vec<Step>,
 }
@@ -194,6 +197,8 @@ struct RawFile {
     #[serde(default)]
     oracles: BTreeMap<String, Spanned<String>>,
     golden: Option<bool>,
+    #[serde(default)]
+    crds: Vec<String>,
     steps: Vec<Spanned<RawStep>>,
 }
 
@@ -299,6 +304,19 @@ impl TestFile {
             s.line = line;
             steps.push(s);
         }
+        let mut crds = Vec::new();
+        for file in raw.crds {
+            let objects = apply_objects(Value::String(file.clone()), operator_dir)
+                .map_err(|m| invalid(0, format!("crds: {}", m.trim_start_matches("apply: "))))?;
+            if let Some(o) = objects.iter().find(|o| o["kind"] != "CustomResourceDefinition") {
+                let what = ObjectRef::of(o).map_or_else(|m| m, |r| r.to_string());
+                return Err(invalid(
+                    0,
+                    format!("crds: {file} holds {what}, which is no CustomResourceDefinition"),
+                ));
+            }
+            crds.extend(objects);
+        }
         let name = raw.name.unwrap_or_else(|| {
             path.file_stem().map_or_else(|| "test".into(), |s| s.to_string_lossy().into_owned())
         });
@@ -312,6 +330,7 @@ impl TestFile {
             timeout,
             oracles_off,
             golden: raw.golden.unwrap_or(true),
+            crds,
             steps,
         })
     }

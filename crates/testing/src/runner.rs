@@ -109,7 +109,7 @@ pub fn run_test(op: &Operator, test: &TestFile, mode: GoldenMode) -> TestReport 
 async fn start_world(op: &Operator, test: &TestFile, q: Quiet) -> Result<World, String> {
     let values = values_for(&op.dir, test.values.as_ref()).map_err(|e| Chain(&e).to_string())?;
     let env = crate::format::env::value(test.env.as_ref());
-    let config = WorldConfig { workloads: test.workloads.clone(), values, env };
+    let config = WorldConfig { workloads: test.workloads.clone(), values, env, crds: test.crds.clone() };
     let world = World::start(op, &config).await.map_err(|e| Chain(&e).to_string())?;
     if let Err(e) = settle(&world, q).await {
         world.stop().await;
@@ -293,8 +293,10 @@ async fn state_after(world: &World, test: &TestFile, n: usize, step: &Step) -> R
     let objects = snapshot.golden_objects(world.spec(), &primaries, &applied);
     let golden = golden::render_step(n, &step.name, &objects);
     let mut violations = after_step(world.spec(), &snapshot, &primaries, &last_calls);
-    if world.spec().converting().next().is_some() {
-        let (script, objects) = (world.script().clone(), snapshot.objects.clone());
+    if world.spec().converting().next().is_some()
+        && let Some(script) = world.script()
+    {
+        let (script, objects) = (script.clone(), snapshot.objects.clone());
         let found = tokio::task::spawn_blocking(move || round_trips(&script, &objects))
             .await
             .map_err(|e| format!("the conversion round trips stopped: {e}"))?;

@@ -66,13 +66,10 @@ pub struct DevArgs {
 
 /// Run the dev loop until Ctrl-C or SIGTERM.
 pub async fn run(args: DevArgs) -> anyhow::Result<()> {
-    let (sim, kubeconfig) = match &args.context {
-        Some(ctx) => (None, context_kubeconfig(args.kubeconfig.as_deref(), ctx)?),
-        None => {
-            let (sim, path) = start_sim(args.kubeconfig.clone(), args.workloads.config()).await?;
-            (Some(sim), path)
-        }
-    };
+    if let Some(op) = super::declarative::operator_at(&args.dir)? {
+        return run_operator(args, op).await;
+    }
+    let (sim, kubeconfig) = cluster(&args).await?;
     let client = client(&kubeconfig).await?;
     let values = values_from_yaml(&super::values_text(&args.dir, args.values.as_deref())?)
         .context("the values file is not a YAML mapping")?;
@@ -99,18 +96,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let name = super::operator_name(None, &args.dir, script.spec())?;
     let mut options = DevOptions::new(kubeconfig.clone(), &name);
     options.replicas = args.replicas;
-    // One inspector for every restart of the controllers: the page keeps its URL and shows
-    // the controllers running now.
-    let inspector = ctop_ui::Inspector::default();
-    options.run.inspector = Some(inspector.clone());
-    let (page, page_task) = ctop_controller::health::serve_router(
-        SocketAddr::from((Ipv4Addr::LOCALHOST, args.ui_port)),
-        ctop_ui::router(inspector),
-    )
-    .await
-    .context("cannot serve the operator's page (choose another port with --ui-port)")?;
-    print_page(page);
-    remember_page(page);
+    let page_task = serve_page(&mut options, args.ui_port).await?;
     let recorder = args.record.writer(&name, &env, &values)?;
     let source = ScriptSource {
         watch: SourceWatch::new(&args.dir),
@@ -135,6 +121,100 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         sim.shutdown();
     }
     Ok(())
+}
+
+/// Serve the operator's page on `port` for every restart of the controllers (one
+/// inspector: the page keeps its URL and shows the controllers running now).
+async fn serve_page(options: &mut DevOptions, port: u16) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let inspector = ctop_ui::Inspector::default();
+    options.run.inspector = Some(inspector.clone());
+    let (page, page_task) = ctop_controller::health::serve_router(
+        SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+        ctop_ui::router(inspector),
+    )
+    .await
+    .context("cannot serve the operator's page (choose another port with --ui-port)")?;
+    print_page(page);
+    remember_page(page);
+    Ok(page_task)
+}
+
+/// `ctop dev op.yaml`: the Operator's CRDs (the Operator's and its views', so that
+/// `kubectl get` reads the views), the Operator itself (its `onStart`), and a reload when
+/// the file is saved. Scripts' samples, values, webhooks and recordings do not apply.
+async fn run_operator(args: DevArgs, op: ctop_declarative::Operator) -> anyhow::Result<()> {
+    if args.record.record.is_some() {
+        anyhow::bail!("--record is for scripts; an Operator YAML takes none");
+    }
+    let (sim, kubeconfig) = cluster(&args).await?;
+    let client = client(&kubeconfig).await?;
+    let name = op.name.clone();
+    let handlers: Arc<dyn Handlers> = super::declarative::handlers(op)?;
+    ctop_controller::install_crds(&client, &ctop_manifests::operator_crds(handlers.spec())?, MANAGER).await?;
+    let views: Vec<String> =
+        handlers.spec().resources.iter().map(|r| format!("{}.{}", r.plural, r.group)).collect();
+    tracing::info!(
+        kubeconfig = %kubeconfig.display(),
+        "watch along: kubectl --kubeconfig {} get {} -w",
+        kubeconfig.display(),
+        views.join(",")
+    );
+    let mut options = DevOptions::new(kubeconfig, &name);
+    options.replicas = args.replicas;
+    let page_task = serve_page(&mut options, args.ui_port).await?;
+    let source = OperatorSource { modified: modified(&args.dir), path: args.dir, client, loaded: None };
+    let ran = run_dev(handlers, source, options, super::shutdown_signal()).await;
+    page_task.abort();
+    ran?;
+    if let Some(sim) = sim {
+        tracing::info!("stopping kubesim");
+        sim.shutdown();
+    }
+    Ok(())
+}
+
+/// An Operator YAML as the dev loop's source: loaded again when the file changes, and
+/// applied once its handlers run (a reload that keeps the caches runs no `onStart`).
+struct OperatorSource {
+    path: PathBuf,
+    modified: Option<std::time::SystemTime>,
+    client: Client,
+    /// The Operator of the last load, until it is activated.
+    loaded: Option<ctop_declarative::Operator>,
+}
+
+fn modified(path: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+impl DevSource for OperatorSource {
+    fn changed(&mut self) -> bool {
+        let now = modified(&self.path);
+        let changed = now != self.modified;
+        self.modified = now;
+        changed
+    }
+
+    async fn load(&mut self) -> Result<Reload, LoadError> {
+        let op = super::declarative::operator_at(&self.path)?
+            .ok_or_else(|| format!("{} no longer holds an Operator", self.path.display()))?;
+        self.loaded = Some(op.clone());
+        let handlers: Arc<dyn Handlers> = super::declarative::handlers(op)?;
+        let crds = ctop_manifests::operator_crds(handlers.spec())?;
+        Ok(Reload { handlers, crds })
+    }
+
+    async fn activated(&mut self, _: &Arc<dyn Handlers>) {
+        let Some(op) = self.loaded.take() else { return };
+        let gvk = kube::api::GroupVersionKind::gvk("dcontroller.io", "v1alpha1", "Operator");
+        let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, "operators");
+        let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(self.client.clone(), &ar);
+        // The manager of the Operator's own onStart apply: what the file dropped goes.
+        let params = kube::api::PatchParams::apply(&op.name).force();
+        if let Err(e) = api.patch(&op.name, &params, &kube::api::Patch::Apply(&op.object)).await {
+            tracing::error!(error = %e, "cannot apply the changed Operator {}", op.name);
+        }
+    }
 }
 
 /// `page: URL` on stdout, where the summary lines follow: what a user opens, and what a
@@ -245,6 +325,18 @@ async fn dev_webhook(
         );
     }
     Ok(None)
+}
+
+/// The cluster `ctop dev` works on: the kubeconfig's `--context`, else an embedded kubesim
+/// (returned, to stop at the end).
+async fn cluster(args: &DevArgs) -> anyhow::Result<(Option<KubeSim>, PathBuf)> {
+    Ok(match &args.context {
+        Some(ctx) => (None, context_kubeconfig(args.kubeconfig.as_deref(), ctx)?),
+        None => {
+            let (sim, path) = start_sim(args.kubeconfig.clone(), args.workloads.config()).await?;
+            (Some(sim), path)
+        }
+    })
 }
 
 async fn start_sim(

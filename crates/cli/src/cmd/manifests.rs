@@ -239,29 +239,30 @@ fn argocd_health(args: &ManifestsArgs, spec: &ctop_core::OperatorSpec) -> anyhow
 
 /// Load the script, generate the documents and print them.
 pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
-    let bundle = ctop_runtime::load_dir(&args.dir, &args.entry)
-        .map_err(|e| Framed::new(e, &args.dir))
-        .with_context(|| {
-            format!(
-                "cannot load {} (fix the error that follows and run ctop manifests again)",
-                args.dir.join(&args.entry).display()
-            )
-        })?;
-    let script_bundle = ScriptBundle { gz: bundle.to_gz(), sha256: bundle.sha256_hex() };
-    tracing::info!("bundle size: {}", bundle.size_report());
-    let script = Script::from_bundle(bundle, 1, Limits::default())
-        .context("the script failed while declaring its operators; fix it and run ctop manifests again")?;
-    let spec = script.spec();
+    // An Operator YAML is named by its metadata.name unless --name says otherwise.
+    let (spec, script_bundle, name) = match super::declarative::operator_at(&args.dir)? {
+        Some(op) => {
+            let spec = ctop_declarative::operator::operator_spec(&op)?;
+            (spec, super::declarative::bundle_of(&op)?, Some(op.name))
+        }
+        None => {
+            let (spec, bundle) = script_spec(args)?;
+            (spec, bundle, None)
+        }
+    };
+    let spec = &spec;
     if args.argocd_health {
         return argocd_health(args, spec);
     }
 
-    let mut options = Options::new(super::operator_name(args.name.as_deref(), &args.dir, spec)?);
+    let mut options =
+        Options::new(super::operator_name(args.name.as_deref().or(name.as_deref()), &args.dir, spec)?);
     options.namespace = args.namespace.clone();
     options.image = args.image.clone();
     options.replicas = args.replicas;
     options.sharding = args.sharding;
-    options.values_yaml = values_text(args)?;
+    // An Operator has no values.
+    options.values_yaml = if name.is_some() { String::new() } else { values_text(args)? };
     options.webhook_failure_policy = args.webhook_failure_policy;
     options.egress = args.egress.clone();
     options.concurrency = args.concurrency;
@@ -306,6 +307,23 @@ pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
         "manifests written: apply them with `kubectl apply --server-side -f -`"
     );
     Ok(())
+}
+
+/// The spec and bundle of the script in `args.dir`.
+fn script_spec(args: &ManifestsArgs) -> anyhow::Result<(ctop_core::OperatorSpec, ScriptBundle)> {
+    let bundle = ctop_runtime::load_dir(&args.dir, &args.entry)
+        .map_err(|e| Framed::new(e, &args.dir))
+        .with_context(|| {
+            format!(
+                "cannot load {} (fix the error that follows and run ctop manifests again)",
+                args.dir.join(&args.entry).display()
+            )
+        })?;
+    let script_bundle = ScriptBundle { gz: bundle.to_gz(), sha256: bundle.sha256_hex() };
+    tracing::info!("bundle size: {}", bundle.size_report());
+    let script = Script::from_bundle(bundle, 1, Limits::default())
+        .context("the script failed while declaring its operators; fix it and run ctop manifests again")?;
+    Ok((script.spec().clone(), script_bundle))
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 pub mod bundle;
 pub mod check;
+pub mod declarative;
 pub mod dev;
 pub mod fuzz;
 pub mod init;

@@ -137,6 +137,15 @@ pub struct RunArgs {
 
 /// Load the script and run its controllers until Ctrl-C or SIGTERM.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    if let Some(op) = super::declarative::operator_at(&args.dir)? {
+        return run_operator(args, op).await;
+    }
+    if let Some(path) = &args.bundle {
+        let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        if let Some(op) = super::declarative::operator_in_bundle(&bytes) {
+            return run_operator(args, op).await;
+        }
+    }
     let workers = usize::from(args.concurrency.max(1));
     let load_error = "the script could not be loaded (fix the error that follows and run ctop run again)";
     let bundle = match &args.bundle {
@@ -191,37 +200,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
              server of this script running)"
         );
     }
-    if args.sharding && args.dev {
-        anyhow::bail!("--sharding needs Leases and --dev turns them off; drop one of the two flags");
-    }
-    if args.retry_qps.is_nan() || args.retry_qps < 0.0 {
-        anyhow::bail!("--retry-qps must be 0 (no global limit) or more");
-    }
-    let mut options = RunOptions {
-        kubeconfig: args.kubeconfig,
-        context: args.context,
-        namespace: args.namespace,
-        concurrency: args.concurrency.max(1),
-        health_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.health_port)),
-        metrics_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.metrics_port)),
-        inspector: None,
-        leader_elect: args.leader_elect && !args.dev,
-        lease_namespace: namespace,
-        name: name.clone(),
-        identity: args.identity,
-        install_crds,
-        retry_limit: RetryLimit { qps: args.retry_qps, burst: args.retry_burst },
-        sharding: args.sharding,
-        migrate_storage: args
-            .migrate_storage
-            .then_some(ctop_controller::StorageMigration { rate: args.migrate_storage_rate.max(1) }),
-        history: args.history,
-    };
-    let timing = LeaseTiming {
-        lease_duration: args.lease_duration.into(),
-        renew_deadline: args.renew_deadline.into(),
-        retry_period: args.retry_period.into(),
-    };
+    let (mut options, timing) = run_options(&args, name.clone(), namespace, install_crds)?;
     let script = Arc::new(script);
     let env = script_env();
     // The CRDs of a script that converts name the webhook Service: a self-issued
@@ -271,18 +250,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         result?;
         return closed;
     }
-    let page = match ui_addr {
-        Some(addr) => {
-            let inspector = ctop_ui::Inspector::default();
-            options.inspector = Some(inspector.clone());
-            let (addr, task) = ctop_controller::health::serve_router(addr, ctop_ui::router(inspector))
-                .await
-                .context("cannot serve the operator's page")?;
-            tracing::info!("serving the operator's page on http://{addr}/");
-            Some(task)
-        }
-        None => None,
-    };
+    let page = serve_page(ui_addr, &mut options).await?;
     let recorder = args.record.writer(&name, &env, &values)?;
     let handlers = Arc::new(ScriptHandlers::new(Arc::clone(&script), &env, &values));
     let handlers = super::record::wrap(handlers, &script, recorder.as_ref());
@@ -293,6 +261,93 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let closed = super::record::close(recorder);
     result?;
     closed
+}
+
+/// Run a Δ-controller `Operator` YAML: its one controller, with the same queue, retries,
+/// leader election, health, metrics and page as a script's (from a YAML file, or from the
+/// bundle `ctop manifests` made of one; the values the Deployment passes are ignored).
+/// Webhooks, shadows and recordings are the scripts' and are refused.
+async fn run_operator(args: RunArgs, op: ctop_declarative::Operator) -> anyhow::Result<()> {
+    if args.webhook_port.is_some() || args.shadow.shadow || args.record.record.is_some() {
+        anyhow::bail!(
+            "--webhook-port, --shadow and --record are for scripts; an Operator YAML takes none of them"
+        );
+    }
+    let name = args.name.clone().unwrap_or_else(|| op.name.clone());
+    let namespace = args.lease_namespace.clone().or_else(|| std::env::var("POD_NAMESPACE").ok());
+    let handlers = super::declarative::handlers(op)?;
+    let install_crds = if args.install_crds {
+        ctop_manifests::operator_crds(ctop_core::Handlers::spec(&*handlers))?
+    } else {
+        Vec::new()
+    };
+    let (mut options, timing) =
+        run_options(&args, name, namespace.unwrap_or_else(|| "default".into()), install_crds)?;
+    let page =
+        serve_page(args.ui_port.map(|port| SocketAddr::from((args.ui_address, port))), &mut options).await?;
+    let result = ctop_controller::run_with_lease(handlers, options, timing, super::shutdown_signal()).await;
+    if let Some(task) = page {
+        task.abort();
+    }
+    Ok(result?)
+}
+
+/// Serve the operator's page on `addr`, when there is one, over the inspector it puts in
+/// `options`.
+async fn serve_page(
+    addr: Option<SocketAddr>,
+    options: &mut RunOptions,
+) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
+    let Some(addr) = addr else { return Ok(None) };
+    let inspector = ctop_ui::Inspector::default();
+    options.inspector = Some(inspector.clone());
+    let (addr, task) = ctop_controller::health::serve_router(addr, ctop_ui::router(inspector))
+        .await
+        .context("cannot serve the operator's page")?;
+    tracing::info!("serving the operator's page on http://{addr}/");
+    Ok(Some(task))
+}
+
+/// The controller's options and lease timing of `ctop run`'s flags, for an operator named
+/// `name` with its leader Lease in `namespace`.
+fn run_options(
+    args: &RunArgs,
+    name: String,
+    namespace: String,
+    install_crds: Vec<serde_json::Value>,
+) -> anyhow::Result<(RunOptions, LeaseTiming)> {
+    if args.sharding && args.dev {
+        anyhow::bail!("--sharding needs Leases and --dev turns them off; drop one of the two flags");
+    }
+    if args.retry_qps.is_nan() || args.retry_qps < 0.0 {
+        anyhow::bail!("--retry-qps must be 0 (no global limit) or more");
+    }
+    let options = RunOptions {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+        namespace: args.namespace.clone(),
+        concurrency: args.concurrency.max(1),
+        health_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.health_port)),
+        metrics_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.metrics_port)),
+        inspector: None,
+        leader_elect: args.leader_elect && !args.dev,
+        lease_namespace: namespace,
+        name,
+        identity: args.identity.clone(),
+        install_crds,
+        retry_limit: RetryLimit { qps: args.retry_qps, burst: args.retry_burst },
+        sharding: args.sharding,
+        migrate_storage: args
+            .migrate_storage
+            .then_some(ctop_controller::StorageMigration { rate: args.migrate_storage_rate.max(1) }),
+        history: args.history,
+    };
+    let timing = LeaseTiming {
+        lease_duration: args.lease_duration.into(),
+        renew_deadline: args.renew_deadline.into(),
+        retry_period: args.retry_period.into(),
+    };
+    Ok((options, timing))
 }
 
 /// `ca_pem` as the `caBundle` of the conversion webhooks of `crds` (those that have one).

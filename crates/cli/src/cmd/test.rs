@@ -72,12 +72,26 @@ pub fn run(args: &TestArgs) -> ExitCode {
     let started = std::time::Instant::now();
     let mut errors = Vec::new();
     let mut suites: Vec<(Operator, Vec<TestFile>)> = Vec::new();
-    for dir in &args.dirs {
-        if !dir.join(&args.entry).is_file() {
+    for given in &args.dirs {
+        // An Operator YAML is tested with the tests beside it: `op.yaml` and `tests/*.yaml`.
+        let (dir, entry) = match super::declarative::operator_at(given) {
+            Ok(Some(_)) => {
+                let parent = given.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+                let name = given.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                (parent.to_path_buf(), name)
+            }
+            Ok(None) => (given.clone(), args.entry.clone()),
+            Err(e) => {
+                errors.push(format!("{e:#}"));
+                continue;
+            }
+        };
+        let dir = &dir;
+        if !dir.join(&entry).is_file() {
             errors.push(format!(
-                "{}: no {} here; ctop test runs the tests of an operator directory",
+                "{}: no {} here; ctop test runs the tests of an operator directory (or of an Operator YAML)",
                 dir.display(),
-                args.entry
+                entry
             ));
             continue;
         }
@@ -100,7 +114,7 @@ pub fn run(args: &TestArgs) -> ExitCode {
                 t.name.contains(filter.as_str()) || t.path.to_string_lossy().contains(filter.as_str())
             });
         }
-        suites.push((Operator { dir: dir.clone(), entry: args.entry.clone() }, tests));
+        suites.push((Operator { dir: dir.clone(), entry }, tests));
     }
     let mut out = std::io::stdout().lock();
     if !errors.is_empty() {

@@ -122,6 +122,7 @@ pub(crate) async fn check_outcome(
     owner: Option<&Object>,
     children: &[Value],
     patches: &[Value],
+    foreign: &[ctop_core::ForeignApply],
     deletes: &[ctop_core::ObjectReference],
 ) -> Result<(), ReconcileError> {
     for r in deletes {
@@ -133,7 +134,7 @@ pub(crate) async fn check_outcome(
         let t = target_of(ctx, "apply", c, owner).await?;
         check_declared(ctx, Write::Apply, &t)?;
     }
-    for p in patches {
+    for p in patches.iter().chain(foreign.iter().map(|a| &a.object)) {
         let t = target_of(ctx, "patch", p, owner).await?;
         check_declared(ctx, Write::Patch, &t)?;
     }

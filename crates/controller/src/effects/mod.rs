@@ -22,7 +22,7 @@ pub(crate) use events::{describe, event_note, publish_events};
 pub(crate) use finalizers::{Change, change_finalizers, children_finalizer};
 pub use status::{READY, RECONCILED};
 pub(crate) use status::{ready_condition, sets_ready, write_ready, write_status};
-pub(crate) use writes::{apply_patches, apply_unowned};
+pub(crate) use writes::{apply_foreign, apply_patches, apply_unowned};
 
 use ctop_core::{HandlerResult, ReconcileOutcome};
 
@@ -62,6 +62,7 @@ pub(crate) async fn carry_out(
             Some(owner),
             &out.children.objects,
             &out.patches,
+            &out.foreign_applies,
             &out.children.deletes,
         )
         .await
@@ -96,6 +97,8 @@ pub(crate) async fn carry_out(
                     Ok(n) => {
                         pruned += n;
                         if let Err(e) = apply_patches(ctx, Some(owner), &out.patches).await {
+                            failure = Some(e);
+                        } else if let Err(e) = apply_foreign(ctx, Some(owner), &out.foreign_applies).await {
                             failure = Some(e);
                         }
                     }

@@ -1,6 +1,8 @@
 //! Writes of objects the operator does not own: server-side applies without an owner
-//! (`onStart`) and merge patches (`patch()`).
+//! (`onStart`), merge patches (`patch()`) and server-side applies under a field manager of
+//! their own (a declarative `Operator`'s `Patcher` targets).
 
+use ctop_core::ForeignApply;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::Value;
 
@@ -38,6 +40,27 @@ pub(crate) async fn apply_patches(
         api.patch(&t.name, &PatchParams::default(), &Patch::Merge(&body)).await.map_err(|source| {
             ReconcileError::Api { what: format!("patch {}", t.describe()), error: source }
         })?;
+    }
+    Ok(())
+}
+
+/// Server-side apply each of `applies` under its own field manager, forced, with no owner
+/// reference: the server drops what the manager applied before and leaves out now.
+/// Namespaced objects without a namespace get the owner's.
+pub(crate) async fn apply_foreign(
+    ctx: &Ctx,
+    owner: Option<&Object>,
+    applies: &[ForeignApply],
+) -> Result<(), ReconcileError> {
+    for a in applies {
+        let t = target_of(ctx, "apply", &a.object, owner).await?;
+        let api: Api<DynamicObject> = api_for(&ctx.client, &t.ar, t.namespaced, t.namespace.as_deref());
+        api.patch(&t.name, &PatchParams::apply(&a.manager).force(), &Patch::Apply(&a.object)).await.map_err(
+            |source| ReconcileError::Api {
+                what: format!("apply {} as {}", t.describe(), a.manager),
+                error: source,
+            },
+        )?;
     }
     Ok(())
 }

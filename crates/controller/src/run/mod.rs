@@ -301,6 +301,7 @@ async fn start_controller(
         primary_labels,
         Role::Primary,
     );
+    primary_plan.fields = spec.field_selector.clone();
     // The API server selects by labels only: an annotation selector is applied here, before
     // the cache (an object it does not select is never cached nor reconciled).
     if let Some(sel) = &spec.annotation_selector {

@@ -273,6 +273,11 @@ pub async fn start_on(sim: &Arc<KubeSim>, body: &str, how: Launch) -> Operator {
     launch(sim.clone(), handlers, dir, how).await
 }
 
+/// Start `handlers` against `sim`, as `how` says.
+pub async fn start_handlers_on(sim: &Arc<KubeSim>, handlers: Arc<dyn Handlers>, how: Launch) -> Operator {
+    launch(sim.clone(), handlers, tempfile::tempdir().expect("tempdir"), how).await
+}
+
 /// Start `handlers` against a fresh kubesim.
 pub async fn start_with(handlers: Arc<dyn Handlers>, dir: tempfile::TempDir) -> Operator {
     launch(sim().await, handlers, dir, Launch::default()).await

@@ -282,6 +282,7 @@ impl Runner {
         }
         if self.world.spec().converting().next().is_some()
             && !self.off.contains_key(&Oracle::ConversionRoundTrip)
+            && let Some(script) = self.world.script().cloned()
         {
             let version = |o: &Value| {
                 let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
@@ -294,7 +295,6 @@ impl Runner {
                 .cloned()
                 .collect();
             self.round_tripped.extend(objects.iter().map(version));
-            let script = self.world.script().clone();
             let found = tokio::task::spawn_blocking(move || round_trips(&script, &objects))
                 .await
                 .map_err(|e| fail("harness", e.to_string()))?;
@@ -345,7 +345,8 @@ impl Runner {
                     && kind == c.for_.kind
                     && p["metadata"]["deletionTimestamp"].is_null()
             }) {
-                let script = self.world.script().clone();
+                // Invariants are a script's (a Δ-controller Operator declares none).
+                let Some(script) = self.world.script().cloned() else { break };
                 let (object, obs, index) = ((*p).clone(), observed.clone(), c.index);
                 let found = tokio::task::spawn_blocking(move || script.invariants(index, &object, &obs))
                     .await

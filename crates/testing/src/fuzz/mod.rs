@@ -168,7 +168,7 @@ async fn setup(
 ) -> Result<(World, Vec<Writable>, Vec<String>, Vec<String>), FuzzError> {
     let values = values_for(&op.dir, None).map_err(|e| FuzzError::World(ctop_core::Chain(&e).to_string()))?;
     let env = crate::format::env::value(settings.env.as_ref());
-    let config = WorldConfig { workloads: Some(WorkloadConfig::default()), values, env };
+    let config = WorldConfig { workloads: Some(WorkloadConfig::default()), values, env, crds: Vec::new() };
     let world =
         World::start(op, &config).await.map_err(|e| FuzzError::World(ctop_core::Chain(&e).to_string()))?;
     let samples = samples(&op.dir);

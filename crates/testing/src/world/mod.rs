@@ -79,6 +79,8 @@ pub struct WorldConfig {
     pub values: Value,
     /// The script's `Env` (a mapping of names to strings).
     pub env: Value,
+    /// CustomResourceDefinitions of other operators, installed before the operator starts.
+    pub crds: Vec<Value>,
 }
 
 /// The running world. Dropping it stops the operator and kubesim.
@@ -89,8 +91,9 @@ pub struct World {
     spec: OperatorSpec,
     kinds: Mutex<Kinds>,
     applied: Mutex<Vec<ObjectRef>>,
-    /// The script's handlers (also called directly: admission, invariants).
-    script: Arc<ScriptHandlers>,
+    /// The script's handlers (also called directly: admission, invariants); `None` for a
+    /// Δ-controller `Operator`.
+    script: Option<Arc<ScriptHandlers>>,
     /// The recording wrapper the controllers call, and how they run: what a restart needs.
     recorder: Arc<Recorder>,
     options: ctop_controller::RunOptions,
@@ -99,6 +102,21 @@ pub struct World {
     writes: tokio::task::JoinHandle<()>,
     _webhook: Option<ctop_webhook::dev::DevWebhook>,
     _dir: tempfile::TempDir,
+}
+
+/// The handlers of the Δ-controller `Operator` YAML `op.entry` names (in `op.dir`), when it
+/// names one; `None` for a script.
+fn declarative_at(op: &Operator) -> Result<Option<Arc<dyn Handlers>>, WorldError> {
+    let path = op.dir.join(&op.entry);
+    if !path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| WorldError::Script(Box::new(e)))?;
+    let operator =
+        ctop_declarative::Operator::from_yaml(&text).map_err(|e| WorldError::Script(Box::new(e)))?;
+    let handlers =
+        ctop_declarative::OperatorHandlers::new(operator).map_err(|e| WorldError::Script(Box::new(e)))?;
+    Ok(Some(Arc::new(handlers)))
 }
 
 /// The script's conversions behind the webhook server's trait.
@@ -143,16 +161,6 @@ impl World {
         config: &WorldConfig,
         wrap: impl FnOnce(Arc<dyn Handlers>, &Script) -> Arc<dyn Handlers>,
     ) -> Result<Self, WorldError> {
-        let (dir, entry) = (op.dir.clone(), op.entry.clone());
-        // One runtime: calls run one at a time anyway (the recorder's gate), and a script that
-        // keeps state between calls (a counter at module level) then sees every call in order,
-        // as it would in a `ctop run` with one worker, instead of whichever runtime was free.
-        let script =
-            tokio::task::spawn_blocking(move || Script::from_dir(&dir, &entry, 1, Limits::default()))
-                .await
-                .map_err(|e| WorldError::Script(Box::new(e)))?
-                .map_err(|e| WorldError::Script(Box::new(e)))?;
-        script.configure_egress(&[], &[]);
         // The script's `now()` and kubesim's timestamps read the virtual clock: a fixed
         // epoch plus the virtual time since the world started, so a schedule comes due
         // after an `advance`, and names or times derived from the clock are the same every
@@ -161,9 +169,27 @@ impl World {
         let epoch = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(EPOCH_SECS);
         let virtual_start = tokio::time::Instant::now();
         ctop_kubesim::clock::set_virtual(epoch);
-        script.set_clock(Arc::new(move || epoch + virtual_start.elapsed()));
-        let script = Arc::new(script);
-        let spec = script.spec().clone();
+        let (script_handlers, handlers) = match declarative_at(op)? {
+            Some(handlers) => (None, handlers),
+            None => {
+                let (dir, entry) = (op.dir.clone(), op.entry.clone());
+                // One runtime: calls run one at a time anyway (the recorder's gate), and a
+                // script that keeps state between calls (a counter at module level) then
+                // sees every call in order, as it would in a `ctop run` with one worker,
+                // instead of whichever runtime was free.
+                let script =
+                    tokio::task::spawn_blocking(move || Script::from_dir(&dir, &entry, 1, Limits::default()))
+                        .await
+                        .map_err(|e| WorldError::Script(Box::new(e)))?
+                        .map_err(|e| WorldError::Script(Box::new(e)))?;
+                script.configure_egress(&[], &[]);
+                script.set_clock(Arc::new(move || epoch + virtual_start.elapsed()));
+                let handlers = Arc::new(ScriptHandlers::new(Arc::new(script), &config.env, &config.values));
+                let wrapped = wrap(handlers.clone(), handlers.script());
+                (Some(handlers), wrapped)
+            }
+        };
+        let spec = handlers.spec().clone();
         let sim = Arc::new(
             KubeSim::start(Config {
                 tls: false,
@@ -178,12 +204,13 @@ impl World {
         let kubeconfig = tmp.path().join("kubeconfig");
         sim.write_kubeconfig(&kubeconfig).map_err(|e| kube_error("cannot write the kubeconfig", e))?;
         let client = client_of(&sim).await?;
-        let script_handlers = Arc::new(ScriptHandlers::new(script, &config.env, &config.values));
         // The script's validate/mutate handlers and conversions, served as `ctop dev` serves
         // them: kubesim calls them over HTTPS on every write of the kinds they cover, and on
         // every request in another version than an object is stored in. Started before the
         // CRDs, which point at it.
-        let webhook = if ctop_webhook::dev::DevWebhook::needed(&spec) {
+        let webhook = if let Some(script_handlers) =
+            script_handlers.as_ref().filter(|_| ctop_webhook::dev::DevWebhook::needed(&spec))
+        {
             let admission = Arc::new(ScriptAdmission(script_handlers.clone()));
             let hook = ctop_webhook::dev::DevWebhook::start(&client, admission, &spec)
                 .await
@@ -197,11 +224,10 @@ impl World {
             Some(hook) => ctop_manifests::operator_crds_with(&spec, &hook.conversion().into())?,
             None => ctop_manifests::operator_crds(&spec)?,
         };
+        let crds: Vec<Value> = config.crds.iter().cloned().chain(crds).collect();
         ctop_controller::install_crds(&client, &crds, MANAGER)
             .await
             .map_err(|e| kube_error("cannot install the CRDs", e))?;
-        let handlers: Arc<dyn Handlers> = script_handlers.clone();
-        let handlers = wrap(handlers, script_handlers.script());
         let recorder = Arc::new(Recorder::new(handlers));
         let recording = recorder.recording();
         // Every write is noted at the virtual instant it happened (the task runs before the
@@ -265,9 +291,10 @@ impl World {
         }
     }
 
-    /// The script's handlers, to call directly (admission, invariants).
-    pub fn script(&self) -> &Arc<ScriptHandlers> {
-        &self.script
+    /// The script's handlers, to call directly (admission, invariants); `None` when the
+    /// operator is a Δ-controller `Operator`.
+    pub fn script(&self) -> Option<&Arc<ScriptHandlers>> {
+        self.script.as_ref()
     }
 
     /// What the script declares.

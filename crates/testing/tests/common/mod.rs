@@ -22,6 +22,7 @@ pub async fn recorded_webapp(file: &Path) -> (World, RecordWriter) {
         workloads: Some(ctop_kubesim::WorkloadConfig::default()),
         values: ctop_testing::values_for(&op.dir, None).expect("values"),
         env: json!({}),
+        crds: Vec::new(),
     };
     let options =
         RecordOptions { path: file.to_owned(), operator: "webapp".into(), ..RecordOptions::default() };
