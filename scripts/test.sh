@@ -104,7 +104,9 @@ step "ctop test: every example's tests (expectations, golden files, oracles), an
 "$ctop" test examples/*/ --junit "${CARGO_TARGET_DIR:-target}/ctop-test.junit.xml"
 # Δ-controller's examples, their Operator YAMLs unchanged, with tests of what their README
 # and envtest assert.
-"$ctop" test crates/declarative/tests/examples/*/*-operator.yaml
+"$ctop" test crates/declarative/tests/examples/*/*-operator.yaml \
+  crates/declarative/tests/examples/deployment-configmap-handler/deployment_configmap_handler.yaml \
+  crates/declarative/tests/examples/endpointslice-annotator/endpointslice_annotator.yaml
 
 step "manifests: validated by kubernetes-validate against the Kubernetes 1.33 schemas"
 # An independent validator, in a venv inside the repository (.venv is git-ignored). It
