@@ -91,11 +91,24 @@ impl Handlers for OperatorHandlers {
     fn reconcile(&self, call: HandlerCall) -> HandlerFuture<ReconcileOutcome> {
         let state = Arc::clone(&self.state);
         let spec = self.spec.clone();
+        // Listing the sources and running the pipelines is CPU work in proportion to the
+        // caches: off the async threads, as a script's call is, so the controller's other
+        // tasks (watches, probes, other objects) go on meanwhile.
         Box::pin(async move {
-            let object: Value = serde_json::from_str(call.object.as_deref().unwrap_or("null"))
-                .map_err(|e| invalid(format!("the Operator object does not read: {e}")))?;
-            let mut guard = state.lock().map_err(|_| invalid("the Operator's state was poisoned".into()))?;
-            Ok(reconcile(&mut guard, &spec, &object, call.observer.as_ref()))
+            let work = tokio::task::spawn_blocking(move || {
+                let object: Value = serde_json::from_str(call.object.as_deref().unwrap_or("null"))
+                    .map_err(|e| invalid(format!("the Operator object does not read: {e}")))?;
+                let mut guard =
+                    state.lock().map_err(|_| invalid("the Operator's state was poisoned".into()))?;
+                Ok(reconcile(&mut guard, &spec, &object, call.observer.as_ref()))
+            });
+            match work.await {
+                Ok(result) => result,
+                Err(e) => Err(HandlerError::new(
+                    FailureKind::Crash,
+                    format!("the Operator's reconcile panicked: {e}"),
+                )),
+            }
         })
     }
 
