@@ -71,9 +71,9 @@ pub async fn run(
             Some(Ok(Event::Delete(o))) => table.remove(o.metadata.name.as_deref().unwrap_or_default()).await,
         }
     }
-    let names: Vec<String> = table.running.keys().cloned().collect();
-    for name in names {
-        table.remove(&name).await;
+    tracing::info!(operators = table.running.len(), "stopping the Operators' controllers");
+    for (_, one) in std::mem::take(&mut table.running) {
+        one.stop().await;
     }
     Ok(())
 }
