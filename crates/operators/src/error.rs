@@ -17,6 +17,9 @@ pub enum ManagerError {
     /// The `Operator` CRD could not be read.
     #[error("cannot read the CRD operators.dcontroller.io: {0}")]
     ReadCrd(#[source] kube::Error),
+    /// The health or metrics port cannot be bound.
+    #[error(transparent)]
+    Serve(#[from] ctop_controller::health::HealthError),
     /// The CRD ctop ships does not read (a build defect).
     #[error("the Operator CRD shipped with ctop does not read: {0}")]
     Schema(String),

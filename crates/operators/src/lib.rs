@@ -16,8 +16,12 @@
 //!   stops with an error) gets a `Ready=False` condition naming the error in its status,
 //!   written by the manager, and the others run on.
 //!
-//! Each controller serves its health and metrics on a loopback port of its own (port 0);
-//! the process's health port serves the manager's `/healthz` and `/readyz` (see the cli).
+//! The process serves one health and one metrics server for all of them
+//! ([`ctop_controller::health::Shared`]): `/status` lists each running Operator's
+//! controller (a stopped one is forgotten) beside the manager's own list of Operators
+//! (`operators.dcontroller.io`, synced once they are listed), and the metrics carry each
+//! controller's name, the Operator's, as their `controller` label. A deleted Operator's
+//! metric series stay until the process restarts, as Prometheus counters should.
 //!
 //! - `watch`: the list-and-watch of Operators and the table of running controllers;
 //! - `one`: one Operator's controller task;

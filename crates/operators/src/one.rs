@@ -2,7 +2,6 @@
 //! [`ctop_controller::run_with_lease`] in a task of its own until its stop signal; an error
 //! on the way goes to the Operator's status ([`crate::status`]).
 
-use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use ctop_controller::{LeaseTiming, RunOptions};
@@ -79,18 +78,17 @@ async fn run(
         .map(|r| ctop_manifests::crd(r, &serde_json::Map::new()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| (Reason::InvalidOperator, format!("its view CRDs cannot be written: {e}")))?;
-    let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
-    let options = RunOptions {
-        name: name.clone(),
-        install_crds,
-        health_addr: loopback,
-        metrics_addr: loopback,
-        ..template
-    };
+    let shared = template.shared.clone();
+    let options = RunOptions { name: name.clone(), install_crds, ..template };
     let shutdown = async move {
         let _ = stopped.await;
     };
-    match ctop_controller::run_with_lease(Arc::new(handlers), options, timing, shutdown).await {
+    let result = ctop_controller::run_with_lease(Arc::new(handlers), options, timing, shutdown).await;
+    // A stopped or failed controller no longer counts in the process's /readyz.
+    if let Some(shared) = shared {
+        shared.health.forget(&name);
+    }
+    match result {
         Ok(()) => {
             tracing::info!(operator = name, "the Operator's controller stopped");
             Ok(())

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 
+use ctop_controller::health::{self, Health, Metrics, Shared};
 use ctop_controller::{LeaseTiming, RunOptions};
 use futures::StreamExt as _;
 use kube::Api;
@@ -15,13 +16,15 @@ use crate::one::One;
 use crate::{ManagerError, crd};
 
 /// Run every `Operator` object of the cluster until `shutdown` completes: the Operator CRD
-/// installed when missing (as field manager `template.name`), then one controller per
-/// object with `template`'s options (its name, CRDs and health and metrics addresses are
-/// the Operator's own) and lease `timing`.
+/// installed when missing (as field manager `template.name`), health and metrics served on
+/// `template`'s addresses (one server each, shared by every Operator's controller; the
+/// metrics labelled by controller, which is the Operator's name), then one controller per
+/// object with `template`'s options (its name and view CRDs the Operator's own) and lease
+/// `timing`.
 ///
 /// # Errors
 ///
-/// No client of the cluster, or the CRD is missing and cannot be installed. An Operator
+/// No client of the cluster, a port that cannot be bound, or the CRD is missing and cannot be installed. An Operator
 /// that cannot run is no error: its status says why.
 pub async fn run(
     template: RunOptions,
@@ -32,6 +35,9 @@ pub async fn run(
         .await
         .map_err(ManagerError::Client)?;
     crd::ensure(&client, &template.name).await?;
+    let mut template = template;
+    let shared = serve(&template).await?;
+    template.shared = Some(shared.clone());
     let resource = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("dcontroller.io", "v1alpha1", "Operator"),
         "operators",
@@ -59,6 +65,7 @@ pub async fn run(
                 table.apply(&o).await;
             }
             Some(Ok(Event::InitDone)) => {
+                shared.health.set_caches_synced(WATCH, true);
                 if let Some(l) = listed.take() {
                     let gone: Vec<String> =
                         table.running.keys().filter(|n| !l.contains(*n)).cloned().collect();
@@ -76,6 +83,25 @@ pub async fn run(
         one.stop().await;
     }
     Ok(())
+}
+
+/// The manager's own entry in `/status` and `/readyz`: ready once the Operators are listed
+/// (no Operator can be named so: it is no DNS label).
+const WATCH: &str = "operators.dcontroller.io";
+
+/// The health and metrics every Operator's controller shares, served on the template's
+/// addresses, the manager's own list of Operators registered in it.
+async fn serve(template: &RunOptions) -> Result<Shared, ManagerError> {
+    let health = template.inspector.clone().map_or_else(Health::new, Health::with_inspector);
+    let shared = Shared { health, metrics: Metrics::new() };
+    let (health_addr, _) =
+        health::serve_router(template.health_addr, health::health_router(shared.health.clone())).await?;
+    let (metrics_addr, _) =
+        health::serve_router(template.metrics_addr, health::metrics_router(shared.metrics.clone())).await?;
+    tracing::info!(%health_addr, %metrics_addr, "serving health and metrics");
+    shared.health.register(WATCH);
+    shared.health.set_ready(WATCH, true);
+    Ok(shared)
 }
 
 /// The controllers of the Operators that exist, by name.

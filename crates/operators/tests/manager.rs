@@ -64,6 +64,7 @@ async fn x_of(api: &Api<DynamicObject>, name: &str) -> Option<Value> {
 
 struct Manager {
     sim: Arc<KubeSim>,
+    health: std::net::SocketAddr,
     client: Client,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
@@ -79,7 +80,10 @@ async fn start() -> Manager {
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let options = RunOptions::local(kubeconfig, "ctop-operators");
+    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    let health = free.local_addr().expect("local address");
+    drop(free);
+    let options = RunOptions { health_addr: health, ..RunOptions::local(kubeconfig, "ctop-operators") };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         let shutdown = async move {
@@ -92,7 +96,18 @@ async fn start() -> Manager {
         .await
         .expect("kubeconfig loads");
     let client = Client::try_from(cfg).expect("client");
-    Manager { sim, client, stop: Some(stop), task, _dir: dir }
+    Manager { sim, health, client, stop: Some(stop), task, _dir: dir }
+}
+
+/// The body of `GET path` on `addr`, when it answers 200.
+async fn get(addr: std::net::SocketAddr, path: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut conn = tokio::net::TcpStream::connect(addr).await.ok()?;
+    conn.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes()).await.ok()?;
+    let mut text = String::new();
+    conn.read_to_string(&mut text).await.ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    head.split(' ').nth(1).is_some_and(|code| code == "200").then(|| body.to_string())
 }
 
 impl Manager {
@@ -182,5 +197,19 @@ async fn a_broken_operator_reports_its_error_and_harms_no_other() {
     // The working one still works after them.
     put_cm(&cms, "two", json!({"x": "2"})).await;
     eventually(30, "good's Copy of two", || async { (x_of(&good, "two").await? == "2").then_some(()) }).await;
+    // One health server for them all: the working one and the manager's list, ready; the
+    // broken ones are not in it.
+    let status = eventually(30, "/status", || async {
+        let body = get(m.health, "/status").await?;
+        let doc: Value = serde_json::from_str(&body).ok()?;
+        let names: Vec<String> = doc["controllers"]
+            .as_array()?
+            .iter()
+            .filter_map(|c| c["name"].as_str().map(str::to_owned))
+            .collect();
+        (names == ["good", "operators.dcontroller.io"]).then_some(doc)
+    })
+    .await;
+    assert!(get(m.health, "/readyz").await.is_some(), "{status}");
     m.stop().await;
 }

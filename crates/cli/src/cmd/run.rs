@@ -330,6 +330,7 @@ fn run_options(
         health_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.health_port)),
         metrics_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.metrics_port)),
         inspector: None,
+        shared: None,
         leader_elect: args.leader_elect && !args.dev,
         lease_namespace: namespace,
         name,
