@@ -37,6 +37,7 @@ pub mod argocd;
 mod crd;
 mod kinds;
 pub mod netpol;
+mod operators;
 mod options;
 mod plugin;
 pub mod rbac;
@@ -55,6 +56,7 @@ pub use crd::{
     operator_crds_with,
 };
 pub use netpol::NetworkPolicy;
+pub use operators::{ManagerRules, READ_VERBS, WRITE_VERBS, generate_operators};
 pub use options::{
     BUNDLE_FILE, BUNDLE_HASH_ANNOTATION, ContainerResources, DEFAULT_CONCURRENCY, DEFAULT_IMAGE,
     DEFAULT_MAX_OUTPUT, DEFAULT_SCRIPT_MEMORY, DEFAULT_WEBHOOK_CONCURRENCY, HEALTH_PORT, METRICS_PORT,
