@@ -24,7 +24,8 @@
 //!    destinations).
 //!
 //! For Argo CD, [`argocd::health_checks`] writes the `argocd-cm` patch with a health check of
-//! every kind the operators reconcile (`ctop manifests --argocd-health`).
+//! every kind the operators reconcile (`ctop manifests --argocd-health`); for `ctop run
+//! --operators`, the manager of every Δ-controller `Operator`, [`generate_operators`].
 //!
 //! Before writing over a previous generation, check with [`removed_versions`] that the
 //! script still declares every version objects may be stored in (see `stored.rs`).
