@@ -1,6 +1,8 @@
 //! One Operator's controller: parsed, its view CRDs installed, run by
 //! [`ctop_controller::run_with_lease`] in a task of its own until its stop signal; an error
-//! on the way goes to the Operator's status ([`crate::status`]).
+//! on the way goes to the Operator's status ([`crate::status`]). A controller that failed
+//! (a source kind not served yet, say) is tried again after a backoff ([`RETRY_FIRST`],
+//! doubling up to [`RETRY_MAX`]); an Operator that does not read waits for a new spec.
 
 use std::sync::Arc;
 
@@ -9,10 +11,17 @@ use ctop_declarative::{Operator, OperatorHandlers};
 use kube::Api;
 use kube::api::DynamicObject;
 use serde_json::Value;
-use tokio::sync::oneshot;
+use std::time::Duration;
+
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::status::{self, Reason};
+
+/// The first wait before a failed controller is started again.
+pub(crate) const RETRY_FIRST: Duration = Duration::from_secs(5);
+/// The longest wait between two starts of a failing controller.
+pub(crate) const RETRY_MAX: Duration = Duration::from_secs(300);
 
 /// A running (or failed) controller of one Operator object.
 pub(crate) struct One {
@@ -20,7 +29,7 @@ pub(crate) struct One {
     pub(crate) uid: String,
     /// The `metadata.generation` it was started for.
     pub(crate) generation: Option<i64>,
-    stop: oneshot::Sender<()>,
+    stop: watch::Sender<bool>,
     task: JoinHandle<()>,
 }
 
@@ -37,12 +46,28 @@ impl One {
         let uid = object.metadata.uid.clone().unwrap_or_default();
         let generation = object.metadata.generation;
         let value = serde_json::to_value(object).unwrap_or(Value::Null);
-        let (stop, stopped) = oneshot::channel();
+        let (stop, stopped) = watch::channel(false);
         let template = template.clone();
         let task = tokio::spawn(async move {
-            tracing::info!(operator = name, generation, "starting the Operator's controller");
-            if let Err((reason, message)) = run(value, template, timing, stopped).await {
+            let mut delay = RETRY_FIRST;
+            loop {
+                tracing::info!(operator = name, generation, "starting the Operator's controller");
+                let (reason, message) =
+                    match run(value.clone(), template.clone(), timing, stopped.clone()).await {
+                        Ok(()) => return,
+                        Err(e) => e,
+                    };
                 status::report(&api, &name, generation, reason, &message).await;
+                if reason == Reason::InvalidOperator {
+                    return;
+                }
+                tracing::info!(operator = name, retry_in = ?delay, "the Operator's controller will be started again");
+                let mut stopped = stopped.clone();
+                tokio::select! {
+                    _ = stopped.wait_for(|s| *s) => return,
+                    () = tokio::time::sleep(delay) => {}
+                }
+                delay = (delay * 2).min(RETRY_MAX);
             }
         });
         One { uid, generation, stop, task }
@@ -50,7 +75,7 @@ impl One {
 
     /// Stop the controller and wait until it has stopped.
     pub(crate) async fn stop(self) {
-        let _ = self.stop.send(());
+        self.stop.send_replace(true);
         if let Err(e) = self.task.await {
             tracing::warn!(error = %e, "an Operator's controller task panicked");
         }
@@ -62,7 +87,7 @@ async fn run(
     object: Value,
     template: RunOptions,
     timing: LeaseTiming,
-    stopped: oneshot::Receiver<()>,
+    mut stopped: watch::Receiver<bool>,
 ) -> Result<(), (Reason, String)> {
     let invalid = |e: ctop_declarative::OperatorError| (Reason::InvalidOperator, e.to_string());
     let op = Operator::from_value(without_server_fields(object)).map_err(invalid)?;
@@ -81,7 +106,7 @@ async fn run(
     let shared = template.shared.clone();
     let options = RunOptions { name: name.clone(), install_crds, ..template };
     let shutdown = async move {
-        let _ = stopped.await;
+        let _ = stopped.wait_for(|s| *s).await;
     };
     let result = ctop_controller::run_with_lease(Arc::new(handlers), options, timing, shutdown).await;
     // A stopped or failed controller no longer counts in the process's /readyz.
