@@ -139,3 +139,64 @@ fn without_bundle(deployment: &mut Value, options: &Options) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn operator_crd() -> ResourceSpec {
+        ResourceSpec {
+            api_version: "dcontroller.io/v1alpha1".into(),
+            group: "dcontroller.io".into(),
+            version: "v1alpha1".into(),
+            kind: "Operator".into(),
+            plural: "operators".into(),
+            singular: "operator".into(),
+            scope: ctop_core::Scope::Cluster,
+            schema: json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+            status_subresource: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn resources_read_as_rules_of_their_group() {
+        let rules =
+            ManagerRules { read: vec!["pods".into()], write: vec!["demo.view.dcontroller.io/*".into()] };
+        let rules = rules.rules();
+        assert_eq!(
+            (rules[0].api_groups.as_slice(), rules[0].resources.as_slice()),
+            (&["".to_string()][..], &["pods".to_string()][..])
+        );
+        assert_eq!(rules[0].verbs, READ_VERBS);
+        assert_eq!(rules[1].api_groups, ["demo.view.dcontroller.io"]);
+        assert_eq!(rules[1].resources, ["*"]);
+        assert_eq!(rules[1].verbs, WRITE_VERBS);
+    }
+
+    #[test]
+    fn the_manager_runs_without_a_bundle_and_gets_only_what_is_named() {
+        let options = Options::new("ctop-operators");
+        let none = ManagerRules::default();
+        let m = generate_operators(&operator_crd(), &none, &options).expect("manifests");
+        let kinds: Vec<&str> = m.documents.iter().filter_map(|d| d["kind"].as_str()).collect();
+        assert!(!kinds.contains(&"ConfigMap"), "{kinds:?}");
+        let deployment = m.documents.iter().find(|d| d["kind"] == "Deployment").expect("a Deployment");
+        let pod = &deployment["spec"]["template"];
+        let args = &pod["spec"]["containers"][0]["args"];
+        assert_eq!((&args[0], &args[1]), (&json!("run"), &json!("--operators")));
+        assert!(!pod.to_string().contains("bundle"), "{pod}");
+        let role = m.documents.iter().find(|d| d["kind"] == "ClusterRole").expect("a ClusterRole");
+        let groups: Vec<&str> = role["rules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["apiGroups"][0].as_str())
+            .collect();
+        assert_eq!(
+            groups,
+            ["apiextensions.k8s.io", "dcontroller.io", "dcontroller.io", "dcontroller.io", "events.k8s.io"]
+        );
+        assert!(m.notes.iter().any(|n| n.contains("--operators-read")), "{:?}", m.notes);
+    }
+}
