@@ -149,6 +149,14 @@ async fn operators_are_started_changed_and_stopped_at_run_time() {
     put_cm(&cms, "two", json!({"x": "2"})).await;
     eventually(30, "b's Copy of two", || async { (x_of(&b, "two").await? == "2").then_some(()) }).await;
     assert!(a.get_opt("two").await.ok().flatten().is_none(), "a's controller still runs");
+    // Nothing of a is kept: its controller is gone from the process's /status.
+    eventually(30, "/status without a", || async {
+        let doc: Value = serde_json::from_str(&get(m.health, "/status").await?).ok()?;
+        let names: Vec<&str> =
+            doc["controllers"].as_array()?.iter().filter_map(|c| c["name"].as_str()).collect();
+        (names == ["b", "operators.dcontroller.io"]).then_some(())
+    })
+    .await;
     m.stop().await;
 }
 
