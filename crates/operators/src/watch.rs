@@ -11,6 +11,7 @@ use kube::Api;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher::{self, Event};
+use tokio::task::JoinHandle;
 
 use crate::one::One;
 use crate::{ManagerError, crd};
@@ -36,7 +37,7 @@ pub async fn run(
         .map_err(ManagerError::Client)?;
     crd::ensure(&client, &template.name).await?;
     let mut template = template;
-    let shared = serve(&template).await?;
+    let (shared, servers) = serve(&template).await?;
     template.shared = Some(shared.clone());
     let resource = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("dcontroller.io", "v1alpha1", "Operator"),
@@ -82,6 +83,9 @@ pub async fn run(
     for (_, one) in std::mem::take(&mut table.running) {
         one.stop().await;
     }
+    for server in servers {
+        server.abort();
+    }
     Ok(())
 }
 
@@ -90,18 +94,19 @@ pub async fn run(
 const WATCH: &str = "operators.dcontroller.io";
 
 /// The health and metrics every Operator's controller shares, served on the template's
-/// addresses, the manager's own list of Operators registered in it.
-async fn serve(template: &RunOptions) -> Result<Shared, ManagerError> {
+/// addresses (until their tasks are aborted), the manager's own list of Operators
+/// registered in it.
+async fn serve(template: &RunOptions) -> Result<(Shared, [JoinHandle<()>; 2]), ManagerError> {
     let health = template.inspector.clone().map_or_else(Health::new, Health::with_inspector);
     let shared = Shared { health, metrics: Metrics::new() };
-    let (health_addr, _) =
+    let (health_addr, health_task) =
         health::serve_router(template.health_addr, health::health_router(shared.health.clone())).await?;
-    let (metrics_addr, _) =
+    let (metrics_addr, metrics_task) =
         health::serve_router(template.metrics_addr, health::metrics_router(shared.metrics.clone())).await?;
     tracing::info!(%health_addr, %metrics_addr, "serving health and metrics");
     shared.health.register(WATCH);
     shared.health.set_ready(WATCH, true);
-    Ok(shared)
+    Ok((shared, [health_task, metrics_task]))
 }
 
 /// The controllers of the Operators that exist, by name.
