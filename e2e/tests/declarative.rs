@@ -139,3 +139,46 @@ fn dev_takes_an_operator_yaml_and_reloads_it() {
         s == "done"
     });
 }
+
+#[test]
+fn manifests_and_run_of_the_operators_manager() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_sim, kubeconfig) = start_sim(dir.path());
+    let out = Command::new(binary::ctop())
+        .args(["manifests", "--operators", "--operators-read", "configmaps"])
+        .args(["--operators-write", "demo.view.dcontroller.io/*"])
+        .output()
+        .expect("ctop manifests runs");
+    assert!(out.status.success(), "ctop manifests --operators: {}", String::from_utf8_lossy(&out.stderr));
+    let yaml = String::from_utf8(out.stdout).expect("utf-8");
+    assert!(yaml.contains("name: operators.dcontroller.io"), "the Operator CRD");
+    assert!(yaml.contains("- --operators"), "the Deployment runs the manager");
+    let manifests = dir.path().join("manifests.yaml");
+    std::fs::write(&manifests, &yaml).expect("write");
+    let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
+    k.ok(&["apply", "--server-side", "-f", manifests.to_str().expect("utf-8")]);
+    let rules =
+        k.ok(&["get", "clusterrole", "ctop-operators-manager", "-o", "jsonpath={.rules[*].resources}"]);
+    for r in ["configmaps", "customresourcedefinitions", "operators", "operators/status"] {
+        assert!(rules.contains(&format!("\"{r}\"")), "{r} in {rules}");
+    }
+
+    // The manager runs the Operators applied after it started.
+    let _run =
+        Logged::spawn(
+            Command::new(binary::ctop())
+                .args(["run", "--operators", "--kubeconfig"])
+                .arg(&k.kubeconfig)
+                .args(["--leader-elect=false", "--health-port", "0", "--metrics-port", "0"]),
+            dir.path().join("operators.log"),
+        );
+    let op = write_operator(dir.path());
+    k.ok(&["apply", "--server-side", "-f", op.to_str().expect("utf-8")]);
+    k.eventually(
+        &["get", "operator", "demo", "-o", "jsonpath={.status.controllers[*].conditions[0].reason}"],
+        |s| s == "Ready Ready NotReady",
+    );
+    k.ok(&["create", "configmap", "a", "--from-literal=x=1"]);
+    k.ok(&["label", "configmap", "a", "copy=yes"]);
+    k.eventually(&["get", "copies.demo.view.dcontroller.io", "a", "-o", "jsonpath={.spec.x}"], |s| s == "1");
+}

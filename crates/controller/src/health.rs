@@ -195,6 +195,17 @@ struct StatusJson {
     last_errors: Vec<String>,
 }
 
+/// The health and metrics registries of several runs in one process, served once by their
+/// owner: `ctop run --operators` runs one controller per Operator object on one health and
+/// one metrics server (see [`crate::RunOptions::shared`]). Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct Shared {
+    /// The controllers' health, `/healthz`, `/readyz` and `/status` (with its inspector).
+    pub health: Health,
+    /// The metrics, labelled by controller as always.
+    pub metrics: Metrics,
+}
+
 /// Per-controller health, shared between the controllers and the HTTP server.
 #[derive(Debug, Clone, Default)]
 pub struct Health {
@@ -231,6 +242,12 @@ impl Health {
     /// Register a controller (not started, caches not synced). Idempotent.
     pub fn register(&self, controller: &str) {
         self.with(controller, |_| ());
+    }
+
+    /// Forget a controller that stopped for good (another of the process's runs goes on):
+    /// it no longer counts for `/readyz` nor shows in `/status`.
+    pub fn forget(&self, controller: &str) {
+        self.inner.lock().remove(controller);
     }
 
     /// Mark the controller started (or stopped).

@@ -28,6 +28,12 @@ pub struct RunOptions {
     /// the page itself passes one, which outlives the run (`ctop dev` keeps one page across
     /// restarts of the controllers).
     pub inspector: Option<crate::inspect::Inspector>,
+    /// Health and metrics registries this run shares with others of the process, which
+    /// their owner serves; `None`: the run's own, served on `health_addr` and
+    /// `metrics_addr`. With them, `health_addr`, `metrics_addr` and `inspector` are unused
+    /// (the shared health has its inspector), and a controller that stops stays in the
+    /// shared health until the owner calls [`crate::health::Health::forget`].
+    pub shared: Option<crate::health::Shared>,
     /// Elect a leader on a Lease; reconcile only while leading.
     pub leader_elect: bool,
     /// Namespace of the Lease.
@@ -70,6 +76,7 @@ impl RunOptions {
             health_addr: loopback,
             metrics_addr: loopback,
             inspector: None,
+            shared: None,
             leader_elect: false,
             lease_namespace: "default".into(),
             name: name.into(),

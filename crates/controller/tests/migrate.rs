@@ -118,6 +118,7 @@ fn operator(
         health_addr: health,
         metrics_addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
         inspector: None,
+        shared: None,
         leader_elect: false,
         lease_namespace: "default".into(),
         name: "migrator".into(),

@@ -190,6 +190,7 @@ impl Replica {
             health_addr: loopback,
             metrics_addr: loopback,
             inspector: None,
+            shared: None,
             leader_elect: false,
             lease_namespace: "default".into(),
             name: OPERATOR.into(),

@@ -24,7 +24,8 @@
 //!    destinations).
 //!
 //! For Argo CD, [`argocd::health_checks`] writes the `argocd-cm` patch with a health check of
-//! every kind the operators reconcile (`ctop manifests --argocd-health`).
+//! every kind the operators reconcile (`ctop manifests --argocd-health`); for `ctop run
+//! --operators`, the manager of every Δ-controller `Operator`, [`generate_operators`].
 //!
 //! Before writing over a previous generation, check with [`removed_versions`] that the
 //! script still declares every version objects may be stored in (see `stored.rs`).
@@ -37,6 +38,7 @@ pub mod argocd;
 mod crd;
 mod kinds;
 pub mod netpol;
+mod operators;
 mod options;
 mod plugin;
 pub mod rbac;
@@ -55,6 +57,7 @@ pub use crd::{
     operator_crds_with,
 };
 pub use netpol::NetworkPolicy;
+pub use operators::{ManagerRules, READ_VERBS, WRITE_VERBS, generate_operators};
 pub use options::{
     BUNDLE_FILE, BUNDLE_HASH_ANNOTATION, ContainerResources, DEFAULT_CONCURRENCY, DEFAULT_IMAGE,
     DEFAULT_MAX_OUTPUT, DEFAULT_SCRIPT_MEMORY, DEFAULT_WEBHOOK_CONCURRENCY, HEALTH_PORT, METRICS_PORT,

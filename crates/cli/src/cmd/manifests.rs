@@ -133,6 +133,26 @@ pub struct ManifestsArgs {
     /// kubectl port-forward). No CRDs, webhooks or Leases.
     #[arg(long, conflicts_with_all = ["argocd_health", "migrate_storage", "sharding", "pdb", "network_policy"])]
     shadow: bool,
+    /// Print the deployment of `ctop run --operators` instead of DIR's: the Operator CRD
+    /// (dcontroller.io/v1alpha1), a Deployment running the manager, and its RBAC: get, list,
+    /// watch, update and patch on operators and operators/status, get, list, watch, create
+    /// and patch on CRDs (the Operator CRD, each Operator's view CRDs), events and Leases.
+    /// The kinds the Operators use are not known in advance: grant them with
+    /// --operators-read and --operators-write; nothing else is granted [default name:
+    /// ctop-operators].
+    #[arg(long, conflicts_with_all = ["argocd_health", "migrate_storage", "sharding", "shadow", "pdb", "network_policy"])]
+    operators: bool,
+    /// With --operators: resources the Operators may read (get, list, watch), as
+    /// GROUP/RESOURCE or RESOURCE for the core group, comma-separated or repeated: their
+    /// sources, e.g. `pods,apps/deployments`. `*` stands for any group or resource (`*/*`:
+    /// read everything, only when you mean it).
+    #[arg(long, value_name = "RESOURCES", value_delimiter = ',', requires = "operators")]
+    operators_read: Vec<String>,
+    /// With --operators: resources the Operators may also write (create, update, patch,
+    /// delete): their Updater and Patcher targets and their views, e.g.
+    /// `configmaps,demo.view.dcontroller.io/*` (an Operator `demo`'s views).
+    #[arg(long, value_name = "RESOURCES", value_delimiter = ',', requires = "operators")]
+    operators_write: Vec<String>,
 }
 
 fn values_text(args: &ManifestsArgs) -> anyhow::Result<String> {
@@ -239,6 +259,9 @@ fn argocd_health(args: &ManifestsArgs, spec: &ctop_core::OperatorSpec) -> anyhow
 
 /// Load the script, generate the documents and print them.
 pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
+    if args.operators {
+        return operators(args);
+    }
     // An Operator YAML is named by its metadata.name unless --name says otherwise.
     let (spec, script_bundle, name) = match super::declarative::operator_at(&args.dir)? {
         Some(op) => {
@@ -304,6 +327,38 @@ pub fn run(args: &ManifestsArgs) -> anyhow::Result<()> {
         namespace = options.namespace(),
         documents = manifests.documents.len(),
         bundle_sha256 = script_bundle.sha256,
+        "manifests written: apply them with `kubectl apply --server-side -f -`"
+    );
+    Ok(())
+}
+
+/// `ctop manifests --operators`: the deployment of `ctop run --operators`.
+fn operators(args: &ManifestsArgs) -> anyhow::Result<()> {
+    let mut options = Options::new(args.name.clone().unwrap_or_else(|| "ctop-operators".into()));
+    options.namespace = args.namespace.clone();
+    options.image = args.image.clone();
+    options.replicas = args.replicas;
+    options.concurrency = args.concurrency;
+    options.resources.memory_request = args.memory_request;
+    options.resources.memory_limit = args.memory_limit;
+    options.watch = match (&args.watch_namespace, args.namespace_scoped) {
+        (Some(ns), _) => WatchScope::Namespace(ns.clone()),
+        (None, true) => WatchScope::Namespace(options.namespace()),
+        (None, false) => WatchScope::Cluster,
+    };
+    let rules = ctop_manifests::ManagerRules {
+        read: args.operators_read.clone(),
+        write: args.operators_write.clone(),
+    };
+    let crd = ctop_declarative::operator::operator_resource()?;
+    let manifests = ctop_manifests::generate_operators(&crd, &rules, &options)?;
+    for note in &manifests.notes {
+        tracing::warn!("{note}");
+    }
+    write_output(args.output.as_deref(), &manifests.to_yaml()?)?;
+    tracing::info!(
+        name = options.name,
+        namespace = options.namespace(),
         "manifests written: apply them with `kubectl apply --server-side -f -`"
     );
     Ok(())

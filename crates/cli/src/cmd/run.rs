@@ -15,6 +15,15 @@ pub struct RunArgs {
     /// The operator directory.
     #[arg(default_value = ".")]
     dir: PathBuf,
+    /// Run every Δ-controller Operator object of the cluster (dcontroller.io/v1alpha1,
+    /// cluster-scoped) instead of DIR: one controller each, started, restarted on a change
+    /// of its spec and stopped on its deletion, as the objects change; one that cannot run
+    /// says why in its status (Ready=False). Installs the Operator CRD when it is missing.
+    /// Each Operator's controller is named after it (field manager, leader Lease
+    /// <operator>-leader, metrics' controller label); health and metrics are served once
+    /// for all. Deploy it with `ctop manifests --operators`.
+    #[arg(long, conflicts_with_all = ["bundle", "install_crds", "sharding", "migrate_storage", "webhook_port"])]
+    operators: bool,
     /// The entry script, relative to DIR.
     #[arg(long, default_value = "operator.ct")]
     entry: String,
@@ -137,6 +146,9 @@ pub struct RunArgs {
 
 /// Load the script and run its controllers until Ctrl-C or SIGTERM.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    if args.operators {
+        return run_operators(args).await;
+    }
     if let Some(op) = super::declarative::operator_at(&args.dir)? {
         return run_operator(args, op).await;
     }
@@ -292,6 +304,26 @@ async fn run_operator(args: RunArgs, op: ctop_declarative::Operator) -> anyhow::
     Ok(result?)
 }
 
+/// `ctop run --operators`: every `Operator` object of the cluster, by `ctop_operators::run`
+/// (as `ctop-operators` unless --name says otherwise: the field manager of the Operator CRD
+/// it installs).
+async fn run_operators(args: RunArgs) -> anyhow::Result<()> {
+    if args.shadow.shadow || args.record.record.is_some() {
+        anyhow::bail!("--shadow and --record are for scripts; ctop run --operators takes neither");
+    }
+    let name = args.name.clone().unwrap_or_else(|| "ctop-operators".into());
+    let namespace = args.lease_namespace.clone().or_else(|| std::env::var("POD_NAMESPACE").ok());
+    let (mut options, timing) =
+        run_options(&args, name, namespace.unwrap_or_else(|| "default".into()), Vec::new())?;
+    let page =
+        serve_page(args.ui_port.map(|port| SocketAddr::from((args.ui_address, port))), &mut options).await?;
+    let result = ctop_operators::run(options, timing, super::shutdown_signal()).await;
+    if let Some(task) = page {
+        task.abort();
+    }
+    Ok(result?)
+}
+
 /// Serve the operator's page on `addr`, when there is one, over the inspector it puts in
 /// `options`.
 async fn serve_page(
@@ -330,6 +362,7 @@ fn run_options(
         health_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.health_port)),
         metrics_addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, args.metrics_port)),
         inspector: None,
+        shared: None,
         leader_elect: args.leader_elect && !args.dev,
         lease_namespace: namespace,
         name,

@@ -82,17 +82,23 @@ pub async fn run_reloadable(
     if !options.install_crds.is_empty() {
         install_crds(&client, &options.install_crds, &options.name).await?;
     }
-    let health = options.inspector.clone().map_or_else(Health::new, Health::with_inspector);
-    let metrics = Metrics::new();
-    let (health_addr, health_task) =
-        health::serve_router(options.health_addr, health::health_router(health.clone()))
-            .await
-            .map_err(|e| RunError::Start(ctop_core::Chain(&e).to_string()))?;
-    let (metrics_addr, metrics_task) =
-        health::serve_router(options.metrics_addr, health::metrics_router(metrics.clone()))
-            .await
-            .map_err(|e| RunError::Start(ctop_core::Chain(&e).to_string()))?;
-    tracing::info!(%health_addr, %metrics_addr, "serving health and metrics");
+    let (health, metrics, servers) = match options.shared.clone() {
+        Some(shared) => (shared.health, shared.metrics, Vec::new()),
+        None => {
+            let health = options.inspector.clone().map_or_else(Health::new, Health::with_inspector);
+            let metrics = Metrics::new();
+            let (health_addr, health_task) =
+                health::serve_router(options.health_addr, health::health_router(health.clone()))
+                    .await
+                    .map_err(|e| RunError::Start(ctop_core::Chain(&e).to_string()))?;
+            let (metrics_addr, metrics_task) =
+                health::serve_router(options.metrics_addr, health::metrics_router(metrics.clone()))
+                    .await
+                    .map_err(|e| RunError::Start(ctop_core::Chain(&e).to_string()))?;
+            tracing::info!(%health_addr, %metrics_addr, "serving health and metrics");
+            (health, metrics, vec![health_task, metrics_task])
+        }
+    };
 
     let (stop_tx, stop_rx) = watch::channel(false);
     // Unique per replica: the pod name, else host and process (two processes on one host
@@ -245,8 +251,9 @@ pub async fn run_reloadable(
     {
         tracing::warn!(error = %ctop_core::Chain(&e), "cannot release the lease");
     }
-    health_task.abort();
-    metrics_task.abort();
+    for server in servers {
+        server.abort();
+    }
     if lost {
         return Err(RunError::LostMembership(options.name));
     }

@@ -314,6 +314,7 @@ async fn launch(
         health_addr,
         metrics_addr,
         inspector: None,
+        shared: None,
         leader_elect: how.leader_elect,
         lease_namespace: "default".into(),
         name: how.name.unwrap_or("ctop-test").into(),

@@ -73,6 +73,18 @@ impl OperatorHandlers {
         Ok(OperatorHandlers { operator, spec, state: Arc::new(Mutex::new(None)) })
     }
 
+    /// The handlers of `operator` as the cluster has it (a manager of Operator objects,
+    /// `ctop run --operators`): the object is not applied at start (`onStart` is not
+    /// declared), so its fields stay its author's alone, and no `create` permission is asked.
+    pub fn of_cluster(operator: Operator) -> Result<OperatorHandlers, OperatorError> {
+        let mut handlers = OperatorHandlers::new(operator)?;
+        for c in &mut handlers.spec.controllers {
+            c.handlers.retain(|h| h != "onStart");
+            c.permissions.retain(|p| !(p.resources == ["operators"] && p.verbs == ["create"]));
+        }
+        Ok(handlers)
+    }
+
     /// The Operator they serve.
     pub fn operator(&self) -> &Operator {
         &self.operator

@@ -28,7 +28,7 @@ pub use model::{
     Controller, OPERATOR_API_VERSION, Operator, Source, SourceType, Target, TargetType, VIEW_VERSION,
     view_group,
 };
-pub use spec::{operator_kind, operator_spec};
+pub use spec::{operator_kind, operator_resource, operator_spec};
 
 /// Whether a YAML text is an `Operator` document (`kind: Operator` of `dcontroller.io`):
 /// what the CLI asks of a file it is given instead of a script directory.

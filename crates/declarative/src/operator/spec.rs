@@ -103,7 +103,7 @@ pub fn operator_spec(op: &Operator) -> Result<OperatorSpec, OperatorError> {
 
 /// The `Operator` CRD: Δ-controller's schema, with `status.conditions` for ctop's
 /// `Reconciled` and `Ready`.
-fn operator_resource() -> Result<ResourceSpec, OperatorError> {
+pub fn operator_resource() -> Result<ResourceSpec, OperatorError> {
     let schema: Value = serde_json::from_str(include_str!("operator.schema.json"))
         .map_err(|e| OperatorError::Schema(e.to_string()))?;
     Ok(ResourceSpec {
