@@ -7,9 +7,8 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use common::{Kubectl, Logged, Proc, ctop_run, start_sim};
+use common::{Kubectl, Logged, Proc, ctop_run, start_sim, wait_for};
 use ctop_e2e::binary;
 
 const OPERATOR: &str = include_str!("../../crates/declarative/tests/fixtures/operator/demo.yaml");
@@ -123,11 +122,7 @@ fn dev_takes_an_operator_yaml_and_reloads_it() {
             .spawn()
             .expect("ctop dev starts"),
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !kubeconfig.exists() {
-        assert!(Instant::now() < deadline, "no kubeconfig written");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for(&kubeconfig);
     let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
     k.ok(&["create", "configmap", "a", "--from-literal=x=1"]);
     k.ok(&["label", "configmap", "a", "copy=yes"]);
