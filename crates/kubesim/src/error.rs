@@ -218,7 +218,8 @@ impl ApiError {
     /// 406 NotAcceptable: no media type of the `Accept` header is one the server answers in
     /// (an `as=` transform it does not know leaves its media type out). The server's words,
     /// listing what kubesim serves (the API server's list for custom resources; for
-    /// built-in kinds it adds protobuf, which kubesim does not answer in).
+    /// built-in kinds it adds protobuf, which kubesim does not answer in). The words of
+    /// `NewNotAcceptableError` in k8s.io/apiserver `pkg/endpoints/handlers/negotiation/errors.go`.
     pub fn not_acceptable() -> Self {
         Self::new(
             406,

@@ -89,7 +89,10 @@ impl Partial {
     }
 
     /// The 406 for a request whose answer is (`list`) or is not a list of the objects of
-    /// `rt`, when the client asked for the other; `None` when it asked for that.
+    /// `rt`, when the client asked for the other; `None` when it asked for that. Follows
+    /// `asPartialObjectMetadata` and `asPartialObjectMetadataList` in k8s.io/apiserver
+    /// `pkg/endpoints/handlers/response.go` (their `%T` of the handler's result is the Go
+    /// type named here).
     pub(super) fn refuse(self, rt: &ResourceType, list: bool) -> Option<ApiError> {
         if self.list == list {
             return None;
