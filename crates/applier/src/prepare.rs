@@ -134,16 +134,7 @@ impl Applier {
             meta.insert("namespace".into(), Value::String(namespace.clone()));
             child.namespace = Some(namespace);
         }
-        for server_set in [
-            "uid",
-            "resourceVersion",
-            "generation",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "managedFields",
-            "selfLink",
-        ] {
+        for server_set in ctop_core::SERVER_SET_METADATA {
             meta.remove(server_set);
         }
 

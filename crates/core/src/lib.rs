@@ -19,6 +19,7 @@ mod egress;
 mod frame;
 mod handlers;
 mod labels;
+mod names;
 mod outcome;
 mod plural;
 mod spec;
@@ -33,6 +34,7 @@ pub use handlers::{
     Answer, FailureKind, HandlerCall, HandlerError, HandlerFuture, Handlers, Observer, Source,
 };
 pub use labels::{LabelSelector, LabelSelectorError};
+pub use names::{SERVER_SET_METADATA, is_dns_label};
 pub use outcome::{
     AdmissionOutcome, Children, Condition, ConditionStatus, EventRecord, EventType, FinalizeOutcome,
     FinalizerChanges, ForeignApply, HandlerResult, MapOutcome, MapRequest, ObjectReference, OutcomeError,

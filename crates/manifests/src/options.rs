@@ -221,16 +221,7 @@ impl Options {
     }
 }
 
-/// Whether `s` is an RFC 1123 label: lowercase alphanumerics and `-`, at most 63, starting
-/// and ending alphanumeric.
-#[must_use]
-pub fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
+pub use ctop_core::is_dns_label;
 
 /// A usable operator name from free text such as a directory name: lowercased, runs of
 /// other characters turned into one `-`, trimmed to 55 characters. `None` when nothing is

@@ -5,7 +5,7 @@
 //! the others still run and the status can name it; only a document that is no `Operator`
 //! at all, or has no name, is an error of the whole.
 
-use ctop_core::{KindRef, LabelSelector, NamedPredicate, Predicate};
+use ctop_core::{KindRef, LabelSelector, NamedPredicate, Predicate, is_dns_label};
 use serde_json::Value;
 
 use super::error::OperatorError;
@@ -146,15 +146,6 @@ impl Operator {
 /// `<operator>.view.dcontroller.io`.
 pub fn view_group(operator: &str) -> String {
     format!("{operator}.view.dcontroller.io")
-}
-
-/// Whether `s` can be an Operator's name, which names its view group.
-fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
 }
 
 fn controller(operator: &str, i: usize, c: &Value) -> Controller {

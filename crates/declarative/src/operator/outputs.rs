@@ -20,24 +20,12 @@ use serde_json::{Map, Value, json};
 
 use super::runner::Key;
 
-/// The server-set metadata a pipeline may have copied from a source object.
-const SERVER_SET: [&str; 8] = [
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "managedFields",
-    "selfLink",
-];
-
 /// `obj` without the metadata only the server sets (and without owner references, which
 /// are the controller's to set).
 pub(super) fn sanitize(obj: &Value) -> Value {
     let mut obj = obj.clone();
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        for k in SERVER_SET.iter().chain(&["ownerReferences"]) {
+        for k in ctop_core::SERVER_SET_METADATA.iter().chain(&["ownerReferences"]) {
             meta.remove(*k);
         }
     }
