@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
-use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::adopt::{ChildError, Desired};
+use crate::answer::Answer;
 use crate::applyset::{
     ADDITIONAL_NAMESPACES_ANNOTATION, CONTAINS_GROUP_KINDS_ANNOTATION, DEFAULT_TOOLING, GroupKind, ID_LABEL,
     TOOLING_ANNOTATION, applyset_id, join, parse_group_kinds, parse_list, tool_name,
@@ -361,7 +362,7 @@ impl Applier {
             }
             match self.send(p).await {
                 Ok(result) => {
-                    self.remember(&owner.uid, p, &result);
+                    self.remember(&owner.uid, p, &result.metadata);
                     if let Some(rv) = result.metadata.resource_version {
                         report.versions.push((p.child.clone(), rv));
                     }
@@ -472,12 +473,18 @@ impl Applier {
         Ok(())
     }
 
-    async fn send(&self, p: &Prepared) -> Result<DynamicObject, kube::Error> {
+    async fn send(&self, p: &Prepared) -> Result<Answer, kube::Error> {
         let mut params = PatchParams::apply(&self.config.field_manager);
         params.force = self.config.force;
         p.kind
-            .api(&self.client, p.child.namespace.as_deref())
-            .patch(&p.child.name, &params, &Patch::Apply(&p.body))
+            .patch(
+                &self.client,
+                p.child.namespace.as_deref(),
+                None,
+                &p.child.name,
+                &params,
+                &Patch::Apply(&p.body),
+            )
             .await
     }
 
@@ -506,9 +513,15 @@ impl Applier {
         };
         let params =
             PatchParams { field_manager: Some(self.config.field_manager.clone()), ..PatchParams::default() };
-        let updated = resolved
-            .api(&self.client, owner.namespace.as_deref())
-            .patch(&owner.name, &params, &Patch::Merge(&patch))
+        let updated: Answer = resolved
+            .patch(
+                &self.client,
+                owner.namespace.as_deref(),
+                None,
+                &owner.name,
+                &params,
+                &Patch::Merge(&patch),
+            )
             .await
             .map_err(failed)?;
         if updated.metadata.uid.as_deref() != Some(&owner.uid) {
@@ -614,7 +627,7 @@ mod tests {
 
     /// Compile-time check: the passes can run on a multi-threaded runtime.
     #[allow(dead_code)]
-    fn futures_are_send(applier: &Applier, owner: &DynamicObject) {
+    fn futures_are_send(applier: &Applier, owner: &kube::api::DynamicObject) {
         fn send<T: Send>(_: T) {}
         send(applier.apply(owner, Vec::<Value>::new()));
         send(applier.apply_observed(owner, Vec::<Value>::new(), |_: &ChildRef| None));

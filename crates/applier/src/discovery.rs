@@ -32,6 +32,26 @@ impl Resolved {
         }
     }
 
+    /// `namespace` when this kind is namespaced (a cluster-scoped kind has none).
+    pub(crate) fn scope<'a>(&self, namespace: Option<&'a str>) -> Option<&'a str> {
+        namespace.filter(|_| self.namespaced)
+    }
+
+    /// Send a patch of the object `name` in `namespace` (of its `subresource`, when given)
+    /// and read the answer as `T` (see `answer`).
+    pub(crate) async fn patch<T: serde::de::DeserializeOwned, P: serde::Serialize + std::fmt::Debug>(
+        &self,
+        client: &Client,
+        namespace: Option<&str>,
+        subresource: Option<&str>,
+        name: &str,
+        params: &kube::api::PatchParams,
+        patch: &kube::api::Patch<P>,
+    ) -> Result<T, kube::Error> {
+        crate::answer::patch(client, &self.resource, self.scope(namespace), subresource, name, params, patch)
+            .await
+    }
+
     /// A dynamic API for this kind in `namespace` (or cluster-wide).
     pub(crate) fn api(&self, client: &Client, namespace: Option<&str>) -> Api<DynamicObject> {
         match namespace {

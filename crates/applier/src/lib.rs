@@ -103,6 +103,7 @@
 //! as ApplySet parents.
 
 mod adopt;
+mod answer;
 mod apply;
 pub mod applyset;
 mod cache;

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use kube::api::DynamicObject;
+use crate::answer::AnswerMeta;
 
 use crate::apply::{Applier, Live, Prepared};
 use crate::applyset::GroupKind;
@@ -121,11 +121,11 @@ impl Applier {
         }
     }
 
-    pub(crate) fn remember(&self, owner_uid: &str, p: &Prepared, result: &DynamicObject) {
-        let Some(uid) = result.metadata.uid.clone() else { return };
-        let marker = match (p.kind.status, result.metadata.generation) {
+    pub(crate) fn remember(&self, owner_uid: &str, p: &Prepared, result: &AnswerMeta) {
+        let Some(uid) = result.uid.clone() else { return };
+        let marker = match (p.kind.status, result.generation) {
             (true, Some(g)) => Marker::Generation(g),
-            _ => match result.metadata.resource_version.clone() {
+            _ => match result.resource_version.clone() {
                 Some(rv) => Marker::ResourceVersion(rv),
                 None => return,
             },

@@ -16,6 +16,7 @@ use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::answer::Answer;
 use crate::discovery::{Discovery, code, is_missing};
 use crate::error::StatusError;
 use crate::fingerprint::{Fingerprint, fingerprint};
@@ -246,9 +247,15 @@ impl StatusWriter {
         let body = json!({ "status": planned.patch });
         let params =
             PatchParams { field_manager: Some(self.field_manager.to_string()), ..PatchParams::default() };
-        let answered = resolved
-            .api(&self.client, info.namespace.as_deref())
-            .patch_status(&info.name, &params, &Patch::Merge(&body))
+        let answered: Answer<Value> = resolved
+            .patch(
+                &self.client,
+                info.namespace.as_deref(),
+                Some("status"),
+                &info.name,
+                &params,
+                &Patch::Merge(&body),
+            )
             .await
             .map_err(|source| {
                 if code(&source) == Some(404) {
@@ -256,8 +263,8 @@ impl StatusWriter {
                 }
                 StatusError::Write { object: info.describe(), error: source }
             })?;
-        let stored = match answered.data.get("status") {
-            Some(Value::Object(status)) => status.clone(),
+        let stored = match answered.status {
+            Some(Value::Object(status)) => status,
             _ => Map::new(),
         };
         let stored_version = answered.metadata.resource_version;

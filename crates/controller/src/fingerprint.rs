@@ -39,6 +39,10 @@ pub(crate) struct Fingerprint {
     next: Next,
     /// The controller keeps the object's `Ready` condition from these children's health.
     ready: bool,
+    /// The children's resourceVersions when a skipped reconcile last wrote (or found
+    /// current) the `Ready` condition from their health: while they and the object are
+    /// unchanged, the condition is too, and the next skip need not work it out again.
+    ready_at: Option<Vec<Option<String>>>,
 }
 
 impl Fingerprint {
@@ -62,6 +66,7 @@ impl Fingerprint {
             children,
             next,
             ready: false,
+            ready_at: None,
         })
     }
 
@@ -75,6 +80,17 @@ impl Fingerprint {
     /// Whether the controller keeps the object's `Ready` condition (see `keeping_ready`).
     pub(crate) fn keeps_ready(&self) -> bool {
         self.ready
+    }
+
+    /// Whether the `Ready` condition was written from the children at `versions` (see
+    /// `ready_at`).
+    pub(crate) fn ready_current(&self, versions: &[Option<String>]) -> bool {
+        self.ready_at.as_deref() == Some(versions)
+    }
+
+    /// The `Ready` condition now says what the children at `versions` say.
+    pub(crate) fn ready_written(&mut self, versions: Vec<Option<String>>) {
+        self.ready_at = Some(versions);
     }
 
     /// The children the outcome applied.

@@ -197,27 +197,34 @@ async fn reconcile_object(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Done, Reco
         return Ok(Next::AwaitChange.into());
     }
 
-    let mut call = Call::new(ctx, Some(&owner));
-    let note_reads = |call: &Call| ctx.memory.note(&key, |d| d.reads(call.view.history_reads()));
     if !ctx.spec.always_run
-        && let Some(fp) = ctx.memory.take_fingerprint(&key)
+        && let Some(mut fp) = ctx.memory.take_fingerprint(&key)
     {
-        let holds = fp.holds(&owner, &call.handlers, &ctx.caches, |uid, children, cache| {
+        let handlers = ctx.handlers.borrow().clone();
+        let holds = fp.holds(&owner, &handlers, &ctx.caches, |uid, children, cache| {
             ctx.applier.children_intact(uid, children, cache)
         });
         if let Some(next) = holds {
-            // The handler's outcome stands, but a child's health may have changed.
-            if fp.keeps_ready()
-                && let Some(e) =
-                    effects::write_ready(ctx, &owner, effects::ready_condition(ctx, fp.children())).await
-            {
-                return Err(e);
+            // The handler's outcome stands, but a child's health may have changed (not
+            // while the children are as they were when the condition was last written).
+            if fp.keeps_ready() {
+                let versions = effects::children_versions(ctx, fp.children());
+                if !fp.ready_current(&versions) {
+                    let ready = effects::ready_condition(ctx, fp.children());
+                    if let Some(e) = effects::write_ready(ctx, &owner, ready).await {
+                        return Err(e);
+                    }
+                    fp.ready_written(versions);
+                }
             }
             ctx.memory.set_fingerprint(&key, Some(fp));
             ctx.metrics.reconcile_skipped(&ctx.spec.name);
             return Ok(Done { next, skipped: true });
         }
     }
+    // Built only now: the call's input is the object as JSON, which a skip does not need.
+    let mut call = Call::new(ctx, Some(&owner));
+    let note_reads = |call: &Call| ctx.memory.note(&key, |d| d.reads(call.view.history_reads()));
     let out = call.run(ctx, "reconcile", |h, c| h.reconcile(c)).await;
     note_reads(&call);
     let out = match out {

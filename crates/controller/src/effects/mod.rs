@@ -21,7 +21,7 @@ pub(crate) use declared::{Write, check_declared, target_of};
 pub(crate) use events::{describe, event_note, publish_events};
 pub(crate) use finalizers::{Change, change_finalizers, children_finalizer};
 pub use status::{READY, RECONCILED};
-pub(crate) use status::{ready_condition, sets_ready, write_ready, write_status};
+pub(crate) use status::{children_versions, ready_condition, sets_ready, write_ready, write_status};
 pub(crate) use writes::{apply_foreign, apply_patches, apply_unowned};
 
 use ctop_core::{HandlerResult, ReconcileOutcome};

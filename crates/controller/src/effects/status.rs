@@ -58,6 +58,20 @@ pub(crate) fn ready_condition(ctx: &Ctx, children: &[ChildRef]) -> Condition {
     }
 }
 
+/// The resourceVersion of each of `children` in the caches (`None` for one not found): the
+/// `Ready` condition [`ready_condition`] gives is the same while these are.
+pub(crate) fn children_versions(ctx: &Ctx, children: &[ChildRef]) -> Vec<Option<String>> {
+    children
+        .iter()
+        .map(|c| {
+            let key = ctop_core::kind_key(&c.api_version, &c.kind);
+            let cache = ctx.caches.iter().find(|x| x.key == key)?;
+            let o = cache.store.get(c.namespace.as_deref().filter(|_| cache.namespaced), &c.name)?;
+            o.resource_version().map(str::to_owned)
+        })
+        .collect()
+}
+
 /// Whether `out` sets the `Ready` condition itself (then the controller leaves it alone).
 pub(crate) fn sets_ready(out: &ReconcileOutcome) -> bool {
     out.conditions.iter().any(|c| c.type_ == READY)
