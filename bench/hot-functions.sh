@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Writes crates/cli/hot-functions.txt: the functions `ctop run` executes while it starts,
+# reconciles, updates and deletes WebApps of examples/webapp on kubesim, and answers its
+# health and metrics endpoints, as `valgrind --tool=callgrind` counts them (every function
+# run, not a sample). crates/cli/build.rs has the linker place them first, so a running
+# operator maps a few megabytes of code instead of pages all over the binary
+# (bench/README.md, "Base memory and the shipped build").
+#
+#   cargo build --release -p ctop && cp target/release/ctop /tmp/ctop-alone
+#   cargo build --release -p ctop -p ctop-bench     # what bench/ci.sh and the bench build
+#   bench/hot-functions.sh /tmp/ctop-alone target/release/ctop
+#   cargo build --release -p ctop                   # links with the new list
+#
+# The names carry hashes of the profile, of the dependencies' versions and of the features
+# cargo unified for the packages built together (`-p ctop` alone, as `./ctop` builds, and
+# with `-p ctop-bench` differ), so the list is the union over the binaries given. Run it
+# again after a dependency update or a new toolchain: a stale list costs memory, never
+# correctness. Needs valgrind and kubectl; takes about ten seconds per binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -gt 0 ] || set -- target/release/ctop
+out=crates/cli/hot-functions.txt
+for tool in valgrind kubectl nm curl; do
+  command -v "$tool" >/dev/null || { echo "error: $tool is not on PATH (Debian: apt-get install valgrind binutils curl; kubectl as for the tests)" >&2; exit 1; }
+done
+
+top=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$top"; }
+trap cleanup EXIT
+
+# The functions one binary runs, written to $1.
+trace() {
+  local names=$1 work
+  work=$(mktemp -d -p "$top")
+  if ! nm "$ctop" 2>/dev/null | grep ' main$' >/dev/null; then
+    echo "error: $ctop has no symbol table; build it with the release profile of Cargo.toml (strip = \"debuginfo\")" >&2
+    exit 1
+  fi
+
+  "$ctop" sim --addr 127.0.0.1:0 --plain-http --no-workloads --kubeconfig "$work/kubeconfig" >"$work/sim.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 200); do [ -s "$work/kubeconfig" ] && break; sleep 0.1; done
+  [ -s "$work/kubeconfig" ] || { echo "error: kubesim did not start: $(tail -3 "$work/sim.log")" >&2; exit 1; }
+  export KUBECONFIG="$work/kubeconfig"
+
+  "$ctop" bundle examples/webapp -o "$work/webapp.js.gz" >/dev/null 2>&1
+  "$ctop" manifests examples/webapp 2>/dev/null | kubectl apply --server-side -f - >/dev/null
+  webapp() {
+    printf -- '---\napiVersion: apps.example.com/v1\nkind: WebApp\nmetadata: {name: %s, namespace: default}\nspec: {image: "%s", replicas: 1, port: 8080}\n' "$1" "$2"
+}
+for n in a b c; do webapp "$n" nginx:1.27; done | kubectl apply -f - >/dev/null
+
+valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/callgrind.out" \
+  "$ctop" run --bundle "$work/webapp.js.gz" --kubeconfig "$work/kubeconfig" \
+  --health-port 18081 --metrics-port 18080 >"$work/run.log" 2>&1 &
+pids+=($!)
+vg=$!
+
+reconciled() { # name generation
+  kubectl wait --timeout=180s --for=jsonpath='{.status.observedGeneration}'="$2" "webapp/$1" >/dev/null
+}
+for n in a b c; do reconciled "$n" 1; done
+webapp a nginx:1.28 | kubectl apply -f - >/dev/null
+reconciled a 2
+kubectl delete webapp c --wait=true >/dev/null
+curl -fsS http://127.0.0.1:18081/healthz >/dev/null
+curl -fsS http://127.0.0.1:18081/readyz >/dev/null
+curl -fsS http://127.0.0.1:18080/metrics >/dev/null
+
+kill -INT "$vg"
+for _ in $(seq 1 300); do kill -0 "$vg" 2>/dev/null || break; sleep 0.1; done
+[ -s "$work/callgrind.out" ] || { echo "error: callgrind wrote nothing: $(tail -3 "$work/run.log")" >&2; exit 1; }
+
+# The functions callgrind saw that the binary defines (not libc's), one per line.
+nm --defined-only "$ctop" | awk '$2 ~ /^[tTwW]$/ {print $3}' | sort -u >"$work/defined"
+grep -oE '^c?fn=\([0-9]+\) .+' "$work/callgrind.out" | sed -E "s/^c?fn=\([0-9]+\) //; s/'[0-9]+$//" | sort -u \
+  | comm -12 - "$work/defined" >"$names"
+kill "${pids[0]}" 2>/dev/null || true
+pids=()
+echo "$ctop: $(wc -l <"$names") functions"
+}
+
+i=0
+for bin in "$@"; do
+  ctop=$(realpath "$bin")
+  trace "$top/names.$i"
+  i=$((i + 1))
+done
+sort -u "$top"/names.* >"$out"
+echo "$out: $(wc -l <"$out") functions"
