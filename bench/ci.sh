@@ -20,6 +20,12 @@ fi
 
 cargo build -q --release --locked -p ctop -p ctop-bench
 bin="${CARGO_TARGET_DIR:-target}/release"
+# How much of crates/cli/hot-functions.txt this build still defines (crates/cli/build.rs):
+# informational, a stale list costs memory, not correctness.
+if command -v nm >/dev/null; then
+  defined=$(nm --defined-only "$bin/ctop" 2>/dev/null | awk '{print $3}' | sort -u | comm -12 - <(sort -u crates/cli/hot-functions.txt) | wc -l)
+  echo "hot-functions.txt: $defined of $(wc -l <crates/cli/hot-functions.txt) names are functions of this build (the list also holds other builds' names; when this falls after a dependency or toolchain update, run bench/hot-functions.sh)"
+fi
 "$bin/ctop-bench" --sizes 100 --steady-secs 3 --timeout-secs 300 \
   --ctop "$bin/ctop" --native "$bin/webapp-native" \
   --out "${CARGO_TARGET_DIR:-target}/bench-ci" --require-convergence

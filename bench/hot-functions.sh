@@ -8,12 +8,14 @@
 #
 #   cargo build --release -p ctop && cp target/release/ctop /tmp/ctop-alone
 #   cargo build --release -p ctop -p ctop-bench     # what bench/ci.sh and the bench build
-#   bench/hot-functions.sh /tmp/ctop-alone target/release/ctop
+#   cargo build --profile dist --locked -p ctop      # what deploy/Dockerfile builds (~20 min)
+#   bench/hot-functions.sh /tmp/ctop-alone target/release/ctop target/dist/ctop
 #   cargo build --release -p ctop                   # links with the new list
 #
 # The names carry hashes of the profile, of the dependencies' versions and of the features
 # cargo unified for the packages built together (`-p ctop` alone, as `./ctop` builds, and
-# with `-p ctop-bench` differ), so the list is the union over the binaries given. Run it
+# with `-p ctop-bench` differ; `dist` is another profile), so the list is the union over the
+# binaries given. Run it
 # again after a dependency update or a new toolchain: a stale list costs memory, never
 # correctness. Needs valgrind and kubectl; takes about ten seconds per binary.
 set -euo pipefail
