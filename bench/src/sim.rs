@@ -99,7 +99,14 @@ pub async fn install_webapp_crd(
     example: &Path,
     client: &Client,
 ) -> anyhow::Result<Api<DynamicObject>> {
-    let out = Command::new(ctop).arg("manifests").arg(example).env("CTOP_LOG", "error").output()?;
+    install_crd(ctop, example, client, "webapps.apps.example.com").await?;
+    Ok(Api::namespaced_with(client.clone(), NAMESPACE, &webapp_resource()))
+}
+
+/// Create the CRD (named `name`) that `ctop manifests` prints for the operator at
+/// `operator` and wait until it is Established.
+pub async fn install_crd(ctop: &Path, operator: &Path, client: &Client, name: &str) -> anyhow::Result<()> {
+    let out = Command::new(ctop).arg("manifests").arg(operator).env("CTOP_LOG", "error").output()?;
     if !out.status.success() {
         bail!("ctop manifests failed: {}", String::from_utf8_lossy(&out.stderr));
     }
@@ -112,11 +119,11 @@ pub async fn install_webapp_crd(
     crds.create(&PostParams::default(), &serde_json::from_value(crd)?).await?;
     let established = kube::runtime::wait::await_condition(
         crds,
-        "webapps.apps.example.com",
+        name,
         kube::runtime::wait::conditions::is_crd_established(),
     );
     tokio::time::timeout(Duration::from_secs(20), established).await??;
-    Ok(Api::namespaced_with(client.clone(), NAMESPACE, &webapp_resource()))
+    Ok(())
 }
 
 /// The WebApp kind.

@@ -19,6 +19,18 @@ fn write_operator(dir: &Path) -> std::path::PathBuf {
     path
 }
 
+/// The demo Operator reports its two working controllers and its broken one, and its view
+/// copies a labelled ConfigMap.
+fn copies_a_labelled_configmap(k: &Kubectl) {
+    k.eventually(
+        &["get", "operator", "demo", "-o", "jsonpath={.status.controllers[*].conditions[0].reason}"],
+        |s| s == "Ready Ready NotReady",
+    );
+    k.ok(&["create", "configmap", "a", "--from-literal=x=1"]);
+    k.ok(&["label", "configmap", "a", "copy=yes"]);
+    k.eventually(&["get", "copies.demo.view.dcontroller.io", "a", "-o", "jsonpath={.spec.x}"], |s| s == "1");
+}
+
 #[test]
 fn manifests_of_an_operator_yaml_install_on_kubesim() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -89,13 +101,7 @@ fn run_takes_an_operator_yaml() {
     let op = write_operator(dir.path());
     let _run = ctop_run(&op, &kubeconfig, &[], "run.log");
     let k = Kubectl { kubeconfig, cache: dir.path().join("cache") };
-    k.eventually(
-        &["get", "operator", "demo", "-o", "jsonpath={.status.controllers[*].conditions[0].reason}"],
-        |s| s == "Ready Ready NotReady",
-    );
-    k.ok(&["create", "configmap", "a", "--from-literal=x=1"]);
-    k.ok(&["label", "configmap", "a", "copy=yes"]);
-    k.eventually(&["get", "copies.demo.view.dcontroller.io", "a", "-o", "jsonpath={.spec.x}"], |s| s == "1");
+    copies_a_labelled_configmap(&k);
     k.ok(&["create", "configmap", "target", "--from-literal=own=kept"]);
     k.ok(&["create", "configmap", "src", "--from-literal=p=1"]);
     k.ok(&["label", "configmap", "src", "stamp=yes"]);
@@ -169,11 +175,5 @@ fn manifests_and_run_of_the_operators_manager() {
         );
     let op = write_operator(dir.path());
     k.ok(&["apply", "--server-side", "-f", op.to_str().expect("utf-8")]);
-    k.eventually(
-        &["get", "operator", "demo", "-o", "jsonpath={.status.controllers[*].conditions[0].reason}"],
-        |s| s == "Ready Ready NotReady",
-    );
-    k.ok(&["create", "configmap", "a", "--from-literal=x=1"]);
-    k.ok(&["label", "configmap", "a", "copy=yes"]);
-    k.eventually(&["get", "copies.demo.view.dcontroller.io", "a", "-o", "jsonpath={.spec.x}"], |s| s == "1");
+    copies_a_labelled_configmap(&k);
 }

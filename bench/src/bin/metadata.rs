@@ -28,12 +28,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use ctop_bench::procs::{free_port, proc_usage, reconciles, spawn};
 use ctop_bench::sim::{self, NAMESPACE};
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
@@ -210,22 +209,7 @@ async fn run_mode(opts: &Opts, mode: &str) -> anyhow::Result<Run> {
     let sim = sim::start(&opts.ctop, &dir, opts.pods).await?;
     let client = sim.client.clone();
     // The Census CRD, as `ctop manifests` prints it.
-    let out = Command::new(&opts.ctop).arg("manifests").arg(&operator).env("CTOP_LOG", "error").output()?;
-    if !out.status.success() {
-        bail!("ctop manifests failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    let crd = serde_saphyr::from_slice_multiple::<Value>(&out.stdout)?
-        .into_iter()
-        .find(|v| v["kind"] == "CustomResourceDefinition")
-        .context("ctop manifests printed no CRD")?;
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.create(&PostParams::default(), &serde_json::from_value(crd)?).await?;
-    let established = kube::runtime::wait::await_condition(
-        crds,
-        "censuses.bench.ctop.dev",
-        kube::runtime::wait::conditions::is_crd_established(),
-    );
-    tokio::time::timeout(Duration::from_secs(20), established).await??;
+    sim::install_crd(&opts.ctop, &operator, &client, "censuses.bench.ctop.dev").await?;
 
     eprintln!("[{mode}] creating {} Pods", opts.pods);
     let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
