@@ -37,8 +37,13 @@ fn main() {
         return;
     }
     let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
-    let order = Path::new(&manifest).join("hot-functions.txt");
-    if order.is_file() {
+    let out_dir = std::env::var("OUT_DIR").unwrap_or_default();
+    // The linker reads a copy in OUT_DIR, not the checkout's file: cargo reuses this
+    // script's output for another checkout that shares the target directory (the path is
+    // not part of a workspace member's fingerprint), and a path into a moved or deleted
+    // checkout would fail the link.
+    let order = Path::new(&out_dir).join("hot-functions.txt");
+    if std::fs::copy(Path::new(&manifest).join("hot-functions.txt"), &order).is_ok() {
         println!("cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}", order.display());
         // Names of another build's functions are expected; they are skipped silently.
         println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");

@@ -1,6 +1,7 @@
 //! CronJob schedules as `github.com/robfig/cron/v3`'s `ParseStandard` reads them (five
 //! fields or a `@descriptor`, optional `TZ=`/`CRON_TZ=` prefix), with its error texts, and
-//! `validateTimeZone` (IANA names from chrono-tz, as Go's `time.LoadLocation`).
+//! `validateTimeZone` (IANA names of the bundled tz database, matched with their case as Go's
+//! `time.LoadLocation` matches file names on Linux).
 
 use crate::field::{Bad, Cause, Path, invalid};
 
@@ -53,7 +54,7 @@ pub(crate) fn parse_standard(spec: &str) -> Result<(), String> {
             ));
         };
         let zone = &spec[eq + 1..space];
-        if zone.parse::<chrono_tz::Tz>().is_err() && zone != "UTC" && zone != "Local" {
+        if !known_zone(zone) && zone != "UTC" && zone != "Local" {
             return Err(format!("provided bad location {zone}: unknown time zone {zone}"));
         }
         spec = spec[space..].trim();
@@ -156,8 +157,15 @@ pub(crate) fn validate_time_zone(zone: &str, p: &Path) -> Vec<Cause> {
             "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
         ));
     }
-    if zone != "UTC" && zone != "Local" && zone.parse::<chrono_tz::Tz>().is_err() {
+    if zone != "UTC" && zone != "Local" && !known_zone(zone) {
         out.push(invalid(p.as_str(), bad(), &format!("unknown time zone {zone}")));
     }
     out
+}
+
+/// Whether `zone` names a zone of the bundled IANA database, with the same case.
+fn known_zone(zone: &str) -> bool {
+    static DATABASE: std::sync::LazyLock<jiff::tz::TimeZoneDatabase> =
+        std::sync::LazyLock::new(jiff::tz::TimeZoneDatabase::bundled);
+    DATABASE.get(zone).is_ok_and(|tz| tz.iana_name() == Some(zone))
 }

@@ -3,22 +3,24 @@
 //! QuickJS has no `Intl`, so a script cannot turn a wall-clock schedule in a time zone into
 //! instants by itself. [`Schedule::parse`] reads an expression the way a Kubernetes CronJob's
 //! `schedule` is read (five fields, names of months and days, `@hourly`-style shortcuts;
-//! `croner` does the parsing and the search) in an IANA time zone (`chrono-tz`'s copy of the
-//! tz database, so no `/usr/share/zoneinfo` is needed in the container), and answers in
-//! milliseconds since the epoch: [`Schedule::next_after`] and [`Schedule::between`]. Both are
-//! pure functions of their arguments, so a reconcile that uses them stays deterministic.
+//! `croner` does the parsing and the search) in an IANA time zone (the copy of the tz
+//! database built into the binary, see [`zone`], so no `/usr/share/zoneinfo` is needed in
+//! the container), and answers in milliseconds since the epoch: [`Schedule::next_after`] and
+//! [`Schedule::between`]. Both are pure functions of their arguments, so a reconcile that
+//! uses them stays deterministic.
 //!
 //! Wall-clock times that a daylight-saving change skips run at the first instant after the
 //! gap; times it repeats run once, at the first of the two instants (croner's rules, which
 //! match cron daemons').
 
-use std::str::FromStr;
-
 use chrono::{DateTime, TimeZone, Utc};
-use chrono_tz::Tz;
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
 use rquickjs::{Coerced, Ctx, Exception, Function, Object};
+
+pub mod zone;
+
+use zone::Zone;
 
 /// Most instants [`Schedule::between`] returns in one call.
 pub const MAX_BETWEEN: usize = 10_000;
@@ -47,7 +49,7 @@ pub enum CronError {
 #[derive(Debug, Clone)]
 pub struct Schedule {
     cron: Cron,
-    zone: Tz,
+    zone: Zone,
 }
 
 impl Schedule {
@@ -55,9 +57,9 @@ impl Schedule {
     /// (an IANA name; `UTC` when empty).
     pub fn parse(expression: &str, time_zone: &str) -> Result<Self, CronError> {
         let zone = if time_zone.is_empty() {
-            Tz::UTC
+            Zone::utc()
         } else {
-            Tz::from_str(time_zone).map_err(|_| CronError::TimeZone(time_zone.to_owned()))?
+            Zone::named(time_zone).ok_or_else(|| CronError::TimeZone(time_zone.to_owned()))?
         };
         // Kubernetes reads schedules with robfig/cron's standard parser: minute, hour,
         // day of month, month, day of week; no seconds and no years.
@@ -93,7 +95,7 @@ impl Schedule {
         Ok(out)
     }
 
-    fn at(&self, ms: f64) -> Result<DateTime<Tz>, CronError> {
+    fn at(&self, ms: f64) -> Result<DateTime<Zone>, CronError> {
         if !ms.is_finite() {
             return Err(CronError::Time(ms));
         }
