@@ -169,3 +169,16 @@ fn known_zone(zone: &str) -> bool {
         std::sync::LazyLock::new(jiff::tz::TimeZoneDatabase::bundled);
     DATABASE.get(zone).is_ok_and(|tz| tz.iana_name() == Some(zone))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::known_zone;
+
+    #[test]
+    fn zones_are_database_names_and_links_with_their_case() {
+        assert!(known_zone("Europe/Berlin"));
+        assert!(known_zone("US/Eastern"), "a link of the database, as its file is for Go");
+        assert!(!known_zone("europe/berlin"), "Go's LoadLocation is case-sensitive on Linux");
+        assert!(!known_zone("Mars/Olympus"));
+    }
+}

@@ -150,6 +150,10 @@ mod tests {
         assert!(Zone::named("europe/berlin").is_none(), "Go's LoadLocation is case-sensitive on Linux");
         assert!(Zone::named("Mars/Olympus").is_none());
         assert!(Zone::named("").is_none());
+        // Links of the database are names too, as their files are for Go.
+        for link in ["US/Eastern", "Asia/Calcutta", "Etc/GMT+5", "GMT"] {
+            assert!(Zone::named(link).is_some(), "{link}");
+        }
     }
 
     #[test]
