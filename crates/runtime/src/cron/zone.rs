@@ -112,7 +112,7 @@ impl TimeZone for Zone {
 
 fn fixed(offset: jiff::tz::Offset) -> FixedOffset {
     // Every offset of the database is within a day, which is all FixedOffset refuses.
-    FixedOffset::east_opt(offset.seconds()).unwrap_or(FixedOffset::east_opt(0).expect("zero offset"))
+    FixedOffset::east_opt(offset.seconds()).unwrap_or_else(|| chrono::Utc.fix())
 }
 
 fn civil(t: &NaiveDateTime) -> Option<jiff::civil::DateTime> {
