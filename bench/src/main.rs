@@ -306,7 +306,9 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
         fail(&mut run, "create");
     }
     run.create_reconciles = reconciles(port).await.saturating_sub(r0);
-    run.create_requests = impl_requests(&client).await?.values().sum();
+    let create_requests = impl_requests(&client).await?;
+    tracing::info!(implementation = imp, size, requests = ?create_requests, "the create phase's requests");
+    run.create_requests = create_requests.values().sum();
     run.requests_per_reconcile = run.create_requests as f64 / run.create_reconciles.max(1) as f64;
     run.rss_per_cr_kb = (proc_usage(pid).1 - run.base_rss_mb).max(0.0) * 1024.0 / size as f64;
 

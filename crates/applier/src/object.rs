@@ -3,7 +3,7 @@
 use ctop_core::group_of;
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::applyset::GroupKind;
@@ -58,6 +58,27 @@ pub(crate) struct Key {
     pub(crate) name: String,
 }
 
+/// The parts of an object [`ObjectInfo::of`] reads; everything else is skipped unparsed.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Head {
+    api_version: Option<Value>,
+    kind: Option<Value>,
+    metadata: Option<HeadMeta>,
+    status: Option<Value>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HeadMeta {
+    name: Option<Value>,
+    namespace: Option<Value>,
+    uid: Option<Value>,
+    resource_version: Option<Value>,
+    labels: Option<Value>,
+    annotations: Option<Value>,
+}
+
 /// What the applier and the status writer need of an object read from the API server.
 #[derive(Clone, Debug)]
 pub(crate) struct ObjectInfo {
@@ -77,19 +98,34 @@ impl ObjectInfo {
     /// `#[derive(CustomResource)]` types and `DynamicObject`s with `types` all serialize
     /// their `apiVersion` and `kind`). On error: the object's description and the reason.
     pub(crate) fn of<K: Serialize>(object: &K) -> Result<Self, (String, String)> {
-        let value = serde_json::to_value(object)
+        // Through the text and into the fields read here only: a `Value` of the whole object
+        // (its spec, every other field of its metadata) would be built to be thrown away.
+        let head = serde_json::to_vec(object)
+            .and_then(|text| serde_json::from_slice::<Head>(&text))
             .map_err(|e| ("object".to_owned(), format!("it does not serialize to JSON: {e}")))?;
-        Self::from_value(value)
+        Self::from_head(head)
     }
 
-    fn from_value(mut value: Value) -> Result<Self, (String, String)> {
-        let text = |v: &Value, ptr: &str| {
-            v.pointer(ptr).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned)
+    #[cfg(test)]
+    fn from_value(value: Value) -> Result<Self, (String, String)> {
+        let head = Head::deserialize(value).map_err(|e| ("object".to_owned(), e.to_string()))?;
+        Self::from_head(head)
+    }
+
+    fn from_head(head: Head) -> Result<Self, (String, String)> {
+        let text = |v: Option<Value>| match v {
+            Some(Value::String(s)) if !s.is_empty() => Some(s),
+            _ => None,
         };
-        let api_version = text(&value, "/apiVersion");
-        let kind = text(&value, "/kind");
-        let name = text(&value, "/metadata/name");
-        let namespace = text(&value, "/metadata/namespace");
+        let map = |v: Option<Value>| match v {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        let metadata = head.metadata.unwrap_or_default();
+        let api_version = text(head.api_version);
+        let kind = text(head.kind);
+        let name = text(metadata.name);
+        let namespace = text(metadata.namespace);
         let describe = format!(
             "{} {}{}",
             kind.as_deref().unwrap_or("<no kind>"),
@@ -100,16 +136,18 @@ impl ObjectInfo {
         let api_version = api_version.ok_or_else(|| missing("apiVersion (a DynamicObject needs `types`)"))?;
         let kind = kind.ok_or_else(|| missing("kind (a DynamicObject needs `types`)"))?;
         let name = name.ok_or_else(|| missing("metadata.name"))?;
-        let uid = text(&value, "/metadata/uid").ok_or_else(|| missing("metadata.uid"))?;
-        let resource_version = text(&value, "/metadata/resourceVersion");
-        let map = |v: &mut Value, ptr: &str| match v.pointer_mut(ptr).map(Value::take) {
-            Some(Value::Object(m)) => m,
-            _ => Map::new(),
-        };
-        let labels = map(&mut value, "/metadata/labels");
-        let annotations = map(&mut value, "/metadata/annotations");
-        let status = value.get_mut("status").map(Value::take).filter(|s| !s.is_null());
-        Ok(Self { api_version, kind, name, namespace, uid, resource_version, labels, annotations, status })
+        let uid = text(metadata.uid).ok_or_else(|| missing("metadata.uid"))?;
+        Ok(Self {
+            api_version,
+            kind,
+            name,
+            namespace,
+            uid,
+            resource_version: text(metadata.resource_version),
+            labels: map(metadata.labels),
+            annotations: map(metadata.annotations),
+            status: head.status.filter(|s| !s.is_null()),
+        })
     }
 
     pub(crate) fn group(&self) -> &str {

@@ -14,7 +14,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::oneshot;
@@ -30,6 +30,8 @@ pub type VmFactory = Arc<dyn Fn() -> Result<Vm, VmError> + Send + Sync>;
 pub struct Pool {
     factory: VmFactory,
     size: usize,
+    /// The first `Vm`'s deadline: how long [`Pool::run`] first waits before it looks.
+    timeout: Duration,
     state: Mutex<PoolState>,
     returned: Condvar,
 }
@@ -56,7 +58,10 @@ impl fmt::Debug for Pool {
 /// first to see the other's mark decides what happens to the `Vm`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum CallState {
-    Running,
+    /// Waiting for a free `Vm`: not the script's time.
+    Waiting,
+    /// `f` runs since `at`, on a `Vm` whose deadline is `deadline`.
+    Running { at: Instant, deadline: Duration },
     /// The caller gave up on it; the thread drops the `Vm` instead of returning it.
     Abandoned,
     /// The call ended (its result is sent); the caller can no longer abandon it.
@@ -76,6 +81,7 @@ impl Pool {
         Ok(Pool {
             factory: Arc::new(factory),
             size,
+            timeout: first.limits().timeout,
             state: Mutex::new(PoolState { idle: vec![first], empty: size - 1 }),
             returned: Condvar::new(),
         })
@@ -105,9 +111,8 @@ impl Pool {
         R: Send + 'static,
         F: FnOnce(&mut Vm) -> Result<R, VmError> + Send + 'static,
     {
-        let (started_tx, started_rx) = oneshot::channel::<Duration>();
         let (done_tx, done_rx) = oneshot::channel::<Result<R, VmError>>();
-        let state = Arc::new(Mutex::new(CallState::Running));
+        let state = Arc::new(Mutex::new(CallState::Waiting));
         let pool = Arc::clone(self);
         let shared = Arc::clone(&state);
         let thread = tokio::task::spawn_blocking(move || {
@@ -118,16 +123,14 @@ impl Pool {
                     return;
                 }
             };
-            let _ = started_tx.send(vm.limits().timeout);
+            // The start is marked, not sent: the caller reads it only when its timer fires,
+            // so a call that ends in time wakes the caller once, with its result.
+            *shared.lock() = CallState::Running { at: Instant::now(), deadline: vm.limits().timeout };
             let mut lease = Lease { pool: &pool, armed: true };
             let result = f(&mut vm);
             lease.armed = false;
-            let abandoned = {
-                let mut state = shared.lock();
-                let abandoned = *state == CallState::Abandoned;
-                *state = CallState::Finished;
-                abandoned
-            };
+            let abandoned =
+                std::mem::replace(&mut *shared.lock(), CallState::Finished) == CallState::Abandoned;
             // The result goes out before a broken `Vm` is rebuilt on check-in.
             let _ = done_tx.send(result);
             if abandoned {
@@ -147,37 +150,46 @@ impl Pool {
             }
         };
         tokio::pin!(joined);
-        let deadline = tokio::select! {
-            biased;
-            result = &mut joined => return result,
-            started = started_rx => match started {
-                Ok(deadline) => deadline,
-                Err(_) => return joined.await,
-            },
-        };
-        match tokio::time::timeout(deadline.saturating_add(grace), &mut joined).await {
-            Ok(result) => result,
-            Err(_) => {
-                let finished = {
-                    let mut state = state.lock();
-                    let finished = *state == CallState::Finished;
-                    if !finished {
-                        *state = CallState::Abandoned;
-                    }
-                    finished
-                };
-                if finished {
-                    return joined.await;
-                }
-                tracing::warn!(
-                    deadline = ?deadline,
-                    grace = ?grace,
-                    "a script call is still running past its deadline (blocked in a host call); \
-                     its runtime is abandoned and replaced"
-                );
-                self.free_slot();
-                Err(VmError::Timeout { after: deadline })
+        // One timer, re-armed while the call waits for a `Vm` or still has time left.
+        let mut wait = self.timeout.saturating_add(grace);
+        loop {
+            if let Ok(result) = tokio::time::timeout(wait, &mut joined).await {
+                return result;
             }
+            // What the timer found: still waiting for a `Vm`, time left, ended, or overrun.
+            let overrun = {
+                let mut state = state.lock();
+                match *state {
+                    CallState::Waiting => {
+                        wait = self.timeout.saturating_add(grace);
+                        None
+                    }
+                    CallState::Running { at, deadline } => {
+                        let left = deadline.saturating_add(grace).saturating_sub(at.elapsed());
+                        if left.is_zero() {
+                            *state = CallState::Abandoned;
+                            Some(Some(deadline))
+                        } else {
+                            wait = left;
+                            None
+                        }
+                    }
+                    CallState::Finished | CallState::Abandoned => Some(None),
+                }
+            };
+            let deadline = match overrun {
+                None => continue,
+                Some(None) => return joined.await,
+                Some(Some(deadline)) => deadline,
+            };
+            tracing::warn!(
+                deadline = ?deadline,
+                grace = ?grace,
+                "a script call is still running past its deadline (blocked in a host call); \
+                 its runtime is abandoned and replaced"
+            );
+            self.free_slot();
+            return Err(VmError::Timeout { after: deadline });
         }
     }
 
