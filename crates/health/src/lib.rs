@@ -4,7 +4,8 @@
 //! `apiVersion`, `kind`, `metadata`, `spec`, `status`) and answers with a [`Health`]: one of
 //! six [`Status`]es, a CamelCase `reason` and a short lower-case `message` with the numbers
 //! that explain it (`1 of 2 replicas available`). It reads only the object: no clock, no
-//! cluster, no I/O, so the same object always gets the same answer.
+//! cluster, no I/O, so the same object always gets the same answer. [`health_of_json`]
+//! gives the same answer for the object as JSON text, parsing only the fields the rules read.
 //!
 //! The rules are those of cli-utils' kstatus (`pkg/kstatus/status`), the library kubectl,
 //! kpt, Flux and Config Sync judge readiness with, in their order:
@@ -58,12 +59,14 @@
 mod generic;
 mod kinds;
 mod read;
+mod text;
 
 use std::fmt;
 
 use serde_json::Value;
 
 use read::{Malformed, Object};
+pub use text::health_of_json;
 
 /// The health of one object, as kstatus reckons it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

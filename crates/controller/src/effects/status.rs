@@ -33,7 +33,7 @@ pub(crate) fn ready_condition(ctx: &Ctx, children: &[ChildRef]) -> Condition {
         let key = ctop_core::kind_key(&c.api_version, &c.kind);
         let cache = ctx.caches.iter().find(|x| x.key == key)?;
         let health = match cache.store.get(c.namespace.as_deref().filter(|_| cache.namespaced), &c.name) {
-            Some(o) => ctop_health::health(&serde_json::from_str(&o.to_json(&cache.ar)).ok()?),
+            Some(o) => ctop_health::health_of_json(&o.to_json(&cache.ar)).ok()?,
             None => ctop_health::Health::not_found(),
         };
         (!health.is_current()).then_some((c, health))
