@@ -34,7 +34,7 @@ struct JudgedMeta {
 pub fn health_of_json(text: &str) -> Result<Health, serde_json::Error> {
     let judged: Judged = serde_json::from_str(text)?;
     let mut object = Map::new();
-    let mut put = |map: &mut Map<String, Value>, key: &str, value: Option<Value>| {
+    let put = |map: &mut Map<String, Value>, key: &str, value: Option<Value>| {
         if let Some(value) = value {
             map.insert(key.to_owned(), value);
         }
