@@ -24,7 +24,7 @@ bin="${CARGO_TARGET_DIR:-target}/release"
 # informational, a stale list costs memory, not correctness.
 if command -v nm >/dev/null; then
   defined=$(nm --defined-only "$bin/ctop" 2>/dev/null | awk '{print $3}' | sort -u | comm -12 - <(sort -u crates/cli/hot-functions.txt) | wc -l)
-  echo "hot-functions.txt: $defined of $(wc -l <crates/cli/hot-functions.txt) names are functions of this build (the list also holds other builds' names; when this falls after a dependency or toolchain update, run bench/hot-functions.sh)"
+  echo "hot-functions.txt: $defined of $(wc -l <crates/cli/hot-functions.txt) names are functions of this build (the list also holds other builds' names; when this falls after a code change or a dependency or toolchain update, run bench/hot-functions.sh --add with this build)"
 fi
 "$bin/ctop-bench" --sizes 100 --steady-secs 3 --timeout-secs 300 \
   --ctop "$bin/ctop" --native "$bin/webapp-native" \

@@ -16,6 +16,7 @@
 #![allow(clippy::print_stderr)]
 
 mod report;
+mod rounds;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -84,6 +85,10 @@ pub struct Opts {
     /// Exit non-zero when an implementation does not converge in a phase.
     #[arg(long)]
     require_convergence: bool,
+    /// Run every implementation this many times at each size, in turn (ctop, native, kopf,
+    /// ctop, ...), and report each figure's median over the rounds.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
 }
 
 /// Everything measured for one implementation at one size.
@@ -143,6 +148,13 @@ pub struct Run {
     pub script_mean_us: Option<f64>,
     /// ctop only: p50 of the script time (from the histogram buckets).
     pub script_p50_us: Option<f64>,
+    /// How many runs each figure is the median of (`--rounds`).
+    #[serde(default = "one")]
+    pub rounds: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 #[tokio::main]
@@ -170,23 +182,31 @@ async fn main() -> anyhow::Result<()> {
         eprintln!("results: {}", opts.out.join("results.md").display());
         return Ok(());
     }
+    let rounds = opts.rounds.max(1);
     for &size in &opts.sizes {
-        for imp in &opts.impls {
-            eprintln!("==> {imp}: {size} CRs");
-            let run = match run_one(&opts, imp, size).await {
-                Ok(r) => r,
-                Err(e) => Run {
-                    implementation: imp.clone(),
-                    size,
-                    failure: Some(format!("{e:#}")),
-                    ..Run::default()
-                },
-            };
-            eprintln!("    {}", report::summary(&run));
-            runs.retain(|r| !(r.implementation == run.implementation && r.size == run.size));
-            runs.push(run);
-            runs.sort_by_key(|r| (r.size, order(r)));
-            report::write(&opts.out, &runs, &opts.every)?;
+        let mut measured: HashMap<String, Vec<Run>> = HashMap::new();
+        for round in 1..=rounds {
+            for imp in &opts.impls {
+                let of = if rounds > 1 { format!(", round {round} of {rounds}") } else { String::new() };
+                eprintln!("==> {imp}: {size} CRs{of}");
+                let run = match run_one(&opts, imp, size).await {
+                    Ok(r) => r,
+                    Err(e) => Run {
+                        implementation: imp.clone(),
+                        size,
+                        failure: Some(format!("{e:#}")),
+                        ..Run::default()
+                    },
+                };
+                eprintln!("    {}", report::summary(&run));
+                let runs_of = measured.entry(imp.clone()).or_default();
+                runs_of.push(run);
+                let Some(run) = rounds::median(runs_of) else { continue };
+                runs.retain(|r| !(r.implementation == run.implementation && r.size == run.size));
+                runs.push(run);
+                runs.sort_by_key(|r| (r.size, order(r)));
+                report::write(&opts.out, &runs, &opts.every)?;
+            }
         }
     }
     eprintln!("results: {}", opts.out.join("results.md").display());

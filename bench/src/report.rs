@@ -85,9 +85,15 @@ fn find<'a>(runs: &'a [Run], imp: &str, size: usize) -> Option<&'a Run> {
 /// The Markdown table and the target check.
 pub fn markdown(runs: &[Run], every: &str) -> String {
     let mut md = String::new();
+    let rounds = runs.iter().map(|r| r.rounds).max().unwrap_or(1);
+    let medians = if rounds > 1 {
+        format!(" Each figure is the median of up to {rounds} interleaved runs (`--rounds`).")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         md,
-        "Resync period `{every}` for all three; kubesim `--plain-http`, one fresh kubesim per run; CRs in one namespace.\n"
+        "Resync period `{every}` for all three; kubesim `--plain-http`, one fresh kubesim per run; CRs in one namespace.{medians}\n"
     );
     let _ = writeln!(
         md,

@@ -6,9 +6,11 @@
 //!   --tool=callgrind` run and a `perf` sample of the benchmark). The linker places them
 //!   together at the start of `.text`, so the pages a running operator maps are those few
 //!   megabytes, not pages of the whole 40 MB text scattered by one touched function each.
-//!   Names carry a hash that depends on the profile and the dependencies' versions: a
-//!   function the list does not name (new code, another profile) is laid out as before,
-//!   and only the saving shrinks until the list is written again.
+//!   Names carry a hash that depends on the profile and the dependencies' versions, and
+//!   in the release profile a local that ThinLTO promotes is renamed after its codegen
+//!   unit's content (`.llvm.<hash>`), so an edit renames some functions of its crate: a
+//!   function the list does not name (new or edited code, another profile) is laid out as
+//!   before, and only the saving shrinks until the list is written again.
 //! - **Packed relative relocations** (`-z pack-relative-relocs`, DT_RELR): the 76,000
 //!   relocations of a position-independent binary take 40 KB instead of 1.8 MB that the
 //!   loader reads at start. Needs glibc 2.36 at run time, checked here on the build host
