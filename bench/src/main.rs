@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use ctop_bench::implementation;
-use ctop_bench::procs::{Proc, free_port, proc_usage, reconciles, scrape, spawn};
+use ctop_bench::procs::{self, Proc, free_port, proc_usage, reconciles, scrape, spawn};
 use ctop_bench::seen::{Seen, wait_for, watch_workload};
 use ctop_bench::sim::{self, IMAGE_1, IMAGE_2, example_copy, webapp};
 use futures::{StreamExt as _, TryStreamExt as _};
@@ -33,6 +33,10 @@ use kube::Client;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
+
+/// `--pin`: the CPU of kubesim and the driver, and that of the implementation under test.
+const SIM_CPU: &str = "0";
+const IMPL_CPU: &str = "1";
 
 /// Command-line options.
 #[derive(Debug, Clone, clap::Parser)]
@@ -85,6 +89,12 @@ pub struct Opts {
     /// Exit non-zero when an implementation does not converge in a phase.
     #[arg(long)]
     require_convergence: bool,
+    /// Pin the processes to CPUs: kubesim and this driver to the first, the implementation
+    /// under test to the second (`taskset`; needs two CPUs). The implementation then meets
+    /// the API server as in a cluster, on a CPU of its own, and its CPU seconds stop swinging
+    /// with where the scheduler put it (bench/README.md, "Pinned").
+    #[arg(long)]
+    pin: bool,
     /// Run every implementation this many times at each size, in turn (ctop, native, kopf,
     /// ctop, ...), and report each figure's median over the rounds.
     #[arg(long, default_value_t = 1)]
@@ -151,6 +161,9 @@ pub struct Run {
     /// How many runs each figure is the median of (`--rounds`).
     #[serde(default = "one")]
     pub rounds: usize,
+    /// The implementation ran on a CPU of its own, kubesim and the driver on another (`--pin`).
+    #[serde(default)]
+    pub pinned: bool,
 }
 
 fn one() -> usize {
@@ -167,6 +180,13 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let opts = <Opts as clap::Parser>::parse();
     std::fs::create_dir_all(&opts.out)?;
+    if opts.pin {
+        let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        if cpus < 2 {
+            bail!("--pin needs two CPUs (this process may use {cpus}); run without --pin");
+        }
+        procs::pin_self(SIM_CPU)?;
+    }
     let mut runs: Vec<Run> = Vec::new();
     for path in &opts.merge {
         let earlier: Vec<Run> = serde_json::from_slice(&std::fs::read(path)?)?;
@@ -194,6 +214,7 @@ async fn main() -> anyhow::Result<()> {
                     Err(e) => Run {
                         implementation: imp.clone(),
                         size,
+                        pinned: opts.pin,
                         failure: Some(format!("{e:#}")),
                         ..Run::default()
                     },
@@ -257,7 +278,8 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     let tmp = std::env::temp_dir().join(format!("ctop-bench-{}-{imp}-{size}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
-    let kubesim = sim::start(opts.sim.as_ref().unwrap_or(&opts.ctop), &tmp, size).await?;
+    let kubesim =
+        sim::start(opts.sim.as_ref().unwrap_or(&opts.ctop), &tmp, size, opts.pin.then_some(SIM_CPU)).await?;
     let (kubeconfig, client) = (kubesim.kubeconfig.clone(), kubesim.client.clone());
 
     // The CRD, from `ctop manifests` of the example.
@@ -278,13 +300,16 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
         let launch =
             implementation::Launch { example: &example, kubeconfig: &kubeconfig, every, metrics_port: port };
         let mut cmd = implementation::command(imp, &programs, &launch)?;
+        if opts.pin {
+            cmd = procs::pinned(&cmd, IMPL_CPU);
+        }
         Ok((spawn(&mut cmd, &tmp.join(format!("{imp}-{log}.log")))?, port))
     };
     // Process A: the example's own period (5m), for cold start, create and update.
     let started = Instant::now();
     let (proc, port) = start("5m", "work")?;
     let pid = proc.child.id();
-    let mut run = Run { implementation: imp.into(), size, ..Run::default() };
+    let mut run = Run { implementation: imp.into(), size, pinned: opts.pin, ..Run::default() };
     let timeout = Duration::from_secs(opts.timeout_secs);
 
     // Cold start: the probe's status.

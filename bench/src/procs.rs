@@ -40,6 +40,37 @@ pub fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
+/// `cmd` run through `taskset -c <cpus>`: the same program, arguments, environment and
+/// directory, allowed on those CPUs only (`taskset` execs it, so the child's pid is the
+/// program's).
+#[must_use]
+pub fn pinned(cmd: &Command, cpus: &str) -> Command {
+    let mut out = Command::new("taskset");
+    out.arg("-c").arg(cpus).arg(cmd.get_program()).args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(v) => out.env(key, v),
+            None => out.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        out.current_dir(dir);
+    }
+    out
+}
+
+/// Keep this process (every thread of it) on `cpus`, with `taskset -a -p`.
+pub fn pin_self(cpus: &str) -> anyhow::Result<()> {
+    let status = Command::new("taskset")
+        .args(["-a", "-p", "-c", cpus])
+        .arg(std::process::id().to_string())
+        .stdout(Stdio::null())
+        .status()
+        .context("cannot run taskset (util-linux) to pin the benchmark's processes")?;
+    anyhow::ensure!(status.success(), "taskset could not pin this process to CPU {cpus}: {status}");
+    Ok(())
+}
+
 /// Start `cmd` with stdout and stderr both going to `log`.
 pub fn spawn(cmd: &mut Command, log: &Path) -> anyhow::Result<Proc> {
     let file = std::fs::File::create(log)?;

@@ -91,9 +91,14 @@ pub fn markdown(runs: &[Run], every: &str) -> String {
     } else {
         String::new()
     };
+    let pinned = if runs.iter().any(|r| r.pinned) {
+        " Pinned (`--pin`): kubesim and the driver on CPU 0, the implementation on CPU 1."
+    } else {
+        ""
+    };
     let _ = writeln!(
         md,
-        "Resync period `{every}` for all three; kubesim `--plain-http`, one fresh kubesim per run; CRs in one namespace.{medians}\n"
+        "Resync period `{every}` for all three; kubesim `--plain-http`, one fresh kubesim per run; CRs in one namespace.{pinned}{medians}\n"
     );
     let _ = writeln!(
         md,

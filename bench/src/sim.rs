@@ -39,26 +39,21 @@ pub struct Sim {
 
 /// Start `ctop sim --plain-http --no-workloads` (plain HTTP, which every implementation
 /// speaks; no simulated Pods, so the figures stay comparable with earlier runs) with a
-/// watch history sized for `size` CRs, writing its kubeconfig and log into `dir`.
-pub async fn start(ctop: &Path, dir: &Path, size: usize) -> anyhow::Result<Sim> {
+/// watch history sized for `size` CRs, writing its kubeconfig and log into `dir`; on the
+/// CPUs `cpus` names (`taskset -c`) when given.
+pub async fn start(ctop: &Path, dir: &Path, size: usize, cpus: Option<&str>) -> anyhow::Result<Sim> {
     let kubeconfig = dir.join("kubeconfig");
     let history = (size * 20).max(10_000).to_string();
-    let proc = spawn(
-        Command::new(ctop)
-            .args([
-                "sim",
-                "--plain-http",
-                "--no-workloads",
-                "--addr",
-                "127.0.0.1:0",
-                "--watch-history",
-                &history,
-            ])
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .env("CTOP_LOG", "warn"),
-        &dir.join("sim.log"),
-    )?;
+    let mut cmd = Command::new(ctop);
+    cmd.args(["sim", "--plain-http", "--no-workloads", "--addr", "127.0.0.1:0", "--watch-history", &history])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .env("CTOP_LOG", "warn");
+    let mut cmd = match cpus {
+        Some(cpus) => crate::procs::pinned(&cmd, cpus),
+        None => cmd,
+    };
+    let proc = spawn(&mut cmd, &dir.join("sim.log"))?;
     if !wait_for(Duration::from_secs(20), || kubeconfig.exists()).await {
         bail!("kubesim did not write its kubeconfig (see {})", dir.join("sim.log").display());
     }

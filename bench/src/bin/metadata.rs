@@ -206,7 +206,7 @@ async fn run_mode(opts: &Opts, mode: &str) -> anyhow::Result<Run> {
     std::fs::write(operator.join("operator.ct"), OPERATOR.replace("{READS}", reads))?;
     let timeout = Duration::from_secs(opts.timeout_secs);
 
-    let sim = sim::start(&opts.ctop, &dir, opts.pods).await?;
+    let sim = sim::start(&opts.ctop, &dir, opts.pods, None).await?;
     let client = sim.client.clone();
     // The Census CRD, as `ctop manifests` prints it.
     sim::install_crd(&opts.ctop, &operator, &client, "censuses.bench.ctop.dev").await?;

@@ -295,7 +295,7 @@ async fn run_one(opts: &Opts, spec: &Spec) -> anyhow::Result<ShardRun> {
         std::env::temp_dir().join(format!("ctop-bench-sharding-{}-{}", std::process::id(), spec.label()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
-    let kubesim = sim::start(&opts.ctop, &tmp, spec.size).await?;
+    let kubesim = sim::start(&opts.ctop, &tmp, spec.size, None).await?;
     let client = kubesim.client.clone();
     let example = example_copy(&opts.example, &tmp, "5m")?;
     let webapps = sim::install_webapp_crd(&opts.ctop, &example, &client).await?;

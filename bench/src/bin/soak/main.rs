@@ -185,7 +185,7 @@ async fn run_one(opts: &Opts, run: &mut SoakRun) -> anyhow::Result<()> {
     let tmp = std::env::temp_dir().join(format!("ctop-bench-soak-{}-{imp}-{size}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
-    let kubesim = sim::start(&opts.ctop, &tmp, size).await?;
+    let kubesim = sim::start(&opts.ctop, &tmp, size, None).await?;
     let client = kubesim.client.clone();
     let example = example_copy(&opts.example, &tmp, EVERY)?;
     let webapps = sim::install_webapp_crd(&opts.ctop, &example, &client).await?;
