@@ -33,13 +33,11 @@ if [ "${1:-}" = --add ]; then
 fi
 [ $# -gt 0 ] || set -- target/release/ctop
 out=crates/cli/hot-functions.txt
-for tool in valgrind kubectl nm curl; do
-  command -v "$tool" >/dev/null || { echo "error: $tool is not on PATH (Debian: apt-get install valgrind binutils curl; kubectl as for the tests)" >&2; exit 1; }
-done
+. bench/kubesim.sh
+need_tools valgrind kubectl nm curl
 
 top=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$top"; }
+cleanup() { kill_started; rm -rf "$top"; }
 trap cleanup EXIT
 
 # The functions one binary runs, written to $1.
@@ -51,11 +49,7 @@ trace() {
     exit 1
   fi
 
-  "$ctop" sim --addr 127.0.0.1:0 --plain-http --no-workloads --kubeconfig "$work/kubeconfig" >"$work/sim.log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 1 200); do [ -s "$work/kubeconfig" ] && break; sleep 0.1; done
-  [ -s "$work/kubeconfig" ] || { echo "error: kubesim did not start: $(tail -3 "$work/sim.log")" >&2; exit 1; }
-  export KUBECONFIG="$work/kubeconfig"
+  start_kubesim "$ctop" "$work"
 
   "$ctop" bundle examples/webapp -o "$work/webapp.js.gz" >/dev/null 2>&1
   "$ctop" manifests examples/webapp 2>/dev/null | kubectl apply --server-side -f - >/dev/null

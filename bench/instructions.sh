@@ -16,19 +16,13 @@ cd "$(dirname "$0")/.."
 ctop=$(realpath "${1:-target/release/ctop}")
 n=${2:-200}
 keep=${3:-}
-for tool in valgrind kubectl; do
-  command -v "$tool" >/dev/null || { echo "error: $tool is not on PATH (Debian: apt-get install valgrind; kubectl as for the tests)" >&2; exit 1; }
-done
+. bench/kubesim.sh
+need_tools valgrind kubectl
 work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+cleanup() { kill_started; rm -rf "$work"; }
 trap cleanup EXIT
 
-"$ctop" sim --addr 127.0.0.1:0 --plain-http --no-workloads --kubeconfig "$work/kubeconfig" >"$work/sim.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 200); do [ -s "$work/kubeconfig" ] && break; sleep 0.1; done
-[ -s "$work/kubeconfig" ] || { echo "error: kubesim did not start: $(tail -3 "$work/sim.log")" >&2; exit 1; }
-export KUBECONFIG="$work/kubeconfig"
+start_kubesim "$ctop" "$work"
 "$ctop" manifests examples/webapp 2>/dev/null | kubectl apply --server-side -f - >/dev/null
 
 valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
