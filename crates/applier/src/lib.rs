@@ -66,6 +66,10 @@
 //!   still there). This memory is in-process: after a restart every child is applied once
 //!   more, which server-side apply makes harmless. A hash annotation on the child could
 //!   survive restarts but could not tell that someone edited the child since.
+//! - **A Secret's `stringData` is sent as `data`.** Base64-encoded, as the API server
+//!   stores it (a key in both takes `stringData`'s value). The field manager then owns the
+//!   `data` keys the Secret has, a value generated once as text and later copied back from
+//!   the cache as `data` is the same apply (skipped), and a key the caller drops is removed.
 //! - **Safe pruning.** Only after every apply of the pass succeeded; only objects found by
 //!   label-selected lists of the recorded kinds that carry our `part-of` label *and* an
 //!   owner reference to the owner's uid (in another namespace: the `ctop.dev/owner`

@@ -2,6 +2,7 @@
 //! owner reference or owner label, ApplySet labels, fingerprint), and what applying it will
 //! do to the live object ([`Claim`]: a child, one made again, or one taken over).
 
+use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
 use crate::adopt::{ChildError, holder};
@@ -32,6 +33,30 @@ pub(crate) enum Found {
     Nothing,
 }
 
+/// A Secret's `stringData` moved into `data`, base64-encoded, as the API server stores it
+/// (a key in both takes `stringData`'s value). The apply then sends the field the object has,
+/// so the field manager owns `data.<key>` rather than a `stringData` that is never stored, a
+/// later apply of the same value as `data` (read back from the cache) is the same apply and
+/// is skipped, and a key dropped from the desired Secret is removed from it. Left as it is
+/// when a value is not a string, for the API server to refuse in its own words.
+fn fold_string_data(body: &mut Map<String, Value>) {
+    let Some(Value::Object(text)) = body.get("stringData") else { return };
+    let data_fits = matches!(body.get("data"), None | Some(Value::Null | Value::Object(_)));
+    if !data_fits || !text.values().all(Value::is_string) {
+        return;
+    }
+    let Some(Value::Object(text)) = body.remove("stringData") else { return };
+    let mut data = match body.remove("data") {
+        Some(Value::Object(data)) => data,
+        _ => Map::new(),
+    };
+    for (key, value) in text {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(value.as_str().unwrap_or_default());
+        data.insert(key, Value::String(encoded));
+    }
+    body.insert("data".into(), Value::Object(data));
+}
+
 impl Applier {
     /// Check one desired child and build the apply body: namespace defaulted, server-set
     /// metadata dropped, the `part-of` label and the controller owner reference added.
@@ -56,6 +81,9 @@ impl Applier {
         let name = text(body.get("metadata").and_then(|m| m.get("name")));
         let describe =
             format!("{} {}", kind.as_deref().unwrap_or("<no kind>"), name.as_deref().unwrap_or("<no name>"));
+        if api_version.as_deref() == Some("v1") && kind.as_deref() == Some("Secret") {
+            fold_string_data(&mut body);
+        }
         let Some(api_version) = api_version else { return Err(invalid(describe, "it has no apiVersion")) };
         let Some(kind) = kind else { return Err(invalid(describe, "it has no kind")) };
         let Some(Value::Object(meta)) = body.get_mut("metadata") else {
@@ -251,5 +279,37 @@ impl Applier {
                 Err(ChildError::NotOurs { owner: owner.describe(), holder, controlled })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::fold_string_data;
+
+    fn folded(secret: serde_json::Value) -> serde_json::Value {
+        let serde_json::Value::Object(mut body) = secret else { panic!("not an object") };
+        fold_string_data(&mut body);
+        serde_json::Value::Object(body)
+    }
+
+    #[test]
+    fn string_data_is_sent_as_data_as_the_server_stores_it() {
+        let secret =
+            json!({"data": {"a": "QQ==", "b": "Qg=="}, "stringData": {"b": "bee", "token": "héllo"}});
+        assert_eq!(folded(secret), json!({"data": {"a": "QQ==", "b": "YmVl", "token": "aMOpbGxv"}}));
+        assert_eq!(folded(json!({"stringData": {"k": ""}, "data": null})), json!({"data": {"k": ""}}));
+        assert_eq!(folded(json!({"data": {"k": "dg=="}})), json!({"data": {"k": "dg=="}}));
+    }
+
+    #[test]
+    fn what_the_server_refuses_is_left_for_it_to_refuse() {
+        let not_text = json!({"stringData": {"n": 1}});
+        assert_eq!(folded(not_text.clone()), not_text);
+        let bad_data = json!({"data": ["x"], "stringData": {"k": "v"}});
+        assert_eq!(folded(bad_data.clone()), bad_data);
+        let bad_string_data = json!({"stringData": "v"});
+        assert_eq!(folded(bad_string_data.clone()), bad_string_data);
     }
 }

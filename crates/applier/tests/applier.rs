@@ -190,6 +190,35 @@ async fn unchanged_children_are_not_written_again() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_secret_written_as_text_then_read_back_as_data_is_one_apply() {
+    let (_sim, client) = start().await;
+    let owner = create_app(&client, "default", "web").await;
+    let applier = Applier::new(client.clone(), ApplierConfig::default());
+    let secret = |values: Value| {
+        let mut s = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "web-token"}});
+        s.as_object_mut().expect("object").extend(values.as_object().expect("object").clone());
+        s
+    };
+    // The first pass generates the value as text; later ones copy `data` from the cache.
+    let report = applier.apply(&owner, vec![secret(json!({"stringData": {"token": "s3cret"}}))]).await;
+    assert_eq!(names(&report.expect("first apply").applied), ["Secret default/web-token"]);
+    let owner = reread(&client, &owner).await;
+    let secrets = Api::<Secret>::namespaced(client.clone(), "default");
+    let live = secrets.get("web-token").await.expect("secret");
+    let token = live.data.as_ref().and_then(|d| d.get("token")).expect("data.token");
+    assert_eq!(token.0, b"s3cret");
+    let managed = serde_json::to_value(&live.metadata.managed_fields).expect("managed fields");
+    assert!(managed.to_string().contains("f:token"), "{managed}");
+    assert!(!managed.to_string().contains("f:stringData"), "the field owned is the stored one: {managed}");
+
+    let report = applier.apply(&owner, vec![secret(json!({"data": {"token": "czNjcmV0"}}))]).await;
+    let report = report.expect("second apply");
+    assert!(report.applied.is_empty(), "the same content: {report:?}");
+    assert_eq!(report.skipped.len(), 1);
+    assert_eq!(rv(&secrets.get("web-token").await.expect("secret")), rv(&live), "not written again");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_cache_of_children_replaces_the_reads() {
     let (_sim, client) = start().await;
     let owner = create_app(&client, "default", "web").await;

@@ -176,6 +176,16 @@ impl ctop_core::Observer for CacheView {
             r.nondeterministic = Some(what);
         }
     }
+
+    /// An attempt starts: what an earlier, stopped attempt read is forgotten.
+    fn runtime(&self, _serial: u64, _call: u64) {
+        *self.recording.lock() = Recording::default();
+    }
+
+    /// The caches are in memory; a read holds a store's lock only to copy out of it.
+    fn answers_from_memory(&self) -> bool {
+        true
+    }
 }
 
 pub(crate) struct Children<'a>(pub(crate) &'a [Cached]);

@@ -45,8 +45,23 @@ pub trait Observer: Send + Sync {
     /// served before this one. What a script keeps at module level lives in its runtime, so a
     /// recorder notes it and a replay runs each runtime's calls on a runtime of their own, in
     /// order. The default ignores it; a wrapping observer must forward it.
+    ///
+    /// It also starts each *attempt*: a call that ran first on the async worker and overran
+    /// its short budget there is stopped and runs again from the start on another runtime
+    /// (see [`Observer::answers_from_memory`]). An observer that keeps what a call read or
+    /// drew forgets, here, what came before: only the last attempt is the call.
     fn runtime(&self, serial: u64, call: u64) {
         let _ = (serial, call);
+    }
+    /// Whether every read this observer serves ([`Observer::list`], [`Observer::get`]) and
+    /// every value it supplies answers from memory, never waiting on I/O or on a lock held
+    /// across I/O. Then ctop may run the call first on the async worker that awaits it, under
+    /// a budget of a few milliseconds, instead of handing it to a blocking thread (which costs
+    /// two thread switches per call); a call that overruns starts over on a blocking thread
+    /// ([`Observer::runtime`] is called again). The default is `false`; a wrapping observer
+    /// forwards what it wraps.
+    fn answers_from_memory(&self) -> bool {
+        false
     }
 }
 

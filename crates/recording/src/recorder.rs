@@ -179,9 +179,15 @@ impl Observer for TapeObserver {
         self.inner.nondeterministic(what);
     }
 
+    /// An attempt starts: the tape of an earlier, stopped attempt is dropped.
     fn runtime(&self, serial: u64, call: u64) {
         *self.runtime.lock() = Some(RuntimeCall { serial, call });
+        self.tape.lock().clear();
         self.inner.runtime(serial, call);
+    }
+
+    fn answers_from_memory(&self) -> bool {
+        self.inner.answers_from_memory()
     }
 
     /// Asks the wrapped observer (which calls `live`, unless it supplies values itself) and

@@ -266,6 +266,16 @@ fn source_key(source: Source<'_>) -> (&'static str, Option<String>) {
 }
 
 impl Observer for ReplayObserver {
+    /// An attempt starts: serving starts again from the tape's beginning.
+    fn runtime(&self, _serial: u64, _call: u64) {
+        *self.state.lock() = State::default();
+    }
+
+    /// It answers from the tape, in memory.
+    fn answers_from_memory(&self) -> bool {
+        true
+    }
+
     fn list(&self, kind: &str) -> Option<String> {
         if self.mode == ReplayMode::Strict {
             let answer = self.next_if(

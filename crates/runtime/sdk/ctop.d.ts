@@ -636,7 +636,9 @@ export declare function cron(expression: string, options?: { timeZone?: string }
 /**
  * A Secret's values as text: `data` is base64 as the API server returns it, so this decodes
  * each value (UTF-8; a TypeError if one is not text) and adds `stringData`. To write text,
- * set `stringData` on the Secret you apply; the server encodes it.
+ * set `stringData` on the Secret you apply: ctop sends it as base64
+ * `data`, as the server stores it, so applying the same value later as `data` read back
+ * from the cache is the same apply (and skipped).
  */
 export declare function stringData(secret: { data?: { [key: string]: string }; stringData?: { [key: string]: string }; metadata?: ObjectMeta }): { [key: string]: string };
 

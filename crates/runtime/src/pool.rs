@@ -11,15 +11,37 @@
 //!
 //! Broken `Vm`s (a call hit the deadline or the memory limit) are replaced before anyone else
 //! gets them; a failed rebuild leaves the slot empty and the next checkout builds again.
+//!
+//! # The inline first attempt
+//! Handing a call to the blocking pool and its result back costs two thread switches, more
+//! than a small script call itself (about 80 µs for the webapp example). So when the caller
+//! says the call waits on nothing outside the process (`may_inline`: its observer answers
+//! from memory), the script can reach nowhere (no egress rule, so `fetch` refuses before any
+//! I/O) and a `Vm` is idle, [`Pool::run`] first runs the call on the async worker that awaits
+//! it, stopped after [`INLINE_BUDGET`] instead of the deadline. A call that ends in time
+//! (almost all do) is done. One that overruns is stopped, its `Vm` is dropped (its module
+//! state may be half-updated) and the call runs again from the start on the blocking pool
+//! with its whole deadline; the observer sees [`Observer::runtime`](crate::vm::Observer::runtime)
+//! again and forgets the first attempt. What the stopped attempt logged stays logged. After an
+//! overrun, calls skip the inline attempt for [`INLINE_PAUSE`], so a script whose calls are
+//! long pays for at most one stopped attempt per pause.
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::oneshot;
 
 use crate::vm::{Vm, VmError};
+
+/// How long the inline first attempt of [`Pool::run`] may hold the async worker before it is
+/// stopped and the call runs again on the blocking pool (see the module docs).
+pub const INLINE_BUDGET: Duration = Duration::from_millis(2);
+
+/// How long calls skip the inline attempt after one overran its budget.
+pub const INLINE_PAUSE: Duration = Duration::from_secs(30);
 
 /// Builds a fresh [`Vm`] for a [`Pool`] slot.
 pub type VmFactory = Arc<dyn Fn() -> Result<Vm, VmError> + Send + Sync>;
@@ -34,6 +56,12 @@ pub struct Pool {
     timeout: Duration,
     state: Mutex<PoolState>,
     returned: Condvar,
+    /// The inline attempt's budget; `None` turns it off.
+    inline_budget: Option<Duration>,
+    /// When the pool was made: the origin of `inline_paused_until`.
+    base: Instant,
+    /// Nanoseconds after `base` before which calls skip the inline attempt.
+    inline_paused_until: AtomicU64,
 }
 
 struct PoolState {
@@ -84,6 +112,9 @@ impl Pool {
             timeout: first.limits().timeout,
             state: Mutex::new(PoolState { idle: vec![first], empty: size - 1 }),
             returned: Condvar::new(),
+            inline_budget: Some(INLINE_BUDGET),
+            base: Instant::now(),
+            inline_paused_until: AtomicU64::new(0),
         })
     }
 
@@ -106,16 +137,26 @@ impl Pool {
     /// Runs `f` on a free `Vm` on the blocking thread pool, from async code. The wait for a
     /// free `Vm` is not bounded; once `f` started, it has the `Vm`'s deadline plus `grace`
     /// before this answers [`VmError::Timeout`] and abandons it (see the module docs).
-    pub async fn run<R, F>(self: &Arc<Self>, grace: Duration, f: F) -> Result<R, VmError>
+    ///
+    /// With `may_inline` (`f` waits on nothing outside the process), `f` may first run on
+    /// the calling thread under [`INLINE_BUDGET`], and run again on the blocking pool if it
+    /// overruns (see the module docs): `f` must be safe to start over.
+    pub async fn run<R, F>(self: &Arc<Self>, grace: Duration, may_inline: bool, f: F) -> Result<R, VmError>
     where
         R: Send + 'static,
-        F: FnOnce(&mut Vm) -> Result<R, VmError> + Send + 'static,
+        F: Fn(&mut Vm) -> Result<R, VmError> + Send + 'static,
     {
+        if may_inline && let Some(result) = self.run_inline(&f) {
+            return result;
+        }
         let (done_tx, done_rx) = oneshot::channel::<Result<R, VmError>>();
         let state = Arc::new(Mutex::new(CallState::Waiting));
         let pool = Arc::clone(self);
         let shared = Arc::clone(&state);
+        // The script's log lines belong to the caller's span on either path.
+        let span = tracing::Span::current();
         let thread = tokio::task::spawn_blocking(move || {
+            let _span = span.enter();
             let mut vm = match pool.checkout() {
                 Ok(vm) => vm,
                 Err(error) => {
@@ -193,6 +234,51 @@ impl Pool {
         }
     }
 
+    /// The inline first attempt of [`Pool::run`]: `None` when it did not run (paused, no idle
+    /// `Vm`, the script may fetch) or overran its budget, so the call goes to the blocking pool.
+    fn run_inline<R>(&self, f: &impl Fn(&mut Vm) -> Result<R, VmError>) -> Option<Result<R, VmError>> {
+        let budget = self.inline_budget?;
+        if self.now_nanos() < self.inline_paused_until.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut vm = self.state.lock().idle.pop()?;
+        if vm.may_fetch() || vm.limits().timeout <= budget {
+            self.checkin(vm);
+            return None;
+        }
+        let mut lease = Lease { pool: self, armed: true };
+        vm.set_budget(Some(budget));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut vm)));
+        vm.set_budget(None);
+        let result = match result {
+            Ok(result) => result,
+            // The `Vm` may be mid-call: dropped, and its slot (the lease) freed.
+            Err(_) => return Some(Err(VmError::Engine("a script call panicked".to_owned()))),
+        };
+        lease.armed = false;
+        if vm.over_budget() {
+            let until =
+                self.now_nanos().saturating_add(u64::try_from(INLINE_PAUSE.as_nanos()).unwrap_or(u64::MAX));
+            self.inline_paused_until.store(until, Ordering::Relaxed);
+            tracing::debug!(budget = ?budget, pause = ?INLINE_PAUSE, "a script call overran its inline budget; it runs again on the blocking pool");
+            drop(vm);
+            self.free_slot();
+            return None;
+        }
+        if vm.is_broken() {
+            // Rebuilt by the next checkout, on a blocking thread, not here on the worker.
+            drop(vm);
+            self.free_slot();
+        } else {
+            self.checkin(vm);
+        }
+        Some(result)
+    }
+
+    fn now_nanos(&self) -> u64 {
+        u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
     /// Takes a free `Vm`, blocking until one is free; give it back with [`Pool::checkin`].
     /// Fails only when the slot's `Vm` has to be built and the factory fails.
     pub fn checkout(&self) -> Result<Vm, VmError> {
@@ -258,182 +344,5 @@ impl Drop for Lease<'_> {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::time::Instant;
-
-    use serde_json::json;
-
-    use super::*;
-    use crate::vm::tests::{COUNTER, SDK, SPIN_OR_COUNT, reconciler, short};
-    use crate::vm::{Limits, Observer};
-
-    #[test]
-    fn pool_serves_threads_and_survives_panics() {
-        let b = reconciler(COUNTER, "return input.n * 2;");
-        let pool = Arc::new(Pool::new(2, move || Vm::new(Arc::clone(&b), SDK, Limits::default())).unwrap());
-        assert_eq!(pool.size(), 2);
-        let workers: Vec<_> = (0..4)
-            .map(|t| {
-                let pool = Arc::clone(&pool);
-                std::thread::spawn(move || {
-                    for i in 0..25 {
-                        let n = t * 100 + i;
-                        let out = pool
-                            .with(|vm| vm.dispatch("reconcile", 0, &json!({ "n": n }).to_string()))
-                            .unwrap();
-                        assert_eq!(out, json!(n * 2));
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            w.join().unwrap();
-        }
-        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let _: Result<(), VmError> = pool.with(|_| panic!("worker bug"));
-        }));
-        assert!(caught.is_err());
-        // Both slots still work (the panicked one is rebuilt on demand).
-        let a = pool.checkout().unwrap();
-        let mut b = pool.checkout().unwrap();
-        assert_eq!(b.dispatch("reconcile", 0, "{\"n\":4}").unwrap(), json!(8));
-        pool.checkin(a);
-        pool.checkin(b);
-    }
-
-    #[test]
-    fn pool_builds_one_vm_at_start_and_the_others_when_calls_overlap() {
-        let builds = Arc::new(AtomicUsize::new(0));
-        let b = reconciler(COUNTER, "return input.n;");
-        let counted = Arc::clone(&builds);
-        let pool = Pool::new(3, move || {
-            counted.fetch_add(1, Ordering::SeqCst);
-            Vm::new(Arc::clone(&b), SDK, Limits::default())
-        })
-        .unwrap();
-        assert_eq!(builds.load(Ordering::SeqCst), 1);
-        // Calls one after the other share the first.
-        for _ in 0..3 {
-            let vm = pool.checkout().unwrap();
-            pool.checkin(vm);
-        }
-        assert_eq!(builds.load(Ordering::SeqCst), 1);
-        // Three at once build the other two, and no more.
-        let held: Vec<_> = (0..3).map(|_| pool.checkout().unwrap()).collect();
-        assert_eq!(builds.load(Ordering::SeqCst), 3);
-        for vm in held {
-            pool.checkin(vm);
-        }
-        let again: Vec<_> = (0..3).map(|_| pool.checkout().unwrap()).collect();
-        assert_eq!(builds.load(Ordering::SeqCst), 3);
-        for vm in again {
-            pool.checkin(vm);
-        }
-    }
-
-    #[test]
-    fn pool_retries_a_failed_rebuild_on_next_checkout() {
-        let builds = Arc::new(AtomicUsize::new(0));
-        let b = reconciler(COUNTER, SPIN_OR_COUNT);
-        let counted = Arc::clone(&builds);
-        let pool = Pool::new(1, move || {
-            if counted.fetch_add(1, Ordering::SeqCst) == 1 {
-                return Err(VmError::Engine("flaky".to_owned()));
-            }
-            Vm::new(Arc::clone(&b), SDK, short(100))
-        })
-        .unwrap();
-        let err = pool.with(|vm| vm.dispatch("reconcile", 0, "{\"spin\":true}"));
-        assert!(matches!(err, Err(VmError::Timeout { .. })));
-        // The rebuild after the timeout failed; the next checkout builds again.
-        assert_eq!(builds.load(Ordering::SeqCst), 2);
-        let out = pool.with(|vm| vm.dispatch("reconcile", 0, "{}")).unwrap();
-        assert_eq!(out, json!(0));
-        assert_eq!(builds.load(Ordering::SeqCst), 3);
-    }
-
-    /// An observer whose lookups block until released: a host call the deadline cannot stop.
-    struct Stuck(Arc<(parking_lot::Mutex<bool>, Condvar)>);
-
-    impl Observer for Stuck {
-        fn list(&self, _kind: &str) -> Option<String> {
-            let (released, cv) = &*self.0;
-            let mut released = released.lock();
-            while !*released {
-                cv.wait(&mut released);
-            }
-            Some("[]".to_owned())
-        }
-        fn get(&self, _kind: &str, _namespace: Option<&str>, _name: &str) -> Option<Option<String>> {
-            None
-        }
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_call_stuck_past_its_deadline_is_abandoned_and_its_slot_serves_at_once() {
-        let b = reconciler(COUNTER, "if (input.stuck) host.observed('list', 'v1/Secret'); return calls++;");
-        let builds = Arc::new(AtomicUsize::new(0));
-        let counted = Arc::clone(&builds);
-        let pool = Arc::new(
-            Pool::new(1, move || {
-                counted.fetch_add(1, Ordering::SeqCst);
-                Vm::new(Arc::clone(&b), SDK, short(100))
-            })
-            .unwrap(),
-        );
-        let gate = Arc::new((parking_lot::Mutex::new(false), Condvar::new()));
-        let stuck: Arc<dyn Observer> = Arc::new(Stuck(Arc::clone(&gate)));
-        let started = Instant::now();
-        let err = pool
-            .run(Duration::from_millis(200), move |vm| {
-                vm.dispatch_observed("reconcile", 0, "{\"stuck\":true}", stuck)
-            })
-            .await
-            .unwrap_err();
-        assert!(matches!(err, VmError::Timeout { after } if after == Duration::from_millis(100)), "{err}");
-        assert!(started.elapsed() < Duration::from_secs(2), "answered at deadline + grace");
-        // The only slot is free again while the abandoned call is still blocked: a fresh `Vm`
-        // (its module state starts over) serves the next call.
-        let next =
-            pool.run(Duration::from_millis(200), |vm| vm.dispatch("reconcile", 0, "{}")).await.unwrap();
-        assert_eq!(next, json!(0));
-        assert_eq!(builds.load(Ordering::SeqCst), 2);
-        // Released, the abandoned call ends and its `Vm` is dropped, not returned: the pool
-        // still holds one.
-        *gate.0.lock() = true;
-        gate.1.notify_all();
-        let again =
-            pool.run(Duration::from_millis(200), |vm| vm.dispatch("reconcile", 0, "{}")).await.unwrap();
-        assert_eq!(again, json!(1));
-        let state = pool.state.lock();
-        assert!(state.idle.len() + state.empty <= 1, "{pool:?}");
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn waiting_for_a_free_vm_does_not_count_against_the_deadline() {
-        let b = reconciler(COUNTER, SPIN_OR_COUNT);
-        let pool = Arc::new(Pool::new(1, move || Vm::new(Arc::clone(&b), SDK, short(300))).unwrap());
-        // Three calls queue for the one Vm, each taking most of its 300 ms deadline; none is
-        // abandoned for the time it waited.
-        let slow = "input.n; const t = Date.now(); while (Date.now() - t < 200) {} return calls++;";
-        let b2 = reconciler(COUNTER, slow);
-        let pool2 = Arc::new(Pool::new(1, move || Vm::new(Arc::clone(&b2), SDK, short(300))).unwrap());
-        let calls: Vec<_> = (0..3)
-            .map(|_| {
-                let pool = Arc::clone(&pool2);
-                tokio::spawn(async move {
-                    pool.run(Duration::from_millis(50), |vm| vm.dispatch("reconcile", 0, "{}")).await
-                })
-            })
-            .collect();
-        let mut results = Vec::new();
-        for c in calls {
-            results.push(c.await.unwrap().unwrap());
-        }
-        results.sort_by_key(|v| v.as_i64());
-        assert_eq!(results, vec![json!(0), json!(1), json!(2)]);
-        let ok = pool.run(Duration::from_millis(50), |vm| vm.dispatch("reconcile", 0, "{}")).await.unwrap();
-        assert_eq!(ok, json!(0));
-    }
-}
+#[path = "pool_tests.rs"]
+mod tests;

@@ -127,7 +127,9 @@ impl Script {
     /// [`Script::dispatch_observed`] from async code: waits for a free runtime without
     /// blocking the async runtime, and answers [`VmError::Timeout`] at the deadline plus
     /// `OVERRUN_GRACE` (2 s) even when the script is stuck in a host call (its runtime is then
-    /// abandoned and replaced; see [`Pool::run`]).
+    /// abandoned and replaced; see [`Pool::run`]). When `observer` answers from memory
+    /// ([`Observer::answers_from_memory`]), the call may first run on the calling worker
+    /// under a short budget, and start over on the blocking pool if it overruns it.
     pub async fn dispatch_async(
         &self,
         handler: &str,
@@ -136,9 +138,11 @@ impl Script {
         observer: Option<Arc<dyn Observer>>,
     ) -> Result<serde_json::Value, VmError> {
         let handler = handler.to_owned();
+        // An observer that answers from memory lets the call try the async worker first.
+        let may_inline = observer.as_ref().is_none_or(|o| o.answers_from_memory());
         self.pool
-            .run(OVERRUN_GRACE, move |vm| match observer {
-                Some(observer) => vm.dispatch_observed(&handler, index, &input, observer),
+            .run(OVERRUN_GRACE, may_inline, move |vm| match &observer {
+                Some(observer) => vm.dispatch_observed(&handler, index, &input, Arc::clone(observer)),
                 None => vm.dispatch(&handler, index, &input),
             })
             .await

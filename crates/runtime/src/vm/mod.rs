@@ -191,6 +191,10 @@ pub struct Vm {
     options: VmOptions,
     deadline: Arc<Deadline>,
     broken: bool,
+    /// Stops calls after this instead of the deadline, when shorter ([`Vm::set_budget`]).
+    budget: Option<Duration>,
+    /// The last call was stopped by its budget.
+    over_budget: bool,
     /// This runtime's number in the process (see [`Observer::runtime`]).
     serial: u64,
     /// Handler calls it served so far.
@@ -269,6 +273,8 @@ impl Vm {
             options,
             deadline,
             broken: false,
+            budget: None,
+            over_budget: false,
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
             calls: 0,
         };
@@ -401,6 +407,26 @@ impl Vm {
         &self.options.limits
     }
 
+    /// Stops the calls that follow after `budget` when it is shorter than the deadline
+    /// (`None`: at the deadline). A call stopped by its budget fails with
+    /// [`VmError::Timeout`] and breaks the `Vm`, like one past its deadline, and
+    /// [`Vm::over_budget`] says so. The [`Pool`](crate::pool::Pool) uses it for the short
+    /// first attempt it runs on the async worker.
+    pub(crate) fn set_budget(&mut self, budget: Option<Duration>) {
+        self.budget = budget;
+    }
+
+    /// Whether the last call was stopped by the budget of [`Vm::set_budget`].
+    pub(crate) fn over_budget(&self) -> bool {
+        self.over_budget
+    }
+
+    /// Whether `fetch` may reach anywhere now: with no egress rule it refuses every request
+    /// before any I/O, so a call waits on nothing outside the process but its observer.
+    pub(crate) fn may_fetch(&self) -> bool {
+        !self.options.egress.read().rules.is_empty()
+    }
+
     /// One entry into JavaScript with the deadline armed: `start` runs inside the context and
     /// returns a value. A value that is not a promise goes to `finish` at once; then every
     /// queued promise job runs (outside the context, so a job that fails is seen: its
@@ -417,7 +443,9 @@ impl Vm {
     ) -> Result<T, VmError> {
         let env = Env { deadline: &self.deadline, options: &self.options, bundle: &self.bundle };
         self.rejections.lock().clear();
-        self.deadline.arm(self.options.limits.timeout);
+        let budget = self.budget.filter(|b| *b < self.options.limits.timeout);
+        self.over_budget = false;
+        self.deadline.arm(budget.unwrap_or(self.options.limits.timeout));
         let result = (|| {
             let mut finish = Some(finish);
             let first = self.context.with(|ctx| -> Result<Step<T>, VmError> {
@@ -452,6 +480,7 @@ impl Vm {
             && e.breaks_runtime()
         {
             self.broken = true;
+            self.over_budget = budget.is_some() && matches!(e, VmError::Timeout { .. });
         }
         result
     }
