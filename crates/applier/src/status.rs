@@ -19,7 +19,6 @@ use serde_json::{Map, Value, json};
 use crate::answer::Answer;
 use crate::discovery::{Discovery, code, is_missing};
 use crate::error::StatusError;
-use crate::fingerprint::{Fingerprint, fingerprint};
 use crate::object::ObjectInfo;
 
 /// How many resourceVersions of an object are remembered as older than this writer's last
@@ -165,10 +164,8 @@ struct Written {
     /// The status expected after the write (stands in for a stale live object when
     /// looking up transition times).
     expected: Value,
-    expected_hash: Fingerprint,
     /// The status the server answered with.
     stored: Map<String, Value>,
-    stored_hash: Fingerprint,
     /// The resourceVersion the server answered with.
     stored_version: Option<String>,
 }
@@ -218,9 +215,9 @@ impl StatusWriter {
             return Ok(StatusWrite::Unchanged);
         }
         let expected = Value::Object(planned.status);
-        let expected_hash = fingerprint(&expected);
-        let base_hash = fingerprint(&Value::Object(base));
-        if last.as_ref().is_some_and(|w| w.expected_hash == expected_hash && w.stored_hash == base_hash) {
+        // Compared as values (key order does not matter to `Value`'s equality), not hashed:
+        // both sides are at hand, and a status is small.
+        if last.as_ref().is_some_and(|w| w.expected == expected && w.stored == base) {
             // The last write aimed at this very status and the server answered with the
             // one it still holds: it does not keep part of it (e.g. a schema prunes a
             // field), and sending the patch again would change nothing.
@@ -279,14 +276,7 @@ impl StatusWriter {
         if superseded.len() > SUPERSEDED_LIMIT {
             superseded.drain(..superseded.len() - SUPERSEDED_LIMIT);
         }
-        let written = Written {
-            superseded,
-            expected,
-            expected_hash,
-            stored_hash: fingerprint(&Value::Object(stored.clone())),
-            stored,
-            stored_version: stored_version.clone(),
-        };
+        let written = Written { superseded, expected, stored, stored_version: stored_version.clone() };
         self.memory.lock().insert(info.uid, written);
         Ok(StatusWrite::Written { resource_version: stored_version })
     }
