@@ -81,7 +81,16 @@ pub(crate) async fn deleting(
         Some(_) => ("finalize", call.run(ctx, "finalize", |h, c| h.finalize(c)).await?),
         None => ("reconcile", call.run(ctx, "reconcile", |h, c| h.reconcile(c)).await?),
     };
-    let out = during_deletion(ctx, owner, out);
+    let mut out = during_deletion(ctx, owner, out);
+    if out.children.prune == PruneMode::Complete {
+        // This pass may have started from a copy older than another pass's end (see
+        // `live_owner`): what it prunes is only pruned if the deletion still asks for it.
+        match live_owner(ctx, owner).await? {
+            LiveOwner::Gone => return Ok(Next::AwaitChange),
+            LiveOwner::Orphaning => keep_children(&mut out),
+            LiveOwner::Deleting => {}
+        }
+    }
     let claimed = out.finalizers.add.clone();
     let removes = !out.finalizers.remove.is_empty();
     let carried = effects::carry_out(ctx, owner, out, handler).await;
@@ -132,51 +141,77 @@ async fn release_children(ctx: &Arc<Ctx>, owner: &Object, f: &str) -> Result<(),
 }
 
 /// Apply the empty set to `owner`, which prunes every child it has here and in other
-/// namespaces; nothing in an orphaning deletion, which keeps them.
-///
-/// The owner is read again first: a pass may start from a copy of the owner taken before
-/// another pass removed the last finalizer, and by the time it gets here the owner may be
-/// gone, its deletion event may have dropped what the controller remembered (that the
-/// deletion orphans the children), and the garbage collector may have taken the `orphan`
-/// finalizer off already. Pruning then would delete children the user asked to keep; a
-/// gone owner's children were pruned by the pass that let it go.
+/// namespaces; nothing in an orphaning deletion, which keeps them, nor when the owner is
+/// gone (see [`live_owner`]).
 async fn prune_children(ctx: &Arc<Ctx>, owner: &Object) -> Result<(), ReconcileError> {
-    let orphaning = |finalizers: &[String]| {
-        ctx.memory.orphaning(&object_key(owner)) || finalizers.iter().any(|f| f == ORPHAN)
-    };
-    if orphaning(owner.finalizers()) {
+    if orphaning(ctx, owner, owner.finalizers()) {
         return Ok(());
     }
+    match live_owner(ctx, owner).await? {
+        LiveOwner::Deleting => {
+            effects::apply_children(ctx, owner, Vec::new(), &[], PruneMode::Complete).await?;
+            Ok(())
+        }
+        LiveOwner::Gone | LiveOwner::Orphaning => Ok(()),
+    }
+}
+
+/// What the API server says of an owner being deleted, read before a pass prunes its
+/// children.
+enum LiveOwner {
+    /// Gone, or another object of that name: the pass that let it go pruned its children.
+    Gone,
+    /// Its deletion orphans the children.
+    Orphaning,
+    /// Still being deleted, and its children with it.
+    Deleting,
+}
+
+/// Reads `owner` again before its children are pruned. A pass may start from a copy of the
+/// owner taken before another pass removed the last finalizer: by the time it prunes, the
+/// owner may be gone, its deletion event may have dropped what the controller remembered
+/// (that the deletion orphans the children), and the garbage collector may have taken the
+/// `orphan` finalizer off already. Pruning then would delete children the user asked to
+/// keep.
+async fn live_owner(ctx: &Arc<Ctx>, owner: &Object) -> Result<LiveOwner, ReconcileError> {
     let api: Api<DynamicObject> = api_for(&ctx.client, &ctx.primary, ctx.namespaced, owner.namespace());
     let live = api.get_opt(owner.name()).await.map_err(|error| ReconcileError::Api {
         what: format!("read {} before pruning its children", object_key(owner)),
         error,
     })?;
-    match live {
+    Ok(match live {
         Some(live) if live.metadata.uid.as_deref() == owner.uid() => {
-            if orphaning(live.metadata.finalizers.as_deref().unwrap_or_default()) {
-                return Ok(());
+            if orphaning(ctx, owner, live.metadata.finalizers.as_deref().unwrap_or_default()) {
+                LiveOwner::Orphaning
+            } else {
+                LiveOwner::Deleting
             }
         }
-        // Gone, or another object of that name.
-        _ => return Ok(()),
-    }
-    effects::apply_children(ctx, owner, Vec::new(), &[], PruneMode::Complete).await?;
-    Ok(())
+        _ => LiveOwner::Gone,
+    })
+}
+
+/// Whether the deletion of `owner` orphans its children: remembered from a watch event, or
+/// `finalizers` (of some copy of it) still carry `orphan`.
+fn orphaning(ctx: &Ctx, owner: &Object, finalizers: &[String]) -> bool {
+    ctx.memory.orphaning(&object_key(owner)) || finalizers.iter().any(|f| f == ORPHAN)
 }
 
 /// The outcome of a call on `owner`, being deleted, as the deletion allows it (see the
 /// module docs).
 fn during_deletion(ctx: &Ctx, owner: &Object, mut out: ReconcileOutcome) -> ReconcileOutcome {
-    let key = object_key(owner);
-    let orphaning = ctx.memory.orphaning(&key) || owner.finalizers().iter().any(|f| f == ORPHAN);
     let foreground = owner.finalizers().iter().any(|f| f == FOREGROUND);
-    if orphaning || foreground {
-        out.children.objects.clear();
-        out.children.prune = PruneMode::Keep;
-        out.children.deletes.clear();
+    if orphaning(ctx, owner, owner.finalizers()) || foreground {
+        keep_children(&mut out);
     }
     out
+}
+
+/// The children stay as they are: nothing applied, pruned or deleted.
+fn keep_children(out: &mut ReconcileOutcome) {
+    out.children.objects.clear();
+    out.children.prune = PruneMode::Keep;
+    out.children.deletes.clear();
 }
 
 /// `Kind name` of the children of `owner` still cached (a few, then how many more).
