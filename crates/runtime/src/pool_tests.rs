@@ -212,7 +212,7 @@ fn counted_pool(budget: Duration, options: VmOptions) -> (Arc<Pool>, Arc<AtomicU
         counted.fetch_add(1, Ordering::SeqCst);
         Vm::with_options(Arc::clone(&b), SDK, options.clone())
     })
-    .unwrap();
+    .expect("the first Vm builds");
     pool.inline_budget = Some(budget);
     (Arc::new(pool), builds)
 }
@@ -227,7 +227,7 @@ async fn call(pool: &Arc<Pool>, input: &'static str, observer: Arc<Attempts>) ->
             Ok((out, std::thread::current().id()))
         })
         .await
-        .unwrap();
+        .expect("the call succeeds");
     (out, there == here)
 }
 
@@ -247,7 +247,7 @@ async fn a_call_that_may_run_inline_runs_on_the_calling_thread_and_keeps_its_vm(
     let out = pool.run(Duration::from_millis(200), false, |vm| {
         Ok((vm.dispatch("reconcile", 0, "{}")?, std::thread::current().id()))
     });
-    let (out, thread) = out.await.unwrap();
+    let (out, thread) = out.await.expect("the call succeeds");
     assert_eq!(out, json!(2));
     assert_ne!(thread, std::thread::current().id());
 }
@@ -265,14 +265,20 @@ async fn a_call_over_its_inline_budget_starts_over_on_the_blocking_pool_and_paus
     // Inline is paused: the next calls go to the blocking pool, on the same fresh `Vm`.
     assert_eq!(call(&pool, "{}", Arc::clone(&attempts)).await, (json!(1), false));
     assert_eq!(builds.load(Ordering::SeqCst), 2);
-    // Once the pause is over, calls run inline again.
+    // Once the pause is over, calls run inline again, once the blocking thread has given the
+    // `Vm` back (it answers first, then checks the `Vm` in).
     pool.inline_paused_until.store(0, Ordering::Relaxed);
+    let returned = Instant::now();
+    while pool.state.lock().idle.is_empty() {
+        assert!(returned.elapsed() < Duration::from_secs(10), "the Vm came back: {pool:?}");
+        tokio::task::yield_now().await;
+    }
     assert_eq!(call(&pool, "{}", attempts).await, (json!(2), true));
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_script_that_may_fetch_never_runs_inline() {
-    let rule = "https://example.com".parse().unwrap();
+    let rule = "https://example.com".parse().expect("a valid egress rule");
     let egress = Arc::new(parking_lot::RwLock::new(crate::egress::EgressPolicy {
         rules: vec![rule],
         own_ports: vec![],
