@@ -158,6 +158,10 @@ pub struct Run {
     pub script_mean_us: Option<f64>,
     /// ctop only: p50 of the script time (from the histogram buckets).
     pub script_p50_us: Option<f64>,
+    /// ctop only: the percentage of `reconcile` calls since the start that ran on the async
+    /// worker rather than a blocking thread (`ctop_script_calls_total`).
+    #[serde(default)]
+    pub script_inline_pct: Option<f64>,
     /// How many runs each figure is the median of (`--rounds`).
     #[serde(default = "one")]
     pub rounds: usize,
@@ -447,6 +451,7 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
         let (mean, p50) = report::script_times(&text);
         run.script_mean_us = mean;
         run.script_p50_us = p50;
+        run.script_inline_pct = report::inline_share(&text);
     }
 
     // Delete everything.

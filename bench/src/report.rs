@@ -70,6 +70,26 @@ pub fn script_times(metrics: &str) -> (Option<f64>, Option<f64>) {
     (mean, p50)
 }
 
+/// The percentage of `reconcile` calls that ran on the async worker
+/// (`ctop_script_calls_total{handler="reconcile",path="inline"}` of all paths), from /metrics;
+/// `None` before the first call.
+pub fn inline_share(metrics: &str) -> Option<f64> {
+    let (mut inline, mut all) = (0.0, 0.0);
+    for line in metrics.lines().filter(|l| l.starts_with("ctop_script_calls_total{")) {
+        if !line.contains("handler=\"reconcile\"") {
+            continue;
+        }
+        let Some(n) = line.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()) else {
+            continue;
+        };
+        all += n;
+        if line.contains("path=\"inline\"") {
+            inline += n;
+        }
+    }
+    (all > 0.0).then(|| inline / all * 100.0)
+}
+
 fn ratio(a: f64, b: f64) -> String {
     match a / b {
         r if a <= 0.0 || b <= 0.0 || !r.is_finite() => "–".into(),
@@ -102,12 +122,13 @@ pub fn markdown(runs: &[Run], every: &str) -> String {
     );
     let _ = writeln!(
         md,
-        "| impl | CRs | converged | cold start s | create→converged s | latency p50 ms | p99 ms | req/reconcile | req/CR | no-op rec/s | no-op rec/CPU-s | steady writes | update s | delete s | CPU s | base RSS MB | peak RSS MB | RSS/CR KB | script p50 µs (mean) |"
+        "| impl | CRs | converged | cold start s | create→converged s | latency p50 ms | p99 ms | req/reconcile | req/CR | no-op rec/s | no-op rec/CPU-s | steady writes | update s | delete s | CPU s | base RSS MB | peak RSS MB | RSS/CR KB | script p50 µs (mean; share run inline) |"
     );
     let _ = writeln!(md, "|{}", "---|".repeat(19));
     for r in runs {
-        let script = match (r.script_p50_us, r.script_mean_us) {
-            (Some(p), Some(m)) => format!("{p:.0} ({m:.0})"),
+        let script = match (r.script_p50_us, r.script_mean_us, r.script_inline_pct) {
+            (Some(p), Some(m), Some(i)) => format!("{p:.0} ({m:.0}; {i:.0} % inline)"),
+            (Some(p), Some(m), None) => format!("{p:.0} ({m:.0})"),
             _ => "–".into(),
         };
         let _ = writeln!(
@@ -262,4 +283,21 @@ fn chart(path: &Path, runs: &[Run]) -> anyhow::Result<()> {
     }
     root.present()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_inline_share_counts_reconcile_calls_on_every_path() {
+        let metrics = r#"# TYPE ctop_script_calls counter
+ctop_script_calls_total{controller="webapp",handler="reconcile",path="inline"} 90
+ctop_script_calls_total{controller="webapp",handler="reconcile",path="blocking"} 8
+ctop_script_calls_total{controller="webapp",handler="reconcile",path="restarted"} 2
+ctop_script_calls_total{controller="webapp",handler="finalize",path="blocking"} 50
+"#;
+        assert_eq!(inline_share(metrics), Some(90.0));
+        assert_eq!(inline_share("ctop_script_duration_seconds_count 3\n"), None);
+    }
 }

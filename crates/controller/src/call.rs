@@ -34,8 +34,8 @@ impl Call {
         }
     }
 
-    /// Make the call: `handler` names it in the span and in `ctop_script_duration_seconds`;
-    /// `f` picks the handler.
+    /// Make the call: `handler` names it in the span, in `ctop_script_duration_seconds` and
+    /// in `ctop_script_calls_total` (with where it ran); `f` picks the handler.
     pub(crate) async fn run<T>(
         &mut self,
         ctx: &Ctx,
@@ -50,6 +50,9 @@ impl Call {
         let started = Instant::now();
         let out = f(&*self.handlers, input).instrument(tracing::info_span!("script", handler)).await;
         ctx.metrics.observe_script(&ctx.spec.name, handler, started.elapsed());
+        if let Some(path) = self.view.take_path() {
+            ctx.metrics.script_call(&ctx.spec.name, handler, path);
+        }
         out
     }
 }

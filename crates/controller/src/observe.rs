@@ -79,6 +79,8 @@ pub(crate) struct CacheView {
     /// The namespace namespaced kinds are restricted to, if any.
     namespace: Option<String>,
     recording: Mutex<Recording>,
+    /// Where the call ran, once the runtime said (see [`ctop_core::Observer::ran`]).
+    path: Mutex<Option<ctop_core::CallPath>>,
 }
 
 impl CacheView {
@@ -86,7 +88,12 @@ impl CacheView {
     /// `namespaced` or not): namespaced kinds are read in its namespace.
     pub(crate) fn new(caches: Arc<Vec<Cached>>, namespaced: bool, object: Option<&Object>) -> Self {
         let namespace = object.and_then(Object::namespace).map(str::to_owned).filter(|_| namespaced);
-        Self { caches, namespace, recording: Mutex::default() }
+        Self { caches, namespace, recording: Mutex::default(), path: Mutex::default() }
+    }
+
+    /// Where the call ran: `None` when the handlers did not say (they are not a script).
+    pub(crate) fn take_path(&self) -> Option<ctop_core::CallPath> {
+        self.path.lock().take()
     }
 
     /// What the call read so far.
@@ -185,6 +192,10 @@ impl ctop_core::Observer for CacheView {
     /// The caches are in memory; a read holds a store's lock only to copy out of it.
     fn answers_from_memory(&self) -> bool {
         true
+    }
+
+    fn ran(&self, path: ctop_core::CallPath) {
+        *self.path.lock() = Some(path);
     }
 }
 

@@ -144,6 +144,7 @@ async fn metrics_use_controller_runtime_names_labels_and_buckets() {
     metrics.observe_queue_duration("apps", Duration::from_micros(5));
     metrics.observe_work_duration("apps", Duration::from_millis(3));
     metrics.observe_script("apps", "reconcile", Duration::from_micros(700));
+    metrics.script_call("apps", "reconcile", ctop_core::CallPath::Inline);
     metrics.applies("apps", 3);
     metrics.applies_skipped("apps", 2);
     metrics.prunes("apps", 1);
@@ -194,6 +195,8 @@ async fn metrics_use_controller_runtime_names_labels_and_buckets() {
         "# TYPE ctop_script_duration_seconds histogram",
         r#"ctop_script_duration_seconds_bucket{controller="apps",handler="reconcile",le="0.001"} 1"#,
         r#"ctop_script_duration_seconds_count{controller="apps",handler="reconcile"} 1"#,
+        "# TYPE ctop_script_calls_total counter",
+        r#"ctop_script_calls_total{controller="apps",handler="reconcile",path="inline"} 1"#,
         "# TYPE ctop_applies_total counter",
         r#"ctop_applies_total{controller="apps"} 3"#,
         r#"ctop_applies_skipped_total{controller="apps"} 2"#,

@@ -291,6 +291,31 @@ async fn every_reconciles_again_without_a_change_and_writes_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_script_call_is_counted_with_where_it_ran() {
+    let op = start_on(
+        &common::sim().await,
+        r#"operator(widget).reconcile((cr) => { setStatus(cr, { phase: "Ready" }); });"#,
+        Launch { serve: true, ..Launch::default() },
+    )
+    .await;
+    op.create("w", json!({})).await;
+    reconciled(&op, "w", 1).await;
+    let addr = op.metrics_addr.expect("served");
+    let body = http_get(addr, "/metrics").await.map(|(_, b)| b).unwrap_or_default();
+    let calls =
+        sample(&body, r#"ctop_script_duration_seconds_count{controller="widget",handler="reconcile"}"#);
+    let by_path = |path: &str| {
+        let line =
+            format!(r#"ctop_script_calls_total{{controller="widget",handler="reconcile",path="{path}"}}"#);
+        sample(&body, &line).unwrap_or(0.0)
+    };
+    let counted = by_path("inline") + by_path("blocking") + by_path("restarted");
+    assert!(calls.is_some_and(|n| n >= 1.0), "the reconcile was timed:\n{body}");
+    assert_eq!(Some(counted), calls, "each call is counted once, on one path:\n{body}");
+    op.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_start_runs_once_after_the_caches_sync_and_applies_unowned_objects() {
     let sim = common::sim().await;
     // Here before the operator: onStart sees it only if the caches are filled first.

@@ -63,6 +63,38 @@ pub trait Observer: Send + Sync {
     fn answers_from_memory(&self) -> bool {
         false
     }
+    /// How the call ran, once it ended: on the async worker, on a blocking thread, or on a
+    /// blocking thread after its attempt on the worker overran the budget (see
+    /// [`Observer::answers_from_memory`]). The controller counts it in
+    /// `ctop_script_calls_total`. The default ignores it; a wrapping observer forwards it.
+    fn ran(&self, path: CallPath) {
+        let _ = path;
+    }
+}
+
+/// Where a script call ran (see [`Observer::ran`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallPath {
+    /// On the async worker that awaited it, within the inline budget.
+    Inline,
+    /// Handed to a blocking thread (the observer may wait on I/O, the script may fetch, no
+    /// runtime was idle, or inline attempts are paused after an overrun).
+    Blocking,
+    /// Started on the async worker, overran the inline budget, and ran again from the start
+    /// on a blocking thread.
+    Restarted,
+}
+
+impl CallPath {
+    /// The value of the `path` label: `inline`, `blocking` or `restarted`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Inline => "inline",
+            Self::Blocking => "blocking",
+            Self::Restarted => "restarted",
+        }
+    }
 }
 
 /// A nondeterministic source a call draws a value from (see [`Observer::supply`]).

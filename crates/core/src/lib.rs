@@ -31,7 +31,7 @@ pub use duration::{Duration, DurationError};
 pub use egress::{EgressError, EgressHost, EgressPort, EgressRule, EgressScheme};
 pub use frame::CodeFrame;
 pub use handlers::{
-    Answer, FailureKind, HandlerCall, HandlerError, HandlerFuture, Handlers, Observer, Source,
+    Answer, CallPath, FailureKind, HandlerCall, HandlerError, HandlerFuture, Handlers, Observer, Source,
 };
 pub use labels::{LabelSelector, LabelSelectorError};
 pub use names::{SERVER_SET_METADATA, is_dns_label};

@@ -190,6 +190,10 @@ impl Observer for TapeObserver {
         self.inner.answers_from_memory()
     }
 
+    fn ran(&self, path: ctop_core::CallPath) {
+        self.inner.ran(path);
+    }
+
     /// Asks the wrapped observer (which calls `live`, unless it supplies values itself) and
     /// notes what it gave.
     fn supply(&self, source: Source<'_>, live: &mut dyn FnMut() -> Answer) -> Answer {

@@ -31,6 +31,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use ctop_core::CallPath;
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::oneshot;
 
@@ -146,9 +147,34 @@ impl Pool {
         R: Send + 'static,
         F: Fn(&mut Vm) -> Result<R, VmError> + Send + 'static,
     {
-        if may_inline && let Some(result) = self.run_inline(&f) {
-            return result;
-        }
+        self.run_path(grace, may_inline, f).await.0
+    }
+
+    /// [`Pool::run`], also saying where the call ran.
+    pub async fn run_path<R, F>(
+        self: &Arc<Self>,
+        grace: Duration,
+        may_inline: bool,
+        f: F,
+    ) -> (Result<R, VmError>, CallPath)
+    where
+        R: Send + 'static,
+        F: Fn(&mut Vm) -> Result<R, VmError> + Send + 'static,
+    {
+        let path = match may_inline.then(|| self.run_inline(&f)) {
+            Some(Inline::Done(result)) => return (result, CallPath::Inline),
+            Some(Inline::Overran) => CallPath::Restarted,
+            Some(Inline::Skipped) | None => CallPath::Blocking,
+        };
+        (self.run_blocking(grace, f).await, path)
+    }
+
+    /// The call on the blocking pool, bounded by the deadline plus `grace`.
+    async fn run_blocking<R, F>(self: &Arc<Self>, grace: Duration, f: F) -> Result<R, VmError>
+    where
+        R: Send + 'static,
+        F: Fn(&mut Vm) -> Result<R, VmError> + Send + 'static,
+    {
         let (done_tx, done_rx) = oneshot::channel::<Result<R, VmError>>();
         let state = Arc::new(Mutex::new(CallState::Waiting));
         let pool = Arc::clone(self);
@@ -172,12 +198,18 @@ impl Pool {
             lease.armed = false;
             let abandoned =
                 std::mem::replace(&mut *shared.lock(), CallState::Finished) == CallState::Abandoned;
-            // The result goes out before a broken `Vm` is rebuilt on check-in.
-            let _ = done_tx.send(result);
             if abandoned {
+                let _ = done_tx.send(result);
                 drop(vm);
-            } else {
+            } else if vm.is_broken() {
+                // The result goes out before the broken `Vm` is rebuilt on check-in.
+                let _ = done_tx.send(result);
                 pool.checkin(vm);
+            } else {
+                // Back in the pool before the caller wakes: its next call (often at once,
+                // the next reconcile) then finds it idle and can run inline.
+                pool.checkin(vm);
+                let _ = done_tx.send(result);
             }
         });
         let joined = async {
@@ -234,17 +266,21 @@ impl Pool {
         }
     }
 
-    /// The inline first attempt of [`Pool::run`]: `None` when it did not run (paused, no idle
-    /// `Vm`, the script may fetch) or overran its budget, so the call goes to the blocking pool.
-    fn run_inline<R>(&self, f: &impl Fn(&mut Vm) -> Result<R, VmError>) -> Option<Result<R, VmError>> {
-        let budget = self.inline_budget?;
+    /// The inline first attempt of [`Pool::run`]; when it did not run (paused, no idle `Vm`,
+    /// the script may fetch) or overran its budget, the call goes to the blocking pool.
+    fn run_inline<R>(&self, f: &impl Fn(&mut Vm) -> Result<R, VmError>) -> Inline<R> {
+        let Some(budget) = self.inline_budget else {
+            return Inline::Skipped;
+        };
         if self.now_nanos() < self.inline_paused_until.load(Ordering::Relaxed) {
-            return None;
+            return Inline::Skipped;
         }
-        let mut vm = self.state.lock().idle.pop()?;
+        let Some(mut vm) = self.state.lock().idle.pop() else {
+            return Inline::Skipped;
+        };
         if vm.may_fetch() || vm.limits().timeout <= budget {
             self.checkin(vm);
-            return None;
+            return Inline::Skipped;
         }
         let mut lease = Lease { pool: self, armed: true };
         vm.set_budget(Some(budget));
@@ -253,7 +289,7 @@ impl Pool {
         let result = match result {
             Ok(result) => result,
             // The `Vm` may be mid-call: dropped, and its slot (the lease) freed.
-            Err(_) => return Some(Err(VmError::Engine("a script call panicked".to_owned()))),
+            Err(_) => return Inline::Done(Err(VmError::Engine("a script call panicked".to_owned()))),
         };
         lease.armed = false;
         if vm.over_budget() {
@@ -263,7 +299,7 @@ impl Pool {
             tracing::debug!(budget = ?budget, pause = ?INLINE_PAUSE, "a script call overran its inline budget; it runs again on the blocking pool");
             drop(vm);
             self.free_slot();
-            return None;
+            return Inline::Overran;
         }
         if vm.is_broken() {
             // Rebuilt by the next checkout, on a blocking thread, not here on the worker.
@@ -272,7 +308,7 @@ impl Pool {
         } else {
             self.checkin(vm);
         }
-        Some(result)
+        Inline::Done(result)
     }
 
     fn now_nanos(&self) -> u64 {
@@ -326,6 +362,16 @@ impl Pool {
         drop(state);
         self.returned.notify_one();
     }
+}
+
+/// What the inline first attempt of [`Pool::run`] came to.
+enum Inline<R> {
+    /// It ran within its budget: the call's result.
+    Done(Result<R, VmError>),
+    /// It did not run.
+    Skipped,
+    /// It ran past its budget and was stopped.
+    Overran,
 }
 
 /// Frees a slot if a call unwinds.

@@ -217,18 +217,24 @@ fn counted_pool(budget: Duration, options: VmOptions) -> (Arc<Pool>, Arc<AtomicU
     (Arc::new(pool), builds)
 }
 
-/// Runs `input` through `pool`, answering the output and whether it ran on this thread.
-async fn call(pool: &Arc<Pool>, input: &'static str, observer: Arc<Attempts>) -> (serde_json::Value, bool) {
+/// Runs `input` through `pool`, answering the output and where it ran (`Inline` exactly
+/// when it ran on this thread).
+async fn call(
+    pool: &Arc<Pool>,
+    input: &'static str,
+    observer: Arc<Attempts>,
+) -> (serde_json::Value, CallPath) {
     let here = std::thread::current().id();
-    let (out, there) = pool
-        .run(Duration::from_millis(200), true, move |vm| {
+    let (result, path) = pool
+        .run_path(Duration::from_millis(200), true, move |vm| {
             let out =
                 vm.dispatch_observed("reconcile", 0, input, Arc::clone(&observer) as Arc<dyn Observer>)?;
             Ok((out, std::thread::current().id()))
         })
-        .await
-        .expect("the call succeeds");
-    (out, there == here)
+        .await;
+    let (out, there) = result.expect("the call succeeds");
+    assert_eq!(there == here, path == CallPath::Inline, "ran {path:?}");
+    (out, path)
 }
 
 fn five_seconds() -> VmOptions {
@@ -239,8 +245,8 @@ fn five_seconds() -> VmOptions {
 async fn a_call_that_may_run_inline_runs_on_the_calling_thread_and_keeps_its_vm() {
     let (pool, builds) = counted_pool(ROOMY, five_seconds());
     let attempts = Arc::new(Attempts::default());
-    assert_eq!(call(&pool, "{}", Arc::clone(&attempts)).await, (json!(0), true));
-    assert_eq!(call(&pool, "{}", Arc::clone(&attempts)).await, (json!(1), true));
+    assert_eq!(call(&pool, "{}", Arc::clone(&attempts)).await, (json!(0), CallPath::Inline));
+    assert_eq!(call(&pool, "{}", Arc::clone(&attempts)).await, (json!(1), CallPath::Inline));
     assert_eq!(attempts.0.load(Ordering::SeqCst), 2);
     assert_eq!(builds.load(Ordering::SeqCst), 1);
     // Not allowed inline (an observer that may block): the blocking pool, same `Vm`.
@@ -250,30 +256,26 @@ async fn a_call_that_may_run_inline_runs_on_the_calling_thread_and_keeps_its_vm(
     let (out, thread) = out.await.expect("the call succeeds");
     assert_eq!(out, json!(2));
     assert_ne!(thread, std::thread::current().id());
+    // The blocking thread gave the `Vm` back before it answered: the next call finds it idle.
+    assert_eq!(call(&pool, "{}", attempts).await, (json!(3), CallPath::Inline));
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_call_over_its_inline_budget_starts_over_on_the_blocking_pool_and_pauses_inline() {
     let (pool, builds) = counted_pool(ROOMY, five_seconds());
     let attempts = Arc::new(Attempts::default());
-    assert_eq!(call(&pool, "{}", Arc::clone(&attempts)).await, (json!(0), true));
+    assert_eq!(call(&pool, "{}", Arc::clone(&attempts)).await, (json!(0), CallPath::Inline));
     // Stopped inline after its budget, then run whole on a fresh `Vm` (its count starts over).
     let slow = Arc::new(Attempts::default());
-    assert_eq!(call(&pool, "{\"slow\":true}", Arc::clone(&slow)).await, (json!(0), false));
+    assert_eq!(call(&pool, "{\"slow\":true}", Arc::clone(&slow)).await, (json!(0), CallPath::Restarted));
     assert_eq!(slow.0.load(Ordering::SeqCst), 2, "the observer saw both attempts start");
     assert_eq!(builds.load(Ordering::SeqCst), 2);
     // Inline is paused: the next calls go to the blocking pool, on the same fresh `Vm`.
-    assert_eq!(call(&pool, "{}", Arc::clone(&attempts)).await, (json!(1), false));
+    assert_eq!(call(&pool, "{}", Arc::clone(&attempts)).await, (json!(1), CallPath::Blocking));
     assert_eq!(builds.load(Ordering::SeqCst), 2);
-    // Once the pause is over, calls run inline again, once the blocking thread has given the
-    // `Vm` back (it answers first, then checks the `Vm` in).
+    // Once the pause is over, calls run inline again.
     pool.inline_paused_until.store(0, Ordering::Relaxed);
-    let returned = Instant::now();
-    while pool.state.lock().idle.is_empty() {
-        assert!(returned.elapsed() < Duration::from_secs(10), "the Vm came back: {pool:?}");
-        tokio::task::yield_now().await;
-    }
-    assert_eq!(call(&pool, "{}", attempts).await, (json!(2), true));
+    assert_eq!(call(&pool, "{}", attempts).await, (json!(2), CallPath::Inline));
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -286,6 +288,6 @@ async fn a_script_that_may_fetch_never_runs_inline() {
     let options = VmOptions { egress, ..five_seconds() };
     let (pool, _) = counted_pool(ROOMY, options);
     let attempts = Arc::new(Attempts::default());
-    assert_eq!(call(&pool, "{}", Arc::clone(&attempts)).await, (json!(0), false));
-    assert_eq!(call(&pool, "{}", attempts).await, (json!(1), false));
+    assert_eq!(call(&pool, "{}", Arc::clone(&attempts)).await, (json!(0), CallPath::Blocking));
+    assert_eq!(call(&pool, "{}", attempts).await, (json!(1), CallPath::Blocking));
 }

@@ -140,12 +140,18 @@ impl Script {
         let handler = handler.to_owned();
         // An observer that answers from memory lets the call try the async worker first.
         let may_inline = observer.as_ref().is_none_or(|o| o.answers_from_memory());
-        self.pool
-            .run(OVERRUN_GRACE, may_inline, move |vm| match &observer {
+        let told = observer.clone();
+        let (result, path) = self
+            .pool
+            .run_path(OVERRUN_GRACE, may_inline, move |vm| match &observer {
                 Some(observer) => vm.dispatch_observed(&handler, index, &input, Arc::clone(observer)),
                 None => vm.dispatch(&handler, index, &input),
             })
-            .await
+            .await;
+        if let Some(observer) = told {
+            observer.ran(path);
+        }
+        result
     }
 
     /// [`Script::dispatch`] with `observer` serving `getObserved` / `listObserved`.

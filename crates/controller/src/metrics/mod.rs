@@ -100,6 +100,7 @@ mod names {
     pub const WQ_QUEUE_DURATION: &str = "workqueue_queue_duration_seconds";
     pub const WQ_WORK_DURATION: &str = "workqueue_work_duration_seconds";
     pub const SCRIPT_DURATION: &str = "ctop_script_duration_seconds";
+    pub const SCRIPT_CALLS: &str = "ctop_script_calls_total";
     pub const APPLIES: &str = "ctop_applies_total";
     pub const APPLIES_SKIPPED: &str = "ctop_applies_skipped_total";
     pub const RECONCILE_SKIPPED: &str = "ctop_reconcile_skipped_total";
@@ -125,6 +126,14 @@ struct ResultLabels {
 struct ScriptLabels {
     controller: String,
     handler: String,
+}
+
+/// A script call's labels and where it ran: `inline`, `blocking` or `restarted`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ScriptPathLabels {
+    controller: String,
+    handler: String,
+    path: &'static str,
 }
 
 /// `controller` and `memory`: which of a controller's per-object memories.
@@ -315,6 +324,7 @@ struct Inner {
     wq_queue_duration: Family<NameLabels, Histogram>,
     wq_work_duration: Family<NameLabels, Histogram>,
     script_duration: Family<ScriptLabels, Histogram>,
+    script_calls: Family<ScriptPathLabels, Counter>,
     applies: Family<ControllerLabels, Counter>,
     applies_skipped: Family<ControllerLabels, Counter>,
     reconcile_skipped: Family<ControllerLabels, Counter>,
@@ -361,6 +371,7 @@ impl Metrics {
             wq_queue_duration: Family::new_with_constructor(workqueue_histogram),
             wq_work_duration: Family::new_with_constructor(workqueue_histogram),
             script_duration: Family::new_with_constructor(script_histogram),
+            script_calls: Family::default(),
             applies: Family::default(),
             applies_skipped: Family::default(),
             reconcile_skipped: Family::default(),
@@ -428,6 +439,12 @@ impl Metrics {
             SCRIPT_DURATION,
             "Time spent in script handlers per controller and handler",
             inner.script_duration.clone(),
+        );
+        register_counter(
+            r,
+            SCRIPT_CALLS,
+            "Script handler calls per controller, handler and where they ran: `inline` on the async worker, `blocking` on a blocking thread, `restarted` on a blocking thread after overrunning the inline budget",
+            &inner.script_calls,
         );
         register_counter(r, APPLIES, "Server-side applies of children per controller", &inner.applies);
         register_counter(
@@ -594,6 +611,18 @@ impl Metrics {
                 handler: handler.to_owned(),
             })
             .observe(took.as_secs_f64());
+    }
+
+    /// One script handler call that ran where `path` says.
+    pub fn script_call(&self, controller_name: &str, handler: &str, path: ctop_core::CallPath) {
+        self.inner
+            .script_calls
+            .get_or_create(&ScriptPathLabels {
+                controller: controller_name.to_owned(),
+                handler: handler.to_owned(),
+                path: path.as_str(),
+            })
+            .inc();
     }
 
     /// `n` children applied.
