@@ -127,4 +127,4 @@ pub use cache::{CachedMeta, ChildCache};
 pub use delete::{Deletion, delete_as_read};
 pub use error::{ApplyError, ChildFailure, StatusError, api_error_text};
 pub use object::ChildRef;
-pub use status::{StatusPatch, StatusWrite, StatusWriter};
+pub use status::{StatusPatch, StatusTarget, StatusWrite, StatusWriter};

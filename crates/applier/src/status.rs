@@ -155,6 +155,25 @@ impl std::fmt::Debug for StatusWriter {
     }
 }
 
+/// The object whose status [`StatusWriter::write_to`] writes, as read (ideally from a cache).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatusTarget {
+    /// `apiVersion`, e.g. `apps.example.com/v1`.
+    pub api_version: String,
+    /// `kind`.
+    pub kind: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace`; `None` for a cluster-scoped object.
+    pub namespace: Option<String>,
+    /// `metadata.uid`: what the writer remembers its last write by.
+    pub uid: String,
+    /// `metadata.resourceVersion` of the object as read.
+    pub resource_version: Option<String>,
+    /// Its `status` as read (`None` or `null`: it has none).
+    pub status: Option<Value>,
+}
+
 /// The last write for one object.
 #[derive(Clone, Debug)]
 struct Written {
@@ -196,6 +215,33 @@ impl StatusWriter {
     ) -> Result<StatusWrite, StatusError> {
         let info =
             ObjectInfo::of(object).map_err(|(object, reason)| StatusError::Invalid { object, reason })?;
+        self.write_info(info, patch).await
+    }
+
+    /// [`StatusWriter::write`] for a caller that already holds the object's identity and
+    /// status apart (a cache of JSON text): nothing of the object is serialized or parsed
+    /// again.
+    pub async fn write_to(
+        &self,
+        target: StatusTarget,
+        patch: StatusPatch,
+    ) -> Result<StatusWrite, StatusError> {
+        let StatusTarget { api_version, kind, name, namespace, uid, resource_version, status } = target;
+        let info = ObjectInfo {
+            api_version,
+            kind,
+            name,
+            namespace,
+            uid,
+            resource_version,
+            labels: Map::new(),
+            annotations: Map::new(),
+            status: status.filter(|s| !s.is_null()),
+        };
+        self.write_info(info, patch).await
+    }
+
+    async fn write_info(&self, info: ObjectInfo, patch: StatusPatch) -> Result<StatusWrite, StatusError> {
         let last = self.memory.lock().get(&info.uid).cloned();
         let live = match &info.status {
             Some(Value::Object(status)) => status.clone(),

@@ -57,6 +57,26 @@ pub struct Object {
     /// The other top-level fields as they arrived: `"spec":{...},"status":{...}`, without
     /// the braces; empty when there are none.
     rest: Box<str>,
+    /// Its health, once asked for (see [`Object::health`]).
+    health: HealthMemo,
+}
+
+/// An object's health, worked out at most once: an `Object` is never changed in place (a
+/// new version is a new `Object`), so the answer holds as long as the object is kept, and
+/// goes with it. Not part of an object's equality.
+#[derive(Clone, Default)]
+struct HealthMemo(std::sync::OnceLock<Option<Box<ctop_health::Health>>>);
+
+impl PartialEq for HealthMemo {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl fmt::Debug for HealthMemo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.get().is_some() { "HealthMemo(known)" } else { "HealthMemo" })
+    }
 }
 
 /// Labels or annotations: pairs sorted by key, looked up by binary search.
@@ -245,6 +265,17 @@ impl Object {
             Some(t) => self.to_json_as(&t.api_version, &t.kind),
             None => self.to_json_as(&ar.api_version, &ar.kind),
         }
+    }
+
+    /// The object's health by kstatus' rules (`ctop-health`), typed by its own `types` or
+    /// else by `ar` (the cache's kind, which never changes for a cached object); `None` when
+    /// the rules cannot read it. Worked out on the first call only: a skipped reconcile and
+    /// the next one judge an unchanged child without parsing it again.
+    pub(crate) fn health(&self, ar: &ApiResource) -> Option<&ctop_health::Health> {
+        self.health
+            .0
+            .get_or_init(|| ctop_health::health_of_json(&self.to_json(ar)).ok().map(Box::new))
+            .as_deref()
     }
 
     /// The object's `status` (`null` when it has none).
@@ -516,84 +547,6 @@ pub(crate) fn split_key(key: &str, namespaced: bool) -> (Option<&str>, &str) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use kube::api::{DynamicObject, GroupVersionKind};
-    use serde_json::{Value, json};
-
-    fn ar() -> ApiResource {
-        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("apps", "v1", "Deployment"), "deployments")
-    }
-
-    #[test]
-    fn the_text_round_trips_without_managed_fields() {
-        let sent = json!({
-            "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "web", "namespace": "prod", "resourceVersion": "7", "labels": {"app": "web"},
-                         "managedFields": [{"manager": "kubectl", "operation": "Apply"}]},
-            "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}},
-            "status": {"readyReplicas": 1, "ratio": 0.5, "text": "a \"quoted\" é"}
-        });
-        let o: Object = serde_json::from_str(&sent.to_string()).expect("object");
-        assert_eq!((o.name(), o.namespace(), o.resource_version()), ("web", Some("prod"), Some("7")));
-        assert_eq!(o.labels().get("app"), Some("web"));
-        let back: Value = serde_json::from_str(&o.to_json(&ar())).expect("json");
-        let mut want = sent.clone();
-        want["metadata"].as_object_mut().map(|m| m.remove("managedFields"));
-        assert_eq!(back, want);
-        // Through `Serialize` (what the applier and the status writer use), typed.
-        let typed = Object {
-            types: Some(Box::new(TypeMeta { api_version: "apps/v1".into(), kind: "Deployment".into() })),
-            ..o.clone()
-        };
-        assert_eq!(serde_json::to_value(&typed).expect("value"), want);
-        let dynamic: DynamicObject = serde_json::from_str(&typed.to_json(&ar())).expect("dynamic");
-        assert_eq!(dynamic.data["spec"]["replicas"], 2);
-    }
-
-    #[test]
-    fn an_object_with_metadata_only_and_list_items_without_a_kind() {
-        let o: Object = serde_json::from_str(r#"{"metadata":{"name":"x"}}"#).expect("object");
-        assert_eq!(o.rest_len(), 0);
-        let back: Value = serde_json::from_str(&o.to_json_as("v1", "ConfigMap")).expect("json");
-        assert_eq!(back, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}));
-        // Read from a `Value` (serde_json writes the text of each field).
-        let o: Object =
-            serde_json::from_value(json!({"metadata": {"name": "x"}, "data": {"k": "v"}})).expect("object");
-        let back: Value = serde_json::from_str(&o.to_json_as("v1", "ConfigMap")).expect("json");
-        assert_eq!(back["data"], json!({"k": "v"}));
-    }
-
-    #[test]
-    fn indexed_metadata_is_read_once_and_written_back() {
-        let sent = json!({
-            "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {
-                "name": "web", "namespace": "prod", "uid": "u-1", "resourceVersion": "12", "generation": 3,
-                "creationTimestamp": "2026-11-22T04:29:26Z", "deletionTimestamp": "2026-11-22T05:00:00Z",
-                "labels": {"b": "2", "a": "1"}, "annotations": {"note": "x \"y\""},
-                "ownerReferences": [{"apiVersion": "apps.example.com/v1", "kind": "WebApp", "name": "web",
-                                     "uid": "o-1", "controller": true, "blockOwnerDeletion": true}],
-                "finalizers": ["example.com/cleanup"], "generateName": "web-", "futureField": {"k": [1, 2]}
-            },
-            "spec": {"replicas": 2}
-        });
-        let o: Object = serde_json::from_str(&sent.to_string()).expect("object");
-        assert_eq!(o.generation(), Some(3));
-        assert_eq!(o.labels().iter().collect::<Vec<_>>(), [("a", "1"), ("b", "2")]);
-        assert_eq!(o.annotations().get("note"), Some("x \"y\""));
-        assert_eq!(o.owner_references()[0].uid, "o-1");
-        assert_eq!(o.finalizers(), ["example.com/cleanup"]);
-        assert!(o.is_deleting());
-        let back: Value = serde_json::from_str(&o.to_json(&ar())).expect("json");
-        assert_eq!(back, sent);
-        // Nulls read as absent, and are not written back.
-        let o: Object = serde_json::from_value(
-            json!({"metadata": {"name": "x", "labels": null, "finalizers": null, "deletionTimestamp": null}}),
-        )
-        .expect("object");
-        assert!(!o.is_deleting() && o.labels().is_empty() && o.finalizers().is_empty());
-        let back: Value = serde_json::from_str(&o.to_json_as("v1", "ConfigMap")).expect("json");
-        assert_eq!(back["metadata"], json!({"name": "x", "deletionTimestamp": null}));
-    }
-}
+#[allow(clippy::unwrap_used)]
+#[path = "object_tests.rs"]
+mod tests;

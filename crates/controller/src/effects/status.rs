@@ -2,7 +2,7 @@
 //! `Reconciled` condition and `observedGeneration` on the kinds the operator defines, and
 //! their `Ready` condition from the children's health unless the handler sets it.
 
-use ctop_applier::{ChildRef, StatusPatch, StatusWrite};
+use ctop_applier::{ChildRef, StatusPatch, StatusTarget, StatusWrite};
 use ctop_core::{Condition, ConditionStatus, ReconcileOutcome};
 use serde_json::Value;
 use tracing::Instrument as _;
@@ -32,11 +32,12 @@ pub(crate) fn ready_condition(ctx: &Ctx, children: &[ChildRef]) -> Condition {
     let blocker = children.iter().find_map(|c| {
         let key = ctop_core::kind_key(&c.api_version, &c.kind);
         let cache = ctx.caches.iter().find(|x| x.key == key)?;
-        let health = match cache.store.get(c.namespace.as_deref().filter(|_| cache.namespaced), &c.name) {
-            Some(o) => ctop_health::health_of_json(&o.to_json(&cache.ar)).ok()?,
-            None => ctop_health::Health::not_found(),
+        let found = cache.store.get(c.namespace.as_deref().filter(|_| cache.namespaced), &c.name);
+        let health = match &found {
+            Some(o) => std::borrow::Cow::Borrowed(o.health(&cache.ar)?),
+            None => std::borrow::Cow::Owned(ctop_health::Health::not_found()),
         };
-        (!health.is_current()).then_some((c, health))
+        (!health.is_current()).then(|| (c, health.into_owned()))
     });
     match blocker {
         None => Condition {
@@ -150,13 +151,18 @@ pub(crate) async fn write_status(
 /// noting the status fields it changed in the reconcile's history.
 async fn write(ctx: &Ctx, owner: &Object, patch: StatusPatch) -> Option<ReconcileError> {
     let key = object_key(owner);
+    // Parsed once, for the history and the writer: the object is cached as text.
+    let before = owner.status_json();
     ctx.memory.note(&key, |d| {
-        let before = owner.status_json();
         let after = Value::Object(patch.preview(before.as_object().unwrap_or(&serde_json::Map::new())));
         d.status(crate::history::status_changes(&before, &after));
     });
-    let written =
-        ctx.applier.status_writer().write(owner, patch).instrument(tracing::info_span!("status")).await;
+    let writer = ctx.applier.status_writer();
+    let written = match target(ctx, owner, before) {
+        Some(target) => writer.write_to(target, patch).instrument(tracing::info_span!("status")).await,
+        // No uid: the writer says so in its words.
+        None => writer.write(owner, patch).instrument(tracing::info_span!("status")).await,
+    };
     match written {
         Ok(StatusWrite::Written { resource_version: Some(v) }) => {
             ctx.memory.wrote(&key, &ctx.primary_kind, owner.namespace(), owner.name(), v);
@@ -171,6 +177,24 @@ async fn write(ctx: &Ctx, owner: &Object, patch: StatusPatch) -> Option<Reconcil
             Some(ReconcileError::Status(e))
         }
     }
+}
+
+/// What the status writer needs of `owner`, from the fields the cache keeps apart and its
+/// `status` as parsed; `None` without a uid.
+fn target(ctx: &Ctx, owner: &Object, status: Value) -> Option<StatusTarget> {
+    let (api_version, kind) = match &owner.types {
+        Some(t) => (t.api_version.clone(), t.kind.clone()),
+        None => (ctx.primary.api_version.clone(), ctx.primary.kind.clone()),
+    };
+    Some(StatusTarget {
+        api_version,
+        kind,
+        name: owner.name().to_owned(),
+        namespace: owner.namespace().map(str::to_owned),
+        uid: owner.uid()?.to_owned(),
+        resource_version: owner.resource_version().map(str::to_owned),
+        status: Some(status),
+    })
 }
 
 fn condition_json(c: &Condition) -> Value {
