@@ -89,6 +89,8 @@
 //! `type`, keeping `lastTransitionTime` while their `status` does not change;
 //! `status.observedGeneration` moves only when the patch says so. Nothing is sent when the
 //! patch changes nothing, and [`StatusWrite::Written`] carries the new `resourceVersion`.
+//! [`StatusWriter::write_to`] does the same for a caller that holds the object's identity
+//! and status apart ([`StatusTarget`], e.g. a cache of JSON text), without serializing it.
 //!
 //! ## Errors
 //!
