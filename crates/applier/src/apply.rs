@@ -21,7 +21,7 @@ use crate::discovery::{Discovery, Resolved, code};
 use crate::error::{ApplyError, ChildFailure, api_error_text};
 use crate::fingerprint::Fingerprint;
 use crate::memory::{OwnerMemory, Tie};
-use crate::object::{ChildRef, Key, ObjectInfo};
+use crate::object::{ChildRef, Key, ObjectInfo, Owner};
 use crate::prepare::Claim;
 use crate::status::StatusWriter;
 
@@ -259,6 +259,34 @@ impl Applier {
     {
         let owner = owner_info(owner)?;
         self.run_with(owner, desired.into_iter().map(Into::into).collect(), Live::Cached(cache), false).await
+    }
+
+    /// [`Applier::apply_cached`] (or, `prune` false, [`Applier::apply_cached_keeping`]) for
+    /// an owner whose identity and metadata the caller already holds apart (a cache of JSON
+    /// text): nothing of the owner is serialized or parsed again. An empty `uid` or name
+    /// is refused as [`ApplyError::InvalidOwner`].
+    pub async fn apply_cached_to<D: Into<Desired>>(
+        &self,
+        owner: Owner,
+        desired: impl IntoIterator<Item = D>,
+        cache: &dyn ChildCache,
+        prune: bool,
+    ) -> Result<ApplyReport, ApplyError> {
+        let owner = ObjectInfo::from(owner);
+        for (field, value) in [
+            ("apiVersion", &owner.api_version),
+            ("kind", &owner.kind),
+            ("metadata.name", &owner.name),
+            ("metadata.uid", &owner.uid),
+        ] {
+            if value.is_empty() {
+                return Err(ApplyError::InvalidOwner {
+                    owner: owner.describe(),
+                    reason: format!("it has no {field}"),
+                });
+            }
+        }
+        self.run_with(owner, desired.into_iter().map(Into::into).collect(), Live::Cached(cache), prune).await
     }
 
     async fn run(

@@ -128,5 +128,5 @@ pub use apply::{Applier, ApplierConfig, ApplyReport};
 pub use cache::{CachedMeta, ChildCache};
 pub use delete::{Deletion, delete_as_read};
 pub use error::{ApplyError, ChildFailure, StatusError, api_error_text};
-pub use object::ChildRef;
+pub use object::{ChildRef, Owner};
 pub use status::{StatusPatch, StatusTarget, StatusWrite, StatusWriter};

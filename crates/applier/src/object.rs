@@ -79,6 +79,47 @@ struct HeadMeta {
     annotations: Option<Value>,
 }
 
+/// The owner of an apply set as the caller already holds it (a cache that keeps an
+/// object's metadata apart): what [`crate::Applier::apply_cached_to`] needs of it, so that
+/// nothing of the owner is serialized and parsed again.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Owner {
+    /// `apiVersion`, e.g. `apps.example.com/v1`.
+    pub api_version: String,
+    /// `kind`.
+    pub kind: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace`; `None` for a cluster-scoped owner.
+    pub namespace: Option<String>,
+    /// `metadata.uid`: what the owner references of its children name.
+    pub uid: String,
+    /// `metadata.resourceVersion` of the owner as read.
+    pub resource_version: Option<String>,
+    /// `metadata.labels` (the ApplySet's id label is read from them).
+    pub labels: Vec<(String, String)>,
+    /// `metadata.annotations` (the ApplySet's kinds and namespaces are read from them).
+    pub annotations: Vec<(String, String)>,
+}
+
+impl From<Owner> for ObjectInfo {
+    fn from(owner: Owner) -> Self {
+        let map =
+            |pairs: Vec<(String, String)>| pairs.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+        Self {
+            api_version: owner.api_version,
+            kind: owner.kind,
+            name: owner.name,
+            namespace: owner.namespace,
+            uid: owner.uid,
+            resource_version: owner.resource_version,
+            labels: map(owner.labels),
+            annotations: map(owner.annotations),
+            status: None,
+        }
+    }
+}
+
 /// What the applier and the status writer need of an object read from the API server.
 #[derive(Clone, Debug)]
 pub(crate) struct ObjectInfo {

@@ -174,6 +174,26 @@ pub struct StatusTarget {
     pub status: Option<Value>,
 }
 
+/// What [`StatusWriter::write_to_noting`] tells: the status before and after a patch.
+type Note<'a> = dyn FnOnce(&Map<String, Value>, &Map<String, Value>) + Send + 'a;
+
+impl From<StatusTarget> for ObjectInfo {
+    fn from(target: StatusTarget) -> Self {
+        let StatusTarget { api_version, kind, name, namespace, uid, resource_version, status } = target;
+        Self {
+            api_version,
+            kind,
+            name,
+            namespace,
+            uid,
+            resource_version,
+            labels: Map::new(),
+            annotations: Map::new(),
+            status: status.filter(|s| !s.is_null()),
+        }
+    }
+}
+
 /// The last write for one object.
 #[derive(Clone, Debug)]
 struct Written {
@@ -215,7 +235,7 @@ impl StatusWriter {
     ) -> Result<StatusWrite, StatusError> {
         let info =
             ObjectInfo::of(object).map_err(|(object, reason)| StatusError::Invalid { object, reason })?;
-        self.write_info(info, patch).await
+        self.write_info(info, patch, None).await
     }
 
     /// [`StatusWriter::write`] for a caller that already holds the object's identity and
@@ -226,22 +246,27 @@ impl StatusWriter {
         target: StatusTarget,
         patch: StatusPatch,
     ) -> Result<StatusWrite, StatusError> {
-        let StatusTarget { api_version, kind, name, namespace, uid, resource_version, status } = target;
-        let info = ObjectInfo {
-            api_version,
-            kind,
-            name,
-            namespace,
-            uid,
-            resource_version,
-            labels: Map::new(),
-            annotations: Map::new(),
-            status: status.filter(|s| !s.is_null()),
-        };
-        self.write_info(info, patch).await
+        self.write_info(ObjectInfo::from(target), patch, None).await
     }
 
-    async fn write_info(&self, info: ObjectInfo, patch: StatusPatch) -> Result<StatusWrite, StatusError> {
+    /// [`StatusWriter::write_to`], telling `note` the status before and after the patch when
+    /// it changes something (before it is sent): what a caller that keeps a record of its
+    /// writes would otherwise work out again with [`StatusPatch::preview`].
+    pub async fn write_to_noting(
+        &self,
+        target: StatusTarget,
+        patch: StatusPatch,
+        note: impl FnOnce(&Map<String, Value>, &Map<String, Value>) + Send,
+    ) -> Result<StatusWrite, StatusError> {
+        self.write_info(ObjectInfo::from(target), patch, Some(Box::new(note))).await
+    }
+
+    async fn write_info(
+        &self,
+        info: ObjectInfo,
+        patch: StatusPatch,
+        note: Option<Box<Note<'_>>>,
+    ) -> Result<StatusWrite, StatusError> {
         let last = self.memory.lock().get(&info.uid).cloned();
         let live = match &info.status {
             Some(Value::Object(status)) => status.clone(),
@@ -259,6 +284,9 @@ impl StatusWriter {
             .map_err(|reason| StatusError::Invalid { object: info.describe(), reason })?;
         if planned.patch.is_empty() {
             return Ok(StatusWrite::Unchanged);
+        }
+        if let Some(note) = note {
+            note(&base, &planned.status);
         }
         let expected = Value::Object(planned.status);
         // Compared as values (key order does not matter to `Value`'s equality), not hashed:
@@ -364,7 +392,6 @@ fn plan(
     merge(&mut status, fields);
 
     if !conditions.is_empty() {
-        let base = Value::Object(base.clone());
         let mut list = match status.remove("conditions") {
             Some(Value::Array(list)) => list,
             _ => Vec::new(),
@@ -379,10 +406,9 @@ fn plan(
             };
             if c.get("lastTransitionTime").is_none_or(Value::is_null) {
                 let state = c.get("status").cloned().unwrap_or(Value::Null);
-                let since = [Some(&base), last]
+                let since = [base.get("conditions"), last.and_then(|l| l.get("conditions"))]
                     .into_iter()
-                    .flatten()
-                    .find_map(|status| transition_time(status, &kind, &state))
+                    .find_map(|conditions| transition_time(conditions, &kind, &state))
                     .unwrap_or_else(|| now.into());
                 c.insert("lastTransitionTime".into(), since);
             }
@@ -452,9 +478,8 @@ fn diff(from: &Map<String, Value>, to: &Map<String, Value>) -> Map<String, Value
 }
 
 /// The `lastTransitionTime` of the condition `kind` in `status` when it has status `state`.
-fn transition_time(status: &Value, kind: &Value, state: &Value) -> Option<Value> {
-    status
-        .get("conditions")?
+fn transition_time(conditions: Option<&Value>, kind: &Value, state: &Value) -> Option<Value> {
+    conditions?
         .as_array()?
         .iter()
         .find(|c| c.get("type") == Some(kind))

@@ -580,3 +580,53 @@ async fn a_child_the_cache_has_not_seen_yet_is_pruned_before_the_record_goes() {
     let owner = reread(&client, &owner).await;
     assert!(!owner.labels().contains_key(ID_LABEL), "no children, no record");
 }
+
+/// The owner's identity and metadata handed in apart ([`ctop_applier::Owner`], what a cache
+/// of JSON text holds) work as the owner itself: the first pass records the ApplySet on it
+/// and applies the child under it, a second pass with the owner as re-read writes nothing,
+/// and an owner without a uid is refused before anything is written.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_owner_handed_in_apart_works_as_the_object() {
+    let (_sim, client) = start().await;
+    let owner = create_app(&client, "default", "web").await;
+    let applier = Applier::new(client.clone(), ApplierConfig::default());
+    let apart = |o: &DynamicObject| ctop_applier::Owner {
+        api_version: "apps.example.com/v1".into(),
+        kind: "App".into(),
+        name: o.name_any(),
+        namespace: o.namespace(),
+        uid: o.uid().unwrap_or_default(),
+        resource_version: o.resource_version(),
+        labels: o.labels().clone().into_iter().collect(),
+        annotations: o.annotations().clone().into_iter().collect(),
+    };
+
+    let report = applier
+        .apply_cached_to(apart(&owner), [config_map("a", "1")], &Lagging, true)
+        .await
+        .expect("the first pass");
+    assert_eq!(names(&report.applied), ["ConfigMap default/a"]);
+    assert_eq!(report.owner_versions.len(), 1, "the ApplySet is recorded on the owner");
+    let owner = reread(&client, &owner).await;
+    let id = applyset_id("web", "default", "App", "apps.example.com");
+    assert_eq!(owner.labels().get(ID_LABEL), Some(&id));
+    let child = get_config_map(&client, "default", "a").await.expect("the child");
+    let refs = child.metadata.owner_references.unwrap_or_default();
+    assert_eq!(refs.len(), 1);
+    assert_eq!(Some(&refs[0].uid), owner.metadata.uid.as_ref());
+
+    let again = applier
+        .apply_cached_to(apart(&owner), [config_map("a", "1")], &Lagging, true)
+        .await
+        .expect("the second pass");
+    assert!(again.owner_versions.is_empty(), "the record on the owner was current: {again:?}");
+    assert!(again.pruned.is_empty());
+
+    let mut no_uid = apart(&owner);
+    no_uid.uid.clear();
+    let err =
+        applier.apply_cached_to(no_uid, [config_map("b", "1")], &Lagging, true).await.expect_err("no uid");
+    assert!(matches!(&err, ApplyError::InvalidOwner { .. }), "{err:?}");
+    assert!(err.to_string().contains("metadata.uid"), "{err}");
+    assert!(get_config_map(&client, "default", "b").await.is_none(), "nothing was written");
+}

@@ -15,7 +15,7 @@
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Default number of reconciles kept per object.
 pub const DEFAULT_KEPT: usize = 10;
@@ -455,10 +455,7 @@ pub(crate) fn keep_value(v: &Value) -> Value {
 
 /// The changes from the status `before` to `after` (both `status` objects), field by field,
 /// conditions by type (their transition times left out).
-pub(crate) fn status_changes(before: &Value, after: &Value) -> Vec<FieldChange> {
-    let empty = serde_json::Map::new();
-    let b = before.as_object().unwrap_or(&empty);
-    let a = after.as_object().unwrap_or(&empty);
+pub(crate) fn status_changes(b: &Map<String, Value>, a: &Map<String, Value>) -> Vec<FieldChange> {
     let mut out = Vec::new();
     let mut keys: Vec<&String> = b.keys().chain(a.keys()).collect();
     keys.sort();
@@ -634,7 +631,8 @@ mod tests {
             {"type": "Ready", "status": "True", "reason": "ChildrenCurrent", "lastTransitionTime": "b"},
             {"type": "Reconciled", "status": "True", "reason": "ReconcileSucceeded", "lastTransitionTime": "b"}
         ]});
-        let changes = status_changes(&before, &after);
+        let obj = |v: Value| v.as_object().cloned().expect("an object");
+        let changes = status_changes(&obj(before), &obj(after));
         let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
         assert_eq!(paths, ["conditions[Ready].reason", "conditions[Ready].status", "phase", "url"]);
         assert_eq!(changes[2].before, Some(json!("Pending")));
@@ -642,10 +640,10 @@ mod tests {
         assert_eq!(changes[1].after, Some(json!("True")));
         // A condition that appears is shown whole, without its times and generation.
         let first = status_changes(
-            &json!({}),
-            &json!({"conditions": [
+            &Map::new(),
+            &obj(json!({"conditions": [
                 {"type": "Ready", "status": "False", "reason": "ChildInProgress", "lastTransitionTime": "a", "observedGeneration": 1}
-            ]}),
+            ]})),
         );
         assert_eq!(first[0].path, "conditions[Ready]");
         assert_eq!(first[0].after, Some(json!({"status": "False", "reason": "ChildInProgress"})));

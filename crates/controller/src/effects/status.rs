@@ -4,7 +4,7 @@
 
 use ctop_applier::{ChildRef, StatusPatch, StatusTarget, StatusWrite};
 use ctop_core::{Condition, ConditionStatus, ReconcileOutcome};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tracing::Instrument as _;
 
 use super::events::{describe, event_note};
@@ -153,13 +153,16 @@ async fn write(ctx: &Ctx, owner: &Object, patch: StatusPatch) -> Option<Reconcil
     let key = object_key(owner);
     // Parsed once, for the history and the writer: the object is cached as text.
     let before = owner.status_json();
-    ctx.memory.note(&key, |d| {
-        let after = Value::Object(patch.preview(before.as_object().unwrap_or(&serde_json::Map::new())));
-        d.status(crate::history::status_changes(&before, &after));
-    });
+    // The writer works out the status after the patch anyway: the history notes what changes
+    // from it (nothing, when nothing is sent).
+    let note = |before: &Map<String, Value>, after: &Map<String, Value>| {
+        ctx.memory.note(&key, |d| d.status(crate::history::status_changes(before, after)));
+    };
     let writer = ctx.applier.status_writer();
     let written = match target(ctx, owner, before) {
-        Some(target) => writer.write_to(target, patch).instrument(tracing::info_span!("status")).await,
+        Some(target) => {
+            writer.write_to_noting(target, patch, note).instrument(tracing::info_span!("status")).await
+        }
         // No uid: the writer says so in its words.
         None => writer.write(owner, patch).instrument(tracing::info_span!("status")).await,
     };
