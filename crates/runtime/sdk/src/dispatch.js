@@ -17,7 +17,8 @@ import { ZodError } from "./z.js";
 export const Env = {};
 export const Values = {};
 const refill = (target, src) => {
-  for (const k of Object.keys(target)) delete target[k];
+  const keys = Object.keys(target);
+  for (let i = 0; i < keys.length; i++) delete target[keys[i]];
   if (isPlainObject(src)) Object.assign(target, src);
 };
 refill(Env, globalThis.__ct_env);

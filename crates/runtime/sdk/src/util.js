@@ -59,7 +59,13 @@ export function clone(v) {
 export function deepMerge(base, patch) {
   if (!isPlainObject(base) || !isPlainObject(patch)) return patch;
   const out = { ...base };
-  for (const [k, v] of Object.entries(patch)) out[k] = k in out ? deepMerge(out[k], v) : v;
+  // An index loop over the keys, not `for (const [k, v] of Object.entries(patch))`: QuickJS
+  // runs for-of and array destructuring through iterator objects, on every handler call.
+  const keys = Object.keys(patch);
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i];
+    out[k] = k in out ? deepMerge(out[k], patch[k]) : patch[k];
+  }
   return out;
 }
 

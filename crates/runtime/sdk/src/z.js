@@ -92,12 +92,14 @@ class ZodType {
 
 /** Bounds shared by numbers (value), strings (length) and arrays (item count); zod's messages. */
 function boundsCheck(n, def, path, issues, what) {
-  const { min, max, exclusiveMin } = def;
+  const min = def.min, max = def.max, exclusiveMin = def.exclusiveMin;
   if (min === undefined && max === undefined) return;
+  const tooSmall = min !== undefined && (exclusiveMin ? n <= min : n < min);
+  if (!tooSmall && !(max !== undefined && n > max)) return;
   const unit = what === "String" ? " character(s)" : what === "Array" ? " element(s)" : "";
   const say = (rel, bound) => what === "Number" ? `Number must be ${rel} ${bound}`
     : `${what} must contain ${min === max ? "exactly" : rel} ${bound}${unit}`;
-  if (min !== undefined && (exclusiveMin ? n <= min : n < min)) {
+  if (tooSmall) {
     const rel = what !== "Number" ? "at least" : exclusiveMin ? "greater than" : "greater than or equal to";
     issues.push({ code: "too_small", path: [...path], minimum: min, message: def.minMessage ?? say(rel, min) });
   }
@@ -242,7 +244,8 @@ class ZodObject extends ZodType {
     const out = this._def.passthrough ? { ...v } : {};
     const entries = (this._entries ??= Object.entries(this._def.shape));
     for (let i = 0; i < entries.length; i++) {
-      const [k, s] = entries[i];
+      // Not `const [k, s] = entries[i]`: QuickJS destructures an array through its iterator.
+      const k = entries[i][0], s = entries[i][1];
       path.push(k);
       const r = s._run(v[k], path, issues);
       path.pop();
