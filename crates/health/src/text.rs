@@ -15,8 +15,62 @@ struct Judged {
     api_version: Option<Value>,
     kind: Option<Value>,
     metadata: Option<JudgedMeta>,
-    spec: Option<Value>,
+    spec: Option<JudgedSpec>,
     status: Option<Value>,
+}
+
+/// `spec` without its pod or job template (`template`, `jobTemplate`): no rule reads one,
+/// and it is most of a workload's spec.
+struct JudgedSpec(Value);
+
+impl<'de> Deserialize<'de> for JudgedSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = Value;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a spec")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+                let mut out = Map::new();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if key == "template" || key == "jobTemplate" {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    } else {
+                        out.insert(key.into_owned(), map.next_value()?);
+                    }
+                }
+                Ok(Value::Object(out))
+            }
+            // Not an object: kept as it is, for the rules to say so.
+            fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+                Ok(Value::Bool(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+                Ok(Value::from(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+                Ok(Value::from(v))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+                Ok(Value::from(v))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+                Ok(Value::from(v))
+            }
+            fn visit_unit<E>(self) -> Result<Value, E> {
+                Ok(Value::Null)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(v) = seq.next_element()? {
+                    out.push(v);
+                }
+                Ok(Value::Array(out))
+            }
+        }
+        d.deserialize_any(Fields).map(JudgedSpec)
+    }
 }
 
 /// `generic.rs` reads these three of `metadata`, and no rule reads another.
@@ -48,7 +102,7 @@ pub fn health_of_json(text: &str) -> Result<Health, serde_json::Error> {
         put(&mut metadata, "generation", meta.generation);
         object.insert("metadata".to_owned(), Value::Object(metadata));
     }
-    put(&mut object, "spec", judged.spec);
+    put(&mut object, "spec", judged.spec.map(|s| s.0));
     put(&mut object, "status", judged.status);
     Ok(health(&Value::Object(object)))
 }
@@ -81,6 +135,17 @@ mod tests {
             json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "bad"},
                    "status": {"replicas": "two"}}),
             json!({"kind": "Deployment", "metadata": {"name": "no-api-version"}}),
+            // The templates are skipped: the rest of the spec still counts.
+            json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
+                   "spec": {"schedule": "@hourly", "suspend": "yes",
+                            "jobTemplate": {"spec": {"template": {"spec": {"containers": []}}}}}}),
+            json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s", "generation": 1},
+                   "spec": {"replicas": 3, "updateStrategy": {"type": "OnDelete"},
+                            "template": {"spec": {"containers": [{"name": "db", "image": "pg"}]}}},
+                   "status": {"observedGeneration": 1, "replicas": 3, "readyReplicas": 3}}),
+            // A spec that is no object reaches the rules as it is.
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "odd"}, "spec": [1, "x", null, 2.5]}),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "odd"}, "spec": "replicas"}),
         ]
     }
 

@@ -23,7 +23,7 @@
 //! its budget. [`cost`] is measured against the allocator (see its docs).
 
 use rquickjs::function::This;
-use rquickjs::{Ctx, Exception, Type, Value};
+use rquickjs::{Atom, Ctx, Exception, Type, Value};
 use serde_json::{Map, Number, Value as Json};
 
 /// Deepest nesting copied; deeper values (or cycles) are refused like a cyclic
@@ -149,8 +149,9 @@ impl Snapshots {
 
     /// Copies `value` against this call's budget.
     pub(crate) fn copy<'js>(&mut self, ctx: &Ctx<'js>, value: &Value<'js>) -> rquickjs::Result<Json> {
-        let mut walk = Walk { ctx, bytes: self.bytes + cost::VALUE, limit: self.limit };
-        let result = walk.value(value, "", 0).map(|v| v.unwrap_or(Json::Null));
+        let to_json = Atom::from_str(ctx.clone(), "toJSON")?;
+        let mut walk = Walk { ctx, to_json, bytes: self.bytes + cost::VALUE, limit: self.limit };
+        let result = walk.value(value, Key::Name(""), 0).map(|v| v.unwrap_or(Json::Null));
         self.bytes = walk.bytes;
         if walk.bytes > walk.limit {
             self.overflow = Some(walk.bytes);
@@ -162,8 +163,18 @@ impl Snapshots {
 /// One copy in progress.
 struct Walk<'a, 'js> {
     ctx: &'a Ctx<'js>,
+    /// The atom `toJSON`, looked up on every object: made once per copy, not per object.
+    to_json: Atom<'js>,
     bytes: usize,
     limit: usize,
+}
+
+/// The key a value is copied under: what its `toJSON(key)` is given, written out only then
+/// (an array element's index is not formatted for every element).
+#[derive(Clone, Copy)]
+enum Key<'k> {
+    Name(&'k str),
+    Index(usize),
 }
 
 impl<'js> Walk<'_, 'js> {
@@ -180,7 +191,7 @@ impl<'js> Walk<'_, 'js> {
 
     /// The JSON of `value` under `key`, or `None` where `JSON.stringify` leaves the property
     /// out. An object's `toJSON(key)` is called first and its result taken as it is.
-    fn value(&mut self, value: &Value<'js>, key: &str, depth: usize) -> rquickjs::Result<Option<Json>> {
+    fn value(&mut self, value: &Value<'js>, key: Key<'_>, depth: usize) -> rquickjs::Result<Option<Json>> {
         if depth > MAX_DEPTH {
             return Err(Exception::throw_type(
                 self.ctx,
@@ -192,9 +203,12 @@ impl<'js> Walk<'_, 'js> {
         if let Some(object) = value.as_object()
             && !value.is_function()
         {
-            let to_json: Value<'js> = object.get("toJSON")?;
+            let to_json: Value<'js> = object.get(self.to_json.clone())?;
             if let Some(f) = to_json.as_function() {
-                let replaced: Value<'js> = f.call((This(value.clone()), key))?;
+                let replaced: Value<'js> = match key {
+                    Key::Name(name) => f.call((This(value.clone()), name))?,
+                    Key::Index(i) => f.call((This(value.clone()), i.to_string()))?,
+                };
                 return self.serialize(&replaced, depth);
             }
         }
@@ -233,7 +247,7 @@ impl<'js> Walk<'_, 'js> {
             let mut items = Vec::with_capacity(array.len());
             for (i, item) in array.iter::<Value<'js>>().enumerate() {
                 let item = item?;
-                items.push(self.value(&item, &i.to_string(), depth + 1)?.unwrap_or(Json::Null));
+                items.push(self.value(&item, Key::Index(i), depth + 1)?.unwrap_or(Json::Null));
             }
             return Ok(Some(Json::Array(items)));
         }
@@ -243,7 +257,7 @@ impl<'js> Walk<'_, 'js> {
         let mut map = Map::new();
         for prop in object.props::<String, Value<'js>>() {
             let (key, item) = prop?;
-            if let Some(json) = self.value(&item, &key, depth + 1)? {
+            if let Some(json) = self.value(&item, Key::Name(&key), depth + 1)? {
                 // One more node every time the entry count crosses a node boundary.
                 self.count(cost::map(map.len() + 1) - cost::map(map.len()) + cost::string(key.len()))?;
                 map.insert(key, json);
