@@ -90,7 +90,10 @@
 //! `status.observedGeneration` moves only when the patch says so. Nothing is sent when the
 //! patch changes nothing, and [`StatusWrite::Written`] carries the new `resourceVersion`.
 //! [`StatusWriter::write_to`] does the same for a caller that holds the object's identity
-//! and status apart ([`StatusTarget`], e.g. a cache of JSON text), without serializing it.
+//! and status apart ([`StatusTarget`], e.g. a cache of JSON text), without serializing it;
+//! [`StatusWriter::write_to_noting`] also tells the caller the status before and after the
+//! patch, for a record of what each write changed. Likewise [`Applier::apply_cached_to`]
+//! takes the owner as such a cache holds it ([`Owner`]).
 //!
 //! ## Errors
 //!
