@@ -194,6 +194,14 @@ impl From<StatusTarget> for ObjectInfo {
     }
 }
 
+impl From<crate::Owner> for StatusTarget {
+    /// The owner's identity, without a status (set `status` to the one read).
+    fn from(owner: crate::Owner) -> Self {
+        let crate::Owner { api_version, kind, name, namespace, uid, resource_version, .. } = owner;
+        Self { api_version, kind, name, namespace, uid, resource_version, status: None }
+    }
+}
+
 /// The last write for one object.
 #[derive(Clone, Debug)]
 struct Written {

@@ -3,9 +3,7 @@
 
 use std::collections::HashSet;
 
-use ctop_applier::{
-    ApplyError, ApplyReport, ChildCache as _, ChildError, ChildFailure, ChildRef, Desired, Owner,
-};
+use ctop_applier::{ApplyError, ApplyReport, ChildCache as _, ChildError, ChildFailure, ChildRef, Desired};
 use ctop_core::{EventRecord, EventType, PruneMode};
 use kube::api::{Api, DynamicObject};
 use serde_json::{Value, json};
@@ -19,26 +17,6 @@ use crate::context::Ctx;
 use crate::error::ReconcileError;
 use crate::object::{Object, label_owner, object_key};
 use crate::observe::Children;
-
-/// What the applier needs of `owner`, from the fields the cache keeps apart (nothing of it
-/// is serialized or parsed); `None` without a uid.
-fn apply_owner(ctx: &Ctx, owner: &Object) -> Option<Owner> {
-    let (api_version, kind) = match &owner.types {
-        Some(t) => (t.api_version.clone(), t.kind.clone()),
-        None => (ctx.primary.api_version.clone(), ctx.primary.kind.clone()),
-    };
-    let pairs = |p: &crate::object::Pairs| p.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
-    Some(Owner {
-        api_version,
-        kind,
-        name: owner.name().to_owned(),
-        namespace: owner.namespace().map(str::to_owned),
-        uid: owner.uid()?.to_owned(),
-        resource_version: owner.resource_version().map(str::to_owned),
-        labels: pairs(owner.labels()),
-        annotations: pairs(owner.annotations()),
-    })
-}
 
 /// The reference of a desired child of `owner` (`None` when it lacks its apiVersion, kind
 /// or name; the apply refuses it).
@@ -101,7 +79,7 @@ pub(crate) async fn apply_children(
         })
         .collect();
     let complete = prune == PruneMode::Complete;
-    let report = match apply_owner(ctx, owner) {
+    let report = match super::owner_of(ctx, owner, true) {
         Some(o) => ctx.applier.apply_cached_to(o, desired, &children, complete).instrument(span).await,
         // No uid: the applier says so in its words.
         None if complete => ctx.applier.apply_cached(owner, desired, &children).instrument(span).await,

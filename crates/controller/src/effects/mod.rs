@@ -128,3 +128,26 @@ pub(crate) async fn carry_out(
     }
     Carried { result: out.result, failure, pruned }
 }
+
+/// `owner` as the applier takes it, from the fields the cache keeps apart (nothing of it is
+/// serialized or parsed), with its labels and annotations when `metadata`; `None` without a
+/// uid (the applier then words that error itself from the object).
+fn owner_of(ctx: &Ctx, owner: &Object, metadata: bool) -> Option<ctop_applier::Owner> {
+    let (api_version, kind) = match &owner.types {
+        Some(t) => (t.api_version.clone(), t.kind.clone()),
+        None => (ctx.primary.api_version.clone(), ctx.primary.kind.clone()),
+    };
+    let pairs = |p: &crate::object::Pairs| -> Vec<(String, String)> {
+        if metadata { p.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect() } else { Vec::new() }
+    };
+    Some(ctop_applier::Owner {
+        api_version,
+        kind,
+        name: owner.name().to_owned(),
+        namespace: owner.namespace().map(str::to_owned),
+        uid: owner.uid()?.to_owned(),
+        resource_version: owner.resource_version().map(str::to_owned),
+        labels: pairs(owner.labels()),
+        annotations: pairs(owner.annotations()),
+    })
+}

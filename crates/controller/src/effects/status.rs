@@ -185,19 +185,8 @@ async fn write(ctx: &Ctx, owner: &Object, patch: StatusPatch) -> Option<Reconcil
 /// What the status writer needs of `owner`, from the fields the cache keeps apart and its
 /// `status` as parsed; `None` without a uid.
 fn target(ctx: &Ctx, owner: &Object, status: Value) -> Option<StatusTarget> {
-    let (api_version, kind) = match &owner.types {
-        Some(t) => (t.api_version.clone(), t.kind.clone()),
-        None => (ctx.primary.api_version.clone(), ctx.primary.kind.clone()),
-    };
-    Some(StatusTarget {
-        api_version,
-        kind,
-        name: owner.name().to_owned(),
-        namespace: owner.namespace().map(str::to_owned),
-        uid: owner.uid()?.to_owned(),
-        resource_version: owner.resource_version().map(str::to_owned),
-        status: Some(status),
-    })
+    let identity = super::owner_of(ctx, owner, false)?;
+    Some(StatusTarget { status: Some(status), ..StatusTarget::from(identity) })
 }
 
 fn condition_json(c: &Condition) -> Value {
