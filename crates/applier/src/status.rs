@@ -155,21 +155,14 @@ impl std::fmt::Debug for StatusWriter {
     }
 }
 
-/// The object whose status [`StatusWriter::write_to`] writes, as read (ideally from a cache).
+/// The object whose status [`StatusWriter::write_to`] writes, as read (ideally from a cache):
+/// its identity as an [`Owner`](crate::Owner) (labels and annotations are not read) and its
+/// status.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StatusTarget {
-    /// `apiVersion`, e.g. `apps.example.com/v1`.
-    pub api_version: String,
-    /// `kind`.
-    pub kind: String,
-    /// `metadata.name`.
-    pub name: String,
-    /// `metadata.namespace`; `None` for a cluster-scoped object.
-    pub namespace: Option<String>,
-    /// `metadata.uid`: what the writer remembers its last write by.
-    pub uid: String,
-    /// `metadata.resourceVersion` of the object as read.
-    pub resource_version: Option<String>,
+    /// Its `apiVersion`, `kind`, name, namespace, uid (what the writer remembers its last
+    /// write by) and `resourceVersion` as read.
+    pub object: crate::Owner,
     /// Its `status` as read (`None` or `null`: it has none).
     pub status: Option<Value>,
 }
@@ -179,26 +172,7 @@ type Note<'a> = dyn FnOnce(&Map<String, Value>, &Map<String, Value>) + Send + 'a
 
 impl From<StatusTarget> for ObjectInfo {
     fn from(target: StatusTarget) -> Self {
-        let StatusTarget { api_version, kind, name, namespace, uid, resource_version, status } = target;
-        Self {
-            api_version,
-            kind,
-            name,
-            namespace,
-            uid,
-            resource_version,
-            labels: Map::new(),
-            annotations: Map::new(),
-            status: status.filter(|s| !s.is_null()),
-        }
-    }
-}
-
-impl From<crate::Owner> for StatusTarget {
-    /// The owner's identity, without a status (set `status` to the one read).
-    fn from(owner: crate::Owner) -> Self {
-        let crate::Owner { api_version, kind, name, namespace, uid, resource_version, .. } = owner;
-        Self { api_version, kind, name, namespace, uid, resource_version, status: None }
+        Self { status: target.status.filter(|s| !s.is_null()), ..ObjectInfo::from(target.object) }
     }
 }
 

@@ -185,8 +185,7 @@ async fn write(ctx: &Ctx, owner: &Object, patch: StatusPatch) -> Option<Reconcil
 /// What the status writer needs of `owner`, from the fields the cache keeps apart and its
 /// `status` as parsed; `None` without a uid.
 fn target(ctx: &Ctx, owner: &Object, status: Value) -> Option<StatusTarget> {
-    let identity = super::owner_of(ctx, owner, false)?;
-    Some(StatusTarget { status: Some(status), ..StatusTarget::from(identity) })
+    Some(StatusTarget { object: super::owner_of(ctx, owner, false)?, status: Some(status) })
 }
 
 fn condition_json(c: &Condition) -> Value {
