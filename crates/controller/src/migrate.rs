@@ -7,7 +7,10 @@
 //! replica), as kube-storage-version-migrator does it: list the objects in pages, and write
 //! each one back unchanged (a PUT with its `resourceVersion`: the API server stores what it
 //! writes in the storage version). A write answered 409 means the object was written since,
-//! so it is stored in the storage version already; 404, that it is gone. Writes are paced
+//! which does not mean it is stored in the storage version (a write that an API server
+//! began before it saw the CRD's new storage version stores the old one), so the object is
+//! read again and that is written back, up to [`CONFLICT_TRIES`] times; 404 means it is
+//! gone. Writes are paced
 //! ([`StorageMigration::rate`] per second). Progress is kept in the CRD's annotation
 //! [`PROGRESS_ANNOTATION`] after each page (the list's continue token and the count), so a
 //! new leader resumes where the last one stopped; when the token has expired (410), it starts
@@ -46,6 +49,8 @@ const PAGE: u32 = 100;
 const RECHECK: Duration = Duration::from_secs(30);
 /// How long a failed pass waits before the next.
 const RETRY: Duration = Duration::from_secs(30);
+/// Writes of one object answered 409 before it counts as failed (and the pass with it).
+const CONFLICT_TRIES: u32 = 5;
 
 /// The opt-in of a run to migrate storage (`ctop run --migrate-storage`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -317,7 +322,10 @@ impl Migration {
         Api::all_with(self.client.clone(), &self.hub())
     }
 
-    /// Write `obj` back unchanged: the API server stores it in the storage version.
+    /// Write `obj` back unchanged: the API server stores it in the storage version. When it
+    /// was written since it was listed (409), what it is now is read and written back
+    /// instead, as kube-storage-version-migrator does: the other write may have been stored
+    /// in the old version.
     async fn rewrite(&self, obj: &DynamicObject) -> Result<(), String> {
         let ar = self.hub();
         let name = obj.metadata.name.clone().unwrap_or_default();
@@ -325,12 +333,24 @@ impl Migration {
             (Scope::Namespaced, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &ar),
             _ => Api::all_with(self.client.clone(), &ar),
         };
-        match api.replace(&name, &PostParams::default(), obj).await {
-            Ok(_) => Ok(()),
-            // Written since (so stored in the storage version), or gone.
-            Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => Ok(()),
-            Err(e) => Err(api_error_text(&e)),
+        let mut read_again = None;
+        for _ in 0..CONFLICT_TRIES {
+            let current = read_again.as_ref().unwrap_or(obj);
+            match api.replace(&name, &PostParams::default(), current).await {
+                Ok(_) => return Ok(()),
+                // Gone: nothing is stored to migrate.
+                Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 409 => match api.get_opt(&name).await {
+                    Ok(Some(now)) => read_again = Some(now),
+                    Ok(None) => return Ok(()),
+                    Err(e) => return Err(api_error_text(&e)),
+                },
+                Err(e) => return Err(api_error_text(&e)),
+            }
         }
+        Err(format!(
+            "it was written by someone else on each of {CONFLICT_TRIES} tries; it is tried again in the next pass"
+        ))
     }
 
     /// Keep `progress` in the CRD's annotation (`None` removes it).

@@ -2,7 +2,8 @@
 //! converts through the script's conversions (served by `ctop_webhook`'s dev server, as
 //! `ctop test` serves them): objects stored in v1 are rewritten in v2 and v1 leaves
 //! `status.storedVersions`; a second leader resumes the migration where the first stopped,
-//! rewriting no object twice; an object that cannot be rewritten keeps v1 stored and says so.
+//! rewriting no object twice; an object written since the list is read again and rewritten;
+//! an object that cannot be rewritten keeps v1 stored and says so.
 
 mod common;
 
@@ -141,6 +142,17 @@ fn operator(
     (stop, task, health)
 }
 
+/// The migration as `/status` shows it, once it is in `phase`.
+async fn migration_in(health: std::net::SocketAddr, phase: &'static str) -> Value {
+    eventually(30, &format!("the migration reported {phase}"), || async move {
+        let (_, body) = http_get(health, "/status").await?;
+        let status: Value = serde_json::from_str(&body).ok()?;
+        let m = status["storageMigrations"][0].clone();
+        (m["phase"] == phase).then_some(m)
+    })
+    .await
+}
+
 /// `n` Widgets written in v1 while v1 is stored.
 async fn stored_in_v1(client: &Client, n: usize) -> tempfile::TempDir {
     let (_, _hook, dir) = install(client, "v1").await;
@@ -259,13 +271,7 @@ async fn an_object_that_cannot_be_rewritten_keeps_v1_stored_and_is_named() {
     .await;
     assert_eq!(rewritten, ["w-001", "w-002"]);
     // /status says why.
-    let migration = eventually(30, "the migration reported failed", || async move {
-        let (_, body) = http_get(health, "/status").await?;
-        let status: Value = serde_json::from_str(&body).ok()?;
-        let m = status["storageMigrations"][0].clone();
-        (m["phase"] == "Failed").then_some(m)
-    })
-    .await;
+    let migration = migration_in(health, "Failed").await;
     assert_eq!(migration["resource"], CRD);
     assert_eq!(migration["migrated"], 2, "{migration}");
     let message = migration["message"].as_str().unwrap_or_default();
@@ -276,6 +282,33 @@ async fn an_object_that_cannot_be_rewritten_keeps_v1_stored_and_is_named() {
         "{migration}"
     );
     assert_eq!(stored_versions(&client).await, ["v1", "v2"], "v1 stays while an object may be stored in it");
+    let _ = stop.send(());
+    let _ = task.await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_written_since_the_list_is_read_again_and_rewritten() {
+    let sim = sim().await;
+    let client = client(&sim).await;
+    let _old = stored_in_v1(&client, 3).await;
+    let (handlers, _hook, dir) = install(&client, "v2").await;
+    // The first rewrite is answered 409, as when another write came first: that write may
+    // have been stored in v1 (an API server that had not yet seen the new storage version),
+    // so it proves nothing. The object is read again and rewritten before v1 may go.
+    sim.faults().fail("update", "widgets", 409, 1);
+    let before = resource_versions(&client).await;
+    let (stop, task, health) = operator(&sim, &dir, handlers, 200);
+    eventually(30, "storedVersions is [v2]", || {
+        let client = client.clone();
+        async move { (stored_versions(&client).await == ["v2"]).then_some(()) }
+    })
+    .await;
+    let after = resource_versions(&client).await;
+    for (name, rv) in &before {
+        assert_ne!(after.get(name), Some(rv), "{name} was rewritten, the one answered 409 too");
+    }
+    let migration = migration_in(health, "Done").await;
+    assert_eq!(migration["migrated"], 3, "{migration}");
     let _ = stop.send(());
     let _ = task.await;
 }
