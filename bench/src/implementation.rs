@@ -27,6 +27,57 @@ pub struct Programs {
     pub kopf_script: PathBuf,
 }
 
+impl Programs {
+    /// Every program a run of `impls` needs is there: ctop always (it runs kubesim, or
+    /// `sim` does, and writes the CRD) and each implementation's own. A missing one would
+    /// make each of its runs fail to start and the report say "NO": this says what to
+    /// build instead, before anything runs.
+    pub fn check(&self, impls: &[String], sim: Option<&Path>) -> anyhow::Result<()> {
+        let mut needed =
+            vec![("ctop", self.ctop.as_path(), "--ctop", "build it with `cargo build --release -p ctop`")];
+        if let Some(sim) = sim {
+            needed.push(("ctop", sim, "--sim", "build it with `cargo build --release -p ctop`"));
+        }
+        for imp in impls {
+            match imp.as_str() {
+                "native" => needed.push((
+                    "webapp-native",
+                    &self.native,
+                    "--native",
+                    "build it with `cargo build --release -p ctop-bench`",
+                )),
+                "kopf" => {
+                    needed.push(("kopf", &self.kopf, "--kopf", "set up bench/.venv with `bash bench/ci.sh`"))
+                }
+                name if NAMES.contains(&name) => {}
+                name => bail!("no implementation {name}: --impls takes {}", NAMES.join(", ")),
+            }
+        }
+        for (what, path, flag, build) in needed {
+            if !path.is_file() {
+                bail!(
+                    "no {what} at {}: build it with `{build}`, or give its path with {flag}",
+                    path.display()
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The program `name` beside the running one (Cargo builds `ctop`, `webapp-native` and the
+/// bench binaries into one profile directory, wherever `CARGO_TARGET_DIR` puts it), or
+/// `target/release/<name>` when there is none there: the default of each `--ctop` and
+/// `--native`.
+#[must_use]
+pub fn beside_me(name: &str) -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join(name)))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("target/release").join(name))
+}
+
 /// What one start of an implementation is given.
 #[derive(Debug, Clone, Copy)]
 pub struct Launch<'a> {
@@ -119,5 +170,31 @@ mod tests {
         let every = kopf.get_envs().find(|(k, _)| *k == "BENCH_EVERY").and_then(|(_, v)| v);
         assert_eq!(every.and_then(|v| v.to_str()), Some("0.5"));
         assert!(command("operator-sdk", &programs, &launch).is_err());
+    }
+
+    #[test]
+    fn a_missing_program_is_named_with_its_flag_before_anything_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctop = dir.path().join("ctop");
+        std::fs::write(&ctop, "").unwrap();
+        let programs = Programs {
+            ctop,
+            native: dir.path().join("webapp-native"),
+            kopf: dir.path().join("kopf"),
+            kopf_script: "webapp.py".into(),
+        };
+        let impls = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        programs.check(&impls(&["ctop", "ctop-history-off"]), None).unwrap();
+        let e = programs.check(&impls(&["ctop", "native"]), None).unwrap_err().to_string();
+        assert!(
+            e.starts_with("no webapp-native at ") && e.ends_with("or give its path with --native"),
+            "{e}"
+        );
+        let e = programs.check(&impls(&["kopf"]), None).unwrap_err().to_string();
+        assert!(e.contains("bash bench/ci.sh") && e.ends_with("--kopf"), "{e}");
+        let e = programs.check(&impls(&["ctop"]), Some(Path::new("/nonexistent/ctop"))).unwrap_err();
+        assert!(e.to_string().ends_with("--sim"), "{e}");
+        let e = programs.check(&impls(&["operator-sdk"]), None).unwrap_err().to_string();
+        assert!(e.starts_with("no implementation operator-sdk: --impls takes ctop, "), "{e}");
     }
 }

@@ -60,15 +60,16 @@ pub struct Opts {
     /// Where results.md, results.json and chart.png go.
     #[arg(long, default_value = "bench/results")]
     out: PathBuf,
-    /// The ctop binary.
-    #[arg(long, default_value = "target/release/ctop")]
+    /// The ctop binary [default: `ctop` beside this program, else target/release/ctop].
+    #[arg(long, default_value_os_t = implementation::beside_me("ctop"), hide_default_value = true)]
     ctop: PathBuf,
     /// The ctop binary that runs kubesim for every implementation [default: --ctop]. Give one
     /// binary here when comparing two builds of ctop, so both meet the same API server.
     #[arg(long)]
     sim: Option<PathBuf>,
-    /// The native controller binary.
-    #[arg(long, default_value = "target/release/webapp-native")]
+    /// The native controller binary [default: `webapp-native` beside this program, else
+    /// target/release/webapp-native].
+    #[arg(long, default_value_os_t = implementation::beside_me("webapp-native"), hide_default_value = true)]
     native: PathBuf,
     /// The kopf executable (from the venv bench/ci.sh sets up).
     #[arg(long, default_value = "bench/.venv/bin/kopf")]
@@ -99,6 +100,17 @@ pub struct Opts {
     /// ctop, ...), and report each figure's median over the rounds.
     #[arg(long, default_value_t = 1)]
     rounds: usize,
+}
+
+impl Opts {
+    fn programs(&self) -> implementation::Programs {
+        implementation::Programs {
+            ctop: self.ctop.clone(),
+            native: self.native.clone(),
+            kopf: self.kopf.clone(),
+            kopf_script: self.kopf_script.clone(),
+        }
+    }
 }
 
 /// Everything measured for one implementation at one size.
@@ -183,6 +195,9 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let opts = <Opts as clap::Parser>::parse();
+    if !opts.report_only {
+        opts.programs().check(&opts.impls, opts.sim.as_deref())?;
+    }
     std::fs::create_dir_all(&opts.out)?;
     if opts.pin {
         let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
@@ -292,12 +307,7 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     webapps.create(&PostParams::default(), &webapp("probe", IMAGE_1)).await?;
 
     let every_s = implementation::parse_duration(&opts.every)?.as_secs_f64();
-    let programs = implementation::Programs {
-        ctop: opts.ctop.clone(),
-        native: opts.native.clone(),
-        kopf: opts.kopf.clone(),
-        kopf_script: opts.kopf_script.clone(),
-    };
+    let programs = opts.programs();
     let start = |every: &str, log: &str| -> anyhow::Result<(Proc, u16)> {
         let port = free_port()?;
         let example = example_copy(&opts.example, &tmp, every)?;

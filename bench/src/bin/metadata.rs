@@ -47,8 +47,8 @@ struct Opts {
     /// `full` (`.reads(Pod)`) and `metadata` (`.reads(Pod, { metadataOnly: true })`).
     #[arg(long, value_delimiter = ',', default_value = "full,metadata")]
     modes: Vec<String>,
-    /// The ctop binary.
-    #[arg(long, default_value = "target/release/ctop")]
+    /// The ctop binary [default: `ctop` beside this program, else target/release/ctop].
+    #[arg(long, default_value_os_t = ctop_bench::implementation::beside_me("ctop"), hide_default_value = true)]
     ctop: PathBuf,
     /// Where the logs, the operators and `results.md` go.
     #[arg(long, default_value = "target/bench-metadata")]

@@ -43,8 +43,8 @@ struct Opts {
     /// Looping neighbours of each scenario.
     #[arg(long, value_delimiter = ',', default_value = "0,1,3,4")]
     loops: Vec<usize>,
-    /// The ctop binary.
-    #[arg(long, default_value = "target/release/ctop")]
+    /// The ctop binary [default: `ctop` beside this program, else target/release/ctop].
+    #[arg(long, default_value_os_t = ctop_bench::implementation::beside_me("ctop"), hide_default_value = true)]
     ctop: PathBuf,
     /// Where the processes' logs go.
     #[arg(long, default_value = "target/bench-neighbour")]

@@ -71,8 +71,8 @@ pub struct Opts {
     /// Where results.md and results.json go.
     #[arg(long, default_value = "bench/results-sharding")]
     out: PathBuf,
-    /// The ctop binary.
-    #[arg(long, default_value = "target/release/ctop")]
+    /// The ctop binary [default: `ctop` beside this program, else target/release/ctop].
+    #[arg(long, default_value_os_t = ctop_bench::implementation::beside_me("ctop"), hide_default_value = true)]
     ctop: PathBuf,
     /// The WebApp example.
     #[arg(long, default_value = "examples/webapp")]

@@ -66,11 +66,12 @@ pub struct Opts {
     /// Where results.md, results.json and chart.png go.
     #[arg(long, default_value = "bench/results-soak")]
     out: PathBuf,
-    /// The ctop binary.
-    #[arg(long, default_value = "target/release/ctop")]
+    /// The ctop binary [default: `ctop` beside this program, else target/release/ctop].
+    #[arg(long, default_value_os_t = ctop_bench::implementation::beside_me("ctop"), hide_default_value = true)]
     ctop: PathBuf,
-    /// The native controller binary.
-    #[arg(long, default_value = "target/release/webapp-native")]
+    /// The native controller binary [default: `webapp-native` beside this program, else
+    /// target/release/webapp-native].
+    #[arg(long, default_value_os_t = ctop_bench::implementation::beside_me("webapp-native"), hide_default_value = true)]
     native: PathBuf,
     /// The kopf executable (from the venv bench/ci.sh sets up).
     #[arg(long, default_value = "bench/.venv/bin/kopf")]
@@ -119,10 +120,22 @@ impl SoakRun {
     }
 }
 
+fn programs(opts: &Opts) -> Programs {
+    Programs {
+        ctop: opts.ctop.clone(),
+        native: opts.native.clone(),
+        kopf: opts.kopf.clone(),
+        kopf_script: opts.kopf_script.clone(),
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().with_env_filter("warn").with_writer(std::io::stderr).init();
     let opts = <Opts as clap::Parser>::parse();
+    if !opts.report_only {
+        programs(&opts).check(&opts.impls, None)?;
+    }
     std::fs::create_dir_all(&opts.out)?;
     let mut runs: Vec<SoakRun> = Vec::new();
     for path in &opts.merge {
@@ -193,12 +206,7 @@ async fn run_one(opts: &Opts, run: &mut SoakRun) -> anyhow::Result<()> {
     let _watchers = Aborted(watch_workload(&client, &webapps, &seen));
     webapps.create(&PostParams::default(), &webapp(PROBE, IMAGE_1)).await?;
 
-    let programs = Programs {
-        ctop: opts.ctop.clone(),
-        native: opts.native.clone(),
-        kopf: opts.kopf.clone(),
-        kopf_script: opts.kopf_script.clone(),
-    };
+    let programs = programs(opts);
     let port = free_port()?;
     let launch =
         Launch { example: &example, kubeconfig: &kubesim.kubeconfig, every: EVERY, metrics_port: port };
