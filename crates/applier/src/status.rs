@@ -56,14 +56,6 @@ pub struct StatusPatch {
 }
 
 impl StatusPatch {
-    /// The status `base` becomes under this patch, as a writer would send it (fields merged,
-    /// conditions merged by type, `observedGeneration` set); a patch the writer would
-    /// refuse leaves `base` as it is. For showing what a write changes.
-    #[must_use]
-    pub fn preview(&self, base: &Map<String, Value>) -> Map<String, Value> {
-        plan(base, self.clone(), None, "").map_or_else(|_| base.clone(), |p| p.status)
-    }
-
     /// A patch setting (or, with `null`, deleting) these status fields.
     #[must_use]
     pub fn from_fields(fields: Map<String, Value>) -> Self {
@@ -232,8 +224,8 @@ impl StatusWriter {
     }
 
     /// [`StatusWriter::write_to`], telling `note` the status before and after the patch when
-    /// it changes something (before it is sent): what a caller that keeps a record of its
-    /// writes would otherwise work out again with [`StatusPatch::preview`].
+    /// it changes something (before it is sent), from the writer's own plan: for a caller
+    /// that keeps a record of its writes.
     pub async fn write_to_noting(
         &self,
         target: StatusTarget,
