@@ -630,3 +630,49 @@ async fn an_owner_handed_in_apart_works_as_the_object() {
     assert!(err.to_string().contains("metadata.uid"), "{err}");
     assert!(get_config_map(&client, "default", "b").await.is_none(), "nothing was written");
 }
+
+/// A child whose kind the owner's record holds, missing when a pass would apply it, is
+/// created again only for an owner that still exists, even by an applier that does not
+/// remember making it (a restarted operator, or one whose memory of the owner went when its
+/// cache saw the owner go): the garbage collector deletes the children of a deleted owner,
+/// and a cache may still hand the owner in.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recorded_child_is_not_created_again_for_an_owner_that_is_gone() {
+    let (_sim, client) = start().await;
+    let owner = create_app(&client, "default", "web").await;
+    Applier::new(client.clone(), ApplierConfig::default())
+        .apply(&owner, [config_map("a", "1")])
+        .await
+        .expect("apply");
+    // The owner as a cache still holds it after its deletion.
+    let stale = reread(&client, &owner).await;
+    apps(&client, "default").delete("web", &DeleteParams::background()).await.expect("owner deleted");
+    eventually(5, "the child garbage-collected", || async {
+        get_config_map(&client, "default", "a").await.is_none().then_some(())
+    })
+    .await;
+    let err = Applier::new(client.clone(), ApplierConfig::default())
+        .apply(&stale, [config_map("a", "1")])
+        .await
+        .expect_err("the owner is gone");
+    assert!(matches!(&err, ApplyError::OwnerGone { .. }), "{err:?}");
+    assert!(get_config_map(&client, "default", "a").await.is_none(), "not created again");
+
+    // An owner that exists gets a child deleted by hand back.
+    let owner = create_app(&client, "default", "shop").await;
+    Applier::new(client.clone(), ApplierConfig::default())
+        .apply(&owner, [config_map("b", "1")])
+        .await
+        .expect("apply");
+    let owner = reread(&client, &owner).await;
+    Api::<ConfigMap>::namespaced(client.clone(), "default")
+        .delete("b", &DeleteParams::default())
+        .await
+        .expect("deleted by hand");
+    let report = Applier::new(client.clone(), ApplierConfig::default())
+        .apply(&owner, [config_map("b", "1")])
+        .await
+        .expect("apply again");
+    assert_eq!(names(&report.applied), ["ConfigMap default/b"]);
+    assert!(get_config_map(&client, "default", "b").await.is_some(), "created again");
+}

@@ -88,6 +88,9 @@ struct Remembered {
     child_deleted: bool,
     /// A sharded member has seen it arrive.
     arrived: bool,
+    /// The API server said the object of `uid` is gone while the cache still holds it (see
+    /// [`Memory::gone`]).
+    gone: bool,
     /// Its reconcile history (none when the run keeps none).
     log: Option<Box<Log>>,
 }
@@ -158,6 +161,32 @@ impl Memory {
         self.publish();
     }
 
+    /// The API server said the object at `key` is gone, though the cache still holds it
+    /// (its deletion event is on the way): what is remembered of it goes, here, in the
+    /// applier and in its status writer, and until the cache drops it no reconcile of it
+    /// runs (see [`Memory::known_gone`]). One would find its children gone (the garbage
+    /// collector deletes them) and no memory of having made them, and create them again.
+    /// The mark goes with the rest when the object is forgotten (its deletion event, or a
+    /// worker that finds it gone from the cache).
+    pub(crate) fn gone(&self, key: &str) {
+        let uid = {
+            let mut objects = self.objects.lock();
+            let Some(r) = objects.get_mut(key) else { return };
+            let uid = r.uid.clone();
+            *r = Remembered { uid: uid.clone(), running: r.running, gone: true, ..Remembered::default() };
+            uid
+        };
+        match uid {
+            Some(uid) => self.forget_uid(&uid),
+            None => self.publish(),
+        }
+    }
+
+    /// Whether the API server said the object at `key` is gone (see [`Memory::gone`]).
+    pub(crate) fn known_gone(&self, key: &str) -> bool {
+        self.objects.lock().get(key).is_some_and(|r| r.gone)
+    }
+
     /// Forget what the applier and its status writer remember of the object `uid` (when
     /// its key may already have been forgotten).
     pub(crate) fn forget_uid(&self, uid: &str) {
@@ -190,6 +219,8 @@ impl Memory {
         self.with(&key, |r| {
             if r.uid.as_deref() != o.uid() {
                 r.uid = o.uid().map(str::to_owned);
+                // Another object under the name: what was gone was the one before.
+                r.gone = false;
             }
             r.read = o.resource_version().map(|v| (written_key(kind, o.namespace(), o.name()), v.to_owned()));
             r.running += 1;
@@ -471,6 +502,31 @@ mod tests {
             "metadata": {"name": "a", "namespace": "ns", "uid": "u1", "resourceVersion": "8"}
         }));
         assert!(!m.is_echo("v1/Secret", &o, "ns/p").await, "a later version is someone else's change");
+    }
+
+    #[tokio::test]
+    async fn an_object_the_server_said_is_gone_stays_gone_until_forgotten_or_replaced() {
+        let m = memory();
+        let p = object(serde_json::json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u0"}}));
+        drop(m.begin("test/v1/Widget", &p));
+        m.wrote("ns/p", "v1/Secret", Some("ns"), "a", "7".into());
+        assert!(!m.known_gone("ns/p"));
+        m.gone("ns/p");
+        assert!(m.known_gone("ns/p"), "until the cache drops it");
+        let a = object(serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7"}
+        }));
+        assert!(!m.is_echo("v1/Secret", &a, "ns/p").await, "what it wrote is forgotten");
+        // Another object under the name is not gone.
+        let q = object(serde_json::json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}}));
+        drop(m.begin("test/v1/Widget", &q));
+        assert!(!m.known_gone("ns/p"));
+        m.gone("ns/p");
+        m.forget("ns/p");
+        assert!(!m.known_gone("ns/p"));
+        assert!(m.objects.lock().is_empty(), "the mark goes with the object");
+        m.gone("ns/p");
+        assert!(m.objects.lock().is_empty(), "nothing is marked that was not remembered");
     }
 
     #[tokio::test]

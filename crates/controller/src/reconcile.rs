@@ -73,7 +73,7 @@ pub(crate) async fn reconcile(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Next, 
     let done = match done {
         Err(ReconcileError::Gone { object }) => {
             tracing::debug!(controller = ctx.spec.name, object, "gone; forgotten");
-            ctx.memory.forget(&key);
+            ctx.memory.gone(&key);
             Ok(Done::from(Next::AwaitChange))
         }
         other => other,
@@ -177,6 +177,10 @@ async fn reconcile_object(obj: Arc<Object>, ctx: &Arc<Ctx>) -> Result<Done, Reco
     let owner = obj.typed(&ctx.primary);
     let key = object_key(&owner);
 
+    // The API server said it is gone: its deletion event is on the way to this cache.
+    if ctx.memory.known_gone(&key) {
+        return Ok(Next::AwaitChange.into());
+    }
     if ctx.memory.must_confirm(&key) {
         if !confirm(ctx, &owner).await? {
             // Its deletion is on the way to this cache, and its event will run it.

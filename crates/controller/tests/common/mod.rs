@@ -253,7 +253,10 @@ pub async fn client(sim: &KubeSim) -> Client {
 pub fn load(body: &str) -> (Arc<dyn Handlers>, tempfile::TempDir) {
     let _ = tracing_subscriber::fmt()
         .with_test_writer()
-        .with_env_filter("ctop_controller=debug,ctop_applier=info")
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "ctop_controller=debug,ctop_applier=info".into()),
+        )
         .try_init();
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("operator.ct"), format!("{PRELUDE}\n{body}")).expect("write script");
