@@ -77,13 +77,14 @@ async fn the_controllers_own_writes_do_not_trigger_it_again() {
     .await;
     // One reconcile for the creation, one for the child's creation (the first to observe it;
     // it may also be seen within the first run, and the two are one), one for the
-    // annotation. One more when a reconcile started between a status write and its watch
-    // event (it may have read the cache without the write, so the event counts). Each own
-    // write re-triggering (two status writes, the ApplySet record) would make it 6 or more.
+    // annotation. One more for each of the two status writes when a reconcile started
+    // between the write and its watch event (it may have read the cache without the write,
+    // so the event counts; under CPU contention both can happen in one run). Each own write
+    // re-triggering (two status writes, the ApplySet record) would make it 6 or more.
     let reconciles =
         op.metric("controller_runtime_reconcile_total{controller=\"widget\",result=\"success\"}").await;
     assert!(
-        (2.0..=4.0).contains(&reconciles),
+        (2.0..=5.0).contains(&reconciles),
         "{reconciles} reconciles ({} handler calls): the status writes and the ApplySet record came back \
          as watch events and were not all recognised as the controller's own",
         op.reconciles()
