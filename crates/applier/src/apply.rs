@@ -324,13 +324,10 @@ impl Applier {
 
         // 2. Record the superset of what was and what will be on the owner first, so that a
         // pass interrupted after applying a new kind still finds it to prune later.
-        // The kinds the owner's record held before this pass: children of these may have
-        // been made by an earlier pass, or an earlier process.
-        let recorded_before = parse_group_kinds(owner.annotation(CONTAINS_GROUP_KINDS_ANNOTATION));
         let (mut recorded_kinds, mut recorded_namespaces) = {
             let memory = self.memory.lock();
             let remembered = memory.get(&owner.uid);
-            let mut kinds = recorded_before.clone();
+            let mut kinds = parse_group_kinds(owner.annotation(CONTAINS_GROUP_KINDS_ANNOTATION));
             let mut namespaces = parse_list(owner.annotation(ADDITIONAL_NAMESPACES_ANNOTATION));
             if let Some(m) = remembered {
                 kinds.extend(m.group_kinds.iter().cloned());
@@ -356,46 +353,39 @@ impl Applier {
         // 3. Apply, continuing past failures so that one bad child does not hold back the
         // rest; an existing object that is not a child is left alone (see `adopt`).
         let mut failures = Vec::new();
-        let mut owner_confirmed = false;
         for p in &prepared {
             if self.unchanged(&owner.uid, p, live).await {
                 report.skipped.push(p.child.clone());
                 continue;
             }
-            let claim = self.claim(&owner, &set_id, p, live).await;
-            // A child to create that may have been made before (this applier remembers
-            // making it, or the owner's record held its kind before this pass) and is gone:
-            // the owner may be gone too (the garbage collector deletes the children of a
-            // deleted owner, and the caller's cache may not know yet; what this applier
-            // remembers of an owner goes when the caller sees the owner go). Never re-create
-            // a child for an owner that no longer exists.
-            let maybe_made = match &claim {
-                Ok(Claim::Again) => true,
-                Ok(Claim::New) => recorded_before.contains(&p.key.group_kind),
-                _ => false,
-            };
-            match claim {
-                Ok(Claim::Child | Claim::New | Claim::Again) => {}
+            match self.claim(&owner, &set_id, p, live).await {
+                Ok(Claim::Child) => {}
                 Ok(Claim::Adopted) => report.adopted.push(p.child.clone()),
+                Ok(Claim::Again) => {
+                    // This applier made it and it is gone: the owner may be gone too (the
+                    // garbage collector deletes the children of a deleted owner, and the
+                    // caller's cache may not know yet). Never re-create a child for an
+                    // owner that no longer exists.
+                    match self.owner_exists(&owner).await {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            return Err(ApplyError::OwnerGone {
+                                owner: owner.describe(),
+                                report: Box::new(report),
+                            });
+                        }
+                        Err(source) => {
+                            failures.push(ChildFailure {
+                                child: p.child.clone(),
+                                error: ChildError::Api(source),
+                            });
+                            continue;
+                        }
+                    }
+                }
                 Err(error) => {
                     failures.push(ChildFailure { child: p.child.clone(), error });
                     continue;
-                }
-            }
-            if maybe_made && !owner_confirmed {
-                match self.owner_exists(&owner).await {
-                    Ok(true) => owner_confirmed = true,
-                    Ok(false) => {
-                        return Err(ApplyError::OwnerGone {
-                            owner: owner.describe(),
-                            report: Box::new(report),
-                        });
-                    }
-                    Err(source) => {
-                        failures
-                            .push(ChildFailure { child: p.child.clone(), error: ChildError::Api(source) });
-                        continue;
-                    }
                 }
             }
             match self.send(p).await {

@@ -17,10 +17,8 @@ use crate::object::{ChildRef, ObjectInfo};
 
 /// What applying a child will do to its live object.
 pub(crate) enum Claim {
-    /// Apply to a child of the owner.
+    /// Create it, or apply to a child of the owner.
     Child,
-    /// Create it: it does not exist, and this applier does not remember making it.
-    New,
     /// Create it again: this applier made it before, and it is gone.
     Again,
     /// Take over an object that is not a child yet.
@@ -270,7 +268,7 @@ impl Applier {
         match found {
             Found::Nothing => {
                 let made = self.memory.lock().get(&owner.uid).is_some_and(|m| m.applied.contains_key(&p.key));
-                Ok(if made { Claim::Again } else { Claim::New })
+                Ok(if made { Claim::Again } else { Claim::Child })
             }
             Found::Object(None) => Ok(Claim::Child),
             Found::Object(Some((_, false))) if p.adopt => {

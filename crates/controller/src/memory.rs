@@ -161,6 +161,17 @@ impl Memory {
         self.publish();
     }
 
+    /// The cache saw the object at `key` go: forget it, unless a reconcile of it is running.
+    /// That reconcile still needs what the applier remembers of it (a child it made and now
+    /// finds gone is created again only once the owner is confirmed to exist), and its
+    /// worker forgets the object when it finds it gone from the cache afterwards.
+    pub(crate) fn forget_idle(&self, key: &str) {
+        if self.objects.lock().get(key).is_some_and(|r| r.running > 0) {
+            return;
+        }
+        self.forget(key);
+    }
+
     /// The API server said the object at `key` is gone, though the cache still holds it
     /// (its deletion event is on the way): what is remembered of it goes, here, in the
     /// applier and in its status writer, and until the cache drops it no reconcile of it
@@ -527,6 +538,18 @@ mod tests {
         assert!(m.objects.lock().is_empty(), "the mark goes with the object");
         m.gone("ns/p");
         assert!(m.objects.lock().is_empty(), "nothing is marked that was not remembered");
+    }
+
+    #[tokio::test]
+    async fn an_object_seen_to_go_while_it_is_reconciled_is_forgotten_after() {
+        let m = memory();
+        let p = object(serde_json::json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u0"}}));
+        let running = m.begin("test/v1/Widget", &p);
+        m.forget_idle("ns/p");
+        assert_eq!(m.objects.lock().len(), 1, "the running reconcile keeps what it needs");
+        drop(running);
+        m.forget_idle("ns/p");
+        assert!(m.objects.lock().is_empty());
     }
 
     #[tokio::test]

@@ -94,7 +94,7 @@ pub(crate) async fn primary<S>(
                     }
                     let key = object_key(&o);
                     queue.forget(&key);
-                    ctx.memory.forget(&key);
+                    ctx.memory.forget_idle(&key);
                     release(&ctx, o);
                     return None;
                 }
