@@ -55,10 +55,7 @@ impl Programs {
         }
         for (what, path, flag, build) in needed {
             if !path.is_file() {
-                bail!(
-                    "no {what} at {}: build it with `{build}`, or give its path with {flag}",
-                    path.display()
-                );
+                bail!("no {what} at {}: {build}, or give its path with {flag}", path.display());
             }
         }
         Ok(())
@@ -191,7 +188,13 @@ mod tests {
             "{e}"
         );
         let e = programs.check(&impls(&["kopf"]), None).unwrap_err().to_string();
-        assert!(e.contains("bash bench/ci.sh") && e.ends_with("--kopf"), "{e}");
+        assert_eq!(
+            e,
+            format!(
+                "no kopf at {}: set up bench/.venv with `bash bench/ci.sh`, or give its path with --kopf",
+                dir.path().join("kopf").display()
+            )
+        );
         let e = programs.check(&impls(&["ctop"]), Some(Path::new("/nonexistent/ctop"))).unwrap_err();
         assert!(e.to_string().ends_with("--sim"), "{e}");
         let e = programs.check(&impls(&["operator-sdk"]), None).unwrap_err().to_string();

@@ -138,7 +138,9 @@ pub struct StatusWriter {
     client: Client,
     field_manager: Arc<str>,
     discovery: Arc<Discovery>,
-    memory: Arc<Mutex<HashMap<String, Written>>>,
+    /// Shared (`Arc`), so that a write reads its object's entry without copying the
+    /// statuses in it, and replaces it whole when it is answered.
+    memory: Arc<Mutex<HashMap<String, Arc<Written>>>>,
 }
 
 impl std::fmt::Debug for StatusWriter {
@@ -237,13 +239,13 @@ impl StatusWriter {
 
     async fn write_info(
         &self,
-        info: ObjectInfo,
+        mut info: ObjectInfo,
         patch: StatusPatch,
         note: Option<Box<Note<'_>>>,
     ) -> Result<StatusWrite, StatusError> {
         let last = self.memory.lock().get(&info.uid).cloned();
-        let live = match &info.status {
-            Some(Value::Object(status)) => status.clone(),
+        let live = match info.status.take() {
+            Some(Value::Object(status)) => status,
             _ => Map::new(),
         };
         // A cache that has not seen our last write yet: what the server answered is newer.
@@ -325,7 +327,7 @@ impl StatusWriter {
             superseded.drain(..superseded.len() - SUPERSEDED_LIMIT);
         }
         let written = Written { superseded, expected, stored, stored_version: stored_version.clone() };
-        self.memory.lock().insert(info.uid, written);
+        self.memory.lock().insert(info.uid, Arc::new(written));
         Ok(StatusWrite::Written { resource_version: stored_version })
     }
 
