@@ -305,10 +305,45 @@ enum WireResult {
     },
 }
 
+/// Moves the array `key` out of the object `output`; `None` (and `output` unchanged) when it
+/// is missing or not an array.
+fn take_array(output: &mut Value, key: &str) -> Option<Vec<Value>> {
+    let map = output.as_object_mut()?;
+    if !map.get(key).is_some_and(Value::is_array) {
+        return None;
+    }
+    match map.remove(key) {
+        Some(Value::Array(list)) => Some(list),
+        _ => None,
+    }
+}
+
 impl ReconcileOutcome {
     /// Read the output of a `reconcile`, `finalize` or `onStart` call.
-    pub fn from_output(handler: &'static str, output: Value) -> Result<Self, OutcomeError> {
-        let w: Wire = serde_json::from_value(output).map_err(|source| OutcomeError { handler, source })?;
+    pub fn from_output(handler: &'static str, mut output: Value) -> Result<Self, OutcomeError> {
+        // serde_json builds every map of a `Value` anew when it reads one out of a `Value`:
+        // the children, the patches and the status, most of an output, are moved out as they
+        // are. A part of another shape stays for serde to read, and to refuse in its words.
+        let applies = take_array(&mut output, "applies");
+        let patches = take_array(&mut output, "patches");
+        let status = match output.get("status") {
+            Some(Value::Object(_)) => match output.as_object_mut().and_then(|o| o.remove("status")) {
+                Some(Value::Object(status)) => Some(Some(status)),
+                _ => None,
+            },
+            _ => None,
+        };
+        let mut w: Wire =
+            serde_json::from_value(output).map_err(|source| OutcomeError { handler, source })?;
+        if let Some(applies) = applies {
+            w.applies = applies;
+        }
+        if let Some(patches) = patches {
+            w.patches = patches;
+        }
+        if let Some(status) = status {
+            w.status = status;
+        }
         let (result, keep) = match w.result {
             None => (HandlerResult::Ok, false),
             Some(WireResult::Ok { keep }) => (HandlerResult::Ok, keep),
@@ -471,6 +506,21 @@ mod tests {
         assert_eq!(o.events[0].regarding.as_ref().and_then(|r| r.name.as_deref()), Some("a"));
         assert_eq!(o.finalizers.add, ["x"]);
         assert_eq!(o.result, HandlerResult::Requeue { after: "30s".parse().expect("duration") });
+    }
+
+    #[test]
+    fn parts_of_the_wrong_shape_are_refused_in_serdes_words() {
+        let cases = [
+            (json!({"applies": {"kind": "Secret"}}), "invalid type: map, expected a sequence"),
+            (json!({"patches": "x"}), "invalid type: string \"x\", expected a sequence"),
+            (json!({"status": [1]}), "invalid type: sequence, expected a map"),
+        ];
+        for (out, want) in cases {
+            let e = ReconcileOutcome::from_output("reconcile", out).err().map(|e| e.source.to_string());
+            assert_eq!(e.as_deref(), Some(want));
+        }
+        let none = ReconcileOutcome::from_output("reconcile", json!({"status": null})).expect("reads");
+        assert_eq!(none.status, None);
     }
 
     #[test]
