@@ -1,6 +1,8 @@
 //! The applier: one pass of "make the children of this owner exactly this set".
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
+
+use foldhash::{HashMap, HashSet, HashSetExt as _};
 use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

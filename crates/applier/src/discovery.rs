@@ -4,7 +4,7 @@
 //! next pass. An entry is dropped when the API server answers 404 for its resource (the CRD
 //! was removed).
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};

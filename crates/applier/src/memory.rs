@@ -3,7 +3,9 @@
 //! it to its owner) and the group-kinds and namespaces last recorded on the owner. Dropped
 //! with [`Applier::forget`] when the owner goes.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use foldhash::HashMap;
 
 use crate::answer::AnswerMeta;
 

@@ -20,7 +20,9 @@
 //! pass that wants no children would find none, drop the owner's record, and leave the child
 //! for good.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
+
+use foldhash::{HashMap, HashSet};
 use std::sync::Arc;
 
 use kube::Client;

@@ -7,7 +7,7 @@
 //! `null` deletes a field, and conditions are merged into the live list by `type`. Fields
 //! other writers set are left alone either way.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::Arc;
 
 use kube::Client;

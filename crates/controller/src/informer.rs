@@ -4,7 +4,7 @@
 //! `PartialObjectMetadata` (the server sends each object's `metadata` alone) and cached as
 //! an [`Object`] with nothing else.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashSet};
 use std::sync::Arc;
 
 use futures::StreamExt as _;
@@ -213,7 +213,7 @@ pub(crate) struct EventScope {
     labels: Option<ctop_core::LabelSelector>,
     annotations: Option<ctop_core::LabelSelector>,
     /// The objects inside the scope.
-    inside: std::collections::HashSet<String>,
+    inside: HashSet<String>,
 }
 
 impl EventScope {
@@ -294,27 +294,39 @@ pub(crate) struct SetIndex {
 
 #[derive(Default)]
 pub(crate) struct SetIndexInner {
-    members: HashMap<String, std::collections::HashSet<(String, String)>>,
-    set_of: HashMap<(String, String), String>,
+    /// The members of each set, as (namespace, name).
+    members: HashMap<String, HashSet<(String, String)>>,
+    /// The set of each member, by namespace then name (looked up without building a key:
+    /// most events leave an object's set as it was).
+    set_of: HashMap<String, HashMap<String, String>>,
 }
 
 impl SetIndex {
     pub(crate) fn observe(&self, event: &watcher::Event<Object>) {
         let mut idx = self.inner.lock();
         let mut put = |o: &Object, present: bool| {
-            let key = (o.namespace().unwrap_or_default().to_owned(), o.name().to_owned());
-            if let Some(old) = idx.set_of.remove(&key)
-                && let Some(m) = idx.members.get_mut(&old)
+            let (ns, name) = (o.namespace().unwrap_or_default(), o.name());
+            let label = if present { o.labels().get(ctop_applier::applyset::PART_OF_LABEL) } else { None };
+            let old = idx.set_of.get(ns).and_then(|names| names.get(name));
+            if old.map(String::as_str) == label {
+                return;
+            }
+            if let Some(names) = idx.set_of.get_mut(ns)
+                && let Some(old) = names.remove(name)
             {
-                m.remove(&key);
-                if m.is_empty() {
-                    idx.members.remove(&old);
+                if names.is_empty() {
+                    idx.set_of.remove(ns);
+                }
+                if let Some(m) = idx.members.get_mut(&old) {
+                    m.remove(&(ns.to_owned(), name.to_owned()));
+                    if m.is_empty() {
+                        idx.members.remove(&old);
+                    }
                 }
             }
-            let label = o.labels().get(ctop_applier::applyset::PART_OF_LABEL).map(str::to_owned);
-            if let (true, Some(set)) = (present, label) {
-                idx.members.entry(set.clone()).or_default().insert(key.clone());
-                idx.set_of.insert(key, set);
+            if let Some(set) = label {
+                idx.members.entry(set.to_owned()).or_default().insert((ns.to_owned(), name.to_owned()));
+                idx.set_of.entry(ns.to_owned()).or_default().insert(name.to_owned(), set.to_owned());
             }
         };
         match event {

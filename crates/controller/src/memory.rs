@@ -19,7 +19,7 @@
 //! removed: a cluster that churns objects never grows this memory (`bench/` soaks it, and
 //! `ctop_remembered_objects` counts it).
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::time::Duration;
 
 use ctop_applier::Applier;

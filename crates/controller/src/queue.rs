@@ -17,7 +17,9 @@
 //! The `workqueue_*` metrics are kept here, named after the controller.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
+
+use foldhash::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 

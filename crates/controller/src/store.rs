@@ -8,7 +8,7 @@
 //! it is passed on, and a list (the first, or a relist after the watch was lost) replaces
 //! the contents all at once, when it ends (`InitDone`).
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::Arc;
 
 use kube::runtime::watcher;
@@ -79,7 +79,7 @@ impl Store {
                     }
                 }
             }
-            watcher::Event::Init => inner.listing = Some(Objects::new()),
+            watcher::Event::Init => inner.listing = Some(Objects::default()),
             watcher::Event::InitApply(o) => {
                 let listing = inner.listing.get_or_insert_default();
                 insert(listing, o.clone());

@@ -1,7 +1,7 @@
 //! An outcome's children: applied under the owner through `ctop-applier` (pruning former
 //! ones per the outcome's [`PruneMode`]), and the ones `remove()` names deleted.
 
-use std::collections::HashSet;
+use foldhash::HashSet;
 
 use ctop_applier::{ApplyError, ApplyReport, ChildCache as _, ChildError, ChildFailure, ChildRef, Desired};
 use ctop_core::{EventRecord, EventType, PruneMode};
