@@ -305,17 +305,14 @@ enum WireResult {
     },
 }
 
-/// Moves the array `key` out of the object `output`; `None` (and `output` unchanged) when it
-/// is missing or not an array.
-fn take_array(output: &mut Value, key: &str) -> Option<Vec<Value>> {
+/// Moves the field `key` out of the object `output` when `fits` it; `None` (and `output`
+/// unchanged) otherwise.
+fn take(output: &mut Value, key: &str, fits: fn(&Value) -> bool) -> Option<Value> {
     let map = output.as_object_mut()?;
-    if !map.get(key).is_some_and(Value::is_array) {
+    if !map.get(key).is_some_and(fits) {
         return None;
     }
-    match map.remove(key) {
-        Some(Value::Array(list)) => Some(list),
-        _ => None,
-    }
+    map.remove(key)
 }
 
 impl ReconcileOutcome {
@@ -324,25 +321,19 @@ impl ReconcileOutcome {
         // serde_json builds every map of a `Value` anew when it reads one out of a `Value`:
         // the children, the patches and the status, most of an output, are moved out as they
         // are. A part of another shape stays for serde to read, and to refuse in its words.
-        let applies = take_array(&mut output, "applies");
-        let patches = take_array(&mut output, "patches");
-        let status = match output.get("status") {
-            Some(Value::Object(_)) => match output.as_object_mut().and_then(|o| o.remove("status")) {
-                Some(Value::Object(status)) => Some(Some(status)),
-                _ => None,
-            },
-            _ => None,
-        };
+        let applies = take(&mut output, "applies", Value::is_array);
+        let patches = take(&mut output, "patches", Value::is_array);
+        let status = take(&mut output, "status", Value::is_object);
         let mut w: Wire =
             serde_json::from_value(output).map_err(|source| OutcomeError { handler, source })?;
-        if let Some(applies) = applies {
+        if let Some(Value::Array(applies)) = applies {
             w.applies = applies;
         }
-        if let Some(patches) = patches {
+        if let Some(Value::Array(patches)) = patches {
             w.patches = patches;
         }
-        if let Some(status) = status {
-            w.status = status;
+        if let Some(Value::Object(status)) = status {
+            w.status = Some(status);
         }
         let (result, keep) = match w.result {
             None => (HandlerResult::Ok, false),
