@@ -1,10 +1,23 @@
 // Test helpers: a fake `__ct_host` and fresh SDK instances (Node stands in for QuickJS).
-import { copyFileSync, cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+const made = [];
+process.on("exit", () => made.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+/**
+ * A new directory under the system's temp directory, removed when the test process exits
+ * (not before: a loaded SDK may still import from it).
+ */
+export function tempDir(prefix) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
 
 /** A host that records what the SDK asks of it. `fetch` answers with `onFetch(url, init)`. */
 export function fakeHost({ onFetch } = {}) {
@@ -37,7 +50,7 @@ export function fakeHost({ onFetch } = {}) {
  * after it.
  */
 export async function load({ script, host = fakeHost(), before } = {}) {
-  const dir = mkdtempSync(join(tmpdir(), "ctop-sdk-"));
+  const dir = tempDir("ctop-sdk-");
   copyFileSync(join(ROOT, "ctop.js"), join(dir, "ctop.js"));
   cpSync(join(ROOT, "src"), join(dir, "src"), { recursive: true });
   globalThis.__ct_host = host;

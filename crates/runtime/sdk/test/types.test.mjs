@@ -3,10 +3,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { load, ROOT } from "./helpers.mjs";
+import { load, ROOT, tempDir } from "./helpers.mjs";
 
 const TSC = join(ROOT, "node_modules/typescript/bin/tsc");
 
@@ -77,7 +76,7 @@ function spliced(name = "ctop") {
 }
 
 test("the one-file typings ctop init writes type-check the examples", () => {
-  const dir = mkdtempSync(join(tmpdir(), "ctop-dts-"));
+  const dir = tempDir("ctop-dts-");
   writeFileSync(join(dir, "ctop.d.ts"), spliced());
   assert.doesNotMatch(spliced(), /from "\.\//);
   cpSync(join(ROOT, "examples"), join(dir, "examples"), { recursive: true });
