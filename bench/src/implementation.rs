@@ -60,6 +60,17 @@ impl Programs {
         }
         Ok(())
     }
+
+    /// The binary the implementation `name` runs, when it is one of its own (kopf runs
+    /// the venv's Python, shared with everything else).
+    #[must_use]
+    pub fn binary(&self, name: &str) -> Option<&Path> {
+        match name {
+            "native" => Some(&self.native),
+            "kopf" => None,
+            _ => Some(&self.ctop),
+        }
+    }
 }
 
 /// The program `name` beside the running one (Cargo builds `ctop`, `webapp-native` and the

@@ -35,6 +35,19 @@ impl Drop for Proc {
     }
 }
 
+/// Drop the pages of `program` from the page cache, so that the next process started
+/// from it finds none of them there and maps only the pages it runs. A page fault on a
+/// program's text maps the pages around it that are already cached (the kernel's
+/// fault-around, 64 KB), so a resident set read after pages were cached by an earlier
+/// run, by `ctop manifests` or by a kubesim of the same file counts up to a megabyte of
+/// code the process never ran (bench/README.md, "Base RSS and the page cache"). Pages
+/// that a running process maps stay.
+pub fn uncache(program: &Path) -> anyhow::Result<()> {
+    let file = std::fs::File::open(program).with_context(|| format!("cannot open {}", program.display()))?;
+    rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed)
+        .with_context(|| format!("cannot drop {} from the page cache", program.display()))
+}
+
 /// A free TCP port on the loopback interface.
 pub fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
