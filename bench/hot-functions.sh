@@ -24,6 +24,13 @@
 # names already listed (those of the builds not given, e.g. `dist` after a release-only
 # refresh) and adds the new ones. Needs valgrind and kubectl; takes about ten seconds per
 # binary.
+#
+# Cargo reruns crates/cli/build.rs, which hands the list to the linker, only when the list
+# is newer than the script's last run in that target directory, and another checkout
+# sharing the directory (a worktree of an older commit, for an A/B build) runs it with its
+# own list. Then this checkout links with that list until its own changes: the base RSS of
+# a release build read 22-24 MB instead of 15.9 once so (bench/README.md, "Base RSS and the
+# page cache"). `touch crates/cli/hot-functions.txt` after building another checkout there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 add=false
