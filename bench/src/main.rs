@@ -302,7 +302,10 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     let sim_binary = tmp.join("kubesim");
     std::fs::copy(opts.sim.as_ref().unwrap_or(&opts.ctop), &sim_binary)
         .with_context(|| format!("cannot copy the kubesim binary to {}", sim_binary.display()))?;
-    let kubesim = sim::start(&sim_binary, &tmp, size, opts.pin.then_some(SIM_CPU)).await?;
+    let kubesim = sim::start(&sim_binary, &tmp, size, opts.pin.then_some(SIM_CPU)).await;
+    // A running program keeps its file: the copy goes now, however the run ends.
+    let _ = std::fs::remove_file(&sim_binary);
+    let kubesim = kubesim?;
     let (kubeconfig, client) = (kubesim.kubeconfig.clone(), kubesim.client.clone());
 
     // The CRD, from `ctop manifests` of the example.
@@ -508,8 +511,6 @@ async fn run_one(opts: &Opts, imp: &str, size: usize) -> anyhow::Result<Run> {
     run.converged = run.failure.is_none();
     if run.converged {
         let _ = std::fs::remove_dir_all(&tmp);
-    } else {
-        let _ = std::fs::remove_file(&sim_binary);
     }
     Ok(run)
 }
